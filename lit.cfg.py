@@ -1,0 +1,35 @@
+# lit configuration for relax-mlir: FileCheck tests of relax-opt and the Python API.
+import os
+import shutil
+import sys
+
+import lit.formats
+
+config.name = "relax-mlir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".py"]
+config.test_source_root = os.path.join(os.path.dirname(__file__), "test")
+config.test_exec_root = os.path.join(os.path.dirname(__file__), "build", "lit")
+# pytest tests live in test/python; lit runs .py files only under test/api.
+config.excludes = ["python", "Inputs", "fixtures", "conftest.py", "__pycache__"]
+
+import mlir  # noqa: E402  (namespace package: use __path__, not __file__)
+import llvm  # noqa: E402
+
+mlir_bin = os.path.join(list(mlir.__path__)[0], "bin")
+llvm_bin = os.path.join(list(llvm.__path__)[0], "bin")
+venv_bin = os.path.dirname(sys.executable)
+config.environment["PATH"] = os.pathsep.join([venv_bin, llvm_bin, mlir_bin, config.environment.get("PATH", "")])
+for k in ("HOME", "RELAX_MLIR_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+    if k in os.environ:
+        config.environment[k] = os.environ[k]
+
+root = os.path.dirname(os.path.abspath(__file__))
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%PYTHON", sys.executable))
+config.substitutions.append(("%relax_irdl", os.path.join(root, "dialects", "relax.irdl.mlir")))
+config.substitutions.append(("%root", root))
+if shutil.which("ptxas"):
+    config.available_features.add("ptxas")
+if shutil.which("spirv-val"):
+    config.available_features.add("spirv-val")

@@ -1,0 +1,245 @@
+"""Typed Python views of the relax dialect's dynamic (IRDL) types.
+
+MLIR 22's Python bindings expose no parameter accessors for IRDL types, so a view is parsed once
+from the type's text and cached by the `ir.Type` (its hash and equality are the uniqued pointer's).
+
+Text forms (the dialect's contract with other tools and tests):
+  !relax.tensor<["n", 64], f32>     known rank; a dim is an integer, a symbolic expression in a
+                                    string ("2*n + 1"), or "?" (unknown)
+  !relax.unranked_tensor<f32>       unknown rank (refined by relax.match_cast)
+  !relax.shape<["n", 4]>            a shape value (relax.shape_of)
+  !relax.prim<"n">                  a symbolic integer value (Relax's PrimValue); "?" if unknown
+  !relax.storage                    a storage block of the memory planner
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from mlir import ir
+
+from relax_mlir.shape import Expr, parse as parse_expr
+
+DTYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64")
+FLOAT_DTYPES = frozenset({"f32", "f16", "bf16", "f64"})
+INT_DTYPES = frozenset({"i1", "i8", "i16", "i32", "i64"})
+
+Dim = Expr | None  # None is an unknown dim ("?")
+
+
+def _dim_text(d: Dim) -> str:
+    if d is None:
+        return '"?"'
+    if d.is_const:
+        return str(d.value)
+    return f'"{d}"'
+
+
+def dims_text(dims: Sequence[Dim]) -> str:
+    return "[" + ", ".join(_dim_text(d) for d in dims) + "]"
+
+
+def as_dim(x: int | str | Expr | None) -> Dim:
+    if x is None:
+        return None
+    if isinstance(x, str) and x.strip() == "?":
+        return None
+    return Expr.from_value(x)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """A `!relax.tensor` (dims is a tuple) or `!relax.unranked_tensor` (dims is None)."""
+
+    dims: tuple[Dim, ...] | None
+    dtype: str
+
+    @staticmethod
+    def of(dims: Iterable[int | str | Expr | None] | None, dtype: str) -> "TensorType":
+        return TensorType(None if dims is None else tuple(as_dim(d) for d in dims), dtype)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.dims is None else len(self.dims)
+
+    @property
+    def known(self) -> bool:
+        """True when the rank and every dim are known (possibly symbolic)."""
+        return self.dims is not None and all(d is not None for d in self.dims)
+
+    def symbols(self) -> frozenset[str]:
+        out: set[str] = set()
+        for d in self.dims or ():
+            if d is not None:
+                out |= d.symbols()
+        return frozenset(out)
+
+    def with_dims(self, dims) -> "TensorType":
+        return TensorType.of(dims, self.dtype)
+
+    def with_dtype(self, dtype: str) -> "TensorType":
+        return TensorType(self.dims, dtype)
+
+    def subs(self, mapping) -> "TensorType":
+        if self.dims is None:
+            return self
+        return TensorType(tuple(None if d is None else d.subs(mapping) for d in self.dims), self.dtype)
+
+    def __str__(self) -> str:
+        if self.dims is None:
+            return f"!relax.unranked_tensor<{self.dtype}>"
+        return f"!relax.tensor<{dims_text(self.dims)}, {self.dtype}>"
+
+    def to_mlir(self) -> ir.Type:
+        return _to_mlir(str(self))
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeType:
+    """A `!relax.shape<[dims]>` value."""
+
+    dims: tuple[Dim, ...]
+
+    def __str__(self) -> str:
+        return f"!relax.shape<{dims_text(self.dims)}>"
+
+    def to_mlir(self) -> ir.Type:
+        return _to_mlir(str(self))
+
+
+@dataclass(frozen=True, slots=True)
+class PrimType:
+    """A `!relax.prim<"expr">` symbolic integer value."""
+
+    value: Dim
+
+    def __str__(self) -> str:
+        return f'!relax.prim<"{"?" if self.value is None else self.value}">'
+
+    def to_mlir(self) -> ir.Type:
+        return _to_mlir(str(self))
+
+
+@dataclass(frozen=True, slots=True)
+class StorageType:
+    def __str__(self) -> str:
+        return "!relax.storage"
+
+    def to_mlir(self) -> ir.Type:
+        return _to_mlir(str(self))
+
+
+@dataclass(frozen=True, slots=True)
+class OtherType:
+    """Any non-relax type (index, builtin tensors, tuples ...), kept as its MLIR text."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_mlir(self) -> ir.Type:
+        return _to_mlir(self.text)
+
+
+RelaxType = TensorType | ShapeType | PrimType | StorageType | OtherType
+
+_TEXT_CACHE: dict[tuple[int, str], ir.Type] = {}
+
+
+def _to_mlir(text: str) -> ir.Type:
+    ctx = ir.Context.current
+    key = (id(ctx), text)
+    t = _TEXT_CACHE.get(key)
+    if t is None:
+        t = ir.Type.parse(text)
+        _TEXT_CACHE[key] = t
+    return t
+
+
+_DIM_RE = re.compile(r'\s*(?:"([^"]*)"|(-?\d+))\s*(?:,|$)')
+
+
+def _parse_dims(body: str) -> tuple[Dim, ...]:
+    body = body.strip()
+    assert body.startswith("[") and body.endswith("]"), body
+    inner = body[1:-1].strip()
+    if not inner:
+        return ()
+    dims: list[Dim] = []
+    pos = 0
+    while pos < len(inner):
+        m = _DIM_RE.match(inner, pos)
+        if m is None:
+            raise ValueError(f"malformed dims {body!r}")
+        s, n = m.group(1), m.group(2)
+        if n is not None:
+            dims.append(Expr.from_value(int(n)))
+        else:
+            dims.append(None if s.strip() == "?" else parse_expr(s))
+        pos = m.end()
+    return tuple(dims)
+
+
+def _split_last_comma(body: str) -> tuple[str, str]:
+    i = body.rfind(",")
+    return body[:i], body[i + 1 :].strip()
+
+
+def parse_type_text(text: str) -> RelaxType:
+    if text.startswith("!relax.tensor<"):
+        dims, dtype = _split_last_comma(text[len("!relax.tensor<") : -1])
+        return TensorType(_parse_dims(dims), dtype)
+    if text.startswith("!relax.unranked_tensor<"):
+        return TensorType(None, text[len("!relax.unranked_tensor<") : -1].strip())
+    if text.startswith("!relax.shape<"):
+        return ShapeType(_parse_dims(text[len("!relax.shape<") : -1]))
+    if text.startswith("!relax.prim<"):
+        s = text[len("!relax.prim<") : -1].strip().strip('"')
+        return PrimType(None if s == "?" else parse_expr(s))
+    if text == "!relax.storage":
+        return StorageType()
+    return OtherType(text)
+
+
+class TypeTextError(ValueError):
+    """A relax type whose parameters do not follow the dialect's text form."""
+
+
+_VIEW_CACHE: dict[ir.Type, RelaxType] = {}
+
+
+def view(t: ir.Type) -> RelaxType:
+    """The cached Python view of an MLIR type."""
+    v = _VIEW_CACHE.get(t)
+    if v is None:
+        text = str(t)
+        try:
+            v = parse_type_text(text)
+        except ValueError as e:
+            raise TypeTextError(f"invalid type {text}: {e}") from None
+        if len(_VIEW_CACHE) > 200_000:
+            _VIEW_CACHE.clear()
+        _VIEW_CACHE[t] = v
+    return v
+
+
+def is_tensor(t: ir.Type) -> bool:
+    return isinstance(view(t), TensorType)
+
+
+def dtype_to_mlir(dtype: str) -> ir.Type:
+    return _to_mlir(dtype)
+
+
+def builtin_tensor_text(tt: TensorType) -> str:
+    """The builtin tensor type a relax tensor lowers to (`tensor<?x64xf32>`)."""
+    if tt.dims is None:
+        return f"tensor<*x{tt.dtype}>"
+    parts = [str(d.value) if (d is not None and d.is_const) else "?" for d in tt.dims]
+    return "tensor<" + "".join(p + "x" for p in parts) + tt.dtype + ">"
+
+
+def builtin_memref_text(tt: TensorType) -> str:
+    return "mem" + builtin_tensor_text(tt)[len("") :].replace("tensor<", "ref<", 1)

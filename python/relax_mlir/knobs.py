@@ -1,0 +1,20 @@
+"""Every RELAX_MLIR_* environment setting, in one place."""
+from __future__ import annotations
+
+import os
+
+
+def num_threads() -> int:
+    """RELAX_MLIR_NUM_THREADS: kernel threads (default: all cores; 1 = single-threaded)."""
+    v = os.environ.get("RELAX_MLIR_NUM_THREADS")
+    return max(1, int(v)) if v else (os.cpu_count() or 1)
+
+
+def dump_ir() -> bool:
+    """RELAX_MLIR_DUMP_IR=1: print the IR after each compile stage to stderr."""
+    return os.environ.get("RELAX_MLIR_DUMP_IR", "") not in ("", "0")
+
+
+def use_library() -> str:
+    """RELAX_MLIR_LIBRARY=auto|always|never: library dispatch of matmuls (default auto)."""
+    return os.environ.get("RELAX_MLIR_LIBRARY", "auto")

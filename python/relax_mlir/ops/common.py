@@ -1,0 +1,121 @@
+"""Shape helpers shared by the deduction rules of every op family."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from relax_mlir.dialect.spec import DeduceError
+from relax_mlir.dialect.types import Dim, FLOAT_DTYPES, TensorType
+from relax_mlir.shape import Expr, Facts, const
+
+ONE = const(1)
+ZERO = const(0)
+
+
+def fmt(d: Dim) -> str:
+    return "?" if d is None else str(d)
+
+
+def fmt_dims(dims: Sequence[Dim] | None) -> str:
+    if dims is None:
+        return "[*]"
+    return "[" + ", ".join(fmt(d) for d in dims) + "]"
+
+
+def dims_equal(a: Dim, b: Dim, facts: Facts) -> bool:
+    """True when a and b are provably the same value (unknown dims are never provably equal)."""
+    if a is None or b is None:
+        return False
+    return a == b or facts.prove_eq(a, b)
+
+
+def dims_differ(a: Dim, b: Dim, facts: Facts) -> bool:
+    """True when a and b provably differ (unknown dims never provably differ)."""
+    if a is None or b is None:
+        return False
+    if a.is_const and b.is_const:
+        return a.value != b.value
+    return facts.prove_lt(a, b) or facts.prove_gt(a, b)
+
+
+def require_rank(t: TensorType, what: str) -> tuple[Dim, ...]:
+    if t.dims is None:
+        raise DeduceError(f"{what} has unknown rank; refine it with relax.match_cast first")
+    return t.dims
+
+
+def require_float(t: TensorType, what: str) -> None:
+    if t.dtype not in FLOAT_DTYPES:
+        raise DeduceError(f"{what} must have a floating-point element type, got {t.dtype}")
+
+
+def require_same_dtype(ts: Sequence[TensorType], names: Sequence[str]) -> str:
+    dt = ts[0].dtype
+    for t, n in zip(ts[1:], names[1:]):
+        if t.dtype != dt:
+            raise DeduceError(f"element types differ: {names[0]} is {dt}, {n} is {t.dtype}")
+    return dt
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1) or (rank == 0 and axis not in (0, -1)):
+        raise DeduceError(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def normalize_axes(axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
+    out = [normalize_axis(a, rank, what) for a in axes]
+    if len(set(out)) != len(out):
+        raise DeduceError(f"{what} {list(axes)} repeat an axis")
+    return out
+
+
+def broadcast_shapes(shapes: Sequence[tuple[Dim, ...]], names: Sequence[str], facts: Facts) -> tuple[Dim, ...]:
+    """Numpy broadcasting with symbols: n vs 1 -> n; n vs m is an error unless provably equal."""
+    rank = max(len(s) for s in shapes)
+    out: list[Dim] = []
+    for i in range(rank):
+        cur: Dim = ONE
+        cur_name = None
+        cur_is_set = False
+        for s, nm in zip(shapes, names):
+            j = i - (rank - len(s))
+            if j < 0:
+                continue
+            d = s[j]
+            if not cur_is_set:
+                cur, cur_name, cur_is_set = d, nm, True
+                continue
+            if d is not None and d.is_const and d.value == 1:
+                continue
+            if cur is not None and cur.is_const and cur.value == 1:
+                cur, cur_name = d, nm
+                continue
+            if d is None or cur is None:
+                cur = cur if d is None else d
+                # one unknown: the result is the known one, unless it may be 1
+                continue
+            if dims_equal(cur, d, facts):
+                continue
+            raise DeduceError(
+                f"broadcast dimensions differ: {cur} vs {d} (dim {i} of the result, from {cur_name} and {nm})"
+                + _symbols_note(cur, d))
+        out.append(cur)
+    return tuple(out)
+
+
+def _symbols_note(*dims: Dim) -> str:
+    syms = sorted(set().union(*[d.symbols() for d in dims if d is not None]))
+    return f"; symbols: {', '.join(syms)}" if syms else ""
+
+
+def product(dims: Sequence[Dim]) -> Dim:
+    p: Expr = ONE
+    for d in dims:
+        if d is None:
+            return None
+        p = p * d
+    return p
+
+
+def symbols_note(*dims: Dim) -> str:
+    return _symbols_note(*dims)

@@ -1,0 +1,543 @@
+"""Shape manipulation: matmul, permute_dims, reshape, broadcast_to, concat, split, strided_slice,
+take."""
+from __future__ import annotations
+
+from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
+from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim
+from relax_mlir.ops.common import (ONE, ZERO, broadcast_shapes, dims_differ, dims_equal, fmt, fmt_dims,
+                                   normalize_axis, product, require_rank, require_same_dtype, symbols_note)
+from relax_mlir.shape import Expr, ceildiv, const, min_, max_
+
+
+@relax_op
+class MatmulOp(OpSpec):
+    """Batched matrix product with numpy (`np.matmul`) semantics."""
+
+    name = "relax.matmul"
+    lhs = operand(TENSOR)
+    rhs = operand(TENSOR)
+    result = result_(TENSOR)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        a, b = op.tensor(0), op.tensor(1)
+        dt = require_same_dtype([a, b], ["lhs", "rhs"])
+        ad, bd = require_rank(a, "lhs"), require_rank(b, "rhs")
+        if not ad or not bd:
+            raise DeduceError("operands of matmul must have rank >= 1")
+        la = ad if len(ad) > 1 else (ONE,) + ad
+        lb = bd if len(bd) > 1 else bd + (ONE,)
+        k1, k2 = la[-1], lb[-2]
+        if k1 is not None and k2 is not None and not dims_equal(k1, k2, op.facts):
+            raise DeduceError(f"inner dimensions differ: {k1} vs {k2}" + symbols_note(k1, k2))
+        batch = broadcast_shapes([la[:-2], lb[:-2]], ["lhs", "rhs"], op.facts) if (len(la) > 2 or len(lb) > 2) else ()
+        dims = list(batch)
+        if len(ad) > 1:
+            dims.append(la[-2])
+        if len(bd) > 1:
+            dims.append(lb[-1])
+        return [TensorType(tuple(dims), dt)]
+
+
+@relax_op
+class PermuteDimsOp(OpSpec):
+    """Transpose. Attribute: axes (array of int; default reverses the dims)."""
+
+    name = "relax.permute_dims"
+    x = operand(TENSOR)
+    result = result_(TENSOR)
+    axes = attr("array", doc="the permutation")
+
+    @classmethod
+    def axes_of(cls, op: OpInfo, rank: int) -> list[int]:
+        axes = op.attr("axes")
+        if axes is None:
+            return list(range(rank))[::-1]
+        if sorted(a % rank if rank else a for a in axes) != list(range(rank)) or len(axes) != rank:
+            raise DeduceError(f"axes {axes} are not a permutation of rank {rank}")
+        return [a % rank for a in axes]
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = require_rank(x, "operand")
+        return [TensorType(tuple(d[a] for a in cls.axes_of(op, len(d))), x.dtype)]
+
+
+def _shape_attr(op: OpInfo, name: str = "shape") -> list:
+    s = op.attr(name)
+    if s is None or not isinstance(s, list):
+        raise DeduceError(f"requires a '{name}' array attribute")
+    try:
+        return [int(v) if isinstance(v, int) else v for v in s]
+    except Exception as e:  # pragma: no cover - attribute of a wrong kind
+        raise DeduceError(f"'{name}' must hold integers or symbolic expressions: {e}")
+
+
+def _exprs(vals: list, what: str) -> list[Expr]:
+    out = []
+    for v in vals:
+        try:
+            d = as_dim(v)
+        except ValueError as e:
+            raise DeduceError(f"{what}: {e}")
+        if d is None:
+            raise DeduceError(f"{what} may not contain '?'")
+        out.append(d)
+    return out
+
+
+@relax_op
+class ReshapeOp(OpSpec):
+    """Reshape to a symbolic shape; the element count must provably stay the same.
+    Attribute: shape (array of int or expression strings; one -1 is inferred)."""
+
+    name = "relax.reshape"
+    x = operand(TENSOR)
+    result = result_(TENSOR)
+    shape = attr("array", optional=False, doc="the new shape")
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = require_rank(x, "operand")
+        raw = _shape_attr(op)
+        n_in = product(d)
+        minus = [i for i, v in enumerate(raw) if v == -1]
+        if len(minus) > 1:
+            raise DeduceError("at most one dim of the new shape may be -1")
+        if minus:
+            rest = product(_exprs([v for i, v in enumerate(raw) if i != minus[0]], "shape"))
+            if n_in is None:
+                raise DeduceError("cannot infer the -1 dim of an operand with unknown dims")
+            from relax_mlir.shape import floordiv
+            inferred = floordiv(n_in, rest)
+            if not op.facts.prove_eq(inferred * rest, n_in):
+                raise DeduceError(f"cannot infer the -1 dim: {n_in} elements are not provably divisible by {rest}")
+            new = [inferred if i == minus[0] else v for i, v in enumerate(raw)]
+        else:
+            new = raw
+        dims = _exprs(new, "shape")
+        n_out = product(dims)
+        if n_in is not None and not dims_equal(n_in, n_out, op.facts):
+            raise DeduceError(
+                f"cannot reshape {fmt_dims(d)} to {fmt_dims(dims)}: element counts {n_in} vs {n_out} "
+                f"are not provably equal" + symbols_note(n_in, n_out))
+        return [TensorType(tuple(dims), x.dtype)]
+
+
+@relax_op
+class BroadcastToOp(OpSpec):
+    """Broadcast to a shape (numpy rules). Attribute: shape (array of int or expression strings)."""
+
+    name = "relax.broadcast_to"
+    x = operand(TENSOR)
+    result = result_(TENSOR)
+    shape = attr("array", optional=False, doc="the target shape")
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = require_rank(x, "operand")
+        target = _exprs(_shape_attr(op), "shape")
+        if len(d) > len(target):
+            raise DeduceError(f"cannot broadcast rank {len(d)} to rank {len(target)}")
+        for i, s in enumerate(d):
+            t = target[len(target) - len(d) + i]
+            if s is None or (s.is_const and s.value == 1) or dims_equal(s, t, op.facts):
+                continue
+            raise DeduceError(f"cannot broadcast dim {i} of size {s} to {t}" + symbols_note(s, t))
+        return [TensorType(tuple(target), x.dtype)]
+
+
+@relax_op
+class ConcatOp(OpSpec):
+    """Concatenate along an axis; the result dim is the sum. Attribute: axis (int, default 0)."""
+
+    name = "relax.concat"
+    inputs = operand(TENSOR, variadic=True)
+    result = result_(TENSOR)
+    axis = attr("int", default=0)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        if not op.operand_types:
+            raise DeduceError("needs at least one operand")
+        ts = [op.tensor(i) for i in range(len(op.operand_types))]
+        dt = require_same_dtype(ts, [f"operand #{i}" for i in range(len(ts))])
+        ranks = {len(require_rank(t, "operand")) for t in ts}
+        if len(ranks) != 1:
+            raise DeduceError(f"operands have different ranks {sorted(ranks)}")
+        rank = ranks.pop()
+        axis = normalize_axis(op.attr("axis", 0), rank)
+        dims = list(ts[0].dims)
+        total = ZERO
+        for i, t in enumerate(ts):
+            for j in range(rank):
+                if j == axis:
+                    continue
+                if dims[j] is None:
+                    dims[j] = t.dims[j]
+                elif t.dims[j] is not None and not dims_equal(dims[j], t.dims[j], op.facts):
+                    raise DeduceError(f"operand #{i} dim {j} is {t.dims[j]}, expected {dims[j]}"
+                                      + symbols_note(dims[j], t.dims[j]))
+            total = None if (total is None or t.dims[axis] is None) else total + t.dims[axis]
+        dims[axis] = total
+        return [TensorType(tuple(dims), dt)]
+
+
+@relax_op
+class SplitOp(OpSpec):
+    """Split along an axis. Attributes: axis (int), and either sections (int, equal parts) or
+    indices (array of split points)."""
+
+    name = "relax.split"
+    x = operand(TENSOR)
+    results = result_(TENSOR, variadic=True)
+    axis = attr("int", default=0)
+    sections = attr("int")
+    indices = attr("array")
+
+    @classmethod
+    def bounds(cls, op: OpInfo, dim: Expr | None) -> list[tuple[Expr, Expr | None]]:
+        """[(begin, extent)] of each part."""
+        from relax_mlir.shape import floordiv
+        sections, indices = op.attr("sections"), op.attr("indices")
+        if (sections is None) == (indices is None):
+            raise DeduceError("needs exactly one of 'sections' or 'indices'")
+        if sections is not None:
+            if sections < 1:
+                raise DeduceError(f"sections must be >= 1, got {sections}")
+            if dim is None:
+                return [(ZERO, None)] * sections
+            part = floordiv(dim, sections)
+            if not op.facts.prove_eq(part * sections, dim):
+                raise DeduceError(f"dim {dim} is not provably divisible into {sections} sections" + symbols_note(dim))
+            return [(part * i, part) for i in range(sections)]
+        pts = [ZERO] + _exprs(indices, "indices")
+        out = []
+        for i, b in enumerate(pts):
+            e = pts[i + 1] if i + 1 < len(pts) else dim
+            if e is not None and op.facts.prove_lt(e, b):
+                raise DeduceError(f"split indices must be increasing: {b} > {e}")
+            out.append((b, None if e is None else e - b))
+        return out
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = require_rank(x, "operand")
+        axis = normalize_axis(op.attr("axis", 0), len(d))
+        out = []
+        for _, ext in cls.bounds(op, d[axis]):
+            nd = list(d)
+            nd[axis] = ext
+            out.append(TensorType(tuple(nd), x.dtype))
+        if op.result_types and len(op.result_types) != len(out):
+            raise DeduceError(f"produces {len(out)} results, but {len(op.result_types)} are declared")
+        return out
+
+
+@relax_op
+class StridedSliceOp(OpSpec):
+    """Slice `begin:end:stride` on the given axes. Attributes: axes, begin, end (arrays of int or
+    expression strings; negative constants count from the end), strides (array of positive int)."""
+
+    name = "relax.strided_slice"
+    x = operand(TENSOR)
+    result = result_(TENSOR)
+    axes = attr("array", optional=False)
+    begin = attr("array", optional=False)
+    end = attr("array", optional=False)
+    strides = attr("array")
+
+    @classmethod
+    def slices(cls, op: OpInfo, dims) -> dict[int, tuple[Expr, Expr, int]]:
+        """axis -> (begin, extent, stride), with begin/end clamped into [0, dim]."""
+        axes, begin, end = op.attr("axes"), op.attr("begin"), op.attr("end")
+        strides = op.attr("strides") or [1] * len(axes)
+        if not (len(axes) == len(begin) == len(end) == len(strides)):
+            raise DeduceError("axes, begin, end and strides must have the same length")
+        out = {}
+        for ax, b, e, s in zip(axes, begin, end, strides):
+            ax = normalize_axis(ax, len(dims))
+            if not isinstance(s, int) or s < 1:
+                raise DeduceError(f"strides must be positive integers, got {s}")
+            dim = dims[ax]
+            be, ee = cls._clamp(as_dim(b), dim, op), cls._clamp(as_dim(e), dim, op)
+            if be is None or ee is None:
+                out[ax] = (be, None, s)
+                continue
+            ext = ee - be
+            if op.facts.prove_le(ext, ZERO):
+                ext = ZERO
+            elif not op.facts.prove_ge(ext, ZERO):
+                ext = max_(ext, ZERO)
+            out[ax] = (be, ceildiv(ext, s) if s != 1 else ext, s)
+        return out
+
+    @staticmethod
+    def _clamp(v: Expr | None, dim, op: OpInfo):
+        if v is None:
+            return None
+        if v.is_const and v.value < 0:
+            if dim is None:
+                return None
+            v = dim + v
+            if dim.is_const:
+                return const(max(v.value, 0))
+            return v if op.facts.prove_ge(v, ZERO) else max_(v, ZERO)
+        if dim is None:
+            return v
+        if dim.is_const and v.is_const:
+            return const(min(v.value, dim.value))
+        return v if op.facts.prove_le(v, dim) else min_(v, dim)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = list(require_rank(x, "operand"))
+        for ax, (_, ext, _) in cls.slices(op, d).items():
+            d[ax] = ext
+        return [TensorType(tuple(d), x.dtype)]
+
+
+@relax_op
+class TakeOp(OpSpec):
+    """Gather along an axis: result dims are x's with the axis replaced by the indices' dims.
+    Attribute: axis (int, default 0). Indices are clamped into range."""
+
+    name = "relax.take"
+    x = operand(TENSOR)
+    indices = operand(TENSOR)
+    result = result_(TENSOR)
+    axis = attr("int", default=0)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x, idx = op.tensor(0), op.tensor(1)
+        if idx.dtype not in INT_DTYPES or idx.dtype == "i1":
+            raise DeduceError(f"indices must have an integer element type, got {idx.dtype}")
+        d = require_rank(x, "operand")
+        axis = normalize_axis(op.attr("axis", 0), len(d))
+        return [TensorType(d[:axis] + require_rank(idx, "indices") + d[axis + 1:], x.dtype)]
+
+
+_ = (dims_differ, fmt)
+
+
+# --- legalization ------------------------------------------------------------------------------
+
+from relax_mlir.dialect.types import FLOAT_DTYPES  # noqa: E402
+from relax_mlir.ops.kernel import (Kernel, Legalized, LegalizeError, affine_map, broadcast_map,  # noqa: E402
+                                   identity_map, zero_literal)
+
+
+def _collapsed(t: TensorType, groups: list[list[int]]) -> TensorType:
+    return TensorType(tuple(product([t.dims[i] for i in g]) for g in groups), t.dtype)
+
+
+def _reassoc(groups: list[list[int]]) -> str:
+    return "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+
+
+def _matmul_legalize(cls, op: OpInfo) -> Legalized:
+    a, b = op.tensor(0), op.tensor(1)
+    r = op.result_types[0]
+    k = Kernel("matmul", [a, b], [r])
+    float_ = a.dtype in FLOAT_DTYPES
+    if len(b.dims) == 2 and len(a.dims) >= 2:
+        # Collapse the leading dims of lhs into M: one 2-D linalg.matmul (library- and schedule-friendly).
+        lhs, out = k.inp(0), k.out(0)
+        groups = [list(range(len(a.dims) - 1)), [len(a.dims) - 1]]
+        a2, r2 = _collapsed(a, groups), _collapsed(r, groups)
+        if len(a.dims) > 2:
+            lhs = k.fresh("lhs")
+            k.emit(f"{lhs} = tensor.collapse_shape {k.inp(0)} {_reassoc(groups)} : {k.ty(a)} into {k.ty(a2)}")
+            out = k.fresh("o")
+            k.emit(f"{out} = tensor.collapse_shape {k.out(0)} {_reassoc(groups)} : {k.ty(r)} into {k.ty(r2)}")
+        f = k.fill(zero_literal(a.dtype), out, r2)
+        m = k.fresh("mm")
+        k.emit(f"{m} = linalg.matmul ins({lhs}, {k.inp(1)} : {k.ty(a2)}, {k.ty(b)}) outs({f} : {k.ty(r2)}) -> {k.ty(r2)}")
+        if len(a.dims) > 2:
+            sizes = [k.dim(k.out(0), r, i) if not (r.dims[i] is not None and r.dims[i].is_const) else str(r.dims[i].value)
+                     for i in range(len(r.dims))]
+            e = k.fresh("x")
+            k.emit(f"{e} = tensor.expand_shape {m} {_reassoc(groups)} output_shape [{', '.join(sizes)}] : "
+                   f"{k.ty(r2)} into {k.ty(r)}")
+            m = e
+        return Legalized(k, [m])
+    # General batched form, with numpy broadcasting of batch dims and 1-D operands.
+    la = a.dims if len(a.dims) > 1 else (ONE,) + a.dims
+    lb = b.dims if len(b.dims) > 1 else b.dims + (ONE,)
+    nb = max(len(la), len(lb)) - 2
+    m_, n_, k_ = f"d{nb}", f"d{nb + 1}", f"d{nb + 2}"
+    nloops = nb + 3
+
+    def batch_map(dims, full_rank_dims):
+        nbd = len(full_rank_dims) - 2
+        res = []
+        for j in range(nbd):
+            i = nb - nbd + j
+            d = full_rank_dims[j]
+            od = r.dims[i] if i < len(r.dims) else None
+            res.append("0" if (d is not None and d.is_const and d.value == 1 and not (od is not None and od.is_const and od.value == 1)) else f"d{i}")
+        return res
+
+    amap = batch_map(a.dims, la) + ([m_, k_] if len(a.dims) > 1 else [k_])
+    bmap = batch_map(b.dims, lb) + ([k_, n_] if len(b.dims) > 1 else [k_])
+    omap = [f"d{i}" for i in range(nb)] + ([m_] if len(a.dims) > 1 else []) + ([n_] if len(b.dims) > 1 else [])
+    f = k.fill(zero_literal(a.dtype), k.out(0), r)
+    mul, add = ("arith.mulf", "arith.addf") if float_ else ("arith.muli", "arith.addi")
+    g = k.generic([(k.inp(0), a, affine_map(nloops, amap)), (k.inp(1), b, affine_map(nloops, bmap))],
+                  [(f, r, affine_map(nloops, omap))], ["parallel"] * (nb + 2) + ["reduction"],
+                  [f"%p = {mul} %a0, %a1 : {a.dtype}", f"%s = {add} %o0, %p : {a.dtype}"], ["%s"])
+    return Legalized(k, g)
+
+
+MatmulOp.legalize = classmethod(_matmul_legalize)
+
+
+def _permute_legalize(cls, op: OpInfo) -> Legalized:
+    x, r = op.tensor(0), op.result_types[0]
+    k = Kernel("permute_dims", [x], [r])
+    perm = cls.axes_of(op, len(x.dims))
+    t = k.fresh("t")
+    k.emit(f"{t} = linalg.transpose ins({k.inp(0)} : {k.ty(x)}) outs({k.out(0)} : {k.ty(r)}) "
+           f"permutation = [{', '.join(map(str, perm))}]")
+    return Legalized(k, [t])
+
+
+PermuteDimsOp.legalize = classmethod(_permute_legalize)
+
+
+def _broadcast_legalize(cls, op: OpInfo) -> Legalized:
+    x, r = op.tensor(0), op.result_types[0]
+    k = Kernel("broadcast_to", [x], [r])
+    rank = len(r.dims)
+    g = k.generic([(k.inp(0), x, broadcast_map(x, rank, r))], [(k.out(0), r, identity_map(rank))],
+                  ["parallel"] * rank, [], ["%a0"])
+    return Legalized(k, g)
+
+
+BroadcastToOp.legalize = classmethod(_broadcast_legalize)
+
+
+def _slice_text(k: Kernel, offsets: list[str], sizes: list[str], strides: list[str]) -> str:
+    return f"[{', '.join(offsets)}] [{', '.join(sizes)}] [{', '.join(strides)}]"
+
+
+def _sizes(k: Kernel, value: str, t: TensorType) -> list[str]:
+    return [str(d.value) if d is not None and d.is_const else k.dim(value, t, i) for i, d in enumerate(t.dims)]
+
+
+def _concat_legalize(cls, op: OpInfo) -> Legalized:
+    ts = [op.tensor(i) for i in range(len(op.operand_types))]
+    r = op.result_types[0]
+    axis = normalize_axis(op.attr("axis", 0), len(r.dims))
+    k = Kernel("concat", ts, [r])
+    acc = k.out(0)
+    offset = "0"
+    for i, t in enumerate(ts):
+        sizes = _sizes(k, k.inp(i), t)
+        offs = ["0"] * len(r.dims)
+        offs[axis] = offset
+        nxt = k.fresh("ins")
+        k.emit(f"{nxt} = tensor.insert_slice {k.inp(i)} into {acc}{_slice_text(k, offs, sizes, ['1'] * len(r.dims))} "
+               f": {k.ty(t)} into {k.ty(r)}")
+        acc = nxt
+        if i + 1 < len(ts):
+            if offset == "0" and sizes[axis].lstrip("-").isdigit():
+                offset = sizes[axis]
+            else:
+                o = k.fresh("off")
+                a = offset if not offset.lstrip("-").isdigit() else k.const_index(int(offset))
+                s = sizes[axis] if not sizes[axis].lstrip("-").isdigit() else k.const_index(int(sizes[axis]))
+                k.emit(f"{o} = arith.addi {a}, {s} : index")
+                offset = o
+    return Legalized(k, [acc])
+
+
+ConcatOp.legalize = classmethod(_concat_legalize)
+
+
+def _copy(k: Kernel, src: str, src_t: TensorType, dst: str, dst_t: TensorType) -> str:
+    c = k.fresh("cp")
+    k.emit(f"{c} = linalg.copy ins({src} : {k.ty(src_t)}) outs({dst} : {k.ty(dst_t)}) -> {k.ty(dst_t)}")
+    return c
+
+
+def _split_legalize(cls, op: OpInfo) -> Legalized:
+    x = op.tensor(0)
+    rs = list(op.result_types)
+    axis = normalize_axis(op.attr("axis", 0), len(x.dims))
+    k = Kernel("split", [x], rs)
+    offset = "0"
+    outs = []
+    for i, r in enumerate(rs):
+        sizes = _sizes(k, k.out(i), r)
+        offs = ["0"] * len(x.dims)
+        offs[axis] = offset
+        s = k.fresh("sl")
+        k.emit(f"{s} = tensor.extract_slice {k.inp(0)}{_slice_text(k, offs, sizes, ['1'] * len(x.dims))} : "
+               f"{k.ty(x)} to {k.ty(r)}")
+        outs.append(_copy(k, s, r, k.out(i), r))
+        a = offset if not offset.isdigit() else k.const_index(int(offset))
+        b = sizes[axis] if not sizes[axis].isdigit() else k.const_index(int(sizes[axis]))
+        o = k.fresh("off")
+        k.emit(f"{o} = arith.addi {a}, {b} : index")
+        offset = o
+    return Legalized(k, outs)
+
+
+SplitOp.legalize = classmethod(_split_legalize)
+
+
+def _strided_slice_legalize(cls, op: OpInfo) -> Legalized:
+    x, r = op.tensor(0), op.result_types[0]
+    sl = cls.slices(op, list(x.dims))
+    syms: list[Expr] = []
+    k = Kernel("strided_slice", [x], [r])
+    offs, strides = [], []
+    for i in range(len(x.dims)):
+        if i in sl:
+            b, _, s = sl[i]
+            if b is None:
+                raise LegalizeError("slice begin must be known")
+            if b.is_const:
+                offs.append(str(b.value))
+            else:
+                offs.append(k.sym(len(syms)))
+                syms.append(b)
+            strides.append(str(s))
+        else:
+            offs.append("0")
+            strides.append("1")
+    k.n_syms = len(syms)
+    sizes = _sizes(k, k.out(0), r)
+    s = k.fresh("sl")
+    k.emit(f"{s} = tensor.extract_slice {k.inp(0)}{_slice_text(k, offs, sizes, strides)} : {k.ty(x)} to {k.ty(r)}")
+    return Legalized(k, [_copy(k, s, r, k.out(0), r)], syms)
+
+
+StridedSliceOp.legalize = classmethod(_strided_slice_legalize)
+
+
+def _take_legalize(cls, op: OpInfo) -> Legalized:
+    x, idx, r = op.tensor(0), op.tensor(1), op.result_types[0]
+    axis = normalize_axis(op.attr("axis", 0), len(x.dims))
+    k = Kernel("take", [x, idx], [r])
+    rank, ri = len(r.dims), len(idx.dims)
+    n = k.dim(k.inp(0), x, axis)
+    imap = affine_map(rank, [f"d{axis + j}" for j in range(ri)])
+    body = [f"%i{j} = linalg.index {j} : index" for j in range(rank)]
+    body += [f"%iv = arith.index_cast %a0 : {idx.dtype} to index", "%zero = arith.constant 0 : index",
+             "%one = arith.constant 1 : index", f"%last = arith.subi {n}, %one : index",
+             "%lo = arith.maxsi %iv, %zero : index", "%cl = arith.minsi %lo, %last : index"]
+    coords = [f"%i{j}" for j in range(axis)] + ["%cl"] + [f"%i{axis + ri + j}" for j in range(len(x.dims) - axis - 1)]
+    body.append(f"%v = tensor.extract {k.inp(0)}[{', '.join(coords)}] : {k.ty(x)}")
+    g = k.generic([(k.inp(1), idx, imap)], [(k.out(0), r, identity_map(rank))], ["parallel"] * rank, body, ["%v"])
+    return Legalized(k, g)
+
+
+TakeOp.legalize = classmethod(_take_legalize)

@@ -1,0 +1,116 @@
+"""Reductions over axes: sum, mean, max, min, prod."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
+from relax_mlir.dialect.types import FLOAT_DTYPES, TensorType
+from relax_mlir.ops.common import ONE, normalize_axes, require_rank
+
+
+class ReduceOp(OpSpec):
+    x = operand(TENSOR)
+    result = result_(TENSOR)
+    axes = attr("array", doc="axes to reduce (default: all)")
+    keepdims = attr("any", doc="bool: keep reduced axes as size 1 (default false)")
+    kind: ClassVar[str] = ""
+
+    @classmethod
+    def reduced_axes(cls, op: OpInfo, rank: int) -> list[int]:
+        axes = op.attr("axes")
+        return sorted(normalize_axes(axes, rank)) if axes is not None else list(range(rank))
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = require_rank(x, "operand")
+        if cls.kind == "mean" and x.dtype not in FLOAT_DTYPES:
+            raise DeduceError(f"mean needs a floating-point element type, got {x.dtype}")
+        if x.dtype == "i1" and cls.kind in ("sum", "prod"):
+            raise DeduceError("cannot sum booleans; cast with relax.astype first")
+        axes = set(cls.reduced_axes(op, len(d)))
+        keep = bool(op.attr("keepdims", False))
+        dims = tuple(ONE if i in axes else s for i, s in enumerate(d) if keep or i not in axes)
+        return [TensorType(dims, x.dtype)]
+
+
+def _reduce(name, doc, kind):
+    return relax_op(type(kind.title() + "Op", (ReduceOp,), {"__doc__": doc, "name": name, "kind": kind,
+                                                          "__module__": __name__}))
+
+
+SumOp = _reduce("relax.sum", "Sum over axes. Attributes: axes (array, default all), keepdims (bool).", "sum")
+MeanOp = _reduce("relax.mean", "Mean over axes. Attributes: axes (array, default all), keepdims (bool).", "mean")
+MaxOp = _reduce("relax.max", "Maximum over axes. Attributes: axes (array, default all), keepdims (bool).", "max")
+MinOp = _reduce("relax.min", "Minimum over axes. Attributes: axes (array, default all), keepdims (bool).", "min")
+ProdOp = _reduce("relax.prod", "Product over axes. Attributes: axes (array, default all), keepdims (bool).", "prod")
+
+
+# --- legalization ------------------------------------------------------------------------------
+
+from relax_mlir.ops.kernel import (Kernel, Legalized, affine_map, highest_literal, identity_map,  # noqa: E402
+                                   lowest_literal, one_literal, zero_literal)
+
+_INIT = {"sum": zero_literal, "mean": zero_literal, "prod": one_literal, "max": lowest_literal, "min": highest_literal}
+
+
+def combine(kind: str, dtype: str, a: str, b: str, r: str) -> str:
+    f = dtype in FLOAT_DTYPES
+    op = {"sum": ("arith.addf", "arith.addi"), "mean": ("arith.addf", "arith.addi"),
+          "prod": ("arith.mulf", "arith.muli"), "max": ("arith.maximumf", "arith.maxsi"),
+          "min": ("arith.minimumf", "arith.minsi")}[kind][0 if f else 1]
+    if dtype == "i1" and kind in ("max", "min"):
+        op = "arith.ori" if kind == "max" else "arith.andi"
+    return f"{r} = {op} {a}, {b} : {dtype}"
+
+
+def reduce_into(k: Kernel, kind: str, src: str, src_t: TensorType, axes: list[int], keep: bool,
+                dest: str, dest_t: TensorType, prologue: list[str] | None = None, extra_ins=()) -> str:
+    """One linalg.generic reducing `src` over `axes` into `dest` (filled with the identity first).
+    `prologue` lines may transform %a0 into %x before combining (e.g. exp(x - max))."""
+    rank = len(src_t.dims)
+    f = k.fill(_INIT[kind](src_t.dtype), dest, dest_t)
+    omap = [("0" if i in axes else f"d{i}") for i in range(rank) if keep or i not in axes]
+    its = ["reduction" if i in axes else "parallel" for i in range(rank)]
+    body = list(prologue or [])
+    o = f"%o{len(extra_ins)}"
+    body.append(combine(kind, src_t.dtype, "%x" if prologue else "%a0", o, "%y"))
+    ins = [(src, src_t, identity_map(rank))] + list(extra_ins)
+    return k.generic(ins, [(f, dest_t, affine_map(rank, omap))], its, body, ["%y"])[0]
+
+
+def count_as(k: Kernel, value: str, t: TensorType, axes: list[int], dtype: str) -> str:
+    """The number of elements over `axes`, as a scalar of `dtype`."""
+    n = None
+    for a in axes:
+        d = k.dim(value, t, a)
+        if n is None:
+            n = d
+        else:
+            m = k.fresh("n")
+            k.emit(f"{m} = arith.muli {n}, {d} : index")
+            n = m
+    n = n or k.const_index(1)
+    i = k.fresh("ni")
+    k.emit(f"{i} = arith.index_cast {n} : index to i64")
+    c = k.fresh("nf")
+    k.emit(f"{c} = arith.sitofp {i} : i64 to {dtype}")
+    return c
+
+
+def _reduce_legalize(cls, op: OpInfo) -> Legalized:
+    x, r = op.tensor(0), op.result_types[0]
+    axes = cls.reduced_axes(op, len(x.dims))
+    keep = bool(op.attr("keepdims", False))
+    k = Kernel(cls.kind, [x], [r])
+    red = reduce_into(k, cls.kind, k.inp(0), x, axes, keep, k.out(0), r)
+    if cls.kind == "mean":
+        cnt = count_as(k, k.inp(0), x, axes, x.dtype)
+        rank = len(r.dims)
+        red = k.generic([], [(red, r, identity_map(rank))], ["parallel"] * rank,
+                        [f"%m = arith.divf %o0, {cnt} : {x.dtype}"], ["%m"])[0]
+    return Legalized(k, [red])
+
+
+ReduceOp.legalize = classmethod(_reduce_legalize)
+_ = ONE

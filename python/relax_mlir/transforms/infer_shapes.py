@@ -1,0 +1,369 @@
+"""`relax-infer-shapes`: apply each op's deduction rule in program order, and `relax-verify`.
+
+Walks every graph function (callees before callers), through `relax.dataflow` regions, binding
+symbols where they first appear (function parameters, `relax.match_cast` patterns) and
+instantiating a callee's signature at each `func.call` by substitution. A written result type
+with "?" dims is filled in; one that contradicts the deduction is an error at the op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Iterable
+
+from mlir import ir
+
+from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
+from relax_mlir.dialect.types import TypeTextError, OtherType, RelaxType, ShapeType, TensorType, view
+from relax_mlir.ops.common import dims_differ, dims_equal, fmt, fmt_dims
+from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.shape import Expr, Facts, parse as parse_expr, sym
+
+
+# --- symbol facts on functions -----------------------------------------------------------------
+
+def function_facts(func: ir.Operation) -> Facts:
+    """Facts from `relax.symbol_bounds = {n = 4096}` (upper) and `relax.symbol_lower = {n = 1}`."""
+    lower: dict[str, int] = {}
+    upper: dict[str, int] = {}
+    attrs = func.attributes
+    for key, into in (("relax.symbol_bounds", upper), ("relax.symbol_lower", lower)):
+        if key in attrs:
+            a = attrs[key]
+            if not ir.DictAttr.isinstance(a):
+                raise PassError(func, f"'{key}' must be a dictionary of symbol = integer")
+            for na in ir.DictAttr(a):
+                if not ir.IntegerAttr.isinstance(na.attr):
+                    raise PassError(func, f"'{key}' entry '{na.name}' must be an integer")
+                into[na.name] = ir.IntegerAttr(na.attr).value
+    return Facts(lower=lower, upper=upper)
+
+
+def graph_functions(module: ir.Operation) -> list[ir.Operation]:
+    """func.func ops whose signature mentions a relax type (callees before callers)."""
+    funcs = {}
+    for op in module.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func":
+            funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
+    graph = {n: f for n, f in funcs.items() if is_graph_function(f)}
+    order: list[ir.Operation] = []
+    state: dict[str, int] = {}
+
+    def visit(n: str):
+        if state.get(n):
+            return
+        state[n] = 1
+        for callee in _callees(graph[n]):
+            if callee in graph:
+                visit(callee)
+        state[n] = 2
+        order.append(graph[n])
+
+    for n in graph:
+        visit(n)
+    return order
+
+
+def is_graph_function(f: ir.Operation) -> bool:
+    ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+    if any(str(t).startswith("!relax.") for t in list(ft.inputs) + list(ft.results)):
+        return True
+    if "relax.graph" in f.attributes:
+        return True
+    if not f.regions[0].blocks:
+        return False
+    return any(op.operation.name.startswith("relax.") for op in f.regions[0].blocks[0].operations)
+
+
+def _callees(f: ir.Operation) -> Iterable[str]:
+    out = []
+
+    def walk(block):
+        for op in block.operations:
+            op = op.operation
+            if op.name == "func.call":
+                out.append(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            for r in op.regions:
+                for b in r.blocks:
+                    walk(b)
+
+    for b in f.regions[0].blocks:
+        walk(b)
+    return out
+
+
+def param_bindings(types: list[RelaxType]) -> dict[str, tuple[int, int]]:
+    """symbol -> (param index, dim index) of its first bare occurrence."""
+    out: dict[str, tuple[int, int]] = {}
+    for i, t in enumerate(types):
+        if isinstance(t, TensorType) and t.dims is not None:
+            for j, d in enumerate(t.dims):
+                if d is not None and not d.is_const and len(d.symbols()) == 1:
+                    s = next(iter(d.symbols()))
+                    if d == sym(s) and s not in out:
+                        out[s] = (i, j)
+    return out
+
+
+# --- the walk ----------------------------------------------------------------------------------
+
+class _Checker:
+    def __init__(self, module: ir.Operation, infer: bool):
+        self.module = module
+        self.infer = infer
+        self.signatures: dict[str, tuple[list[RelaxType], list[RelaxType]]] = {}
+        self.kernels: dict[str, ir.Operation] = {}
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "func.func":
+                self.kernels[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
+
+    def run(self):
+        for f in graph_functions(self.module):
+            self.function(f)
+
+    def function(self, f: ir.Operation):
+        self.facts = function_facts(f)
+        ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        try:
+            params = [view(t) for t in ft.inputs]
+            [view(t) for t in ft.results]
+        except TypeTextError as e:
+            raise PassError(f, f"'func.func' op {e}") from None
+        self.bound: set[str] = set()
+        binds = param_bindings(params)
+        for t in params:
+            if isinstance(t, TensorType):
+                for d in t.dims or ():
+                    if d is not None:
+                        for s in d.symbols():
+                            if s not in binds:
+                                raise PassError(f, f"symbol '{s}' of the signature is never a whole dim of a "
+                                                   f"parameter, so it cannot be bound from the arguments")
+        self.bound |= set(binds)
+        self.func = f
+        name = ir.StringAttr(f.attributes["sym_name"]).value
+        if not f.regions[0].blocks:
+            self.signatures[name] = (params, [view(t) for t in ft.results])
+            return
+        self.returned: list[RelaxType] | None = None
+        self.block(f.regions[0].blocks[0])
+        results = [view(t) for t in ft.results]
+        if self.returned is not None:
+            new = []
+            for i, (w, d) in enumerate(zip(results, self.returned)):
+                new.append(self.merge(f, w, d, f"result #{i} of the function"))
+            if new != results and self.infer:
+                f.attributes["function_type"] = ir.TypeAttr.get(
+                    ir.FunctionType.get(list(ft.inputs), [t.to_mlir() for t in new]))
+            results = new
+        self.signatures[name] = (params, results)
+
+    def block(self, block: ir.Block):
+        for op in block.operations:
+            self.op(op.operation)
+
+    def op(self, op: ir.Operation):
+        try:
+            self._op(op)
+        except TypeTextError as e:
+            raise PassError(op, f"'{op.name}' op {e}") from None
+
+    def _op(self, op: ir.Operation):
+        name = op.name
+        if name == "relax.dataflow":
+            self.block(op.regions[0].blocks[0])
+            term = op.regions[0].blocks[0].operations[len(op.regions[0].blocks[0].operations) - 1]
+            if term.operation.name != "gpu.yield":
+                raise PassError(op, "body must end in gpu.yield")
+            deduced = [view(v.type) for v in term.operation.operands]
+            self.set_results(op, deduced)
+            return
+        if name == "func.return":
+            self.returned = [view(v.type) for v in op.operands]
+            return
+        if name == "func.call":
+            self.call(op)
+            return
+        spec = OPS.get(name)
+        if spec is None:
+            return
+        info = OpInfo(op, self.facts)
+        try:
+            deduced = spec.deduce(info)
+        except DeduceError as e:
+            raise PassError(op, f"'{name}' op {e}") from None
+        if name == "relax.match_cast":
+            self.match_cast(op, info.operand_types[0], deduced[0])
+        elif name == "relax.call_tir":
+            self.call_tir(op, info)
+        if spec.results_are_declared:
+            return
+        self.set_results(op, deduced)
+
+    def set_results(self, op: ir.Operation, deduced: list[RelaxType]):
+        if len(deduced) != len(op.results):
+            raise PassError(op, f"'{op.name}' op has {len(op.results)} results, deduction gives {len(deduced)}")
+        for i, (r, d) in enumerate(zip(op.results, deduced)):
+            self.check_bound(op, d)
+            w = view(r.type)
+            m = self.merge(op, w, d, f"result #{i}")
+            if m != w and self.infer:
+                r.set_type(m.to_mlir())
+
+    def check_bound(self, op, t: RelaxType):
+        if isinstance(t, (TensorType, ShapeType)):
+            for d in t.dims or ():
+                if d is not None:
+                    free = d.symbols() - self.bound
+                    if free:
+                        raise PassError(op, f"'{op.name}' op uses symbol '{sorted(free)[0]}', which is not bound in "
+                                            f"this function (bind it with a parameter or relax.match_cast)")
+
+    def merge(self, op, written: RelaxType, deduced: RelaxType, what: str) -> RelaxType:
+        """The type to keep: the deduced one, when the written one agrees with it (or has '?')."""
+        if written == deduced:
+            return written
+        opname = op.name if op.name != "func.func" else "func.func"
+        pre = f"'{opname}' op {what}"
+        if isinstance(written, TensorType) and isinstance(deduced, TensorType):
+            if written.dtype != deduced.dtype:
+                raise PassError(op, f"{pre} has element type {written.dtype}, deduced {deduced.dtype}")
+            if written.dims is None:
+                return deduced
+            if deduced.dims is None:
+                return written
+            if len(written.dims) != len(deduced.dims):
+                raise PassError(op, f"{pre} has rank {len(written.dims)}, deduced rank {len(deduced.dims)} "
+                                    f"({written} vs {deduced})")
+            dims = []
+            for j, (a, b) in enumerate(zip(written.dims, deduced.dims)):
+                if a is None:
+                    dims.append(b)
+                elif b is None:
+                    dims.append(a)
+                elif dims_equal(a, b, self.facts):
+                    dims.append(b)
+                else:
+                    syms = sorted(a.symbols() | b.symbols())
+                    raise PassError(op, f"{pre} dim {j} is declared {a} but deduced {b}"
+                                        + (f" (symbols: {', '.join(syms)})" if syms else ""))
+            return TensorType(tuple(dims), deduced.dtype)
+        if isinstance(written, ShapeType) and isinstance(deduced, ShapeType):
+            if len(written.dims) == len(deduced.dims) and all(
+                    a is None or b is None or dims_equal(a, b, self.facts) for a, b in zip(written.dims, deduced.dims)):
+                return deduced
+        if isinstance(written, OtherType) and isinstance(deduced, OtherType):
+            return written
+        raise PassError(op, f"{pre} has type {written}, deduced {deduced}")
+
+    def match_cast(self, op, src: RelaxType, pat: TensorType):
+        new = pat.symbols() - self.bound
+        for s in sorted(new):
+            # A new symbol must be a whole dim somewhere in the pattern, so it can be bound.
+            if not any(d is not None and d == sym(s) for d in pat.dims):
+                raise PassError(op, f"'relax.match_cast' op cannot bind symbol '{s}': it is never a whole dim "
+                                    f"of the pattern {pat}")
+        if isinstance(src, TensorType) and src.dims is not None:
+            for i, (a, b) in enumerate(zip(src.dims, pat.dims)):
+                if a is None or b is None:
+                    continue
+                if b.symbols() <= self.bound and dims_differ(a, b, self.facts):
+                    raise PassError(op, f"'relax.match_cast' op can never succeed: dim {i} is {a}, the pattern "
+                                        f"says {b}")
+                if not dims_equal(a, b, self.facts):
+                    self.facts = self.facts.with_equality(b, a)
+        self.bound |= new
+
+    def call_tir(self, op, info: OpInfo):
+        callee = info.attr("callee")
+        k = self.kernels.get(callee)
+        if k is None:
+            raise PassError(op, f"'relax.call_tir' op callee @{callee} is not a function of this module")
+        ft = ir.FunctionType(ir.TypeAttr(k.attributes["function_type"]).value)
+        lowered = info.attr("lowered")
+        n_in = lowered[0] if lowered else len(op.operands)
+        n_sym = lowered[1] if lowered else len(info.attr("sym_args") or [])
+        want = n_in + len(op.results) + n_sym
+        if len(ft.inputs) != want:
+            raise PassError(op, f"'relax.call_tir' op callee @{callee} takes {len(ft.inputs)} arguments, but the "
+                                f"call passes {n_in} inputs, {len(op.results)} outputs and {n_sym} symbolic ints")
+        for s in info.attr("sym_args") or []:
+            e = parse_expr(str(s))
+            free = e.symbols() - self.bound
+            if free:
+                raise PassError(op, f"'relax.call_tir' op sym_args use unbound symbol '{sorted(free)[0]}'")
+        for i, r in enumerate(op.results):
+            t = view(r.type)
+            if isinstance(t, TensorType) and not t.known:
+                raise PassError(op, f"'relax.call_tir' op result #{i} must have a known shape, got {t}")
+            self.check_bound(op, t)
+
+    def call(self, op: ir.Operation):
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        sig = self.signatures.get(callee)
+        if sig is None:
+            return
+        params, results = sig
+        args = [view(v.type) for v in op.operands]
+        if len(args) != len(params):
+            raise PassError(op, f"'func.call' op @{callee} takes {len(params)} arguments, got {len(args)}")
+        binds = param_bindings(params)
+        mapping: dict[str, Expr] = {}
+        for s, (i, j) in binds.items():
+            a = args[i]
+            if isinstance(a, TensorType) and a.dims is not None and j < len(a.dims) and a.dims[j] is not None:
+                mapping[s] = a.dims[j]
+        for i, (p, a) in enumerate(zip(params, args)):
+            if isinstance(p, TensorType) and isinstance(a, TensorType):
+                if p.dtype != a.dtype:
+                    raise PassError(op, f"'func.call' op argument #{i} of @{callee} has element type {a.dtype}, "
+                                        f"expected {p.dtype}")
+                if p.dims is None or a.dims is None:
+                    continue
+                if len(p.dims) != len(a.dims):
+                    raise PassError(op, f"'func.call' op argument #{i} of @{callee} has rank {len(a.dims)}, "
+                                        f"expected {len(p.dims)}")
+                for j, (pd, ad) in enumerate(zip(p.dims, a.dims)):
+                    if pd is None or ad is None or not pd.symbols() <= set(mapping):
+                        continue
+                    want = pd.subs(mapping)
+                    if not dims_equal(want, ad, self.facts):
+                        raise PassError(op, f"'func.call' op argument #{i} of @{callee} dim {j} is {ad}, expected "
+                                            f"{pd} = {want}")
+        deduced = []
+        for r in results:
+            if isinstance(r, TensorType) and r.dims is not None:
+                dims = tuple(None if d is None or not d.symbols() <= set(mapping) else d.subs(mapping) for d in r.dims)
+                deduced.append(TensorType(dims, r.dtype))
+            else:
+                deduced.append(r)
+        self.set_results(op, deduced)
+
+
+def check_module(module: ir.Operation, *, infer: bool) -> None:
+    """Deduce every op's result types; raise PassError at the first mismatch."""
+    import relax_mlir.ops  # noqa: F401
+
+    _Checker(module, infer).run()
+
+
+@dataclass(frozen=True)
+class InferShapesPass(ModulePass):
+    """Deduce result types op by op and fill in "?" dims; report mismatches at the op."""
+
+    name: ClassVar[str] = "relax-infer-shapes"
+
+    def run(self, module: ir.Operation) -> None:
+        check_module(module, infer=True)
+
+
+@dataclass(frozen=True)
+class VerifyPass(ModulePass):
+    """Check that every written relax type agrees with its deduction ("?" dims allowed)."""
+
+    name: ClassVar[str] = "relax-verify"
+
+    def run(self, module: ir.Operation) -> None:
+        check_module(module, infer=False)
+
+
+_ = (fmt, fmt_dims)
