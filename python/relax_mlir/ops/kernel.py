@@ -137,7 +137,7 @@ class Kernel:
         """linalg.generic. Block args are %a0.. (inputs) and %o0.. (outputs); `body` lines compute
         the yielded `results` (scalar SSA names)."""
         maps = [m for _, _, m in ins] + [m for _, _, m in outs]
-        its = ", ".join(f'#linalg.iterator_type<{i}>' for i in iterators)
+        its = ", ".join(f'"{i}"' for i in iterators)
         g = self.fresh("g")
         rs = [g] if len(outs) == 1 else [f"{g}#{i}" for i in range(len(outs))]
         res_names = g if len(outs) == 1 else f"{g}:{len(outs)}"

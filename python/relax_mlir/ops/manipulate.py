@@ -2,7 +2,7 @@
 take."""
 from __future__ import annotations
 
-from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
+from relax_mlir.dialect.spec import INDEX, DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim
 from relax_mlir.ops.common import (ONE, ZERO, broadcast_shapes, dims_differ, dims_equal, fmt, fmt_dims,
                                    normalize_axis, product, require_rank, require_same_dtype, symbols_note)
@@ -94,6 +94,7 @@ class ReshapeOp(OpSpec):
 
     name = "relax.reshape"
     x = operand(TENSOR)
+    dims = operand(INDEX, variadic=True)  # the result's dynamic dims, added by relax-lower-shapes
     result = result_(TENSOR)
     shape = attr("array", optional=False, doc="the new shape")
 

@@ -1,0 +1,365 @@
+"""What is known about shape symbols, and a sound (incomplete) prover over that knowledge.
+
+`Facts` holds per-symbol bounds and equalities. Every symbol is a dim, so >= 0; a lower bound
+only tightens that. Equalities are oriented into a substitution that eliminates one symbol
+each (`n == 2*m` becomes `n -> 2*m`); one that eliminates none (`2*n == 3*m`) is kept as a
+residual that only `prove_eq` uses.
+
+To prove `d >= 0` the prover substitutes the equalities, shifts every symbol by its lower
+bound (`x = lb + x'`, `x' in [0, ub - lb]`) so that terms can cancel, and bounds the result by
+interval arithmetic over atoms. When that is not enough it removes one node and tries again:
+`mod(x, y)` becomes `x - y*floordiv(x, y)` (exact), a lone `floordiv(x, c)` is replaced by the
+bound that helps (`x/c` or `(x - c + 1)/c`, after scaling by c), and `min`/`max` split into
+cases. It never proves a false statement; it may fail to prove a true one.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Iterable, Mapping
+
+from relax_mlir.shape.expr import (
+    _CALLS, _INF, Expr, _as_expr, _atom_expr, _call_interval, _pmul, _substitute, _terms_interval,
+    floordiv, sym,
+)
+
+__all__ = ["Facts"]
+
+_BUDGET = 3  # node eliminations per proof attempt
+_MEMO_MAX = 1 << 16
+
+Operand = "Expr | int | str"
+
+
+class Facts:
+    """Bounds and equalities over shape symbols (immutable); proves relations between Exprs."""
+
+    __slots__ = ("_lower_in", "_upper_in", "_equalities", "_lo", "_hi", "_subst", "_residuals",
+                 "_atom_ivs", "_memo")
+
+    def __init__(self, lower: Mapping[str, int] | None = None, upper: Mapping[str, int] | None = None,
+                 equalities: Iterable[tuple[Operand, Operand]] | None = None):
+        self._lower_in = {k: operator.index(v) for k, v in (lower or {}).items()}
+        self._upper_in = {k: operator.index(v) for k, v in (upper or {}).items()}
+        self._equalities = tuple((Expr.from_value(a), Expr.from_value(b)) for a, b in (equalities or ()))
+        lo = {k: v for k, v in self._lower_in.items() if v > 0}
+        hi = dict(self._upper_in)
+        self._subst, self._residuals = _orient(self._equalities)
+        for x, rhs in self._subst.items():
+            _derive_bounds(x, rhs, lo, hi)
+        self._lo = lo  # symbol -> lower bound, only where > 0
+        self._hi = hi  # symbol -> upper bound
+        self._atom_ivs: dict = {}
+        self._memo: dict = {}
+
+    # -- views and derived facts ------------------------------------------------------------------
+
+    @property
+    def lower(self) -> dict[str, int]:
+        return dict(self._lower_in)
+
+    @property
+    def upper(self) -> dict[str, int]:
+        return dict(self._upper_in)
+
+    @property
+    def equalities(self) -> tuple[tuple[Expr, Expr], ...]:
+        return self._equalities
+
+    def __repr__(self) -> str:
+        eqs = ", ".join(f"({a}, {b})" for a, b in self._equalities)
+        return f"Facts(lower={self._lower_in}, upper={self._upper_in}, equalities=[{eqs}])"
+
+    def with_equality(self, a: Operand, b: Operand) -> "Facts":
+        """These facts plus a == b."""
+        return Facts(self._lower_in, self._upper_in, self._equalities + ((a, b),))
+
+    def with_lower(self, name: str, v: int) -> "Facts":
+        """These facts plus name >= v."""
+        lower = dict(self._lower_in)
+        lower[name] = max(lower.get(name, 0), v)
+        return Facts(lower, self._upper_in, self._equalities)
+
+    def with_upper(self, name: str, v: int) -> "Facts":
+        """These facts plus name <= v."""
+        upper = dict(self._upper_in)
+        upper[name] = min(upper[name], v) if name in upper else v
+        return Facts(self._lower_in, upper, self._equalities)
+
+    # -- relations ---------------------------------------------------------------------------------
+
+    def prove_le(self, a: Operand, b: Operand) -> bool:
+        """True only if a <= b holds under these facts."""
+        return self._nonneg(_as_expr(b) - _as_expr(a))
+
+    def prove_ge(self, a: Operand, b: Operand) -> bool:
+        """True only if a >= b holds under these facts."""
+        return self._nonneg(_as_expr(a) - _as_expr(b))
+
+    def prove_lt(self, a: Operand, b: Operand) -> bool:
+        """True only if a < b holds under these facts."""
+        return self._nonneg(_as_expr(b) - _as_expr(a) - 1)
+
+    def prove_gt(self, a: Operand, b: Operand) -> bool:
+        """True only if a > b holds under these facts."""
+        return self._nonneg(_as_expr(a) - _as_expr(b) - 1)
+
+    def prove_positive(self, a: Operand) -> bool:
+        """True only if a >= 1 holds under these facts."""
+        return self._nonneg(_as_expr(a) - 1)
+
+    def prove_eq(self, a: Operand, b: Operand) -> bool:
+        """True only if a == b holds under these facts."""
+        a = _as_expr(a)
+        b = _as_expr(b)
+        if a == b:
+            return True
+        d = self._reduce(a - b)
+        if not d._t:
+            return True
+        if d.is_const:
+            return False
+        mods = {}
+        for m, _ in d._t:
+            for at in m:
+                info = _CALLS.get(at)
+                if info is not None and info.kind == "mod":
+                    x, y = info.args
+                    mods[at] = x - y * floordiv(x, y)
+        if mods and not _substitute(d, mods, {})._t:
+            return True
+        if any(_proportional(d, r) for r in self._residuals):
+            return True
+        return self._nonneg(d) and self._nonneg(-d)
+
+    # -- bounds ------------------------------------------------------------------------------------
+
+    def upper_bound(self, e: Operand) -> int | None:
+        """An integer >= e at every binding these facts allow; None when e is unbounded above."""
+        hi = self._bounds(_as_expr(e))[1]
+        return None if hi.__class__ is float else hi
+
+    def lower_bound(self, e: Operand) -> int | None:
+        """An integer <= e at every binding these facts allow; None when e is unbounded below."""
+        lo = self._bounds(_as_expr(e))[0]
+        return None if lo.__class__ is float else lo
+
+    def _bounds(self, e: Expr) -> tuple:
+        r = self._reduce(e)
+        lo, hi = self._iv(r)
+        if r is not e:
+            lo2, hi2 = self._iv(e)
+            lo, hi = max(lo, lo2), min(hi, hi2)
+        return lo, hi
+
+    # -- machinery ---------------------------------------------------------------------------------
+
+    def _reduce(self, e: Expr) -> Expr:
+        s = self._subst
+        if s and not e.symbols().isdisjoint(s):
+            return _substitute(e, s, {})
+        return e
+
+    def _sym_iv(self, a: str) -> tuple:
+        return self._lo.get(a, 0), self._hi.get(a, _INF)
+
+    def _shifted_sym_iv(self, a: str) -> tuple:
+        h = self._hi.get(a, _INF)
+        return 0, (h if h.__class__ is float else h - self._lo.get(a, 0))
+
+    def _atom_iv(self, a: str) -> tuple:
+        info = _CALLS.get(a)
+        if info is None:
+            return self._lo.get(a, 0), self._hi.get(a, _INF)
+        return self._call_iv(a, info)
+
+    def _shifted_atom_iv(self, a: str) -> tuple:
+        info = _CALLS.get(a)
+        if info is None:
+            return self._shifted_sym_iv(a)
+        return self._call_iv(a, info)
+
+    def _call_iv(self, a: str, info) -> tuple:
+        r = self._atom_ivs.get(a)
+        if r is None:
+            lo, hi = _call_interval(info.kind, info.args, self._iv)
+            r = self._atom_ivs[a] = (max(lo, info.lo), min(hi, info.hi))
+        return r
+
+    def _iv(self, e: Expr) -> tuple:
+        """Interval of e, with symbols shifted by their lower bounds so that terms can cancel."""
+        t = e._t
+        lo = self._lo
+        if lo and any(a in lo for m, _ in t for a in m):
+            acc: dict = {}
+            for m, k in t:
+                part = {(): k}
+                for a in m:
+                    l = lo.get(a)
+                    if l:
+                        part = _pmul(part.items(), (((a,), 1), ((), l)))
+                    else:
+                        part = {(tuple(sorted(pm + (a,))) if pm else (a,)): pk for pm, pk in part.items()}
+                for pm, pk in part.items():
+                    v = acc.get(pm, 0) + pk
+                    if v:
+                        acc[pm] = v
+                    else:
+                        del acc[pm]
+            return _terms_interval(acc.items(), self._shifted_atom_iv)
+        return _terms_interval(t, self._atom_iv)
+
+    def _nonneg(self, d: Expr) -> bool:
+        t = d._t
+        if not t:
+            return True
+        if len(t) == 1 and not t[0][0]:
+            return t[0][1] >= 0
+        memo = self._memo
+        r = memo.get(d)
+        if r is None:
+            if len(memo) >= _MEMO_MAX:
+                memo.clear()
+            red = self._reduce(d)
+            r = self._search(red, _BUDGET) or (red is not d and self._iv(d)[0] >= 0)
+            memo[d] = r
+        return r
+
+    def _search(self, d: Expr, budget: int) -> bool:
+        t = d._t
+        if not t:
+            return True
+        if len(t) == 1 and not t[0][0]:
+            return t[0][1] >= 0
+        if self._iv(d)[0] >= 0:
+            return True
+        if budget <= 0:
+            return False
+        budget -= 1
+        where: dict = {}  # node text -> monomials it occurs in
+        for m, k in t:
+            for a in m:
+                if a in _CALLS:
+                    where.setdefault(a, []).append((m, k))
+        for a, occ in where.items():
+            info = _CALLS[a]
+            kind = info.kind
+            lone = occ[0][1] if len(occ) == 1 and occ[0][0] == (a,) else None
+            if kind == "mod":
+                x, y = info.args
+                exact = _substitute(d, {a: x - y * floordiv(x, y)}, {})
+                if lone is None or self._iv(y)[0] < 0:
+                    return self._search(exact, budget)
+                rest = d - _atom_expr(a) * lone
+                if lone > 0:  # mod(x, y) >= 0 for y > 0
+                    return self._search(rest, budget) or self._search(exact, budget)
+                # mod(x, y) <= y - 1, and mod(x, y) <= x when x >= 0
+                return (self._search(rest + (y - 1) * lone, budget)
+                        or (self._iv(x)[0] >= 0 and self._search(rest + x * lone, budget))
+                        or self._search(exact, budget))
+            if kind == "floordiv":
+                x, y = info.args
+                if lone is None:
+                    continue
+                if not y.is_const:
+                    if lone < 0 and self._iv(x)[0] >= 0 and self._iv(y)[0] >= 0:
+                        # floordiv(x, y) <= x for x >= 0, y >= 1
+                        return self._search(d - _atom_expr(a) * lone + x * lone, budget)
+                    continue
+                c = y.value
+                rest = (d - _atom_expr(a) * lone) * c
+                # c*floordiv(x, c) lies in [x - c + 1, x]; use the end that bounds d from below
+                return self._search(rest + (x * lone if lone < 0 else (x - (c - 1)) * lone), budget)
+            args = info.args
+            if lone is not None:
+                rest = d - _atom_expr(a) * lone
+                branches = (rest + arg * lone for arg in args)
+                if (kind == "min") == (lone < 0):  # d >= rest + lone*arg for every arg
+                    return any(self._search(b, budget) for b in branches)
+                return all(self._search(b, budget) for b in branches)
+            return all(self._search(_substitute(d, {a: arg}, {}), budget) for arg in args)
+        return False
+
+
+def _proportional(d: Expr, r: Expr) -> bool:
+    """d == q*r for a rational q (so r == 0 implies d == 0)."""
+    dt, rt = d._t, r._t
+    if len(dt) != len(rt):
+        return False
+    k0, j0 = dt[0][1], rt[0][1]
+    return all(m == rm and k * j0 == j * k0 for (m, k), (rm, j) in zip(dt, rt))
+
+
+def _orient(eqs: tuple) -> tuple[dict, list]:
+    """Turn equalities into a fully reduced substitution, plus residual differences."""
+    subst: dict[str, Expr] = {}
+    residuals: list[Expr] = []
+    for a0, b0 in eqs:
+        a = _substitute(a0, subst, {}) if subst else a0
+        b = _substitute(b0, subst, {}) if subst else b0
+        d = a - b
+        if not d._t:
+            continue
+        if d.is_const:
+            raise ValueError(f"contradictory shape facts: {a0} == {b0}")
+        x = _pick(a, b, d)
+        if x is None:
+            residuals.append(-d if d._t[0][1] < 0 else d)
+            continue
+        c = next(k for m, k in d._t if m == (x,))
+        rhs = -(d - sym(x) * c) * c  # d == c*x + rest with c = +-1, so x == -rest*c
+        one = {x: rhs}
+        subst = {y: (_substitute(r, one, {}) if x in r.symbols() else r) for y, r in subst.items()}
+        subst[x] = rhs
+        kept = []
+        for r in residuals:
+            r = _substitute(r, one, {}) if x in r.symbols() else r
+            if r.is_const:
+                if r._t:
+                    raise ValueError(f"contradictory shape facts: {a0} == {b0}")
+                continue
+            kept.append(r)
+        residuals = kept
+    return subst, residuals
+
+
+def _pick(a: Expr, b: Expr, d: Expr) -> str | None:
+    """A symbol that d has only as a lone +-1 term, so the equality d == 0 solves for it."""
+    inside: set = set()
+    count: dict = {}
+    lone: set = set()
+    for m, k in d._t:
+        for at in set(m):
+            info = _CALLS.get(at)
+            if info is not None:
+                inside |= info.symbols
+            else:
+                count[at] = count.get(at, 0) + 1
+        if len(m) == 1 and (k == 1 or k == -1) and m[0] not in _CALLS:
+            lone.add(m[0])
+    ok = {x for x in lone if count[x] == 1 and x not in inside}
+    if not ok:
+        return None
+    for side in (a, b):
+        if side.is_symbol and side._t[0][0][0] in ok:
+            return side._t[0][0][0]
+    return max(ok)
+
+
+def _derive_bounds(x: str, rhs: Expr, lo: dict, hi: dict) -> None:
+    """Given x == c*m + k, carry the bounds of x over to m."""
+    t = rhs._t
+    if not t or len(t[0][0]) != 1 or t[0][0][0] in _CALLS or len(t) > 2 or (len(t) == 2 and t[1][0]):
+        return
+    (m,), c = t[0]
+    k = t[1][1] if len(t) == 2 else 0
+    xl, xh = lo.get(x, 0), hi.get(x)
+    if c > 0:
+        new_l = -((k - xl) // c)
+        new_h = None if xh is None else (xh - k) // c
+    else:
+        new_h = (xl - k) // c
+        new_l = None if xh is None else -((k - xh) // c)
+    if new_l is not None and new_l > lo.get(m, 0):
+        lo[m] = new_l
+    if new_h is not None and (m not in hi or new_h < hi[m]):
+        hi[m] = new_h

@@ -1,0 +1,142 @@
+"""`relax-legalize`: graph ops become `relax.call_tir` of linalg kernels, shared between call sites.
+
+A partial lowering: `ops=` restricts it to some ops, `skip=` keeps some at graph level; every relax
+pass keeps working on the mixed module. Each op's kernel comes from its class's `legalize()`
+(ops/<family>.py), so an op's deduction and lowering sit side by side.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
+from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.ops.kernel import LegalizeError
+from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.transforms.infer_shapes import check_module, function_facts, graph_functions
+
+# Ops that stay at graph level: views, casts, constants, structure, and the cross-level ops.
+GRAPH_LEVEL = frozenset({
+    "relax.reshape", "relax.match_cast", "relax.shape_of", "relax.constant", "relax.dataflow",
+    "relax.call_tir", "relax.call_library", "relax.alloc_storage", "relax.alloc_tensor", "relax.kill",
+    "relax.dim", "relax.assert", "relax.prim_value",
+})
+
+
+def module_symbols(module: ir.Operation) -> dict[str, ir.Operation]:
+    out = {}
+    for op in module.regions[0].blocks[0].operations:
+        if "sym_name" in op.attributes:
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
+    return out
+
+
+class KernelTable:
+    """Kernel text -> symbol, so identical kernels are emitted once per module."""
+
+    def __init__(self, module: ir.Operation):
+        self.module = module
+        self.by_text: dict[str, str] = {}
+        self.names = set(module_symbols(module))
+        for name, op in module_symbols(module).items():
+            if "relax.kernel_key" in op.attributes:
+                self.by_text[ir.StringAttr(op.attributes["relax.kernel_key"]).value] = name
+
+    def get(self, base: str, text_of) -> str:
+        import hashlib
+
+        key = hashlib.sha1(text_of("__KERNEL__").encode()).hexdigest()[:16]
+        name = self.by_text.get(key)
+        if name is not None:
+            return name
+        name = base
+        i = 0
+        while name in self.names:
+            i += 1
+            name = f"{base}_{i}"
+        self.names.add(name)
+        self.by_text[key] = name
+        try:
+            parsed = ir.Module.parse(text_of(name))
+        except ir.MLIRError as e:
+            raise LegalizeError(f"internal error: the {base} kernel does not parse: {e}\n{text_of(name)}") from None
+        f = parsed.body.operations[0].operation
+        f.attributes["relax.kernel_key"] = ir.StringAttr.get(key)
+        self.module.regions[0].blocks[0].append(f)
+        return name
+
+
+def replace_with_call_tir(op: ir.Operation, callee: str, sym_args) -> ir.Operation:
+    attrs = {"callee": ir.FlatSymbolRefAttr.get(callee)}
+    if sym_args:
+        attrs["sym_args"] = ir.ArrayAttr.get([ir.StringAttr.get(str(e)) for e in sym_args])
+    with ir.InsertionPoint(op), op.location:
+        call = ir.Operation.create("relax.call_tir", results=[r.type for r in op.results],
+                                   operands=list(op.operands), attributes=attrs)
+    for old, new in zip(op.results, call.results):
+        old.replace_all_uses_with(new)
+    op.erase()
+    return call
+
+
+def legalize_op(op: ir.Operation, facts, table: KernelTable) -> ir.Operation:
+    spec = OPS[op.name]
+    info = OpInfo(op, facts)
+    for i, t in enumerate(info.result_types):
+        if not isinstance(t, TensorType) or not t.known:
+            raise PassError(op, f"'{op.name}' op result #{i} has type {t}: legalization needs known dims "
+                                f"(run relax-infer-shapes first)")
+    for i, t in enumerate(info.operand_types):
+        if isinstance(t, TensorType) and t.dims is None:
+            raise PassError(op, f"'{op.name}' op operand #{i} has unknown rank; refine it with relax.match_cast")
+    try:
+        lz = spec.legalize(info)
+    except (LegalizeError, DeduceError) as e:
+        raise PassError(op, f"'{op.name}' op cannot be legalized: {e}") from None
+    name = table.get(lz.kernel.op, lambda n: lz.kernel.text(n, lz.results))
+    return replace_with_call_tir(op, name, lz.sym_args)
+
+
+@dataclass(frozen=True)
+class LegalizePass(ModulePass):
+    """Replace graph ops by relax.call_tir of shared linalg-on-tensors kernels."""
+
+    name: ClassVar[str] = "relax-legalize"
+    ops: str = ""   # comma-separated op names (relax.add or add) to legalize; default all
+    skip: str = ""  # comma-separated op names to keep at graph level
+
+    def selected(self, name: str) -> bool:
+        def names(s):
+            return {n if n.startswith("relax.") else "relax." + n for n in s.replace(" ", "").split(",") if n}
+        if name in GRAPH_LEVEL or not hasattr(OPS.get(name), "legalize"):
+            return False
+        if self.ops and name not in names(self.ops):
+            return False
+        return name not in names(self.skip)
+
+    def run(self, module: ir.Operation) -> None:
+        check_module(module, infer=True)
+        table = KernelTable(module)
+        for f in graph_functions(module):
+            facts = function_facts(f)
+            todo: list[ir.Operation] = []
+
+            def walk(block):
+                for op in block.operations:
+                    op = op.operation
+                    if self.selected(op.name):
+                        todo.append(op)
+                    for r in op.regions:
+                        for b in r.blocks:
+                            walk(b)
+
+            for b in f.regions[0].blocks:
+                walk(b)
+            for op in todo:
+                legalize_op(op, facts, table)
+
+
+PASSES = (LegalizePass,)
+_ = view

@@ -1,0 +1,216 @@
+"""The shape prover: what it proves from Facts, and that it never proves a false relation."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+from relax_mlir.shape import Facts, ceildiv, const, floordiv, max_, min_, mod, parse, sym
+
+P = parse
+SYMS = ("a", "b", "n")
+_BUILD = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+          "min": min_, "max": max_, "floordiv": floordiv, "mod": mod, "ceildiv": ceildiv}
+
+
+def build(t):
+    """An Expr from a tree: an int, a symbol name, or (op, lhs, rhs)."""
+    if isinstance(t, int):
+        return const(t)
+    if isinstance(t, str):
+        return sym(t)
+    return _BUILD[t[0]](build(t[1]), build(t[2]))
+
+
+def tree_strategy(max_leaves: int, consts=st.integers(-3, 8)):
+    return st.recursive(
+        st.one_of(consts, st.sampled_from(SYMS)),
+        lambda c: st.one_of(
+            st.tuples(st.sampled_from(["+", "-", "*", "min", "max"]), c, c),
+            st.tuples(st.sampled_from(["floordiv", "mod", "ceildiv"]), c,
+                      st.one_of(st.integers(1, 5), st.sampled_from(SYMS))),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+# -- what it proves -----------------------------------------------------------------------------
+
+
+def test_defaults_symbols_are_non_negative():
+    f = Facts()
+    assert f.prove_ge("n", 0)
+    assert not f.prove_positive("n")
+    assert f.prove_le("n", "n*n + n")
+    assert f.prove_le("n", "2*n")
+    assert not f.prove_le("2*n", "n")
+    assert f.prove_lt("n", "n + 1")
+    assert f.prove_gt("n + 1", "n")
+    assert not f.prove_eq("n", "m")
+
+
+def test_bounds():
+    f = Facts(lower={"n": 1}, upper={"n": 4096, "m": 64})
+    assert f.prove_positive("n")
+    assert f.prove_le("n", 4096) and not f.prove_lt("n", 4096)
+    assert f.prove_le("n*m", 4096 * 64)
+    assert f.upper_bound("2*n + m") == 8256
+    assert f.lower_bound("2*n + m") == 2
+    assert f.with_lower("m", 1).upper_bound("n*m - n") == 4096 * 63  # shifting cancels terms
+    assert f.upper_bound("k") is None and f.lower_bound("-k") is None
+    assert f.upper_bound("floordiv(n, 2)") == 2048
+    assert f.upper_bound("mod(k, 8)") == 7
+    assert f.upper_bound("min(n, k)") == 4096
+    assert f.upper_bound(7) == 7
+
+
+def test_shift_by_lower_bound():
+    f = Facts(lower={"m": 1})
+    assert f.prove_ge("n*m", "n")
+    assert not Facts().prove_ge("n*m", "n")
+
+
+def test_equalities():
+    f = Facts(lower={"n": 1}, upper={"n": 4096}, equalities=[(P("n"), P("2*m"))])
+    assert f.prove_eq("n", "m + m")
+    assert f.prove_le("m", "n")
+    assert f.prove_positive("m")
+    assert f.upper_bound("m") == 2048
+    assert f.upper_bound("n") == 4096
+    assert not f.prove_eq("n", "m")
+    g = Facts(equalities=[("b*s", 64)])  # kept as a residual
+    assert g.prove_eq("2*b*s", 128)
+    h = Facts(equalities=[("2*n", "3*m")])
+    assert h.prove_eq("4*n", "6*m") and not h.prove_eq("n", "m")
+    chain = Facts(equalities=[("a", "b + 1"), ("b", "c + 1")])
+    assert chain.prove_eq("a", "c + 2") and chain.prove_gt("a", "c")
+    with pytest.raises(ValueError):
+        Facts(equalities=[("n", "n + 1")])
+
+
+def test_nodes():
+    f = Facts(lower={"m": 1})
+    assert f.prove_le("mod(n, 4)", "n")
+    assert f.prove_lt("mod(n, 4)", 4)
+    assert f.prove_lt("mod(n, m)", "m")
+    assert f.prove_le("mod(n, m)", "n")
+    assert f.prove_le("floordiv(n, m)", "n")
+    assert f.prove_le("4*floordiv(n, 4)", "n")
+    assert f.prove_eq("4*floordiv(n, 4) + mod(n, 4)", "n")
+    assert Facts(lower={"n": 1}).prove_le("floordiv(n + 1, 2)", "n")
+    assert f.prove_le("min(n, m)", "n") and f.prove_le("min(n, m)", "m")
+    assert f.prove_ge("max(n, m)", "n") and f.prove_ge("max(n, m)", "m")
+    assert f.prove_le("min(n, k)", "max(n, k)")
+    assert f.prove_le("min(n, k) + max(n, k)", "2*n + 2*k")
+    assert not f.prove_le("n", "min(n, k)")
+
+
+def test_immutable_updates():
+    f = Facts()
+    g = f.with_lower("n", 2)
+    assert g.prove_gt("n", 1) and not f.prove_gt("n", 1)
+    h = g.with_upper("n", 8).with_upper("n", 16)
+    assert h.upper_bound("n") == 8
+    e = h.with_equality("m", "n - 2")
+    assert e.prove_ge("m", 0) and e.upper_bound("m") == 6
+    assert not h.prove_eq("m", "n - 2")
+    assert g.with_lower("n", 1).prove_gt("n", 1)
+
+
+# -- soundness -------------------------------------------------------------------------------------
+
+# Each scenario: facts over a, b, n with small boxes, and every binding that satisfies them.
+EQUALITIES = [None, ("n", "2*a"), ("n", "a + b"), ("b", "a + 1"), ("2*n", "3*a"), ("a*b", "n")]
+
+
+def _scenarios():
+    out = []
+    for eq, (la, ua), (ln, un) in itertools.product(EQUALITIES, [(0, 4), (1, 5)], [(0, 6), (2, 9)]):
+        lower, upper = {"a": la, "n": ln}, {"a": ua, "b": 5, "n": un}
+        facts = Facts(lower=lower, upper=upper, equalities=[eq] if eq else [])
+        lhs, rhs = (P(eq[0]), P(eq[1])) if eq else (None, None)
+        envs = []
+        for a, b, n in itertools.product(range(la, ua + 1), range(0, 6), range(ln, un + 1)):
+            env = {"a": a, "b": b, "n": n}
+            if lhs is None or lhs.evaluate(env) == rhs.evaluate(env):
+                envs.append(env)
+        out.append((facts, envs))
+    return out
+
+
+SCENARIOS = _scenarios()
+BOX_TREES = tree_strategy(6)
+
+
+def _values(e, envs):
+    try:
+        return [e.evaluate(env) for env in envs]
+    except ZeroDivisionError:
+        return None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(SCENARIOS))), BOX_TREES, BOX_TREES, st.integers(-2, 3))
+def test_never_proves_false(k, ta, tb, shift):
+    facts, envs = SCENARIOS[k]
+    try:
+        a = build(ta)
+        b = build(tb)
+    except ZeroDivisionError:
+        assume(False)
+    # also ask about relations that are often true: a vs a + b*b + shift, a vs min/max with b
+    pairs = [(a, b), (a, a + b * b + shift), (min_(a, b), a + shift), (a, max_(a, b) + shift)]
+    for x, y in pairs:
+        xs, ys = _values(x, envs), _values(y, envs)
+        if xs is None or ys is None:
+            continue
+        ok = list(zip(xs, ys))
+        if facts.prove_le(x, y):
+            assert all(u <= v for u, v in ok), ("le", str(x), str(y))
+        if facts.prove_lt(x, y):
+            assert all(u < v for u, v in ok), ("lt", str(x), str(y))
+        if facts.prove_ge(x, y):
+            assert all(u >= v for u, v in ok), ("ge", str(x), str(y))
+        if facts.prove_eq(x, y):
+            assert all(u == v for u, v in ok), ("eq", str(x), str(y))
+        if facts.prove_positive(x):
+            assert all(u >= 1 for u in xs), ("positive", str(x))
+        hi, lo = facts.upper_bound(x), facts.lower_bound(x)
+        if hi is not None:
+            assert all(u <= hi for u in xs), ("upper_bound", str(x), hi)
+        if lo is not None:
+            assert all(u >= lo for u in xs), ("lower_bound", str(x), lo)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree_strategy(10, st.integers(-6, 12)), st.dictionaries(st.sampled_from(("a", "b", "n")), st.integers(0, 30)),
+       st.lists(st.integers(0, 30), min_size=3, max_size=3))
+def test_upper_bound_holds_in_box(t, upper, base):
+    """upper_bound/lower_bound hold at the box corners and at a random point inside."""
+    try:
+        e = build(t)
+    except ZeroDivisionError:
+        assume(False)
+    facts = Facts(upper=upper)
+    hi, lo = facts.upper_bound(e), facts.lower_bound(e)
+    names = ("a", "b", "n")
+    corners = [dict(zip(names, c)) for c in itertools.product(*[(0, upper.get(x, 31)) for x in names])]
+    inside = {x: min(v, upper.get(x, v)) for x, v in zip(names, base)}
+    for env in corners + [inside]:
+        try:
+            v = e.evaluate(env)
+        except ZeroDivisionError:
+            continue
+        assert hi is None or v <= hi
+        assert lo is None or v >= lo
+
+
+def test_trivial_relations_of_random_exprs():
+    f = Facts()
+    for t in [("+", "n", 3), ("floordiv", "n", 4), ("min", "a", ("*", "b", "n")), ("mod", "n", "a")]:
+        e = build(t)
+        assert f.prove_eq(e, e) and f.prove_le(e, e) and f.prove_lt(e, e + 1)
+        assert f.prove_eq(e + e, 2 * e)
+    assert const(3) == 3 and f.prove_eq(floordiv(sym("n") * 6, 3), 2 * sym("n"))
+    assert f.prove_lt(mod(sym("n"), 5), 5)
