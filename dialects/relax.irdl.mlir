@@ -105,36 +105,11 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     irdl.attributes {"shape" = %2}
   }
-  // Call an external library routine with a known contract (see runtime/library.py).
-  irdl.operation @call_library {
-    %0 = irdl.any
-    %1 = irdl.any
-    %2 = irdl.base "#builtin.string"
-    irdl.operands(args: variadic %0)
-    irdl.results(results: variadic %1)
-    irdl.attributes {"callee" = %2}
-  }
-  // Call a kernel `func.func` in destination-passing style: the callee takes the inputs, then
-  irdl.operation @call_tir {
-    %0 = irdl.any
-    %1 = irdl.any
-    %2 = irdl.base "#builtin.symbol_ref"
-    irdl.operands(args: variadic %0)
-    irdl.results(results: variadic %1)
-    irdl.attributes {"callee" = %2}
-  }
   // Round up, elementwise.
   irdl.operation @ceil {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
-    irdl.results(result: %1)
-  }
-  // Concatenate along an axis; the result dim is the sum. Attribute: axis (int, default 0).
-  irdl.operation @concat {
-    %0 = irdl.base @relax::@tensor
-    %1 = irdl.base @relax::@tensor
-    irdl.operands(inputs: variadic %0)
     irdl.results(result: %1)
   }
   // A constant tensor. Attribute: value (dense elements attribute).
@@ -150,13 +125,6 @@ irdl.dialect @relax {
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
-  }
-  // A side-effect-free block of bindings; its terminator (`gpu.yield`, since an IRDL op cannot
-  irdl.operation @dataflow {
-    %0 = irdl.any
-    %1 = irdl.region
-    irdl.results(results: variadic %0)
-    irdl.regions(body: %1)
   }
   // The run-time size of one dim of a tensor, as `index`. Attribute: axis (int).
   irdl.operation @dim {
@@ -454,11 +422,12 @@ irdl.dialect @relax {
   // Reshape to a symbolic shape; the element count must provably stay the same.
   irdl.operation @reshape {
     %0 = irdl.base @relax::@tensor
-    %1 = irdl.base @relax::@tensor
-    %2 = irdl.base "#builtin.array"
-    irdl.operands(x: %0)
-    irdl.results(result: %1)
-    irdl.attributes {"shape" = %2}
+    %1 = irdl.is index
+    %2 = irdl.base @relax::@tensor
+    %3 = irdl.base "#builtin.array"
+    irdl.operands(x: %0, dims: variadic %1)
+    irdl.results(result: %2)
+    irdl.attributes {"shape" = %3}
   }
   // x / sqrt(mean(x*x) + eps) * weight over axes. Attributes: axes, epsilon.
   irdl.operation @rms_norm {
@@ -516,13 +485,6 @@ irdl.dialect @relax {
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
-  }
-  // Split along an axis. Attributes: axis (int), and either sections (int, equal parts) or
-  irdl.operation @split {
-    %0 = irdl.base @relax::@tensor
-    %1 = irdl.base @relax::@tensor
-    irdl.operands(x: %0)
-    irdl.results(results: variadic %1)
   }
   // Square root, elementwise.
   irdl.operation @sqrt {

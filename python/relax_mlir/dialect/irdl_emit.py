@@ -75,7 +75,8 @@ def irdl_text() -> str:
 
     lines = [HEADER.rstrip("\n"), "irdl.dialect @relax {", *_types()]
     for name in sorted(OPS):
-        lines.extend(_op(OPS[name]))
+        if name.startswith("relax."):
+            lines.extend(_op(OPS[name]))
     lines.append("}")
     return "\n".join(lines) + "\n"
 

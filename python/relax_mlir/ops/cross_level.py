@@ -14,7 +14,7 @@ class CallTirOp(OpSpec):
     relax-lower-shapes the symbolic ints are `index` operands after the tensors, followed by the
     results' dynamic dims, and `lowered = [n_tensors, n_sym_args, n_out_dims]`."""
 
-    name = "relax.call_tir"
+    name = "relax_v.call_tir"
     args = operand(ANY, variadic=True)
     results = result_(ANY, variadic=True)
     callee = attr("symbol", optional=False)
@@ -28,7 +28,7 @@ class CallLibraryOp(OpSpec):
     """Call an external library routine with a known contract (see runtime/library.py).
     Attribute: callee (string, e.g. "cblas_sgemm"), plus routine-specific attributes."""
 
-    name = "relax.call_library"
+    name = "relax_v.call_library"
     args = operand(ANY, variadic=True)
     results = result_(ANY, variadic=True)
     callee = attr("str", optional=False)

@@ -155,7 +155,7 @@ class BroadcastToOp(OpSpec):
 class ConcatOp(OpSpec):
     """Concatenate along an axis; the result dim is the sum. Attribute: axis (int, default 0)."""
 
-    name = "relax.concat"
+    name = "relax_v.concat"
     inputs = operand(TENSOR, variadic=True)
     result = result_(TENSOR)
     axis = attr("int", default=0)
@@ -192,7 +192,7 @@ class SplitOp(OpSpec):
     """Split along an axis. Attributes: axis (int), and either sections (int, equal parts) or
     indices (array of split points)."""
 
-    name = "relax.split"
+    name = "relax_v.split"
     x = operand(TENSOR)
     results = result_(TENSOR, variadic=True)
     axis = attr("int", default=0)

@@ -66,7 +66,7 @@ class DataflowOp(OpSpec):
     """A side-effect-free block of bindings; its terminator (`gpu.yield`, since an IRDL op cannot
     terminate a region in MLIR 22) lists the values the block exports."""
 
-    name = "relax.dataflow"
+    name = "relax_v.dataflow"
     results = result_(ANY, variadic=True)
     body = region()
     results_are_declared = True

@@ -54,7 +54,6 @@ class Session:
         from relax_mlir.dialect import load
 
         self.ctx = ir.Context()
-        self.ctx.allow_unregistered_dialects = False
         load(self.ctx)
         self.source_name = source_name
         self.diags: list[Diag] = []

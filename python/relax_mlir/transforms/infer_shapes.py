@@ -169,7 +169,7 @@ class _Checker:
 
     def _op(self, op: ir.Operation):
         name = op.name
-        if name == "relax.dataflow":
+        if name == "relax_v.dataflow":
             self.block(op.regions[0].blocks[0])
             term = op.regions[0].blocks[0].operations[len(op.regions[0].blocks[0].operations) - 1]
             if term.operation.name != "gpu.yield":
@@ -185,7 +185,11 @@ class _Checker:
             return
         spec = OPS.get(name)
         if spec is None:
+            if not op.context.is_registered_operation(name):
+                raise PassError(op, f"unregistered operation '{name}'")
             return
+        if name.startswith("relax_v."):
+            self.check_arity(op, spec)
         info = OpInfo(op, self.facts)
         try:
             deduced = spec.deduce(info)
@@ -193,11 +197,23 @@ class _Checker:
             raise PassError(op, f"'{name}' op {e}") from None
         if name == "relax.match_cast":
             self.match_cast(op, info.operand_types[0], deduced[0])
-        elif name == "relax.call_tir":
+        elif name == "relax_v.call_tir":
             self.call_tir(op, info)
         if spec.results_are_declared:
             return
         self.set_results(op, deduced)
+
+    def check_arity(self, op, spec):
+        fixed = [o for o in spec.operands_ if not o.variadic]
+        if not any(o.variadic for o in spec.operands_) and len(op.operands) != len(fixed):
+            raise PassError(op, f"'{op.name}' op expects {len(fixed)} operands, got {len(op.operands)}")
+        if len(op.operands) < len(fixed):
+            raise PassError(op, f"'{op.name}' op expects at least {len(fixed)} operands, got {len(op.operands)}")
+        if len(op.regions) != len(spec.regions_):
+            raise PassError(op, f"'{op.name}' op expects {len(spec.regions_)} regions, got {len(op.regions)}")
+        for a in spec.attributes_:
+            if not a.optional and a.name not in op.attributes:
+                raise PassError(op, f"'{op.name}' op requires attribute '{a.name}'")
 
     def set_results(self, op: ir.Operation, deduced: list[RelaxType]):
         if len(deduced) != len(op.results):
@@ -277,24 +293,24 @@ class _Checker:
         callee = info.attr("callee")
         k = self.kernels.get(callee)
         if k is None:
-            raise PassError(op, f"'relax.call_tir' op callee @{callee} is not a function of this module")
+            raise PassError(op, f"'relax_v.call_tir' op callee @{callee} is not a function of this module")
         ft = ir.FunctionType(ir.TypeAttr(k.attributes["function_type"]).value)
         lowered = info.attr("lowered")
         n_in = lowered[0] if lowered else len(op.operands)
         n_sym = lowered[1] if lowered else len(info.attr("sym_args") or [])
         want = n_in + len(op.results) + n_sym
         if len(ft.inputs) != want:
-            raise PassError(op, f"'relax.call_tir' op callee @{callee} takes {len(ft.inputs)} arguments, but the "
+            raise PassError(op, f"'relax_v.call_tir' op callee @{callee} takes {len(ft.inputs)} arguments, but the "
                                 f"call passes {n_in} inputs, {len(op.results)} outputs and {n_sym} symbolic ints")
         for s in info.attr("sym_args") or []:
             e = parse_expr(str(s))
             free = e.symbols() - self.bound
             if free:
-                raise PassError(op, f"'relax.call_tir' op sym_args use unbound symbol '{sorted(free)[0]}'")
+                raise PassError(op, f"'relax_v.call_tir' op sym_args use unbound symbol '{sorted(free)[0]}'")
         for i, r in enumerate(op.results):
             t = view(r.type)
             if isinstance(t, TensorType) and not t.known:
-                raise PassError(op, f"'relax.call_tir' op result #{i} must have a known shape, got {t}")
+                raise PassError(op, f"'relax_v.call_tir' op result #{i} must have a known shape, got {t}")
             self.check_bound(op, t)
 
     def call(self, op: ir.Operation):

@@ -19,8 +19,8 @@ from relax_mlir.transforms.infer_shapes import check_module, function_facts, gra
 
 # Ops that stay at graph level: views, casts, constants, structure, and the cross-level ops.
 GRAPH_LEVEL = frozenset({
-    "relax.reshape", "relax.match_cast", "relax.shape_of", "relax.constant", "relax.dataflow",
-    "relax.call_tir", "relax.call_library", "relax.alloc_storage", "relax.alloc_tensor", "relax.kill",
+    "relax.reshape", "relax.match_cast", "relax.shape_of", "relax.constant", "relax_v.dataflow",
+    "relax_v.call_tir", "relax_v.call_library", "relax.alloc_storage", "relax.alloc_tensor", "relax.kill",
     "relax.dim", "relax.assert", "relax.prim_value",
 })
 
@@ -73,7 +73,7 @@ def replace_with_call_tir(op: ir.Operation, callee: str, sym_args) -> ir.Operati
     if sym_args:
         attrs["sym_args"] = ir.ArrayAttr.get([ir.StringAttr.get(str(e)) for e in sym_args])
     with ir.InsertionPoint(op), op.location:
-        call = ir.Operation.create("relax.call_tir", results=[r.type for r in op.results],
+        call = ir.Operation.create("relax_v.call_tir", results=[r.type for r in op.results],
                                    operands=list(op.operands), attributes=attrs)
     for old, new in zip(op.results, call.results):
         old.replace_all_uses_with(new)

@@ -1,0 +1,1512 @@
+"""CPU backend: ordered IR -> IR stages from upstream linalg on tensors to the LLVM dialect, and a JIT.
+
+Triton-style layering: a frozen `CPUOptions`, an ordered dict `STAGES` of named functions
+`(module, options) -> None` that mutate the module in place, and `lower()` that runs them in order.
+
+Input contract (produced by `relax-to-upstream`): private kernel functions on tensors in
+destination-passing style (inputs, outs, then `index` symbols) returning their outs; public entry
+functions on memrefs carrying `llvm.emit_c_interface`, with `bufferization.to_tensor ... restrict`
+for inputs and `bufferization.materialize_in_destination ... restrict writable` for outputs, plus
+a trailing `memref<1xi32>` error slot.
+
+Stages, in order:
+
+* ``vectorize``  per kernel, on tensors: generalize named ops (matmuls excepted), then for every
+  linalg op try its schedules in order (tile outer dims with `scf.forall` for threads, tile to a
+  register-sized block, peel dynamic remainders, vectorize the full tiles; else tile only; else
+  leave scalar), each attempt on a scratch clone of the kernel so that a failing transform never
+  leaves a half-transformed kernel behind. Runs through `transform-interpreter` with an injected
+  `@__transform_main`.
+* ``inline``     kernels into the entries (upstream inliner), canonicalize, cse.
+* ``bufferize``  empty-tensor elimination (outputs are computed in place in the caller's buffers),
+  one-shot bufferization with identity layouts, ownership-based deallocation.
+* ``parallelize`` `scf.forall` -> `scf.parallel` -> `async-parallel-for` (async runtime); with one
+  thread, `scf.forall` -> `scf.for`.
+* ``to-llvm``    the full lowering to the LLVM dialect.
+
+`JitModule` wraps `mlir.execution_engine.ExecutionEngine` and calls entries with numpy arrays in
+place (see `JitModule.invoke` for the ABI).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from relax_mlir.passes import ModulePass
+
+__all__ = [
+    "CPUOptions",
+    "CPU_PASSES",
+    "CPUBufferizePass",
+    "CPUInlinePass",
+    "CPULowerPass",
+    "CPUParallelizePass",
+    "CPUToLLVMPass",
+    "CPUVectorizePass",
+    "JitModule",
+    "LinalgOpInfo",
+    "LoweringError",
+    "STAGES",
+    "lower",
+    "pipeline_strings",
+    "split_pipeline",
+]
+
+_log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------------------------
+
+
+def _default_num_threads() -> int:
+    env = os.environ.get("RELAX_MLIR_NUM_THREADS")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"RELAX_MLIR_NUM_THREADS must be an integer, got {env!r}") from None
+        if n < 1:
+            raise ValueError(f"RELAX_MLIR_NUM_THREADS must be >= 1, got {n}")
+        return n
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class CPUOptions:
+    """Options of the CPU backend; hashable, so usable as a compile-cache key."""
+
+    opt_level: int = 3
+    num_threads: int = field(default_factory=_default_num_threads)
+    vectorize: bool = True
+    # Bytes of one SIMD register (AVX2: 32). A vector tile is `vector_bytes // elem_bytes`
+    # elements times `vector_unroll`.
+    vector_bytes: int = 32
+    vector_unroll: int = 2
+    # A static innermost dimension up to this many elements is vectorized whole, untiled.
+    max_full_vector: int = 64
+    # Elements of iteration space per parallel task (scf.forall iteration); `async-parallel-for`
+    # then groups at least `min_task_size` iterations into one task.
+    parallel_grain: int = 16384
+    min_task_size: int = 1
+    # Dynamic dims are assumed this large when sizing parallel chunks.
+    assumed_dynamic_size: int = 64
+    # Fallback matmul schedule (backend/cpu_matmul.py provides the register-blocked one):
+    # register tile (m, n, k) and rows of one parallel task.
+    matmul_tile: tuple[int, int, int] = (4, 16, 1)
+    matmul_parallel_rows: int = 32
+
+    def __post_init__(self):
+        if self.num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, got {self.num_threads}")
+        if self.opt_level not in (0, 1, 2, 3):
+            raise ValueError(f"opt_level must be 0..3, got {self.opt_level}")
+
+
+# --------------------------------------------------------------------------------------------
+# Errors and pipeline helpers
+# --------------------------------------------------------------------------------------------
+
+
+class LoweringError(RuntimeError):
+    """A CPU lowering step failed: names the stage, the failing pass and MLIR's diagnostics."""
+
+    def __init__(self, stage: str, pipeline: str, diagnostics: str):
+        self.stage = stage
+        self.pipeline = pipeline  # the failing pass (or step), as pipeline text
+        self.diagnostics = diagnostics
+        super().__init__(f"CPU stage {stage!r} failed in {pipeline!r}:\n{diagnostics}")
+
+
+def _as_op(module: ir.Module | ir.Operation | ir.OpView) -> ir.Operation:
+    if isinstance(module, ir.Module):
+        return module.operation
+    if isinstance(module, ir.OpView):
+        return module.operation
+    return module
+
+
+def split_pipeline(pipeline: str) -> list[str]:
+    """Split a textual pipeline at its top-level commas (not inside `()` or `{}`)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(pipeline):
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(pipeline[start:i].strip())
+            start = i + 1
+    parts.append(pipeline[start:].strip())
+    return [p for p in parts if p]
+
+
+def _run_pipeline(module, pipeline: str, stage: str) -> None:
+    """Run `pipeline` on `module` one top-level pass at a time, so that a failure names its pass;
+    raise LoweringError with the diagnostics."""
+    op = _as_op(module)
+    for step in split_pipeline(pipeline):
+        try:
+            pm = PassManager.parse(f"builtin.module({step})", context=op.context)
+        except ValueError as e:
+            raise LoweringError(stage, step, f"cannot parse pass pipeline: {e}") from None
+        try:
+            pm.run(op)
+        except ir.MLIRError as e:
+            raise LoweringError(stage, step, str(e)) from None
+
+
+def _walk(op: ir.Operation, fn: Callable[[ir.Operation], None]) -> None:
+    def cb(o):
+        fn(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(cb, ir.WalkOrder.PRE_ORDER)
+
+
+def _top_funcs(module_op: ir.Operation) -> list[ir.OpView]:
+    return [op for op in module_op.regions[0].blocks[0].operations if op.operation.name == "func.func"]
+
+
+def _sym_name(func) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _is_private(func) -> bool:
+    attrs = func.attributes
+    return "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value == "private"
+
+
+def _is_declaration(func) -> bool:
+    return len(func.regions[0].blocks) == 0
+
+
+def _kernels(module_op: ir.Operation) -> list[ir.OpView]:
+    """Private, defined functions: the kernels."""
+    return [f for f in _top_funcs(module_op) if _is_private(f) and not _is_declaration(f)]
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel analysis
+# --------------------------------------------------------------------------------------------
+
+_MATMUL_NAMES = ("linalg.matmul", "linalg.batch_matmul")
+_ELEM_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+
+
+def _elem_bytes(t: ir.Type) -> int:
+    return _ELEM_BYTES.get(str(t), 4)
+
+
+@dataclass(frozen=True)
+class LinalgOpInfo:
+    """What a schedule needs to know about one linalg op (read from its maps and operand types).
+
+    `ranges[d]` is the static extent of loop `d` or None when dynamic; `vector_dim` the loop that
+    walks the contiguous dimension of the widest operand; `kind` one of "elementwise",
+    "reduction", "matmul", "other". For matmuls `matmul_dims` names the loops (batch, m, n, k),
+    batch being None for a plain matmul.
+    """
+
+    name: str
+    iterators: tuple[str, ...]
+    ranges: tuple[int | None, ...]
+    vector_dim: int | None
+    elem_bytes: int
+    kind: str
+    has_i1: bool
+    has_extract: bool
+    matmul_dims: tuple[int | None, int, int, int] | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.iterators)
+
+
+def _affine_maps(op) -> list[ir.AffineMap] | None:
+    if "indexing_maps" not in op.attributes:
+        return None
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _default_named_maps(op) -> tuple[list[ir.AffineMap], list[str]] | None:
+    name = op.operation.name
+    ctx = op.context
+    d = [ir.AffineDimExpr.get(i, ctx) for i in range(4)]
+    if name == "linalg.matmul":
+        m, n, k = d[0], d[1], d[2]
+        maps = [ir.AffineMap.get(3, 0, e, ctx) for e in ([m, k], [k, n], [m, n])]
+        return maps, ["parallel", "parallel", "reduction"]
+    if name == "linalg.batch_matmul":
+        b, m, n, k = d
+        maps = [ir.AffineMap.get(4, 0, e, ctx) for e in ([b, m, k], [b, k, n], [b, m, n])]
+        return maps, ["parallel", "parallel", "parallel", "reduction"]
+    return None
+
+
+def _iterators(op) -> list[str] | None:
+    if "iterator_types" not in op.attributes:
+        return None
+    out = []
+    for a in ir.ArrayAttr(op.attributes["iterator_types"]):
+        s = str(a)
+        out.append("reduction" if "reduction" in s else "parallel")
+    return out
+
+
+def _dim_position(expr) -> int | None:
+    if isinstance(expr, ir.AffineDimExpr):
+        return expr.position
+    return None
+
+
+def _dps_operands(op) -> tuple[list[ir.Value], int]:
+    """All ins+outs operands and the number of ins (from operandSegmentSizes)."""
+    operands = list(op.operands)
+    if "operandSegmentSizes" in op.attributes:
+        seg = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+        n_in = seg[0]
+        return operands[: seg[0] + seg[1]], n_in
+    return operands, len(operands) - 1
+
+
+def _body_op_names(op) -> set[str]:
+    names: set[str] = set()
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                _walk(inner.operation, lambda o: names.add(o.name))
+    return names
+
+
+def _is_matmul_generic(maps, iterators, n_in, body_ops) -> tuple[int | None, int, int, int] | None:
+    """Recognize C[.., m, n] += A[.., m, k] * B[.., k, n] (maps may be permuted) in a generic."""
+    if n_in != 2 or len(maps) != 3 or iterators.count("reduction") != 1:
+        return None
+    allowed = {"arith.mulf", "arith.addf", "arith.muli", "arith.addi", "arith.extf", "arith.extsi",
+               "arith.extui", "arith.truncf", "linalg.yield"}
+    if not body_ops <= allowed or not ({"arith.mulf", "arith.muli"} & body_ops):
+        return None
+    dims = []
+    for m in maps:
+        ds = [_dim_position(e) for e in m.results]
+        if any(x is None for x in ds):
+            return None
+        dims.append(ds)
+    a, b, c = (set(x) for x in dims)
+    (k,) = [i for i, it in enumerate(iterators) if it == "reduction"]
+    if k not in a or k not in b or k in c:
+        return None
+    if len(c) < 2 or len(dims[2]) < 2:
+        return None
+    m_dim, n_dim = dims[2][-2], dims[2][-1]
+    if m_dim not in a or m_dim in b or n_dim not in b or n_dim in a:
+        return None
+    batch = [x for x in dims[2][:-2]]
+    if len(batch) > 1 or any(x not in a or x not in b for x in batch):
+        return None
+    if len(c) + 1 != len(iterators):
+        return None
+    return (batch[0] if batch else None, m_dim, n_dim, k)
+
+
+def analyze_linalg_op(op) -> LinalgOpInfo | None:
+    """Read a `LinalgOpInfo` from a linalg.generic or a named matmul; None for anything else."""
+    name = op.operation.name
+    maps = _affine_maps(op)
+    iterators = _iterators(op)
+    if maps is None or iterators is None:
+        named = _default_named_maps(op)
+        if named is None:
+            return None
+        maps, iterators = named
+    operands, n_in = _dps_operands(op)
+    if len(operands) != len(maps):
+        return None
+    n_loops = maps[0].n_dims
+    ranges: list[int | None | str] = ["unknown"] * n_loops
+    has_i1 = False
+    best = None  # (rank, is_input, operand index)
+    for idx, (v, m) in enumerate(zip(operands, maps)):
+        t = v.type
+        if not isinstance(t, ir.ShapedType):
+            if str(t) == "i1":
+                has_i1 = True
+            continue
+        st = t
+        if str(st.element_type) == "i1":
+            has_i1 = True
+        if not st.has_rank:
+            continue
+        shape = st.shape
+        for k, e in enumerate(m.results):
+            d = _dim_position(e)
+            if d is None:
+                continue
+            s = shape[k]
+            static = not ir.ShapedType.is_dynamic_size(s)
+            if static:
+                ranges[d] = s
+            elif ranges[d] == "unknown":
+                ranges[d] = None
+        key = (st.rank, idx < n_in)
+        if best is None or key > best[0]:
+            best = (key, idx, st, m)
+    fixed: tuple[int | None, ...] = tuple(None if r == "unknown" else r for r in ranges)
+    vector_dim = None
+    elem_bytes = 4
+    if best is not None:
+        _, _, st, m = best
+        elem_bytes = _elem_bytes(st.element_type)
+        if m.results:
+            vector_dim = _dim_position(m.results[-1])
+    if vector_dim is None and n_loops:
+        vector_dim = n_loops - 1
+    body_ops = _body_op_names(op)
+    matmul_dims = None
+    if name in _MATMUL_NAMES and "indexing_maps" not in op.attributes:
+        matmul_dims = (None, 0, 1, 2) if name == "linalg.matmul" else (0, 1, 2, 3)
+    elif name in _MATMUL_NAMES or name == "linalg.generic":
+        matmul_dims = _is_matmul_generic(maps, iterators, n_in, body_ops)
+    if matmul_dims is not None:
+        kind = "matmul"
+    elif name != "linalg.generic":
+        kind = "other"
+    elif all(it == "parallel" for it in iterators):
+        kind = "elementwise"
+    else:
+        kind = "reduction"
+    return LinalgOpInfo(
+        name=name,
+        iterators=tuple(iterators),
+        ranges=fixed,
+        vector_dim=vector_dim,
+        elem_bytes=elem_bytes,
+        kind=kind,
+        has_i1=has_i1,
+        has_extract="tensor.extract" in body_ops,
+        matmul_dims=matmul_dims,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Transform-dialect schedules
+# --------------------------------------------------------------------------------------------
+
+_TAG = "relax_cpu.op"
+_MAX_REWRITES = "{max_num_rewrites = 20000 : i64}"
+_ANY = "!transform.any_op"
+
+
+class TransformWriter:
+    """Accumulates the body of a transform sequence; `fresh()` names new handles."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self._n = 0
+
+    def fresh(self, stem: str = "h") -> str:
+        self._n += 1
+        return f"%{stem}{self._n}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    def match_tag(self, tag: int, root: str = "%root") -> str:
+        h = self.fresh("op")
+        self.emit(f"{h} = transform.structured.match attributes{{{_TAG} = {tag} : i64}} in {root}"
+                  f" : ({_ANY}) -> {_ANY}")
+        return h
+
+    def tile_forall(self, target: str, sizes: Sequence[int]) -> tuple[str, str]:
+        t, f = self.fresh("tiled"), self.fresh("forall")
+        self.emit(f"{t}, {f} = transform.structured.tile_using_forall {target} tile_sizes "
+                  f"[{', '.join(map(str, sizes))}] : ({_ANY}) -> ({_ANY}, {_ANY})")
+        return t, f
+
+    def tile_for(self, target: str, sizes: Sequence[int]) -> tuple[str, list[str]]:
+        n_loops = sum(1 for s in sizes if s)
+        t = self.fresh("tiled")
+        loops = [self.fresh("loop") for _ in range(n_loops)]
+        types = ", ".join([_ANY] * (n_loops + 1))
+        self.emit(f"{', '.join([t] + loops)} = transform.structured.tile_using_for {target} "
+                  f"tile_sizes [{', '.join(map(str, sizes))}] : ({_ANY}) -> ({types})")
+        return t, loops
+
+    def peel(self, loop: str) -> tuple[str, str]:
+        cast = self.fresh("for")
+        self.emit(f'{cast} = transform.cast {loop} : {_ANY} to !transform.op<"scf.for">')
+        main, rem = self.fresh("main"), self.fresh("rem")
+        self.emit(f'{main}, {rem} = transform.loop.peel {cast} : (!transform.op<"scf.for">) '
+                  f"-> ({_ANY}, {_ANY})")
+        return main, rem
+
+    def vectorize(self, target: str, nd_extract: bool = False) -> None:
+        attr = " {vectorize_nd_extract}" if nd_extract else ""
+        self.emit(f"transform.structured.vectorize {target}{attr} : {_ANY}")
+
+    def sequence(self) -> str:
+        body = "\n    ".join(self.lines)
+        return (
+            "module attributes {transform.with_named_sequence} {\n"
+            f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+            f"    {body}\n"
+            "    transform.yield\n"
+            "  }\n"
+            "}\n"
+        )
+
+
+# A schedule writes transform IR for the op behind handle `target`; returns a short label.
+Schedule = Callable[[TransformWriter, str, LinalgOpInfo, CPUOptions], str]
+
+
+def _chunk(size: int, tile: int) -> int:
+    return max(tile, (size + tile - 1) // tile * tile)
+
+
+def _needs_peel(extent: int | None, tile: int) -> bool:
+    return tile > 1 and (extent is None or extent % tile != 0)
+
+
+def _tile_forall(w: TransformWriter, op: str, info: LinalgOpInfo, forall_sizes):
+    """Optional forall tiling; returns the tiled op and the loop extents inside one task."""
+    extents = list(info.ranges)
+    if forall_sizes is None or not any(forall_sizes):
+        return op, extents
+    op, _ = w.tile_forall(op, forall_sizes)
+    for d, s in enumerate(forall_sizes):
+        if s and not (extents[d] is not None and extents[d] % s == 0):
+            extents[d] = None  # partial chunks make the extent dynamic inside the forall
+        elif s:
+            extents[d] = s
+    return op, extents
+
+
+def _peel_nest(w: TransformWriter, to_peel: list[tuple[int, str]], tag: int) -> str:
+    """Peel loops (given outermost first) innermost first, so every remainder region still has
+    its inner full tiles; returns the innermost main loop nested in all main loops,
+    canonicalized so that the full tiles inside it have static shapes."""
+    main_name = f"relax_cpu.peel_{tag}_main"
+    scope = None
+    for i, (_d, loop) in enumerate(reversed(to_peel)):
+        main, _rem = w.peel(loop)  # parents' handles stay valid; nested ones do not
+        if i == 0:
+            w.emit(f'transform.annotate {main} "{main_name}" : {_ANY}')
+        scope = main
+    if len(to_peel) > 1:
+        inner = w.fresh("main")
+        w.emit(f"{inner} = transform.structured.match attributes{{{main_name}}} in {scope}"
+               f" : ({_ANY}) -> {_ANY}")
+        scope = inner
+    # Peeling turns the main loop's tile sizes into constants; fold them into static shapes.
+    w.emit(f"transform.apply_patterns to {scope} {{\n"
+           "      transform.apply_patterns.linalg.tiling_canonicalization\n"
+           "      transform.apply_patterns.canonicalization\n"
+           f"    }} {_MAX_REWRITES} : {_ANY}")
+    return scope
+
+
+def _tile_peel_vectorize(w: TransformWriter, target: str, info: LinalgOpInfo, forall_sizes,
+                         for_sizes, tag: int, vectorize: bool) -> None:
+    """Shared tail: optional forall tiling, register tiling, peel partial tiles, vectorize."""
+    n = info.rank
+    op, extents = _tile_forall(w, target, info, forall_sizes)
+    if not vectorize:
+        if any(for_sizes):
+            w.tile_for(op, for_sizes)
+        return
+    # Dims that keep their full (static) extent must be static to vectorize.
+    for d in range(n):
+        if for_sizes[d] == 0 and extents[d] is None:
+            raise _ScheduleNotApplicable(f"loop {d} is dynamic and untiled")
+    loops: list[tuple[int, str]] = []
+    if any(for_sizes):
+        op, handles = w.tile_for(op, for_sizes)
+        loops = list(zip([d for d in range(n) if for_sizes[d]], handles))
+    to_peel = [(d, loop) for d, loop in loops if _needs_peel(extents[d], for_sizes[d])]
+    if not to_peel:
+        w.vectorize(op, nd_extract=info.has_extract)
+        return
+    scope = _peel_nest(w, to_peel, tag)
+    w.vectorize(w.match_tag(tag, scope), nd_extract=info.has_extract)
+
+
+class _ScheduleNotApplicable(Exception):
+    """A schedule declined an op before any transform IR ran."""
+
+
+def _forall_sizes_generic(info: LinalgOpInfo, options: CPUOptions, vec_tile: int) -> list[int] | None:
+    if options.num_threads <= 1:
+        return None
+    n = info.rank
+    par = [d for d in range(n) if info.iterators[d] == "parallel"]
+    if not par:
+        return None
+    outer = [d for d in par if d != info.vector_dim]
+    p = outer[0] if outer else par[0]
+    work = 1
+    for d in range(n):
+        if d != p:
+            work *= info.ranges[d] if info.ranges[d] is not None else options.assumed_dynamic_size
+    chunk = max(1, options.parallel_grain // max(1, work))
+    if p == info.vector_dim:
+        chunk = _chunk(chunk, max(1, vec_tile))
+    ext = info.ranges[p]
+    if ext is not None and ext <= chunk:
+        return None  # a single task: nothing to parallelize
+    sizes = [0] * n
+    sizes[p] = chunk
+    return sizes
+
+
+def _register_sizes_generic(info: LinalgOpInfo, options: CPUOptions) -> tuple[list[int], int]:
+    n = info.rank
+    lanes = max(1, options.vector_bytes // info.elem_bytes)
+    vec_tile = lanes * max(1, options.vector_unroll)
+    sizes = []
+    for d in range(n):
+        ext = info.ranges[d]
+        if d == info.vector_dim:
+            if ext is not None and ext <= options.max_full_vector:
+                sizes.append(0)
+            elif ext is not None and ext % lanes == 0 and ext % vec_tile != 0:
+                sizes.append(lanes)
+            else:
+                sizes.append(vec_tile)
+        elif ext == 1:
+            sizes.append(0)
+        else:
+            sizes.append(1)
+    return sizes, vec_tile
+
+
+def vector_schedule(w: TransformWriter, target: str, info: LinalgOpInfo, options: CPUOptions,
+                    *, tag: int = -1) -> str:
+    """Elementwise / broadcast / reduction generics: forall over an outer parallel loop,
+    register tile [1, .., vector], peel partial tiles, vectorize the full ones."""
+    if info.has_i1:
+        # vector<Nxi1> is bit-packed in LLVM memory while memref<i1> holds bytes.
+        raise _ScheduleNotApplicable("i1 operands are not vectorized")
+    if info.rank == 0:
+        raise _ScheduleNotApplicable("rank-0 op")
+    sizes, vec_tile = _register_sizes_generic(info, options)
+    forall = _forall_sizes_generic(info, options, sizes[info.vector_dim] or vec_tile)
+    _tile_peel_vectorize(w, target, info, forall, sizes, tag, vectorize=True)
+    return "vector"
+
+
+def split_reduction_schedule(w: TransformWriter, target: str, info: LinalgOpInfo,
+                             options: CPUOptions, *, tag: int = -1) -> str:
+    """Reductions along the contiguous dim (row sum/max, dynamic or long): forall over outer
+    parallel rows, one row per iteration, then `tile_reduction_using_for` keeps a vector of
+    partial results in registers across the reduction loop and reduces it once at the end."""
+    vd = info.vector_dim
+    if info.has_i1 or info.has_extract or info.kind != "reduction" or vd is None:
+        raise _ScheduleNotApplicable("not a plain reduction")
+    if info.iterators[vd] != "reduction":
+        raise _ScheduleNotApplicable("contiguous dim is parallel")
+    ext = info.ranges[vd]
+    if ext is not None and ext <= options.max_full_vector:
+        raise _ScheduleNotApplicable("short static reduction: vectorized whole")
+    lanes = max(1, options.vector_bytes // info.elem_bytes)
+    vec_tile = lanes * max(1, options.vector_unroll)
+    forall = _forall_sizes_generic(info, options, vec_tile)
+    op, extents = _tile_forall(w, target, info, forall)
+    rows = [0 if (d == vd or extents[d] == 1) else 1 for d in range(info.rank)]
+    if any(rows):
+        op, _ = w.tile_for(op, rows)
+    red = [vec_tile if d == vd else 0 for d in range(info.rank)]
+    fill, part, merge, loop = (w.fresh("fill"), w.fresh("part"), w.fresh("merge"), w.fresh("rloop"))
+    w.emit(f"{fill}, {part}, {merge}, {loop} = transform.structured.tile_reduction_using_for {op} "
+           f"by tile_sizes = [{', '.join(map(str, red))}] : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY}, {_ANY})")
+    if _needs_peel(ext, vec_tile):
+        scope = _peel_nest(w, [(vd, loop)], tag)
+        part = w.fresh("part")
+        w.emit(f'{part} = transform.structured.match ops{{["linalg.generic"]}} in {scope}'
+               f" : ({_ANY}) -> {_ANY}")
+    w.vectorize(part)
+    w.vectorize(fill)
+    w.vectorize(merge)
+    return "vector-split-reduction"
+
+
+def matmul_vector_schedule(w: TransformWriter, target: str, info: LinalgOpInfo,
+                           options: CPUOptions, *, tag: int = -1) -> str:
+    """Fallback matmul schedule: forall over row blocks, register tile (m, n, k), peel, vectorize
+    to vector.contract (lowered to outer products). backend/cpu_matmul.py supersedes it."""
+    if info.has_i1:
+        raise _ScheduleNotApplicable("i1 matmul")
+    b, m, n, k = info.matmul_dims
+    tm, tn, tk = options.matmul_tile
+    sizes = [1] * info.rank
+    sizes[m], sizes[n], sizes[k] = tm, tn, tk
+    for d, t in ((m, tm), (n, tn), (k, tk)):
+        if info.ranges[d] is not None and info.ranges[d] < t:
+            sizes[d] = 0 if info.ranges[d] <= t else t
+    forall = None
+    if options.num_threads > 1:
+        forall = [0] * info.rank
+        if b is not None:
+            forall[b] = 1
+        rows = _chunk(options.matmul_parallel_rows, max(1, sizes[m]))
+        if info.ranges[m] is None or info.ranges[m] > rows:
+            forall[m] = rows
+        if not any(forall):
+            forall = None
+    _tile_peel_vectorize(w, target, info, forall, sizes, tag, vectorize=True)
+    return "vector-matmul"
+
+
+def tile_only_schedule(w: TransformWriter, target: str, info: LinalgOpInfo, options: CPUOptions,
+                       *, tag: int = -1) -> str:
+    """No vectorization: only the forall tiling, so that scalar code still uses all threads."""
+    lanes = max(1, options.vector_bytes // info.elem_bytes)
+    forall = _forall_sizes_generic(info, options, lanes) if info.rank else None
+    if forall is None:
+        raise _ScheduleNotApplicable("nothing to tile")
+    _tile_peel_vectorize(w, target, info, forall, [0] * info.rank, tag, vectorize=False)
+    return "tiled"
+
+
+def _matmul_schedules(info: LinalgOpInfo, options: CPUOptions) -> list[Schedule]:
+    """Per-op matmul schedules; used when no kernel-level schedule took the kernel (for
+    example a matmul fused with other ops, a non-f32 matmul, or an equivalent generic)."""
+    return [matmul_vector_schedule, tile_only_schedule]
+
+
+def _kernel_schedule(func: ir.Operation, options: CPUOptions) -> tuple[str, str] | None:
+    """A whole-kernel schedule, tried before the per-op ones: (label, transform module text),
+    or None. It may rewrite `func` (a scratch copy) first.
+
+    THE MATMUL HOOK: kernels that backend/cpu_matmul.py recognizes ([fill +] matmul or
+    batch_matmul on f32) get its register-blocked, B-packing schedule, versioned on M.
+    """
+    if not options.vectorize:
+        return None
+    try:
+        from relax_mlir.backend import cpu_matmul
+    except ImportError:
+        return None
+    shape = cpu_matmul.matmul_kernel_shape(func)
+    if shape is None:
+        return None
+    if shape.m is None and cpu_matmul.version_matmul_kernel(func):
+        shape = cpu_matmul.matmul_kernel_variants(func)
+        if shape is None:
+            return None
+    text = cpu_matmul.matmul_schedule_module(_sym_name(func), shape, num_threads=options.num_threads)
+    return "matmul-register-blocked", text
+
+
+def _schedule_for(info: LinalgOpInfo, options: CPUOptions) -> list[Schedule]:
+    """The schedules to try for one op, best first; an op none applies to stays scalar."""
+    if not options.vectorize:
+        return [tile_only_schedule]
+    if info.kind == "matmul":
+        return _matmul_schedules(info, options)
+    if info.kind == "reduction":
+        return [split_reduction_schedule, vector_schedule, tile_only_schedule]
+    if info.kind == "elementwise":
+        return [vector_schedule, tile_only_schedule]
+    return [tile_only_schedule]
+
+
+# Post-vectorization cleanup and vector lowering, applied to each scheduled kernel. Lowering
+# `vector.contract` to outer products here (on tensors) keeps accumulators in registers. Each
+# pattern family gets its own block with a rewrite budget: mixed in one greedy run, the transfer
+# permutation, shape_cast and unit-dim patterns can undo each other and grow the IR without
+# bound (measured: >20 GB). Remaining vector ops are lowered by convert-vector-to-{scf,llvm}.
+_FINISH = f"""
+    %f = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f {{
+      transform.apply_patterns.linalg.tiling_canonicalization
+      transform.apply_patterns.scf.for_loop_canonicalization
+      transform.apply_patterns.canonicalization
+    }} {_MAX_REWRITES} : !transform.any_op
+    transform.apply_cse to %f : !transform.any_op
+    transform.apply_patterns to %f {{
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_outerproduct
+    }} {_MAX_REWRITES} : !transform.any_op
+    transform.apply_patterns to %f {{
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+    }} {_MAX_REWRITES} : !transform.any_op
+    transform.apply_patterns to %f {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+    }} {_MAX_REWRITES} : !transform.any_op
+    transform.apply_patterns to %f {{
+      transform.apply_patterns.canonicalization
+    }} {_MAX_REWRITES} : !transform.any_op
+    transform.apply_cse to %f : !transform.any_op
+"""
+
+
+def _generalize_sequence(names: Iterable[str]) -> str | None:
+    names = sorted(set(names))
+    if not names:
+        return None
+    ops = ", ".join(f'"{n}"' for n in names)
+    return (
+        "module attributes {transform.with_named_sequence} {\n"
+        f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+        f"    %ops = transform.structured.match ops{{[{ops}]}} in %root : ({_ANY}) -> {_ANY}\n"
+        f"    %g = transform.structured.generalize %ops : ({_ANY}) -> {_ANY}\n"
+        "    transform.yield\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+_CANONICALIZE_SEQUENCE = (
+    "module attributes {transform.with_named_sequence} {\n"
+    f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+    f'    %f = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}\n'
+    "    transform.apply_patterns to %f {\n"
+    "      transform.apply_patterns.linalg.tiling_canonicalization\n"
+    "      transform.apply_patterns.canonicalization\n"
+    f"    }} {_MAX_REWRITES} : {_ANY}\n"
+    "    transform.yield\n"
+    "  }\n"
+    "}\n"
+)
+
+
+def _finish_sequence() -> str:
+    return (
+        "module attributes {transform.with_named_sequence} {\n"
+        f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+        f"{_FINISH}"
+        "    transform.yield\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+class _Scratch:
+    """A kernel cloned into its own module, where transform scripts can be tried and dropped."""
+
+    def __init__(self, func: ir.OpView | ir.Operation):
+        self.context = func.context
+        with self.context, ir.Location.unknown():
+            self.module = ir.Module.create()
+        self.module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get(self.context)
+        func.operation.clone(ip=ir.InsertionPoint(self.module.body))
+
+    @property
+    def func(self) -> ir.Operation:
+        return self.module.body.operations[0].operation
+
+    def copy(self) -> "_Scratch":
+        return _Scratch(self.func)
+
+    def apply(self, sequence_text: str, stage: str = "vectorize") -> None:
+        """Run one transform sequence on this scratch module; raise LoweringError on failure."""
+        seq_module = ir.Module.parse(sequence_text, context=self.context)
+        seq_ops = [op.operation for op in seq_module.body.operations]
+        ip = ir.InsertionPoint(self.module.body)
+        for op in seq_ops:
+            op.detach_from_parent()
+            ip.insert(op)
+        try:
+            _run_pipeline(self.module, "transform-interpreter", stage)
+        finally:
+            for op in seq_ops:
+                op.erase()
+
+    def run(self, pipeline: str, stage: str = "vectorize") -> None:
+        _run_pipeline(self.module, pipeline, stage)
+
+
+def _linalg_ops(func: ir.Operation) -> list[ir.OpView]:
+    out = []
+
+    def visit(o):
+        if o.name.startswith("linalg.") and o.name not in ("linalg.yield", "linalg.index"):
+            out.append(o.opview)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return out
+
+
+def _sink_body_constants(func: ir.Operation) -> None:
+    """Clone scalar constants used inside linalg bodies into those bodies (the vectorizer
+    rejects values captured from above)."""
+    for op in _linalg_ops(func):
+        if not op.regions or not op.regions[0].blocks:
+            continue
+        block = op.regions[0].blocks[0]
+        first = block.operations[0] if len(block.operations) else None
+        clones: dict = {}
+        inner_uses = []
+
+        def visit(o):
+            for i, v in enumerate(o.operands):
+                owner = v.owner
+                if (isinstance(owner, ir.OpView) and owner.operation.name == "arith.constant"
+                        and not isinstance(v.type, ir.ShapedType)
+                        and not _is_inside(owner.operation, op.operation)):
+                    inner_uses.append((o, i, owner))
+
+        for inner in block.operations:
+            _walk(inner.operation, visit)
+        for user, i, const in inner_uses:
+            key = const.operation
+            if key not in clones:
+                clones[key] = const.operation.clone(ip=ir.InsertionPoint(first) if first is not None
+                                                    else ir.InsertionPoint(block))
+            user.operands[i] = clones[key].results[0]
+
+
+def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    p = op.parent
+    while p is not None:
+        if p == ancestor:
+            return True
+        p = p.parent
+    return False
+
+
+def _set_tag(op, tag: int) -> None:
+    op.operation.attributes[_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64, op.context), tag)
+
+
+def _get_tag(op) -> int | None:
+    if _TAG not in op.attributes:
+        return None
+    return ir.IntegerAttr(op.attributes[_TAG]).value
+
+
+def _try_sequence(scratch: _Scratch, text: str, what: str) -> _Scratch | None:
+    """Apply `text` to a copy of `scratch`; the copy on success, None (logged) on failure."""
+    trial = scratch.copy()
+    try:
+        trial.apply(text)
+    except LoweringError as e:
+        _log.debug("%s failed: %s", what, e.diagnostics)
+        return None
+    return trial
+
+
+_LEFTOVER_TAG0 = 1 << 20
+_MIN_LEFTOVER_LANES = 4
+
+
+def _vectorize_leftovers(scratch: _Scratch, vector_tags: set[int], kname: str) -> _Scratch:
+    """Vectorize the partial tiles that peeling left behind (for example the last rows of a
+    matmul): tile their dynamic loops by 1 and vectorize when a tile still holds a few lanes."""
+    # Fold the peeled tiles' constant sizes into static shapes first.
+    scratch = _try_sequence(scratch, _CANONICALIZE_SEQUENCE, f"@{kname} canonicalize") or scratch
+    todo = []
+    for op in _linalg_ops(scratch.func):
+        if _get_tag(op) not in vector_tags:
+            continue
+        info = analyze_linalg_op(op)
+        if info is None or info.has_i1:
+            continue
+        lanes = 1
+        for r in info.ranges:
+            lanes *= r if r is not None else 1
+        if lanes < _MIN_LEFTOVER_LANES:
+            continue
+        tag = _LEFTOVER_TAG0 + len(todo)
+        _set_tag(op, tag)
+        todo.append((tag, info))
+    for tag, info in todo:
+        w = TransformWriter()
+        h = w.match_tag(tag)
+        sizes = [1 if r is None else 0 for r in info.ranges]
+        if any(sizes):
+            h, _ = w.tile_for(h, sizes)
+        w.vectorize(h, nd_extract=info.has_extract)
+        trial = _try_sequence(scratch, w.sequence(), f"@{kname} leftover {tag - _LEFTOVER_TAG0}")
+        if trial is not None:
+            scratch = trial
+    return scratch
+
+
+def _strip_schedule_attrs(op: ir.Operation) -> None:
+    for name in list(op.attributes):
+        if name == _TAG or name.startswith("relax_cpu.peel_"):
+            del op.attributes[name]
+
+
+def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
+    """Schedule every linalg op of one kernel in place; returns one label per op."""
+    kname = _sym_name(kernel)
+    scratch = _Scratch(kernel)
+    whole = _try_kernel_schedule(scratch, options, kname)
+    if whole is not None:
+        scratch, label = whole
+        return _adopt(kernel, scratch, [label])
+    names = {op.operation.name for op in _linalg_ops(scratch.func)}
+    gen = _generalize_sequence(n for n in names if n not in ("linalg.generic",) + _MATMUL_NAMES)
+    if gen is not None:
+        scratch = _try_sequence(scratch, gen, f"@{kname} generalization") or scratch
+    _sink_body_constants(scratch.func)
+    infos = []
+    for i, op in enumerate(_linalg_ops(scratch.func)):
+        _set_tag(op, i)
+        infos.append(analyze_linalg_op(op))
+    labels = []
+    for i, info in enumerate(infos):
+        label = "scalar"
+        for schedule in (_schedule_for(info, options) if info is not None else []):
+            w = TransformWriter()
+            try:
+                label_try = schedule(w, w.match_tag(i), info, options, tag=i)
+            except _ScheduleNotApplicable as e:
+                _log.debug("@%s op %d: %s declined: %s", kname, i, schedule.__name__, e)
+                continue
+            trial = _try_sequence(scratch, w.sequence(), f"@{kname} op {i}: {schedule.__name__}")
+            if trial is not None:
+                scratch, label = trial, label_try
+                break
+        labels.append(label)
+    vector_tags = {i for i, lbl in enumerate(labels) if lbl.startswith("vector")}
+    if vector_tags:
+        scratch = _vectorize_leftovers(scratch, vector_tags, kname)
+    if any(lbl != "scalar" for lbl in labels):
+        trial = _try_sequence(scratch, _finish_sequence(), f"@{kname} cleanup")
+        if trial is not None:
+            try:
+                trial.run("func.func(loop-invariant-subset-hoisting,canonicalize,cse)")
+                scratch = trial
+            except LoweringError as e:
+                _log.debug("@%s: hoisting failed: %s", kname, e.diagnostics)
+    return _adopt(kernel, scratch, labels)
+
+
+def _adopt(kernel: ir.OpView, scratch: _Scratch, labels: list[str]) -> list[str]:
+    """Replace `kernel` by the scheduled function of `scratch`, labelled with its schedules."""
+    _walk(scratch.func, _strip_schedule_attrs)
+    scratch.func.attributes["relax_cpu.schedules"] = ir.ArrayAttr.get(
+        [ir.StringAttr.get(lbl, kernel.context) for lbl in labels], kernel.context)
+    scratch.func.clone(ip=ir.InsertionPoint(kernel))
+    kernel.operation.erase()
+    return labels
+
+
+def _try_kernel_schedule(scratch: _Scratch, options: CPUOptions, kname: str):
+    """(scheduled scratch, label) if a kernel-level schedule applies and succeeds, else None."""
+    trial = scratch.copy()
+    try:
+        found = _kernel_schedule(trial.func, options)
+    except Exception as e:  # a plug-in schedule must never break the compile
+        _log.debug("@%s: kernel schedule raised %r", kname, e)
+        return None
+    if found is None:
+        return None
+    label, text = found
+    try:
+        trial.apply(text)
+        trial.func.verify()
+    except (LoweringError, ir.MLIRError) as e:
+        _log.debug("@%s: kernel schedule %s failed: %s", kname, label, e)
+        return None
+    return trial, label
+
+
+# --------------------------------------------------------------------------------------------
+# Stages
+# --------------------------------------------------------------------------------------------
+
+_INLINE = "func.func(lower-affine),inline,symbol-dce,canonicalize,cse"
+
+_BUFFERIZE = (
+    "eliminate-empty-tensors,"
+    "empty-tensor-to-alloc-tensor,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map "
+    "unknown-type-conversion=identity-layout-map},"
+    "canonicalize,cse,"
+    # scf.forall becomes scf.parallel here so that hoisting keeps per-task buffers (packing
+    # tiles) inside each task; one thread lowers scf.parallel to plain loops later.
+    "func.func(scf-forall-to-parallel,buffer-loop-hoisting),"
+    "buffer-deallocation-pipeline,"
+    "canonicalize,cse"
+)
+
+
+def _parallelize_pipeline(options: CPUOptions) -> str:
+    if options.num_threads <= 1:
+        return "func.func(scf-forall-to-for,scf-parallel-for-to-nested-fors),canonicalize"
+    return (
+        "func.func(scf-forall-to-parallel),"
+        f"async-parallel-for{{async-dispatch=true num-workers={options.num_threads} "
+        f"min-task-size={options.min_task_size}}},"
+        "async-to-async-runtime,"
+        "func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt),"
+        "canonicalize,cse"
+    )
+
+
+_TO_LLVM_LOOPS = (
+    "func.func(convert-linalg-to-loops),"
+    "func.func(convert-vector-to-scf{full-unroll=true}),"
+    "func.func(lower-affine),"
+    "canonicalize,cse,"
+    "expand-strided-metadata,"
+    "lower-affine"
+)
+_TO_LLVM_CONVERT = (
+    "convert-async-to-llvm,"
+    "func.func(convert-scf-to-cf),"
+    "func.func(arith-expand),"
+    "convert-math-to-llvm,"
+    "convert-math-to-libm,"
+    "convert-vector-to-llvm{reassociate-fp-reductions=true},"
+    "finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,"
+    "convert-index-to-llvm,"
+    "convert-cf-to-llvm,"
+    "convert-func-to-llvm,"
+    "convert-ub-to-llvm,"
+    "reconcile-unrealized-casts"
+)
+_TO_LLVM = f"{_TO_LLVM_LOOPS},[legalize i1 memory],{_TO_LLVM_CONVERT}"
+
+
+def _legalize_i1_memory(module_op: ir.Operation) -> None:
+    """Rewrite loads and stores of i1 memrefs as byte accesses (`llvm.load/store i8`).
+
+    memref<i1> holds one byte per element (numpy bool), but this build's MemRefToLLVM asserts
+    (aborting the process) on sub-byte loads and stores. Vector accesses to i1 memrefs are
+    never produced: the vectorize stage skips i1 ops (vector<Nxi1> would be bit-packed).
+    """
+    todo = []
+
+    def visit(o):
+        if o.name in ("memref.load", "memref.store"):
+            mem = o.operands[0 if o.name == "memref.load" else 1]
+            if str(mem.type.element_type) == "i1":
+                todo.append(o)
+        elif o.name.startswith("vector.") and any(
+                isinstance(v.type, ir.MemRefType) and str(v.type.element_type) == "i1"
+                for v in o.operands):
+            raise LoweringError("to-llvm", "legalize i1 memory",
+                                f"vector access to an i1 memref is not supported: {o}")
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if not todo:
+        return
+    ctx = module_op.context
+    with ctx, ir.Location.unknown():
+        idx = ir.IndexType.get()
+        i1, i8, i64 = (ir.IntegerType.get_signless(w) for w in (1, 8, 64))
+        ptr = ir.Type.parse("!llvm.ptr")
+
+        def make(name, results, operands):
+            return ir.Operation.create(name, results=results, operands=operands).results
+
+        for o in todo:
+            is_load = o.name == "memref.load"
+            mem = o.operands[0 if is_load else 1]
+            indices = list(o.operands)[1 if is_load else 2:]
+            rank = mem.type.rank
+            with ir.InsertionPoint(o), o.location:
+                base = make("memref.extract_aligned_pointer_as_index", [idx], [mem])[0]
+                md = make("memref.extract_strided_metadata",
+                          [ir.MemRefType.get([], i1), idx] + [idx] * (2 * rank), [mem])
+                lin = md[1]
+                for k, iv in enumerate(indices):
+                    term = make("arith.muli", [idx], [iv, md[2 + rank + k]])[0]
+                    lin = make("arith.addi", [idx], [lin, term])[0]
+                addr = make("arith.addi", [idx], [base, lin])[0]
+                p = make("llvm.inttoptr", [ptr], [make("arith.index_cast", [i64], [addr])[0]])[0]
+                if is_load:
+                    byte = make("llvm.load", [i8], [p])[0]
+                    o.results[0].replace_all_uses_with(make("arith.trunci", [i1], [byte])[0])
+                else:
+                    byte = make("arith.extui", [i8], [o.operands[0]])[0]
+                    make("llvm.store", [], [byte, p])
+            o.erase()
+
+
+_SIGNATURES_ATTR = "relax_cpu.entry_signatures"
+
+
+def stage_vectorize(module, options: CPUOptions) -> None:
+    """Tile (and, if `options.vectorize`, vectorize) every kernel with per-op fallbacks."""
+    op = _as_op(module)
+    for kernel in _kernels(op):
+        labels = _schedule_kernel(kernel, options)
+        _log.debug("scheduled: %s", labels)
+
+
+def stage_inline(module, options: CPUOptions) -> None:
+    """Inline kernels into the entries and drop them."""
+    _run_pipeline(module, _INLINE, "inline")
+
+
+def stage_bufferize(module, options: CPUOptions) -> None:
+    """One-shot bufferization, outputs in place in the caller's buffers, no leaked temporaries."""
+    _run_pipeline(module, _BUFFERIZE, "bufferize")
+
+
+def stage_parallelize(module, options: CPUOptions) -> None:
+    """Parallel loops onto the async runtime's thread pool (or plain loops for one thread)."""
+    _run_pipeline(module, _parallelize_pipeline(options), "parallelize")
+
+
+def _record_entry_signatures(op: ir.Operation) -> None:
+    sigs = {}
+    for f in _top_funcs(op):
+        if _is_private(f) or _is_declaration(f):
+            continue
+        ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        sigs[_sym_name(f)] = ir.ArrayAttr.get([ir.TypeAttr.get(t) for t in ftype.inputs], op.context)
+        if "llvm.emit_c_interface" not in f.attributes:
+            f.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get(op.context)
+    op.attributes[_SIGNATURES_ATTR] = ir.DictAttr.get(sigs, op.context)
+
+
+def stage_to_llvm(module, options: CPUOptions) -> None:
+    """Lower everything to the LLVM dialect; entry signatures are kept as a module attribute."""
+    op = _as_op(module)
+    _record_entry_signatures(op)
+    _run_pipeline(op, _TO_LLVM_LOOPS, "to-llvm")
+    _legalize_i1_memory(op)
+    _run_pipeline(op, _TO_LLVM_CONVERT, "to-llvm")
+
+
+STAGES: dict[str, Callable[[ir.Module, CPUOptions], None]] = {
+    "vectorize": stage_vectorize,
+    "inline": stage_inline,
+    "bufferize": stage_bufferize,
+    "parallelize": stage_parallelize,
+    "to-llvm": stage_to_llvm,
+}
+
+
+def pipeline_strings(options: CPUOptions | None = None) -> dict[str, str]:
+    """The upstream pass pipeline of each stage (the vectorize stage is transform IR, built per op)."""
+    options = options or CPUOptions()
+    return {
+        "vectorize": "transform-interpreter (per kernel and op; see _schedule_for)",
+        "inline": _INLINE,
+        "bufferize": _BUFFERIZE,
+        "parallelize": _parallelize_pipeline(options),
+        "to-llvm": _TO_LLVM,
+    }
+
+
+def lower(module, options: CPUOptions | None = None, *, until: str | None = None) -> None:
+    """Run the stages in order on `module` (in place); stop after stage `until` if given."""
+    options = options or CPUOptions()
+    if until is not None and until not in STAGES:
+        raise ValueError(f"unknown CPU stage {until!r}; stages: {', '.join(STAGES)}")
+    for name, stage in STAGES.items():
+        stage(module, options)
+        if name == until:
+            break
+
+
+# --------------------------------------------------------------------------------------------
+# Passes for the driver
+# --------------------------------------------------------------------------------------------
+
+
+def _options_from(p) -> CPUOptions:
+    return CPUOptions(num_threads=p.num_threads if p.num_threads > 0 else _default_num_threads(),
+                      vectorize=p.vectorize)
+
+
+@dataclass(frozen=True)
+class _CPUStagePass(ModulePass):
+    """Base of the per-stage passes: options mirror the CPUOptions that matter to the stage."""
+
+    stage: ClassVar[str] = ""
+    num_threads: int = 0  # 0: RELAX_MLIR_NUM_THREADS or the number of CPUs
+    vectorize: bool = True
+
+    def run(self, module: ir.Operation) -> None:
+        STAGES[self.stage](module, _options_from(self))
+
+
+@dataclass(frozen=True)
+class CPUVectorizePass(_CPUStagePass):
+    """Tile and vectorize kernels with the transform dialect, falling back per op."""
+
+    name: ClassVar[str] = "relax-cpu-vectorize"
+    stage: ClassVar[str] = "vectorize"
+
+
+@dataclass(frozen=True)
+class CPUInlinePass(_CPUStagePass):
+    """Inline kernels into entry functions."""
+
+    name: ClassVar[str] = "relax-cpu-inline"
+    stage: ClassVar[str] = "inline"
+
+
+@dataclass(frozen=True)
+class CPUBufferizePass(_CPUStagePass):
+    """One-shot bufferize with in-place outputs and ownership-based deallocation."""
+
+    name: ClassVar[str] = "relax-cpu-bufferize"
+    stage: ClassVar[str] = "bufferize"
+
+
+@dataclass(frozen=True)
+class CPUParallelizePass(_CPUStagePass):
+    """Parallel loops onto the async runtime (sequential loops when num_threads=1)."""
+
+    name: ClassVar[str] = "relax-cpu-parallelize"
+    stage: ClassVar[str] = "parallelize"
+
+
+@dataclass(frozen=True)
+class CPUToLLVMPass(_CPUStagePass):
+    """Lower to the LLVM dialect."""
+
+    name: ClassVar[str] = "relax-cpu-to-llvm"
+    stage: ClassVar[str] = "to-llvm"
+
+
+@dataclass(frozen=True)
+class CPULowerPass(_CPUStagePass):
+    """The whole CPU pipeline: vectorize, inline, bufferize, parallelize, to-llvm."""
+
+    name: ClassVar[str] = "relax-cpu-lower"
+
+    def run(self, module: ir.Operation) -> None:
+        lower(module, _options_from(self))
+
+
+CPU_PASSES = (CPUVectorizePass, CPUInlinePass, CPUBufferizePass, CPUParallelizePass,
+              CPUToLLVMPass, CPULowerPass)
+
+
+# --------------------------------------------------------------------------------------------
+# JIT
+# --------------------------------------------------------------------------------------------
+
+_MLIR_LIB_DIRS = None
+
+
+def _mlir_lib_dir() -> str:
+    import mlir
+
+    for p in mlir.__path__:
+        d = os.path.join(p, "lib")
+        if os.path.exists(os.path.join(d, "libmlir_c_runner_utils.so")):
+            return d
+    raise RuntimeError("cannot find libmlir_c_runner_utils.so under mlir.__path__")
+
+
+_GLOBAL_LIBS: dict[str, ctypes.CDLL] = {}
+_GLOBAL_LIBS_LOCK = threading.Lock()
+
+
+def _load_global(name: str) -> ctypes.CDLL:
+    """dlopen an MLIR runtime library into the process with RTLD_GLOBAL, once."""
+    with _GLOBAL_LIBS_LOCK:
+        lib = _GLOBAL_LIBS.get(name)
+        if lib is None:
+            path = os.path.join(_mlir_lib_dir(), name)
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            _GLOBAL_LIBS[name] = lib
+        return lib
+
+
+_PROCESS = ctypes.CDLL(None)
+
+
+def _external_symbols(module_op: ir.Operation) -> list[str]:
+    out = []
+    for op in module_op.regions[0].blocks[0].operations:
+        if op.operation.name == "llvm.func" and len(op.regions[0].blocks) == 0:
+            out.append(ir.StringAttr(op.attributes["sym_name"]).value)
+    return out
+
+
+_NP_OF = {
+    "f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
+    "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8,
+}
+
+
+@dataclass(frozen=True)
+class _ArgSpec:
+    dtype: np.dtype
+    shape: tuple[int | None, ...]
+
+
+def _parse_signatures(module_op: ir.Operation) -> dict[str, list[_ArgSpec]]:
+    if _SIGNATURES_ATTR not in module_op.attributes:
+        return {}
+    out = {}
+    d = ir.DictAttr(module_op.attributes[_SIGNATURES_ATTR])
+    for i in range(len(d)):
+        named = d[i]
+        specs = []
+        for a in ir.ArrayAttr(named.attr):
+            t = ir.TypeAttr(a).value
+            if not isinstance(t, ir.MemRefType):
+                specs = None
+                break
+            mt = t
+            np_t = _NP_OF.get(str(mt.element_type))
+            if np_t is None:
+                specs = None
+                break
+            shape = tuple(None if ir.ShapedType.is_dynamic_size(s) else s for s in mt.shape)
+            specs.append(_ArgSpec(np.dtype(np_t), shape))
+        if specs is not None:
+            out[named.name] = specs
+    return out
+
+
+class JitModule:
+    """A module lowered to the LLVM dialect, compiled by MLIR's ExecutionEngine.
+
+    ABI of an entry `@f(%a0: memref<...>, ..., %err: memref<1xi32>)` carrying
+    `llvm.emit_c_interface`: `invoke("f", *arrays)` passes one numpy array per memref argument,
+    in order, each as a pointer to a pointer to its ranked memref descriptor
+    `{allocated, aligned, offset, sizes[rank], strides[rank]}` (all 64-bit; rank 0 has only the
+    first three). Arrays must be C-contiguous (identity layout) and are used in place: outputs
+    and the error slot are written through. Arguments are checked against the entry signature
+    recorded by the to-llvm stage (dtype, rank, static dims) before native code runs.
+    Calls may come from several Python threads at once (the GIL is released during the call).
+    """
+
+    def __init__(self, module: ir.Module, opt_level: int = 3, shared_libs: Sequence[str] = ()):
+        from mlir.execution_engine import ExecutionEngine
+
+        op = _as_op(module)
+        self._signatures = _parse_signatures(op)
+        externals = _external_symbols(op)
+        libs = [os.path.join(_mlir_lib_dir(), "libmlir_c_runner_utils.so")]
+        libs += list(shared_libs)
+        # The async runtime is loaded into the process, not given to the engine: an engine calls
+        # the library's `__mlir_execution_engine_destroy` when it dies, which deletes the
+        # process-wide default runtime and leaves every later async call a null dereference.
+        if any(s.startswith("mlirAsyncRuntime") for s in externals):
+            _load_global("libmlir_async_runtime.so")
+        # Resolve every external symbol before creating the engine: a missing one aborts.
+        loaded = [ctypes.CDLL(p) for p in libs]
+        missing = []
+        for s in externals:
+            if hasattr(_PROCESS, s):
+                continue
+            if any(hasattr(lib, s) for lib in loaded):
+                continue
+            missing.append(s)
+        if missing:
+            raise LoweringError("jit", "ExecutionEngine", "unresolved external symbols: "
+                                + ", ".join(missing))
+        self.module = module
+        self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=libs)
+        self._funcs: dict[str, tuple] = {}
+        self._lock = threading.Lock()
+
+    def _lookup(self, name: str):
+        f = self._funcs.get(name)
+        if f is None:
+            with self._lock:
+                f = self._funcs.get(name)
+                if f is None:
+                    addr = self.engine.raw_lookup("_mlir_ciface_" + name)
+                    if not addr:
+                        raise KeyError(f"no entry @{name} with llvm.emit_c_interface in the module")
+                    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+                    f = (fn, self._signatures.get(name))
+                    self._funcs[name] = f
+        return f
+
+    def invoke(self, name: str, *arrays: np.ndarray) -> None:
+        """Call entry `name` with numpy arrays as its memref arguments (in place, no copies)."""
+        fn, specs = self._lookup(name)
+        if specs is not None:
+            if len(arrays) != len(specs):
+                raise TypeError(f"@{name} takes {len(specs)} memref arguments, got {len(arrays)}")
+            for i, (a, sp) in enumerate(zip(arrays, specs)):
+                if type(a) is not np.ndarray or a.dtype != sp.dtype or a.ndim != len(sp.shape):
+                    self._bad_argument(name, i, a, sp)
+                for s, d in zip(sp.shape, a.shape):
+                    if s is not None and s != d:
+                        self._bad_argument(name, i, a, sp)
+        elif any(type(a) is not np.ndarray for a in arrays):
+            raise TypeError(f"@{name} takes numpy arrays")
+        # One int64 buffer: the descriptors {allocated, aligned, offset, sizes, strides} back
+        # to back, then the pointers to them, then the packed array of pointers to those.
+        ndims = tuple(a.ndim for a in arrays)
+        layout = _LAYOUTS.get(ndims) or _layout(ndims)
+        buf_type, offsets, slots = layout
+        buf = buf_type()
+        base = _addressof(buf)
+        words: list[int] = []
+        for i, a in enumerate(arrays):
+            if not a.flags.c_contiguous:
+                raise ValueError(f"argument {i} of @{name} is not C-contiguous")
+            ptr = _data_pointer(a)
+            shape = a.shape
+            words += (ptr, ptr, 0)
+            if shape:
+                words += shape
+                words += _contiguous_strides(shape)
+        n = len(arrays)
+        words += [base + 8 * o for o in offsets]
+        words += [base + 8 * (slots + i) for i in range(n)]
+        buf[:] = words
+        fn(base + 8 * (slots + n))
+        # `arrays` and `buf` stay referenced until here: native code never sees freed memory.
+
+    @staticmethod
+    def _bad_argument(name, i, a, sp):
+        if type(a) is not np.ndarray:
+            raise TypeError(f"argument {i} of @{name} is {type(a).__name__}, not numpy.ndarray")
+        expected = tuple("?" if s is None else s for s in sp.shape)
+        if a.dtype != sp.dtype:
+            raise TypeError(f"argument {i} of @{name}: dtype {a.dtype}, expected {sp.dtype}")
+        raise ValueError(f"argument {i} of @{name}: shape {a.shape}, expected {expected}")
+
+
+_addressof = ctypes.addressof
+_char_from_buffer = ctypes.c_char.from_buffer
+
+
+def _data_pointer(a: np.ndarray) -> int:
+    """Address of a C-contiguous array's first element (from_buffer is 4x faster than .ctypes)."""
+    if a.flags.writeable and a.size:
+        return _addressof(_char_from_buffer(a))
+    return a.ctypes.data
+
+
+_LAYOUTS: dict[tuple[int, ...], tuple] = {}
+
+
+def _layout(ndims: tuple[int, ...]) -> tuple:
+    """Call-buffer type and the offsets (int64 words) of each descriptor and of the pointers."""
+    offsets, pos = [], 0
+    for r in ndims:
+        offsets.append(pos)
+        pos += 3 + 2 * r
+    layout = (ctypes.c_int64 * (pos + 2 * len(ndims)), tuple(offsets), pos)
+    _LAYOUTS[ndims] = layout
+    return layout
+
+
+@functools.lru_cache(maxsize=4096)
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Identity-layout strides in elements (numpy may give size-1 dims any stride)."""
+    out, stride = [], 1
+    for d in reversed(shape):
+        out.append(stride)
+        stride *= d
+    return tuple(reversed(out))
