@@ -43,6 +43,13 @@ def run_pass(p: ModulePass, module: ir.Operation, pass_=None) -> bool:
         emit_error(e.op, e.message)
     except RecursionError:
         emit_error(module, f"{p.name}: input too deeply nested")
+    except Exception as e:  # an internal error still becomes a located diagnostic, not a traceback
+        import os
+        import traceback
+
+        if os.environ.get("RELAX_MLIR_DEBUG"):
+            traceback.print_exc()
+        emit_error(module, f"internal error in {p.name}: {type(e).__name__}: {e}")
     if pass_ is not None:
         pass_.signal_pass_failure()
     return False

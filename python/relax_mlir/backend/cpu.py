@@ -9,20 +9,26 @@ functions on memrefs carrying `llvm.emit_c_interface`, with `bufferization.to_te
 for inputs and `bufferization.materialize_in_destination ... restrict writable` for outputs, plus
 a trailing `memref<1xi32>` error slot.
 
-Stages, in order:
+Stages, in order (`pipeline_strings()` gives the upstream pipelines):
 
-* ``vectorize``  per kernel, on tensors: generalize named ops (matmuls excepted), then for every
-  linalg op try its schedules in order (tile outer dims with `scf.forall` for threads, tile to a
-  register-sized block, peel dynamic remainders, vectorize the full tiles; else tile only; else
-  leave scalar), each attempt on a scratch clone of the kernel so that a failing transform never
-  leaves a half-transformed kernel behind. Runs through `transform-interpreter` with an injected
-  `@__transform_main`.
-* ``inline``     kernels into the entries (upstream inliner), canonicalize, cse.
-* ``bufferize``  empty-tensor elimination (outputs are computed in place in the caller's buffers),
-  one-shot bufferization with identity layouts, ownership-based deallocation.
-* ``parallelize`` `scf.forall` -> `scf.parallel` -> `async-parallel-for` (async runtime); with one
-  thread, `scf.forall` -> `scf.for`.
-* ``to-llvm``    the full lowering to the LLVM dialect.
+* ``vectorize``  per kernel, on tensors, through `transform-interpreter` with an injected
+  `@__transform_main`. First a kernel-level schedule (`_kernel_schedule`: the register-blocked
+  matmul of backend/cpu_matmul.py); else named ops are generalized (matmuls excepted) and every
+  linalg op tries its schedules in order (`_schedule_for`): forall over outer parallel rows for
+  threads, register tiles, peeled partial tiles, vectorized full tiles (row reductions keep a
+  vector of partial sums, `tile_reduction_using_for`); else tile only; else scalar. Each attempt
+  runs on a scratch copy of the kernel, so a failing transform never leaves a half-transformed
+  kernel behind. Partial tiles left by peeling are vectorized afterwards when they still hold
+  a few lanes. Each kernel gets `relax_cpu.schedules = [label per op]`.
+* ``inline``     kernels into the entries (lower-affine first: the inliner refuses affine ops
+  whose symbols would stop being valid), symbol-dce, canonicalize, cse.
+* ``bufferize``  empty-tensor elimination (outputs are computed in place in the caller's buffers,
+  no copy), one-shot bufferization with identity layouts, forall -> parallel and loop hoisting of
+  buffers, ownership-based deallocation (no temporary leaks).
+* ``parallelize`` `scf.parallel` -> `async-parallel-for` on the async runtime; with one thread,
+  plain `scf.for` loops (no async code at all).
+* ``to-llvm``    loops, vector-to-scf (fully unrolled: no alloca in loops), affine, i1 memory as
+  bytes, then the conversions to the LLVM dialect.
 
 `JitModule` wraps `mlir.execution_engine.ExecutionEngine` and calls entries with numpy arrays in
 place (see `JitModule.invoke` for the ABI).
@@ -903,6 +909,7 @@ def _try_sequence(scratch: _Scratch, text: str, what: str) -> _Scratch | None:
 
 _LEFTOVER_TAG0 = 1 << 20
 _MIN_LEFTOVER_LANES = 4
+_MAX_LEFTOVER_LANES = 4096  # never unroll a huge static tile into one vector
 
 
 def _vectorize_leftovers(scratch: _Scratch, vector_tags: set[int], kname: str) -> _Scratch:
@@ -920,7 +927,7 @@ def _vectorize_leftovers(scratch: _Scratch, vector_tags: set[int], kname: str) -
         lanes = 1
         for r in info.ranges:
             lanes *= r if r is not None else 1
-        if lanes < _MIN_LEFTOVER_LANES:
+        if lanes < _MIN_LEFTOVER_LANES or lanes > _MAX_LEFTOVER_LANES:
             continue
         tag = _LEFTOVER_TAG0 + len(todo)
         _set_tag(op, tag)
@@ -1296,9 +1303,6 @@ CPU_PASSES = (CPUVectorizePass, CPUInlinePass, CPUBufferizePass, CPUParallelizeP
 # JIT
 # --------------------------------------------------------------------------------------------
 
-_MLIR_LIB_DIRS = None
-
-
 def _mlir_lib_dir() -> str:
     import mlir
 
@@ -1345,6 +1349,10 @@ _NP_OF = {
 class _ArgSpec:
     dtype: np.dtype
     shape: tuple[int | None, ...]
+
+    @property
+    def static_dims(self) -> tuple[tuple[int, int], ...]:
+        return tuple((k, s) for k, s in enumerate(self.shape) if s is not None)
 
 
 def _parse_signatures(module_op: ir.Operation) -> dict[str, list[_ArgSpec]]:
@@ -1425,46 +1433,50 @@ class JitModule:
                     if not addr:
                         raise KeyError(f"no entry @{name} with llvm.emit_c_interface in the module")
                     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
-                    f = (fn, self._signatures.get(name))
+                    sig = self._signatures.get(name)
+                    specs = None if sig is None else tuple(
+                        (sp.dtype, len(sp.shape), sp.static_dims) for sp in sig)
+                    f = (fn, specs)
                     self._funcs[name] = f
         return f
 
     def invoke(self, name: str, *arrays: np.ndarray) -> None:
         """Call entry `name` with numpy arrays as its memref arguments (in place, no copies)."""
-        fn, specs = self._lookup(name)
-        if specs is not None:
-            if len(arrays) != len(specs):
-                raise TypeError(f"@{name} takes {len(specs)} memref arguments, got {len(arrays)}")
-            for i, (a, sp) in enumerate(zip(arrays, specs)):
-                if type(a) is not np.ndarray or a.dtype != sp.dtype or a.ndim != len(sp.shape):
-                    self._bad_argument(name, i, a, sp)
-                for s, d in zip(sp.shape, a.shape):
-                    if s is not None and s != d:
-                        self._bad_argument(name, i, a, sp)
-        elif any(type(a) is not np.ndarray for a in arrays):
-            raise TypeError(f"@{name} takes numpy arrays")
+        entry = self._funcs.get(name) or self._lookup(name)
+        fn, specs = entry
+        if specs is not None and len(arrays) != len(specs):
+            raise TypeError(f"@{name} takes {len(specs)} memref arguments, got {len(arrays)}")
         # One int64 buffer: the descriptors {allocated, aligned, offset, sizes, strides} back
         # to back, then the pointers to them, then the packed array of pointers to those.
-        ndims = tuple(a.ndim for a in arrays)
-        layout = _LAYOUTS.get(ndims) or _layout(ndims)
-        buf_type, offsets, slots = layout
-        buf = buf_type()
-        base = _addressof(buf)
         words: list[int] = []
+        ndims = []
         for i, a in enumerate(arrays):
+            if type(a) is not np.ndarray:
+                raise TypeError(f"argument {i} of @{name} is {type(a).__name__}, not numpy.ndarray")
+            shape = a.shape
+            if specs is not None:
+                dtype, rank, static = specs[i]
+                if a.dtype != dtype or len(shape) != rank:
+                    self._bad_argument(name, i, a, self._signatures[name][i])
+                for k, size in static:
+                    if shape[k] != size:
+                        self._bad_argument(name, i, a, self._signatures[name][i])
             if not a.flags.c_contiguous:
                 raise ValueError(f"argument {i} of @{name} is not C-contiguous")
             ptr = _data_pointer(a)
-            shape = a.shape
             words += (ptr, ptr, 0)
             if shape:
                 words += shape
                 words += _contiguous_strides(shape)
-        n = len(arrays)
-        words += [base + 8 * o for o in offsets]
-        words += [base + 8 * (slots + i) for i in range(n)]
+            ndims.append(len(shape))
+        key = tuple(ndims)
+        buf_type, desc_offsets, slot_offsets = _LAYOUTS.get(key) or _layout(key)
+        buf = buf_type()
+        base = _addressof(buf)
+        words += [base + o for o in desc_offsets]
+        words += [base + o for o in slot_offsets]
         buf[:] = words
-        fn(base + 8 * (slots + n))
+        fn(base + 8 * len(words) - 8 * len(arrays))
         # `arrays` and `buf` stay referenced until here: native code never sees freed memory.
 
     @staticmethod
@@ -1492,12 +1504,13 @@ _LAYOUTS: dict[tuple[int, ...], tuple] = {}
 
 
 def _layout(ndims: tuple[int, ...]) -> tuple:
-    """Call-buffer type and the offsets (int64 words) of each descriptor and of the pointers."""
+    """Call-buffer type and the byte offsets of each descriptor and of each pointer slot."""
     offsets, pos = [], 0
     for r in ndims:
-        offsets.append(pos)
+        offsets.append(8 * pos)
         pos += 3 + 2 * r
-    layout = (ctypes.c_int64 * (pos + 2 * len(ndims)), tuple(offsets), pos)
+    slots = [8 * (pos + i) for i in range(len(ndims))]
+    layout = (ctypes.c_int64 * (pos + 2 * len(ndims)), tuple(offsets), tuple(slots))
     _LAYOUTS[ndims] = layout
     return layout
 

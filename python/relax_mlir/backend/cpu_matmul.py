@@ -249,22 +249,31 @@ def _emit_large(p: _Plan, func: str, mm: str, fill: str | None) -> tuple[str, st
         mm = p.tile_for(mm, tiles, n_loops, inter)[0]
         mm = p.tile_for(mm, p.sizes(0, nr, 0), 1)[0]
     # Pad the micro tile to static mr x nr x kc; A and B become nofold copies (packing),
-    # hoisted out of the N register loop (A) and also out of the M loop (B).
-    padded = p.pad(mm, "[1, 1, 0]")
-    pad_a, pad_b = p.producer(padded, 0), p.producer(padded, 1)
-    (hb,) = e.op(f"transform.structured.hoist_pad {pad_b} by 2 loops : {_fn_type(1, 1)}", hint="hb")
+    # hoisted out of the N register loop (A) and also out of the M loop (B). hoist_pad
+    # cannot hoist B out of a K-blocked nest: there B is read in place (padded at edges).
+    pack_b = not block_k
+    padded = p.pad(mm, "[1, 1, 0]" if pack_b else "[1, 0, 0]")
+    pad_a = p.producer(padded, 0)
+    if pack_b:
+        pad_b = p.producer(padded, 1)
+        (hb,) = e.op(f"transform.structured.hoist_pad {pad_b} by 2 loops : {_fn_type(1, 1)}", hint="hb")
+    elif not (p.even("k", cfg.kc) and p.even("n", nr, nc if n_nc else None)):
+        p.vectorize(p.producer(padded, 1), p.sizes(cfg.kc, nr, batch=1))
     (ha,) = e.op(f"transform.structured.hoist_pad {pad_a} by 1 loops : {_fn_type(1, 1)}", hint="ha")
     rows = cfg.b_pack_rows
-    lb = p.tile_for(hb, p.sizes(rows, 0), 1)[1]
-    la = p.tile_for(ha, p.sizes(0, nr), 1)[1]
-    for loop, vsizes in ((lb, p.sizes(rows, nr, batch=1)), (la, p.sizes(mr, nr, batch=1))):
-        # A tile of a tiled pad never reads an empty slice here: drop that branch.
-        ifs = e.match("scf.if", loop)
-        e.do(f"transform.foreach {ifs} : {_ANY} {{\n^bb0(%it: {_ANY}):\n"
-             f"  transform.scf.take_assumed_branch %it take_else_branch : ({_ANY}) -> ()\n}}")
+    packs = [(p.tile_for(ha, p.sizes(0, nr), 1)[1], p.sizes(mr, nr, batch=1))]
+    if pack_b:
+        packs.append((p.tile_for(hb, p.sizes(rows, 0), 1)[1], p.sizes(rows, nr, batch=1)))
+    for loop, vsizes in packs:
+        # Without K blocking no tile of a tiled pad reads an empty slice: drop that branch.
+        # (With K blocking the tail tiles beyond K are empty and keep it.)
+        if not block_k:
+            ifs = e.match("scf.if", loop)
+            e.do(f"transform.foreach {ifs} : {_ANY} {{\n^bb0(%it: {_ANY}):\n"
+                 f"  transform.scf.take_assumed_branch %it take_else_branch : ({_ANY}) -> ()\n}}")
         p.vectorize(e.match("tensor.pad", loop), vsizes)
     e.patterns(func, "tensor.fold_tensor_subset_ops_into_vector_transfers")
-    for loop, vsizes in ((lb, p.sizes(rows, nr, batch=1)), (la, p.sizes(mr, nr, batch=1))):
+    for loop, vsizes in packs:
         ins = e.match("tensor.insert_slice", loop)
         (cps,) = e.op(f"transform.structured.insert_slice_to_copy {ins} : {_fn_type(1, 1)}", hint="cp")
         p.vectorize(cps, vsizes)
@@ -310,9 +319,10 @@ def _tile_k(p: _Plan, op: str, kr: int) -> tuple[str, str | None]:
 
 
 def _vectorize_fill(p: _Plan, fill: str, mr: int, nr: int) -> None:
-    """Vectorizes a fill of C (rows dynamic) by mr x nr masked steps along N."""
-    loop = p.tile_for(fill, "[" + ", ".join(["0"] * (p.d + 1) + [str(nr)]) + "]", 1)[0]
-    p.vectorize(loop, p.sizes(mr, nr, batch=1))
+    """Vectorizes a fill of C by mr x nr (masked) tiles."""
+    tiles = "[" + ", ".join(["0"] * p.d + [str(mr), str(nr)]) + "]"
+    tiled = p.tile_for(fill, tiles, 2)[0]
+    p.vectorize(tiled, p.sizes(mr, nr, batch=1))
 
 
 def matmul_schedule(

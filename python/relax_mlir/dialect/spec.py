@@ -107,24 +107,29 @@ def region() -> Region:
 
 def py_attr(a: ir.Attribute) -> Any:
     """An MLIR attribute as a plain Python value (int, float, str, bool, list, Type, ...)."""
-    if ir.BoolAttr.isinstance(a):
-        return ir.BoolAttr(a).value
-    if ir.IntegerAttr.isinstance(a):
+    if isinstance(a, ir.BoolAttr):
+        return a.value
+    if isinstance(a, ir.IntegerAttr):
         return ir.IntegerAttr(a).value
-    if ir.StringAttr.isinstance(a):
+    if isinstance(a, ir.StringAttr):
         return ir.StringAttr(a).value
-    if ir.ArrayAttr.isinstance(a):
+    if isinstance(a, ir.ArrayAttr):
         return [py_attr(x) for x in ir.ArrayAttr(a)]
-    if ir.FloatAttr.isinstance(a):
+    if isinstance(a, ir.FloatAttr):
         return ir.FloatAttr(a).value
-    if ir.TypeAttr.isinstance(a):
+    if isinstance(a, ir.TypeAttr):
         return ir.TypeAttr(a).value
-    if ir.FlatSymbolRefAttr.isinstance(a):
+    if isinstance(a, ir.FlatSymbolRefAttr):
         return ir.FlatSymbolRefAttr(a).value
-    if ir.DictAttr.isinstance(a):
-        d = ir.DictAttr(a)
-        return {n.name: py_attr(n.attr) for n in d}
+    if isinstance(a, ir.DictAttr):
+        return {a[i].name: py_attr(a[i].attr) for i in range(len(a))}
     return a
+
+
+def attr_dict(op) -> dict[str, ir.Attribute]:
+    """An op's attributes by name (iterating OpAttributeMap yields names in MLIR 22)."""
+    attrs = op.attributes
+    return {attrs[i].name: attrs[i].attr for i in range(len(attrs))}
 
 
 # --- the op view handed to deduction rules -----------------------------------------------------
@@ -146,7 +151,7 @@ class OpInfo:
 
     def attr(self, name: str, default: Any = None) -> Any:
         if self._attrs is None:
-            self._attrs = {na.name: na.attr for na in self.op.attributes}
+            self._attrs = attr_dict(self.op)
         a = self._attrs.get(name)
         return default if a is None else py_attr(a)
 

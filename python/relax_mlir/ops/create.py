@@ -20,7 +20,7 @@ class ConstantOp(OpSpec):
     @classmethod
     def deduce(cls, op: OpInfo):
         v = op.op.attributes["value"]
-        if not ir.DenseElementsAttr.isinstance(v):
+        if not isinstance(v, ir.DenseElementsAttr):
             raise DeduceError("'value' must be a dense elements attribute")
         t = ir.RankedTensorType(ir.DenseElementsAttr(v).type)
         dt = str(t.element_type)

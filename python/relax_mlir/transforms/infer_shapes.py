@@ -29,10 +29,10 @@ def function_facts(func: ir.Operation) -> Facts:
     for key, into in (("relax.symbol_bounds", upper), ("relax.symbol_lower", lower)):
         if key in attrs:
             a = attrs[key]
-            if not ir.DictAttr.isinstance(a):
+            if not isinstance(a, ir.DictAttr):
                 raise PassError(func, f"'{key}' must be a dictionary of symbol = integer")
-            for na in ir.DictAttr(a):
-                if not ir.IntegerAttr.isinstance(na.attr):
+            for na in (a[i] for i in range(len(a))):
+                if not isinstance(na.attr, ir.IntegerAttr):
                     raise PassError(func, f"'{key}' entry '{na.name}' must be an integer")
                 into[na.name] = ir.IntegerAttr(na.attr).value
     return Facts(lower=lower, upper=upper)

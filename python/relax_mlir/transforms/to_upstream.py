@@ -1,0 +1,267 @@
+"""`relax-to-upstream`: graph functions become `func.func` on builtin tensors; no relax op is left.
+
+Public graph functions become entry points with a caller-owned ABI (what the runtime calls):
+
+    func.func @main(%in0: memref<?x64xf32>, ..., %out0: memref<?x32xf32>, ..., %err: memref<1xi32>)
+        attributes {llvm.emit_c_interface}
+
+Inputs enter as `bufferization.to_tensor ... restrict`; the shape checks of relax-lower-shapes guard
+the body (`scf.if %all_ok { ... } else { store the failing check's code into %err }`); results
+leave through `bufferization.materialize_in_destination` into the outputs. `call_tir` becomes
+`tensor.empty` of its symbolic output dims plus `func.call` of the kernel; private graph functions
+become tensor-to-tensor functions. The relax signature is kept in `relax.signature` for the runtime.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from relax_mlir.dialect.spec import attr_dict
+from relax_mlir.dialect.types import TensorType, builtin_memref_text, builtin_tensor_text, view
+from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.transforms.infer_shapes import graph_functions
+from relax_mlir.transforms.lower_shapes import LowerShapesPass
+
+UNIT = None
+
+
+def builtin_type(t: ir.Type) -> ir.Type:
+    v = view(t)
+    if isinstance(v, TensorType):
+        return ir.Type.parse(builtin_tensor_text(v))
+    return t
+
+
+class _Lowerer:
+    def __init__(self, f: ir.Operation, entry: bool):
+        self.f = f
+        self.entry = entry
+        self.map: dict = {}
+        self.checks: list[tuple[ir.Value, int]] = []
+        self.guard_opened = False
+        self.index = ir.IndexType.get()
+
+    def v(self, old: ir.Value) -> ir.Value:
+        try:
+            return self.map[old]
+        except KeyError:
+            raise PassError(self.f, "internal error: value used before its lowering") from None
+
+    def create(self, name, results, operands, attrs=None, regions=0) -> ir.Operation:
+        with self.ip, self.loc:
+            return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {},
+                                       regions=regions)
+
+    def const_index(self, n: int) -> ir.Value:
+        return self.create("arith.constant", [self.index], [], {"value": ir.IntegerAttr.get(self.index, n)}).results[0]
+
+    def build(self) -> ir.Operation:
+        f = self.f
+        ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        ins, outs = [view(t) for t in ft.inputs], [view(t) for t in ft.results]
+        name = ir.StringAttr(f.attributes["sym_name"]).value
+        for t in ins + outs:
+            if not isinstance(t, TensorType):
+                raise PassError(f, f"'func.func' op @{name}: the run time supports tensor parameters and results only, got {t}")
+        if self.entry:
+            arg_types = [ir.Type.parse(builtin_memref_text(t)) for t in ins + outs] + [ir.Type.parse("memref<1xi32>")]
+            res_types = []
+        else:
+            arg_types = [ir.Type.parse(builtin_tensor_text(t)) for t in ins]
+            res_types = [ir.Type.parse(builtin_tensor_text(t)) for t in outs]
+        attrs = {"sym_name": ir.StringAttr.get(name),
+                 "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, res_types))}
+        old_attrs = attr_dict(f)
+        for k in ("sym_visibility", "relax.check_messages", "relax.symbol_bounds", "relax.symbol_lower", "arg_attrs"):
+            if k in old_attrs:
+                attrs[k] = old_attrs[k]
+        if self.entry:
+            attrs.pop("arg_attrs", None)
+            attrs["llvm.emit_c_interface"] = ir.UnitAttr.get()
+            attrs["relax.signature"] = ir.ArrayAttr.get(
+                [ir.ArrayAttr.get([ir.StringAttr.get(str(t)) for t in ins]),
+                 ir.ArrayAttr.get([ir.StringAttr.get(str(t)) for t in outs])])
+            if "arg_attrs" in old_attrs:
+                attrs["relax.arg_attrs"] = old_attrs["arg_attrs"]
+        self.loc = f.location
+        with ir.InsertionPoint(f), f.location:
+            new = ir.Operation.create("func.func", results=[], operands=[], attributes=attrs, regions=1)
+        block = new.regions[0].blocks.append(*arg_types)
+        self.ip = ir.InsertionPoint(block)
+        old_block = f.regions[0].blocks[0]
+        self.outs = []
+        if self.entry:
+            for i, (a, t) in enumerate(zip(old_block.arguments, ins)):
+                tt = ir.Type.parse(builtin_tensor_text(t))
+                self.map[a] = self.create("bufferization.to_tensor", [tt], [block.arguments[i]],
+                                          {"restrict": ir.UnitAttr.get()}).results[0]
+            self.outs = [block.arguments[len(ins) + i] for i in range(len(outs))]
+            self.err = block.arguments[len(ins) + len(outs)]
+        else:
+            for a, b in zip(old_block.arguments, block.arguments):
+                self.map[a] = b
+        self.block(old_block)
+        return new
+
+    def open_guard(self):
+        """Wrap the rest of the body in scf.if(all checks hold)."""
+        self.guard_opened = True
+        if not self.entry or not self.checks:
+            return
+        i1 = ir.IntegerType.get_signless(1)
+        i32 = ir.IntegerType.get_signless(32)
+        ok = self.checks[0][0]
+        for c, _ in self.checks[1:]:
+            ok = self.create("arith.andi", [i1], [ok, c]).results[0]
+        code = self.create("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+        for c, n in reversed(self.checks):
+            k = self.create("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, n)}).results[0]
+            code = self.create("arith.select", [i32], [c, code, k]).results[0]
+        op = self.create("scf.if", [], [ok], regions=2)
+        then = op.regions[0].blocks.append()
+        els = op.regions[1].blocks.append()
+        with ir.InsertionPoint(els), self.loc:
+            zero = ir.Operation.create("arith.constant", results=[self.index], attributes={
+                "value": ir.IntegerAttr.get(self.index, 0)}).results[0]
+            ir.Operation.create("memref.store", results=[], operands=[code, self.err, zero])
+            ir.Operation.create("scf.yield", results=[], operands=[])
+        with ir.InsertionPoint(then), self.loc:
+            y = ir.Operation.create("scf.yield", results=[], operands=[])
+        self.after_guard = self.ip
+        self.ip = ir.InsertionPoint(y)
+
+    PROLOGUE = ("relax.dim", "relax.assert")
+
+    def block(self, blk: ir.Block):
+        for op in blk.operations:
+            op = op.operation
+            n = op.name
+            if not self.guard_opened and not (n in self.PROLOGUE or n.startswith("arith.")):
+                self.open_guard()
+            self.op(op)
+
+    def op(self, op: ir.Operation):
+        n = op.name
+        self.loc = op.location
+        if n == "relax.dim":
+            axis = ir.IntegerAttr(op.attributes["axis"]).value
+            c = self.const_index(axis)
+            self.map[op.results[0]] = self.create("tensor.dim", [self.index], [self.v(op.operands[0]), c]).results[0]
+        elif n == "relax.assert":
+            self.checks.append((self.v(op.operands[0]), ir.IntegerAttr(op.attributes["code"]).value))
+        elif n.startswith("arith."):
+            new = self.create(n, [r.type for r in op.results], [self.v(x) for x in op.operands], attr_dict(op))
+            for a, b in zip(op.results, new.results):
+                self.map[a] = b
+        elif n == "relax_v.call_tir":
+            self.call_tir(op)
+        elif n == "relax.reshape":
+            self.reshape(op)
+        elif n == "relax.match_cast":
+            src = self.v(op.operands[0])
+            t = builtin_type(op.results[0].type)
+            self.map[op.results[0]] = src if src.type == t else self.create("tensor.cast", [t], [src]).results[0]
+        elif n == "relax.constant":
+            v = op.attributes["value"]
+            self.map[op.results[0]] = self.create("arith.constant", [v.type], [], {"value": v}).results[0]
+        elif n == "relax_v.dataflow":
+            body = op.regions[0].blocks[0]
+            for inner in body.operations:
+                inner = inner.operation
+                if inner.name == "gpu.yield":
+                    for a, b in zip(op.results, inner.operands):
+                        self.map[a] = self.v(b)
+                else:
+                    self.op(inner)
+        elif n == "func.call":
+            new = self.create("func.call", [builtin_type(r.type) for r in op.results],
+                              [self.v(x) for x in op.operands], {"callee": op.attributes["callee"]})
+            for a, b in zip(op.results, new.results):
+                self.map[a] = b
+        elif n == "func.return":
+            self.ret(op)
+        elif n == "relax.kill":
+            pass
+        elif n.startswith("relax"):
+            raise PassError(op, f"'{n}' op has no upstream lowering: run relax-legalize first")
+        else:
+            new = self.create(n, [builtin_type(r.type) for r in op.results], [self.v(x) for x in op.operands],
+                              attr_dict(op))
+            for a, b in zip(op.results, new.results):
+                self.map[a] = b
+
+    def call_tir(self, op: ir.Operation):
+        if "lowered" not in op.attributes:
+            raise PassError(op, "'relax_v.call_tir' op: run relax-lower-shapes first")
+        n_in, n_sym, n_dims = [ir.IntegerAttr(a).value for a in op.attributes["lowered"]]
+        vals = [self.v(x) for x in op.operands]
+        tensors, syms, dims = vals[:n_in], vals[n_in:n_in + n_sym], vals[n_in + n_sym:]
+        empties = []
+        k = 0
+        for r in op.results:
+            t = view(r.type)
+            nd = sum(1 for d in t.dims if not d.is_const)
+            empties.append(self.create("tensor.empty", [builtin_type(r.type)], dims[k:k + nd]).results[0])
+            k += nd
+        new = self.create("func.call", [builtin_type(r.type) for r in op.results], tensors + empties + syms,
+                          {"callee": op.attributes["callee"]})
+        for a, b in zip(op.results, new.results):
+            self.map[a] = b
+
+    def reshape(self, op: ir.Operation):
+        t = view(op.results[0].type)
+        dyn = [self.v(x) for x in list(op.operands)[1:]]
+        if len(dyn) != sum(1 for d in t.dims if not d.is_const):
+            raise PassError(op, "'relax.reshape' op: run relax-lower-shapes first")
+        src = self.v(op.operands[0])
+        rt = builtin_type(op.results[0].type)
+        if src.type == rt and t.known and all(d.is_const for d in t.dims):
+            self.map[op.results[0]] = src
+            return
+        it = iter(dyn)
+        elems = [self.const_index(d.value) if d.is_const else next(it) for d in t.dims]
+        st = ir.Type.parse(f"tensor<{len(elems)}xindex>")
+        shape = self.create("tensor.from_elements", [st], elems).results[0]
+        self.map[op.results[0]] = self.create("tensor.reshape", [rt], [src, shape]).results[0]
+
+    def ret(self, op: ir.Operation):
+        vals = [self.v(x) for x in op.operands]
+        if not self.entry:
+            self.create("func.return", [], vals)
+            return
+        for v, out in zip(vals, self.outs):
+            self.create("bufferization.materialize_in_destination", [], [v, out],
+                        {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()})
+        if self.checks:
+            self.ip = self.after_guard
+        self.create("func.return", [], [])
+
+
+def is_entry(f: ir.Operation) -> bool:
+    return "sym_visibility" not in f.attributes or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"
+
+
+@dataclass(frozen=True)
+class ToUpstreamPass(ModulePass):
+    """Lower graph functions to func.func on builtin tensors/memrefs; call_tir becomes func.call."""
+
+    name: ClassVar[str] = "relax-to-upstream"
+
+    def run(self, module: ir.Operation) -> None:
+        funcs = graph_functions(module)
+        if any("relax.shapes_lowered" not in f.attributes for f in funcs):
+            LowerShapesPass().run(module)
+            funcs = graph_functions(module)
+        for f in funcs:
+            new = _Lowerer(f, is_entry(f)).build()
+            f.erase()
+            _ = new
+        for op in module.regions[0].blocks[0].operations:
+            op = op.operation
+            if op.name == "func.func" and "relax.kernel_key" in op.attributes:
+                del op.attributes["relax.kernel_key"]
+
+
+PASSES = (ToUpstreamPass,)
