@@ -81,7 +81,7 @@ class MatmulConfig:
     medium_tile: tuple[int, int, int] = (8, 32, 8)
     # A task handoff of the async runtime costs ~50-100 us (thread wake-up): variants whose
     # work is smaller run on the calling thread only.
-    parallel_min_m: int = 17
+    parallel_min_m: int = 0
 
     def variants(self) -> list[tuple[str, int | None]]:
         """(name, largest M) of each variant, in dispatch order; the last one is unbounded."""
