@@ -1208,7 +1208,7 @@ def pipeline_strings(options: CPUOptions | None = None) -> dict[str, str]:
     """The upstream pass pipeline of each stage (the vectorize stage is transform IR, built per op)."""
     options = options or CPUOptions()
     return {
-        "vectorize": "transform-interpreter (per kernel and op; see _schedule_for)",
+        "vectorize": "transform-interpreter, per kernel (_kernel_schedule) or per op (_schedule_for)",
         "inline": _INLINE,
         "bufferize": _BUFFERIZE,
         "parallelize": _parallelize_pipeline(options),

@@ -2,39 +2,47 @@
 
 Kernels handled: a ``func.func`` whose body is an optional ``linalg.fill`` followed by one
 ``linalg.matmul`` (``tensor<?xKxf32> x tensor<KxNxf32> -> tensor<?xNxf32>``) or
-``linalg.batch_matmul``, f32, any of M, N, K static or dynamic (M dynamic is the fast path).
+``linalg.batch_matmul``, f32; M, N, K each static or dynamic (M dynamic is the fast path).
 
-The schedule (applied by ``transform-interpreter`` / ``apply_named_sequence``), per thread:
+``version_matmul_kernel`` first splits a dynamic-M kernel into nested ``scf.if (M <= limit)``
+over copies of the matmul tagged ``relax_mlir.matmul_variant``; ``matmul_schedule`` then gives
+each copy its own schedule (one compile serves every M):
 
-```
-forall t < T                                      # scf.forall over N (only when T > 1)
-  [for pc < K step kc]                            # only for dynamic K or K > kc_max
-   for jo < N_t step nc                           # N block (nc = 256)
-     Bp[nc/nr][kc][nr] = pack(B[pc.., jo..])      # pad nofold + hoist_pad by 2 loops
-     for i < M step mr                            # M register tile, partial tile padded
-       Ap[mr][kc] = pack(A[i.., pc..])            # pad nofold + hoist_pad by 1 loop
-       for ji < nc step nr
-         acc<mr x nr> = 0 | C[i.., jo+ji..]       # fill fused into the tile, hoisted
-         for k < kc: acc += Ap[:, k] (x) Bp[ji][k] # vector.contract -> outerproduct -> FMA
-         C[i.., jo+ji..] = acc                     # out-of-bounds-masked transfer_write
-```
+* ``small`` (M <= 4) and ``medium`` (M <= 16): *streaming*, no packing. Loop order M tile,
+  K step, N step; per step a ``kr x nr`` block of B rows (contiguous row segments, so the
+  hardware prefetcher streams B) is multiplied into an ``mr x nr`` tile of C kept in cache.
+  Tiles (mr, nr, kr) = (4, 64, 8) and (8, 32, 8). Partial tiles are zero padded (A packed per
+  K step, masked reads/writes of C). These run on the calling thread: an async-runtime task
+  handoff (a sleeping worker's wake-up, 10-100 us) costs more than it saves at this size.
+* ``large``: *packed*, per thread::
 
-* The register tile is ``mr x nr`` = 8 x 32 f32: sixteen 512-bit accumulators (or 32 ymm
-  halves on AVX2 machines). The micro-kernel per k step is 2 vector loads of packed B,
-  8 scalar broadcasts of packed A and 16 FMAs.
-* Packing: tensor.pad ``nofold`` copies of the A and B operand tiles, hoisted with
-  ``hoist_pad`` into packing loop nests, then tiled (B by 16 rows, A by 32 columns) and
-  vectorized with masks; the "empty tile" branch of a tiled pad cannot occur and is dropped
-  (``take_assumed_branch``). The partial M tile (and partial N tile) are zero padded, so the
-  micro-kernel is always full and static; only the write back of C is masked.
-* Accumulators stay in registers across the k loop
-  (``transform.loop.hoist_loop_invariant_subsets``); the fill is fused into the tile so
-  the accumulator starts at zero without touching memory.
-* Threads: ``scf.forall`` over N chunks, lowered by ``async-parallel-for`` (min-task-size 1)
-  to the MLIR async runtime. ``num_threads=1`` emits no forall.
+    forall t < T                                      # scf.forall over N (only when T > 1)
+      [for pc < K step kc]                            # only for dynamic K or K > kc_max
+       for jo < N_t step nc                           # N block (nc = 256)
+         Bp[nc/nr][kc][nr] = pack(B[pc.., jo..])      # pad nofold + hoist_pad by 2 loops
+         for i < M step mr                            # M register tile, partial tile padded
+           Ap[mr][kc] = pack(A[i.., pc..])            # pad nofold + hoist_pad by 1 loop
+           for ji < nc step nr
+             acc<mr x nr> = 0 | C[i.., jo+ji..]       # fill fused into the tile
+             for k < kc: acc += Ap[:, k] (x) Bp[ji][k] # vector.contract -> outerproduct -> FMA
+             C[i.., jo+ji..] = acc                    # out-of-bounds-masked transfer_write
 
-``compile_matmul`` builds such a kernel, applies the schedule, bufferizes, lowers to LLVM
-and returns a numpy callable; it is what ``bench/matmul.py`` measures.
+  The register tile is 8 x 32 f32: sixteen 512-bit accumulators (AVX-512; 32 ymm halves on
+  AVX2), per k step 2 vector loads of packed B, 8 broadcasts of packed A and 16 FMAs. Packing
+  is tensor.pad ``nofold`` copies hoisted by ``hoist_pad``, tiled (B by 16 rows, A by 32
+  columns) and vectorized with masks; the "empty tile" branch of a tiled pad cannot occur
+  without K blocking and is dropped (``take_assumed_branch``). With K blocking (dynamic K)
+  ``hoist_pad`` cannot hoist B, which is then read in place (correct, slower).
+
+Common to all: accumulators stay in registers across the k loop
+(``transform.loop.hoist_loop_invariant_subsets`` on tensors); vector.contract is lowered to
+outer products / ``vector.fma``; masked transfers are lowered inside the schedule, in their own
+``apply_patterns`` block. Threads: ``scf.forall`` over N chunks, lowered by
+``async-parallel-for`` (min-task-size 1) onto the MLIR async runtime; ``num_threads=1`` emits
+no forall.
+
+``compile_matmul`` builds such a kernel, applies the schedule, bufferizes (caller-owned C),
+lowers to LLVM and returns a numpy callable; ``bench/matmul.py`` measures it.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 

@@ -23,7 +23,11 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
                     names[i] = f"argument '{ir.StringAttr(d['relax.name']).value}'"
         msgs = [ir.StringAttr(m).value for m in op.attributes["relax.check_messages"]] \
             if "relax.check_messages" in op.attributes else []
-        sigs.append(Signature.make(name, params, results, names, msgs))
+        derived = {}
+        if "relax.derived_symbols" in op.attributes:
+            d = op.attributes["relax.derived_symbols"]
+            derived = {d[i].name: ir.StringAttr(d[i].attr).value for i in range(len(d))}
+        sigs.append(Signature.make(name, params, results, names, msgs, derived))
     return sigs
 
 

@@ -347,7 +347,9 @@ def _matmul_legalize(cls, op: OpInfo) -> Legalized:
     r = op.result_types[0]
     k = Kernel("matmul", [a, b], [r])
     float_ = a.dtype in FLOAT_DTYPES
-    if len(b.dims) == 2 and len(a.dims) >= 2:
+    lead_dynamic = sum(1 for d in r.dims[:-1] if not d.is_const)
+    # (memref.expand_shape lowering allows at most one dynamic size per reassociation group.)
+    if len(b.dims) == 2 and len(a.dims) >= 2 and lead_dynamic <= 1:
         # Collapse the leading dims of lhs into M: one 2-D linalg.matmul (library- and schedule-friendly).
         lhs, out = k.inp(0), k.out(0)
         groups = [list(range(len(a.dims) - 1)), [len(a.dims) - 1]]
@@ -372,26 +374,32 @@ def _matmul_legalize(cls, op: OpInfo) -> Legalized:
     la = a.dims if len(a.dims) > 1 else (ONE,) + a.dims
     lb = b.dims if len(b.dims) > 1 else b.dims + (ONE,)
     nb = max(len(la), len(lb)) - 2
-    m_, n_, k_ = f"d{nb}", f"d{nb + 1}", f"d{nb + 2}"
-    nloops = nb + 3
+    loops = nb
+    m_ = n_ = None
+    if len(a.dims) > 1:
+        m_, loops = f"d{loops}", loops + 1
+    if len(b.dims) > 1:
+        n_, loops = f"d{loops}", loops + 1
+    k_, nloops = f"d{loops}", loops + 1
 
-    def batch_map(dims, full_rank_dims):
+    def batch_map(full_rank_dims):
         nbd = len(full_rank_dims) - 2
         res = []
         for j in range(nbd):
             i = nb - nbd + j
             d = full_rank_dims[j]
-            od = r.dims[i] if i < len(r.dims) else None
-            res.append("0" if (d is not None and d.is_const and d.value == 1 and not (od is not None and od.is_const and od.value == 1)) else f"d{i}")
+            od = r.dims[i]
+            one = d is not None and d.is_const and d.value == 1
+            res.append("0" if one and not (od is not None and od.is_const and od.value == 1) else f"d{i}")
         return res
 
-    amap = batch_map(a.dims, la) + ([m_, k_] if len(a.dims) > 1 else [k_])
-    bmap = batch_map(b.dims, lb) + ([k_, n_] if len(b.dims) > 1 else [k_])
-    omap = [f"d{i}" for i in range(nb)] + ([m_] if len(a.dims) > 1 else []) + ([n_] if len(b.dims) > 1 else [])
+    amap = batch_map(la) + ([m_, k_] if m_ else [k_])
+    bmap = batch_map(lb) + ([k_, n_] if n_ else [k_])
+    omap = [f"d{i}" for i in range(nb)] + ([m_] if m_ else []) + ([n_] if n_ else [])
     f = k.fill(zero_literal(a.dtype), k.out(0), r)
     mul, add = ("arith.mulf", "arith.addf") if float_ else ("arith.muli", "arith.addi")
     g = k.generic([(k.inp(0), a, affine_map(nloops, amap)), (k.inp(1), b, affine_map(nloops, bmap))],
-                  [(f, r, affine_map(nloops, omap))], ["parallel"] * (nb + 2) + ["reduction"],
+                  [(f, r, affine_map(nloops, omap))], ["parallel"] * (nloops - 1) + ["reduction"],
                   [f"%p = {mul} %a0, %a1 : {a.dtype}", f"%s = {add} %o0, %p : {a.dtype}"], ["%s"])
     return Legalized(k, g)
 

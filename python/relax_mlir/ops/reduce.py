@@ -73,7 +73,7 @@ def reduce_into(k: Kernel, kind: str, src: str, src_t: TensorType, axes: list[in
     omap = [("0" if i in axes else f"d{i}") for i in range(rank) if keep or i not in axes]
     its = ["reduction" if i in axes else "parallel" for i in range(rank)]
     body = list(prologue or [])
-    o = f"%o{len(extra_ins)}"
+    o = "%o0"
     body.append(combine(kind, src_t.dtype, "%x" if prologue else "%a0", o, "%y"))
     ins = [(src, src_t, identity_map(rank))] + list(extra_ins)
     return k.generic(ins, [(f, dest_t, affine_map(rank, omap))], its, body, ["%y"])[0]

@@ -46,9 +46,10 @@ class Signature:
     arg_names: tuple[str, ...]
     messages: tuple[str, ...]
     bindings: tuple[tuple[str, int, int], ...]  # symbol, param, dim
+    derived: tuple[tuple[str, Expr], ...] = ()  # match_cast-bound symbols, in binding order
 
     @staticmethod
-    def make(name, params, results, arg_names, messages) -> "Signature":
+    def make(name, params, results, arg_names, messages, derived=None) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -56,7 +57,8 @@ class Signature:
                 if d is not None and d.is_symbol and str(d) not in seen:
                     seen.add(str(d))
                     binds.append((str(d), i, j))
-        return Signature(name, tuple(params), tuple(results), tuple(arg_names), tuple(messages), tuple(binds))
+        return Signature(name, tuple(params), tuple(results), tuple(arg_names), tuple(messages), tuple(binds),
+                         tuple((k, parse_expr(v)) for k, v in (derived or {}).items()))
 
 
 class Function:
@@ -104,8 +106,10 @@ class Function:
             if a.ndim != len(p.dims):
                 raise ValueError(f"@{sig.name}: {sig.arg_names[i]} has rank {a.ndim} (shape {tuple(a.shape)}), "
                                  f"expected rank {len(p.dims)}: {p}")
-            arrays.append(np.ascontiguousarray(a))
+            arrays.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
         env = self.bind(arrays)
+        for s, e in sig.derived:
+            env[s] = e.evaluate(env)
         outs = [np.empty(tuple(d.evaluate(env) for d in r.dims), dtype=dt) for r, dt in zip(sig.results, self._np_out)]
         err = np.zeros(1, dtype=np.int32)
         self._invoke(*arrays, *outs, err)

@@ -110,6 +110,7 @@ class _Checker:
     def __init__(self, module: ir.Operation, infer: bool):
         self.module = module
         self.infer = infer
+        self.types: dict = {}  # value -> deduced type (verify mode leaves the IR untouched)
         self.signatures: dict[str, tuple[list[RelaxType], list[RelaxType]]] = {}
         self.kernels: dict[str, ir.Operation] = {}
         for op in module.regions[0].blocks[0].operations:
@@ -174,11 +175,11 @@ class _Checker:
             term = op.regions[0].blocks[0].operations[len(op.regions[0].blocks[0].operations) - 1]
             if term.operation.name != "gpu.yield":
                 raise PassError(op, "body must end in gpu.yield")
-            deduced = [view(v.type) for v in term.operation.operands]
+            deduced = [self.type_of(v) for v in term.operation.operands]
             self.set_results(op, deduced)
             return
         if name == "func.return":
-            self.returned = [view(v.type) for v in op.operands]
+            self.returned = [self.type_of(v) for v in op.operands]
             return
         if name == "func.call":
             self.call(op)
@@ -190,7 +191,7 @@ class _Checker:
             return
         if name.startswith("relax_v."):
             self.check_arity(op, spec)
-        info = OpInfo(op, self.facts)
+        info = OpInfo(op, self.facts, [self.type_of(v) for v in op.operands])
         try:
             deduced = spec.deduce(info)
         except DeduceError as e:
@@ -202,6 +203,10 @@ class _Checker:
         if spec.results_are_declared:
             return
         self.set_results(op, deduced)
+
+    def type_of(self, v: ir.Value) -> RelaxType:
+        t = self.types.get(v)
+        return t if t is not None else view(v.type)
 
     def check_arity(self, op, spec):
         fixed = [o for o in spec.operands_ if not o.variadic]
@@ -222,6 +227,7 @@ class _Checker:
             self.check_bound(op, d)
             w = view(r.type)
             m = self.merge(op, w, d, f"result #{i}")
+            self.types[r] = m
             if m != w and self.infer:
                 r.set_type(m.to_mlir())
 
@@ -319,7 +325,7 @@ class _Checker:
         if sig is None:
             return
         params, results = sig
-        args = [view(v.type) for v in op.operands]
+        args = [self.type_of(v) for v in op.operands]
         if len(args) != len(params):
             raise PassError(op, f"'func.call' op @{callee} takes {len(params)} arguments, got {len(args)}")
         binds = param_bindings(params)

@@ -90,12 +90,16 @@ def _func_type(f: ir.Operation) -> ir.FunctionType:
     return ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
 
 
-def lower_function(f: ir.Operation, messages: list[str]) -> None:
+def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]) -> None:
     block = f.regions[0].blocks[0]
     params = [view(t) for t in _func_type(f).inputs]
-    first = block.operations[0] if len(block.operations) else None
-    ip = ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block)
-    m = Materializer(ip, f.location)
+    # The prologue goes before an anchor that is never rewritten (ops after it may be replaced).
+    first = block.operations[0]
+    with ir.InsertionPoint(first), f.location:
+        anchor = ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
+                                     attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), 0)})
+    m = Materializer(ir.InsertionPoint(anchor), f.location)
+    m.consts[0] = anchor.results[0]
     names = _arg_names(f, len(params))
 
     def dim_of(value: ir.Value, axis: int) -> ir.Value:
@@ -137,6 +141,8 @@ def lower_function(f: ir.Operation, messages: list[str]) -> None:
                     actual = m.expr(a) if a is not None else dim_of(op.operands[0], j)
                     if b.is_symbol and str(b) not in m.values:
                         m.values[str(b)] = actual
+                        if a is not None:
+                            derived[str(b)] = str(a)
                         continue
                     if a is not None and a == b:
                         continue
@@ -225,7 +231,10 @@ class LowerShapesPass(ModulePass):
             if not f.regions[0].blocks or "relax.shapes_lowered" in f.attributes:
                 continue
             messages: list[str] = []
-            lower_function(f, messages)
+            derived: dict[str, str] = {}
+            lower_function(f, messages, derived)
+            f.attributes["relax.derived_symbols"] = ir.DictAttr.get(
+                {k: ir.StringAttr.get(v) for k, v in derived.items()})
             f.attributes["relax.shapes_lowered"] = ir.UnitAttr.get()
             f.attributes["relax.check_messages"] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in messages])
 

@@ -74,7 +74,8 @@ class _Lowerer:
         attrs = {"sym_name": ir.StringAttr.get(name),
                  "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, res_types))}
         old_attrs = attr_dict(f)
-        for k in ("sym_visibility", "relax.check_messages", "relax.symbol_bounds", "relax.symbol_lower", "arg_attrs"):
+        for k in ("sym_visibility", "relax.check_messages", "relax.symbol_bounds", "relax.symbol_lower", "arg_attrs",
+                  "relax.derived_symbols"):
             if k in old_attrs:
                 attrs[k] = old_attrs[k]
         if self.entry:

@@ -1,0 +1,756 @@
+"""StableHLO -> relax importer.
+
+The StableHLO text (as `jax.export` prints it) is parsed with jax's bundled MLIR (the MLIR 22
+bindings have no stablehlo dialect); the ops are walked with their real operands, attributes and
+types, and relax IR text (generic form) is printed.  jax is imported lazily, inside the functions.
+
+Symbolic shapes: the dynamic dims of @main's arguments become symbols (named from jax's
+`jax.global_constant` argument attributes of the private functions, or from names passed in).
+Integer scalar / 1-D shape computations (get_dimension_size, arithmetic, convert, reshape,
+concatenate of scalars) are evaluated symbolically, so dynamic_broadcast_in_dim, dynamic_reshape,
+dynamic_iota, ... get symbolic shapes.  func.call of private functions is inlined.
+`stablehlo.custom_call @shape_assertion` is dropped (the relax signature's symbols are checked at
+run time by the executable instead).
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from relax_mlir.shape import Expr, const, floordiv, max_, min_, sym
+
+__all__ = ["import_stablehlo", "import_module", "UnsupportedOpError", "CONVERTERS"]
+
+
+class UnsupportedOpError(ValueError):
+    """A StableHLO op (or a form of one) the importer does not handle."""
+
+    def __init__(self, op_name: str, loc: str = "", why: str = ""):
+        self.op_name = op_name
+        self.loc = loc
+        msg = f"unsupported StableHLO op '{op_name}'"
+        if why:
+            msg += f": {why}"
+        if loc:
+            msg += f" at {loc}"
+        super().__init__(msg)
+
+
+_DTYPES = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64"}
+
+
+class Val:
+    """An imported value: relax SSA name (or None when only known symbolically), rank, dtype,
+    symbolic dims, and `known` integer values for small int tensors of rank <= 1."""
+
+    __slots__ = ("name", "dtype", "dims", "known", "rtype")
+
+    def __init__(self, name, dtype, dims, known=None, rtype=None):
+        self.name = name
+        self.dtype = dtype
+        self.dims = list(dims)
+        self.known = known
+        self.rtype = rtype
+
+
+def _q(d) -> str:
+    if d is None:
+        return '"?"'
+    if isinstance(d, Expr):
+        return str(d.value) if d.is_const else f'"{d}"'
+    return str(d) if isinstance(d, int) else f'"{d}"'
+
+
+def _ttype(dims, dtype) -> str:
+    return "!relax.tensor<[" + ", ".join(_q(d) for d in dims) + f"], {dtype}>"
+
+
+def _qtype(rank, dtype) -> str:
+    return "!relax.tensor<[" + ", ".join(['"?"'] * rank) + f"], {dtype}>"
+
+
+def _shape_attr(dims, what="shape") -> str:
+    if any(d is None for d in dims):
+        raise ValueError(f"{what} has an unknown dim")
+    return "[" + ", ".join(_q(d) for d in dims) + "]"
+
+
+def _ints_of(attr) -> list[int]:
+    s = str(attr)
+    if s.startswith("array<"):
+        body = s.split(":", 1)[1] if ":" in s else ""
+        return [int(x) for x in re.findall(r"-?\d+", body.rstrip(">"))]
+    m = re.match(r"dense<(.*)>\s*:", s)
+    if m:
+        return [int(x) for x in re.findall(r"-?\d+", m.group(1))]
+    return [int(x) for x in re.findall(r"-?\d+", s)]
+
+
+def _field(text: str, key: str) -> list[int]:
+    m = re.search(key + r"\s*=\s*\[([^\]]*)\]", text)
+    if not m:
+        m2 = re.search(key + r"\s*=\s*(-?\d+)", text)
+        return [int(m2.group(1))] if m2 else []
+    return [int(x) for x in re.findall(r"-?\d+", m.group(1))]
+
+
+class Importer:
+    def __init__(self, module, dim_names=None):
+        self.module = module
+        self.dim_names = dim_names or []
+        self.lines: list[str] = []
+        self.n = 0
+        self.funcs = {}
+        self.renames: dict[str, str] = {}  # placeholder symbol -> real name
+        self.unions: list[tuple[str, str]] = []
+        for op in module.body.operations:
+            if op.operation.name == "func.func":
+                self.funcs[str(op.attributes["sym_name"]).strip('"')] = op
+
+    # --- emission ---------------------------------------------------------------------------
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"%v{self.n}"
+
+    def emit(self, opname, operands, result_rank, dtype, attrs="", dims=None, known=None) -> Val:
+        name = self.fresh()
+        ops = ", ".join(self.use(o) for o in operands)
+        otys = ", ".join(o.rtype for o in operands)
+        rty = _qtype(result_rank, dtype)
+        a = f" {{{attrs}}}" if attrs else ""
+        self.lines.append(f'  {name} = "{opname}"({ops}){a} : ({otys}) -> {rty}')
+        if dims is None:
+            dims = [None] * result_rank
+        return Val(name, dtype, dims, known, rty)
+
+    def use(self, v: Val) -> str:
+        if v.name is None:
+            self.materialize(v)
+        return v.name
+
+    def materialize(self, v: Val):
+        """Emit a relax value for a symbolically known integer tensor."""
+        k = v.known
+        rank = len(v.dims)
+        if all(e.is_const for e in k):
+            vals = [e.value for e in k]
+            if rank == 0:
+                lit = f"dense<{vals[0]}> : tensor<{v.dtype}>"
+            else:
+                lit = f"dense<[{', '.join(map(str, vals))}]> : tensor<{len(vals)}x{v.dtype}>"
+            if v.dtype == "i1":
+                lit = lit.replace("<1>", "<true>").replace("<0>", "<false>")
+            r = self.emit("relax.constant", [], rank, v.dtype, f"value = {lit}")
+        else:
+            parts = []
+            for e in k:
+                parts.append(self.emit("relax.arange", [], 1, v.dtype,
+                                       f'start = "{e}", end = "{e + 1}", dtype = {v.dtype}'))
+            if len(parts) == 1:
+                r = parts[0]
+            else:
+                r = self.emit("relax_v.concat", parts, 1, v.dtype, "axis = 0")
+            if rank == 0:
+                r = self.emit("relax.reshape", [r], 0, v.dtype, "shape = []")
+        v.name, v.rtype = r.name, r.rtype
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def ttype(t):
+        from jax._src.lib.mlir import ir
+        rt = ir.RankedTensorType(t)
+        dt = str(rt.element_type)
+        dims = [None if rt.is_dynamic_dim(i) else const(rt.shape[i]) for i in range(rt.rank)]
+        return dims, dt
+
+    def reshape(self, x: Val, dims) -> Val:
+        if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
+                                            for a, b in zip(dims, x.dims)):
+            return x
+        return self.emit("relax.reshape", [x], len(dims), x.dtype, f"shape = {_shape_attr(dims)}", dims=dims)
+
+    def broadcast(self, x: Val, dims) -> Val:
+        if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
+                                            for a, b in zip(dims, x.dims)):
+            return x
+        return self.emit("relax.broadcast_to", [x], len(dims), x.dtype, f"shape = {_shape_attr(dims)}", dims=dims)
+
+    def permute(self, x: Val, axes) -> Val:
+        if list(axes) == list(range(len(axes))):
+            return x
+        return self.emit("relax.permute_dims", [x], len(axes), x.dtype, f"axes = {list(axes)}",
+                         dims=[x.dims[a] for a in axes])
+
+    # --- walking ----------------------------------------------------------------------------
+
+    def run(self) -> str:
+        from jax._src.lib.mlir import ir
+        main = self.funcs.get("main")
+        if main is None:
+            raise ValueError("no @main function")
+        block = main.regions[0].blocks[0]
+        params, args = [], []
+        for i, a in enumerate(block.arguments):
+            dims, dt = self.ttype(a.type)
+            if dt not in _DTYPES:
+                raise UnsupportedOpError("func.func", str(main.location), f"argument element type {dt}")
+            names = self.dim_names[i] if i < len(self.dim_names) else None
+            sdims = []
+            for j, d in enumerate(dims):
+                if d is None:
+                    nm = names[j] if names and j < len(names) and names[j] else None
+                    if nm is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", nm):
+                        d = sym(nm)
+                    else:
+                        d = sym(f"zzA{i}x{j}")
+                sdims.append(d)
+            v = Val(f"%arg{i}", dt, sdims, rtype=_ttype(sdims, dt))
+            params.append((v, sdims, dt))
+            args.append(v)
+        results = self.run_func(main, args)
+        # resolve placeholder symbol names
+        for a, b in self.unions:
+            ra, rb = self.renames.get(a, a), self.renames.get(b, b)
+            if ra != rb:
+                keep, drop = sorted([ra, rb], key=lambda s: (s.startswith("zzA"), s))
+                for k, v in list(self.renames.items()):
+                    if v == drop:
+                        self.renames[k] = keep
+                self.renames[drop] = keep
+        counter = 0
+        sig = []
+        for v, sdims, dt in params:
+            for d in sdims:
+                for s in d.symbols():
+                    if s.startswith("zzA") and s not in self.renames:
+                        while f"d{counter}" in self.renames.values():
+                            counter += 1
+                        self.renames[s] = f"d{counter}"
+                        counter += 1
+            v.rtype = _ttype(sdims, dt)
+            sig.append(f"{v.name}: {v.rtype}")
+        rets = [self.use(r) for r in results]
+        rtys = [r.rtype for r in results]
+        body = list(self.lines)
+        # types of %arg uses were filled in before the signature knew its names: fix up
+        text_lines = [f"func.func @main({', '.join(sig)}) -> ("
+                      + ", ".join(rtys) + ") {"]
+        text_lines += body
+        text_lines.append(f"  return {', '.join(rets)} : {', '.join(rtys)}")
+        text_lines.append("}")
+        text = "\n".join(_dce(text_lines)) + "\n"
+        for k in sorted(self.renames, key=len, reverse=True):
+            text = text.replace(k, self.renames[k])
+        _ = ir
+        return text
+
+    def run_func(self, func, args: list[Val]) -> list[Val]:
+        block = func.regions[0].blocks[0]
+        env = {}
+        for a, v in zip(block.arguments, args):
+            env[a] = v
+        for op in block.operations:
+            name = op.operation.name
+            if name in ("func.return", "stablehlo.return"):
+                return [env[o] for o in op.operands]
+            if name == "func.call":
+                callee = str(op.attributes["callee"]).lstrip("@").strip('"')
+                f = self.funcs.get(callee)
+                if f is None:
+                    raise UnsupportedOpError(name, str(op.location), f"unknown callee @{callee}")
+                cargs = [env[o] for o in op.operands]
+                self.note_global_constants(f, cargs)
+                outs = self.run_func(f, cargs)
+                for r, v in zip(op.results, outs):
+                    env[r] = v
+                continue
+            conv = CONVERTERS.get(name)
+            if conv is None:
+                raise UnsupportedOpError(name, str(op.location))
+            ins = [env[o] for o in op.operands]
+            try:
+                outs = conv(self, op, ins)
+            except UnsupportedOpError:
+                raise
+            except (ValueError, KeyError, IndexError, TypeError) as e:
+                raise UnsupportedOpError(name, str(op.location), str(e)) from e
+            if outs is None:
+                outs = []
+            if isinstance(outs, Val):
+                outs = [outs]
+            for r, v in zip(op.results, outs):
+                env[r] = v
+        raise ValueError("function without a return")
+
+    def note_global_constants(self, f, cargs):
+        try:
+            arg_attrs = f.attributes["arg_attrs"]
+        except KeyError:
+            return
+        for i, a in enumerate(arg_attrs):
+            m = re.search(r'jax\.global_constant\s*=\s*"([^"]+)"', str(a))
+            if not m or i >= len(cargs):
+                continue
+            k = cargs[i].known
+            if k and len(k) == 1 and k[0].is_symbol:
+                (s,) = k[0].symbols()
+                if s.startswith("zzA") and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", m.group(1)):
+                    self.renames.setdefault(s, m.group(1))
+
+
+def _dce(lines: list[str]) -> list[str]:
+    """Drop relax bindings whose results are never used (all relax ops here are pure)."""
+    pat = re.compile(r"^\s*(%v\d+) = ")
+    while True:
+        used = set()
+        for ln in lines:
+            m = pat.match(ln)
+            rest = ln[m.end():] if m else ln
+            used.update(re.findall(r"%v\d+\b", rest))
+        out = [ln for ln in lines if not ((m := pat.match(ln)) and m.group(1) not in used)]
+        if len(out) == len(lines):
+            return out
+        lines = out
+
+
+# --- converters ----------------------------------------------------------------------------
+
+def _res(op, i=0):
+    return Importer.ttype(op.results[i].type)
+
+
+def _merge_dims(static, *cands):
+    out = []
+    for i, d in enumerate(static):
+        if d is None:
+            for c in cands:
+                if c is not None and i < len(c) and c[i] is not None:
+                    d = c[i]
+                    break
+        out.append(d)
+    return out
+
+
+def _known_ok(vals):
+    return all(v.known is not None for v in vals)
+
+
+_INT_FOLD: dict[str, Callable] = {
+    "stablehlo.add": lambda a, b: a + b,
+    "stablehlo.subtract": lambda a, b: a - b,
+    "stablehlo.multiply": lambda a, b: a * b,
+    "stablehlo.divide": lambda a, b: floordiv(a, b),
+    "stablehlo.maximum": lambda a, b: max_(a, b),
+    "stablehlo.minimum": lambda a, b: min_(a, b),
+}
+
+
+def _binary(relax_name, int_fold=None):
+    def conv(im: Importer, op, ins):
+        a, b = ins
+        dims, dt = _res(op)
+        dims = _merge_dims(dims, a.dims, b.dims)
+        if int_fold is not None and dt not in ("f16", "bf16", "f32", "f64", "i1") and _known_ok(ins) \
+                and len(a.known) == len(b.known):
+            return Val(None, dt, dims, [int_fold(x, y) for x, y in zip(a.known, b.known)])
+        return im.emit(relax_name, [a, b], len(dims), dt, dims=dims)
+    return conv
+
+
+def _unary(relax_name):
+    def conv(im: Importer, op, ins):
+        (a,) = ins
+        dims, dt = _res(op)
+        if relax_name == "relax.negative" and a.known is not None:
+            return Val(None, dt, _merge_dims(dims, a.dims), [-x for x in a.known])
+        return im.emit(relax_name, [a], len(dims), dt, dims=_merge_dims(dims, a.dims))
+    return conv
+
+
+def _logic(relax_name):
+    def conv(im, op, ins):
+        dims, dt = _res(op)
+        if dt != "i1":
+            raise UnsupportedOpError(op.operation.name, str(op.location), "bitwise ops on integers")
+        return im.emit(relax_name, ins, len(dims), dt, dims=_merge_dims(dims, *[v.dims for v in ins]))
+    return conv
+
+
+def _constant(im: Importer, op, ins):
+    attr = op.attributes["value"]
+    dims, dt = _res(op)
+    s = str(attr)
+    if dt not in _DTYPES:
+        raise UnsupportedOpError(op.operation.name, str(op.location), f"element type {dt}")
+    if dt.startswith("i") and dt != "i1" and len(dims) <= 1:
+        m = re.match(r"dense<(.*)>\s*:", s)
+        if m and '"' not in m.group(1):
+            vals = [int(x) for x in re.findall(r"-?\d+", m.group(1))]
+            n = dims[0].value if dims else 1
+            if len(vals) == 1 and n != 1:
+                vals = vals * n
+            if len(vals) == n and n <= 64:
+                return Val(None, dt, dims, [const(x) for x in vals])
+    return im.emit("relax.constant", [], len(dims), dt, f"value = {s}", dims=dims)
+
+
+def _get_dimension_size(im, op, ins):
+    (x,) = ins
+    d = _ints_of(op.attributes["dimension"])[0]
+    _, dt = _res(op)
+    e = x.dims[d]
+    if e is None:
+        raise ValueError(f"dim {d} of the operand is unknown")
+    return Val(None, dt, [], [e])
+
+
+def _convert(im, op, ins):
+    (x,) = ins
+    dims, dt = _res(op)
+    dims = _merge_dims(dims, x.dims)
+    if x.known is not None and dt.startswith("i") and dt != "i1":
+        return Val(None, dt, dims, list(x.known))
+    if dt == x.dtype:
+        return x
+    return im.emit("relax.astype", [x], len(dims), dt, f"dtype = {dt}", dims=dims)
+
+
+def _reshape(im, op, ins):
+    x = ins[0]
+    dims, dt = _res(op)
+    if x.known is not None and len(dims) <= 1:
+        return Val(None, dt, dims, list(x.known))
+    return im.reshape(x, dims)
+
+
+def _dynamic_reshape(im, op, ins):
+    x, shp = ins
+    dims, dt = _res(op)
+    if shp.known is None:
+        raise ValueError("output shape is not a known shape computation")
+    dims = _merge_dims(dims, shp.known)
+    if x.known is not None and len(dims) <= 1:
+        return Val(None, dt, dims, list(x.known))
+    return im.reshape(x, dims)
+
+
+def _broadcast_in_dim_impl(im, op, x: Val, bdims, rdims, dt):
+    if x.known is not None and len(rdims) <= 1 and all(d is not None and d.is_const for d in rdims):
+        n = rdims[0].value if rdims else 1
+        if len(x.known) in (1, n):
+            return Val(None, dt, rdims, list(x.known) * (n if len(x.known) == 1 and n != 1 else 1))
+    order = sorted(range(len(bdims)), key=lambda i: bdims[i])
+    x = im.permute(x, order)
+    bsorted = [bdims[i] for i in order]
+    inter = [const(1)] * len(rdims)
+    for i, ax in enumerate(bsorted):
+        inter[ax] = x.dims[i]
+    x = im.reshape(x, inter)
+    return im.broadcast(x, rdims)
+
+
+def _broadcast_in_dim(im, op, ins):
+    (x,) = ins
+    rdims, dt = _res(op)
+    bdims = _ints_of(op.attributes["broadcast_dimensions"])
+    return _broadcast_in_dim_impl(im, op, x, bdims, rdims, dt)
+
+
+def _dynamic_broadcast_in_dim(im, op, ins):
+    x, shp = ins[0], ins[1]
+    rdims, dt = _res(op)
+    if shp.known is None:
+        raise ValueError("output_dimensions is not a known shape computation")
+    rdims = _merge_dims(rdims, shp.known)
+    bdims = _ints_of(op.attributes["broadcast_dimensions"])
+    return _broadcast_in_dim_impl(im, op, x, bdims, rdims, dt)
+
+
+def _iota_impl(im, rdims, dt, axis):
+    n = rdims[axis]
+    if n is None:
+        raise ValueError("iota dim is unknown")
+    end = f'"{n}"' if not n.is_const else str(n.value)
+    if dt in ("f16", "bf16", "f32", "f64"):
+        r = im.emit("relax.arange", [], 1, "i64", f"end = {end}, dtype = i64", dims=[n])
+        r = im.emit("relax.astype", [r], 1, dt, f"dtype = {dt}", dims=[n])
+    else:
+        r = im.emit("relax.arange", [], 1, dt, f"end = {end}, dtype = {dt}", dims=[n])
+    inter = [const(1)] * len(rdims)
+    inter[axis] = n
+    r = im.reshape(r, inter)
+    return im.broadcast(r, rdims)
+
+
+def _iota(im, op, ins):
+    rdims, dt = _res(op)
+    axis = _ints_of(op.attributes["iota_dimension"])[0]
+    if len(rdims) == 1 and rdims[0] is not None and rdims[0].is_const and dt.startswith("i") and dt != "i1" \
+            and rdims[0].value <= 64:
+        return Val(None, dt, rdims, [const(i) for i in range(rdims[0].value)])
+    return _iota_impl(im, rdims, dt, axis)
+
+
+def _dynamic_iota(im, op, ins):
+    (shp,) = ins
+    rdims, dt = _res(op)
+    if shp.known is None:
+        raise ValueError("output_shape is not a known shape computation")
+    rdims = _merge_dims(rdims, shp.known)
+    axis = _ints_of(op.attributes["iota_dimension"])[0]
+    return _iota_impl(im, rdims, dt, axis)
+
+
+def _transpose(im, op, ins):
+    (x,) = ins
+    perm = _ints_of(op.attributes["permutation"])
+    return im.permute(x, perm)
+
+
+def _concatenate(im, op, ins):
+    rdims, dt = _res(op)
+    axis = _ints_of(op.attributes["dimension"])[0]
+    if _known_ok(ins) and len(rdims) == 1:
+        k = []
+        for v in ins:
+            k.extend(v.known)
+        return Val(None, dt, rdims, k)
+    dims = list(ins[0].dims)
+    tot = const(0)
+    for v in ins:
+        tot = None if (tot is None or v.dims[axis] is None) else tot + v.dims[axis]
+    dims[axis] = tot
+    dims = _merge_dims(rdims, dims, *[v.dims for v in ins])
+    if len(ins) == 1:
+        return ins[0]
+    return im.emit("relax_v.concat", ins, len(rdims), dt, f"axis = {axis}", dims=dims)
+
+
+def _slice(im, op, ins):
+    (x,) = ins
+    rdims, dt = _res(op)
+    start = _ints_of(op.attributes["start_indices"])
+    limit = _ints_of(op.attributes["limit_indices"])
+    strides = _ints_of(op.attributes["strides"])
+    if x.known is not None and len(x.dims) == 1:
+        return Val(None, dt, rdims, x.known[start[0]:limit[0]:strides[0]])
+    axes = list(range(len(x.dims)))
+    return im.emit("relax.strided_slice", [x], len(rdims), dt,
+                   f"axes = {axes}, begin = {start}, end = {limit}, strides = {strides}",
+                   dims=_merge_dims(rdims))
+
+
+def _select(im, op, ins):
+    c, a, b = ins
+    rdims, dt = _res(op)
+    return im.emit("relax.where", [c, a, b], len(rdims), dt, dims=_merge_dims(rdims, a.dims, b.dims, c.dims))
+
+
+_CMP = {"EQ": "relax.equal", "NE": "relax.not_equal", "LT": "relax.less", "LE": "relax.less_equal",
+        "GT": "relax.greater", "GE": "relax.greater_equal"}
+
+
+def _compare(im, op, ins):
+    a, b = ins
+    rdims, _ = _res(op)
+    d = re.search(r"comparison_direction\s+(\w+)", str(op.attributes["comparison_direction"]))
+    direction = d.group(1) if d else str(op.attributes["comparison_direction"])
+    if direction == "EQ" and _known_ok(ins) and len(a.known) == 1 == len(b.known) \
+            and a.known[0].is_symbol and b.known[0].is_symbol:
+        (sa,), (sb,) = a.known[0].symbols(), b.known[0].symbols()
+        im.unions.append((sa, sb))
+    return im.emit(_CMP[direction], [a, b], len(rdims), "i1", dims=_merge_dims(rdims, a.dims, b.dims))
+
+
+def _clamp(im, op, ins):
+    lo, x, hi = ins
+    rdims, dt = _res(op)
+    r = im.emit("relax.maximum", [x, lo], len(rdims), dt, dims=_merge_dims(rdims, x.dims))
+    return im.emit("relax.minimum", [r, hi], len(rdims), dt, dims=r.dims)
+
+
+def _expm1(im, op, ins):
+    (x,) = ins
+    rdims, dt = _res(op)
+    e = im.emit("relax.exp", [x], len(rdims), dt, dims=_merge_dims(rdims, x.dims))
+    one = im.emit("relax.constant", [], 0, dt, f"value = dense<1.0> : tensor<{dt}>", dims=[])
+    return im.emit("relax.subtract", [e, one], len(rdims), dt, dims=e.dims)
+
+
+_REDUCE_KIND = {"stablehlo.add": "relax.sum", "stablehlo.maximum": "relax.max", "stablehlo.minimum": "relax.min",
+                "stablehlo.multiply": "relax.prod", "stablehlo.or": "relax.max", "stablehlo.and": "relax.min"}
+
+
+def _reduce(im, op, ins):
+    if len(op.results) != 1:
+        raise ValueError("variadic reduce (e.g. argmax) is not supported")
+    x = ins[0]
+    body = [o for o in op.regions[0].blocks[0].operations]
+    kinds = [o.operation.name for o in body if o.operation.name != "stablehlo.return"]
+    if len(kinds) != 1 or kinds[0] not in _REDUCE_KIND:
+        raise ValueError(f"reduce body {kinds} is not a single add/max/min/mul/and/or")
+    axes = _ints_of(op.attributes["dimensions"])
+    rdims, dt = _res(op)
+    dims = [d for i, d in enumerate(x.dims) if i not in axes]
+    return im.emit(_REDUCE_KIND[kinds[0]], [x], len(rdims), dt, f"axes = {axes}, keepdims = false",
+                   dims=_merge_dims(rdims, dims))
+
+
+def _dot_general(im, op, ins):
+    a, b = ins
+    rdims, dt = _res(op)
+    dn = str(op.attributes["dot_dimension_numbers"])
+    lb, rb = _field(dn, "lhs_batching_dimensions"), _field(dn, "rhs_batching_dimensions")
+    lc, rc = _field(dn, "lhs_contracting_dimensions"), _field(dn, "rhs_contracting_dimensions")
+    if a.dtype != dt or b.dtype != dt:
+        raise ValueError("mixed-precision dot_general")
+    ra, rb_ = len(a.dims), len(b.dims)
+    lf = [i for i in range(ra) if i not in lb and i not in lc]
+    rf = [i for i in range(rb_) if i not in rb and i not in rc]
+    from relax_mlir.ops.common import product
+    ap = im.permute(a, lb + lf + lc)
+    bp = im.permute(b, rb + rc + rf)
+    batch = [a.dims[i] for i in lb]
+    m = product([a.dims[i] for i in lf])
+    k = product([a.dims[i] for i in lc])
+    n = product([b.dims[i] for i in rf])
+    a3 = im.reshape(ap, batch + [m, k])
+    b3 = im.reshape(bp, batch + [k, n])
+    out = im.emit("relax.matmul", [a3, b3], len(batch) + 2, dt, dims=batch + [m, n])
+    final = batch + [a.dims[i] for i in lf] + [b.dims[i] for i in rf]
+    final = _merge_dims(final, rdims)
+    return im.reshape(out, final)
+
+
+def _gather(im, op, ins):
+    x, idx = ins[0], ins[1]
+    rdims, dt = _res(op)
+    dn = str(op.attributes["dimension_numbers"])
+    offset = _field(dn, "offset_dims")
+    collapsed = _field(dn, "collapsed_slice_dims")
+    smap = _field(dn, "start_index_map")
+    obatch = _field(dn, "operand_batching_dims")
+    ivd_l = _field(dn, "index_vector_dim")
+    ivd = ivd_l[0] if ivd_l else 0
+    if obatch:
+        raise ValueError("batched gather")
+    if op.operation.name == "stablehlo.dynamic_gather":
+        if ins[2].known is None:
+            raise ValueError("slice_sizes is not a known shape computation")
+        sizes = list(ins[2].known)
+    else:
+        sizes = [const(v) for v in _ints_of(op.attributes["slice_sizes"])]
+    r = len(x.dims)
+    # Form 1: constant start (a slice).
+    if idx.known is not None and len(idx.dims) <= 1 and ivd == len(idx.dims) - (0 if len(idx.dims) == 0 else 1) \
+            or (idx.known is not None and len(idx.dims) == 1):
+        starts = [const(0)] * r
+        for j, ax in enumerate(smap):
+            starts[ax] = idx.known[j]
+        axes = list(range(r))
+        ends = [s + z for s, z in zip(starts, sizes)]
+        sl = im.emit("relax.strided_slice", [x], r, dt,
+                     f"axes = {axes}, begin = {_shape_attr(starts)}, end = {_shape_attr(ends)}",
+                     dims=sizes)
+        keep = [sizes[i] for i in range(r) if i not in collapsed]
+        return im.reshape(sl, keep) if collapsed else sl
+    # Form 2: take along one axis (embedding lookup).
+    if len(smap) == 1 and collapsed == smap:
+        ax = smap[0]
+        if all(sizes[i] is not None and x.dims[i] is not None and (i == ax and sizes[i] == const(1)
+                                                                   or i != ax and sizes[i] == x.dims[i])
+               for i in range(r)) or all(
+                (i == ax and sizes[i] == const(1)) or i != ax for i in range(r)):
+            nb = len(idx.dims) - (1 if ivd < len(idx.dims) else 0)
+            if offset == [i for i in range(len(rdims)) if not (ax <= i < ax + nb)] or \
+                    offset == list(range(nb, nb + r - 1)) and ax == 0:
+                ind = idx
+                if ivd < len(idx.dims):
+                    if ivd != len(idx.dims) - 1:
+                        raise ValueError("index_vector_dim not last")
+                    ind = im.reshape(idx, idx.dims[:-1])
+                return im.emit("relax.take", [x, ind], len(rdims), dt, f"axis = {ax}",
+                               dims=_merge_dims(rdims, x.dims[:ax] + ind.dims + x.dims[ax + 1:]))
+    raise ValueError("only slice-like and take-like (embedding) gathers are supported")
+
+
+def _custom_call(im, op, ins):
+    target = str(op.attributes["call_target_name"]).strip('"')
+    if target == "shape_assertion":
+        return []
+    raise UnsupportedOpError("stablehlo.custom_call", str(op.location), f"call target @{target}")
+
+
+def _optimization_barrier(im, op, ins):
+    return list(ins)
+
+
+CONVERTERS: dict[str, Callable] = {
+    "stablehlo.add": _binary("relax.add", _INT_FOLD["stablehlo.add"]),
+    "stablehlo.subtract": _binary("relax.subtract", _INT_FOLD["stablehlo.subtract"]),
+    "stablehlo.multiply": _binary("relax.multiply", _INT_FOLD["stablehlo.multiply"]),
+    "stablehlo.divide": _binary("relax.divide", _INT_FOLD["stablehlo.divide"]),
+    "stablehlo.maximum": _binary("relax.maximum", _INT_FOLD["stablehlo.maximum"]),
+    "stablehlo.minimum": _binary("relax.minimum", _INT_FOLD["stablehlo.minimum"]),
+    "stablehlo.power": _binary("relax.power"),
+    "stablehlo.remainder": _binary("relax.remainder"),
+    "stablehlo.negate": _unary("relax.negative"),
+    "stablehlo.abs": _unary("relax.abs"),
+    "stablehlo.exponential": _unary("relax.exp"),
+    "stablehlo.exponential_minus_one": _expm1,
+    "stablehlo.log": _unary("relax.log"),
+    "stablehlo.log_plus_one": _unary("relax.log1p"),
+    "stablehlo.tanh": _unary("relax.tanh"),
+    "stablehlo.logistic": _unary("relax.sigmoid"),
+    "stablehlo.sqrt": _unary("relax.sqrt"),
+    "stablehlo.rsqrt": _unary("relax.rsqrt"),
+    "stablehlo.sine": _unary("relax.sin"),
+    "stablehlo.cosine": _unary("relax.cos"),
+    "stablehlo.floor": _unary("relax.floor"),
+    "stablehlo.ceil": _unary("relax.ceil"),
+    "stablehlo.sign": _unary("relax.sign"),
+    "chlo.erf": _unary("relax.erf"),
+    "stablehlo.not": _logic("relax.logical_not"),
+    "stablehlo.and": _logic("relax.logical_and"),
+    "stablehlo.or": _logic("relax.logical_or"),
+    "stablehlo.compare": _compare,
+    "stablehlo.select": _select,
+    "stablehlo.clamp": _clamp,
+    "stablehlo.convert": _convert,
+    "stablehlo.constant": _constant,
+    "stablehlo.get_dimension_size": _get_dimension_size,
+    "stablehlo.broadcast_in_dim": _broadcast_in_dim,
+    "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
+    "stablehlo.reshape": _reshape,
+    "stablehlo.dynamic_reshape": _dynamic_reshape,
+    "stablehlo.transpose": _transpose,
+    "stablehlo.dot_general": _dot_general,
+    "stablehlo.reduce": _reduce,
+    "stablehlo.concatenate": _concatenate,
+    "stablehlo.slice": _slice,
+    "stablehlo.iota": _iota,
+    "stablehlo.dynamic_iota": _dynamic_iota,
+    "stablehlo.gather": _gather,
+    "stablehlo.dynamic_gather": _gather,
+    "stablehlo.custom_call": _custom_call,
+    "stablehlo.optimization_barrier": _optimization_barrier,
+}
+
+
+def import_module(module, dim_names=None) -> str:
+    """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) to relax text.
+    `dim_names[i][j]`: the symbol name of dim j of @main's argument i (None: derive one)."""
+    return Importer(module, dim_names).run()
+
+
+def import_stablehlo(text: str, dim_names=None) -> str:
+    """StableHLO text (as `jax.export` prints it) -> relax IR text."""
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir as jir
+
+    ctx = jmlir.make_ir_context()
+    with ctx, jir.Location.unknown():
+        module = jir.Module.parse(text)
+        return import_module(module, dim_names)
