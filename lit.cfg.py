@@ -8,10 +8,11 @@ import lit.formats
 config.name = "relax-mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".py"]
-config.test_source_root = os.path.join(os.path.dirname(__file__), "test")
-config.test_exec_root = os.path.join(os.path.dirname(__file__), "build", "lit")
-# pytest tests live in test/python; lit runs .py files only under test/api.
-config.excludes = ["python", "Inputs", "fixtures", "conftest.py", "__pycache__"]
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+config.test_exec_root = os.path.join(config.test_source_root, "build", "lit")
+# Only test/ holds lit tests; pytest tests live in test/python.
+config.excludes = ["python", "dialects", "examples", "bench", "build", ".venv", "Inputs", "fixtures",
+                   "conftest.py", "__pycache__", "lit.cfg.py", "setup.py", ".git", ".ci"]
 
 import mlir  # noqa: E402  (namespace package: use __path__, not __file__)
 import llvm  # noqa: E402

@@ -35,6 +35,19 @@ def _time_calls(fn, budget_s: float, min_calls: int = 3) -> list[float]:
     return out
 
 
+def _cpu_sample() -> tuple[float, float, float]:
+    """(machine busy CPU-seconds, this process's CPU-seconds, wall seconds), for measuring how
+    much of the machine other processes used while we timed (it is shared)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:9]]
+        busy = (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        busy = float("nan")
+    t = os.times()
+    return busy, t.user + t.system, time.perf_counter()
+
+
 def child(threads: int, quick: bool) -> dict:
     import numpy as np
 
@@ -53,7 +66,7 @@ def child(threads: int, quick: bool) -> dict:
     compile_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
     b = rng.standard_normal((K, N), dtype=np.float32)
-    rounds, budget = (3, 0.05) if quick else (7, 0.15)
+    rounds, budget = (3, 0.05) if quick else (9, 0.12)
     rows = []
     for m in M_VALUES:
         a = rng.standard_normal((m, K), dtype=np.float32)
@@ -67,6 +80,7 @@ def child(threads: int, quick: bool) -> dict:
             raise SystemExit(f"M={m}: wrong result, max error {err} (scale {scale})")
         t_ours: list[float] = []
         t_np: list[float] = []
+        s0 = _cpu_sample()
         for _ in range(rounds):
             t_ours += _time_calls(lambda: ours(a, b, c_ours), budget)
             t_np += _time_calls(lambda: np.matmul(a, b, out=c_np), budget)  # OpenBLAS last
@@ -74,12 +88,16 @@ def child(threads: int, quick: bool) -> dict:
                 # Idle OpenBLAS workers spin ~0.1 s after a call and would take the core our
                 # next task needs: let them go to sleep.
                 time.sleep(SPIN_DRAIN_S)
+        s1 = _cpu_sample()
+        # CPUs' worth of work done by other processes during this M's timing.
+        others = max(0.0, ((s1[0] - s0[0]) - (s1[1] - s0[1])) / (s1[2] - s0[2]))
         flops = 2.0 * m * K * N
         g_ours = flops / float(np.median(t_ours)) / 1e9
         g_np = flops / float(np.median(t_np)) / 1e9
         rows.append({"M": m, "ours_gflops": round(g_ours, 2), "numpy_gflops": round(g_np, 2),
                      "ratio": round(g_ours / g_np, 3), "max_abs_err": err,
-                     "calls_ours": len(t_ours), "calls_numpy": len(t_np)})
+                     "calls_ours": len(t_ours), "calls_numpy": len(t_np),
+                     "other_procs_cpus": round(others, 2)})
     cfg = MatmulConfig()
     if limiter is not None:
         limiter.unregister() if hasattr(limiter, "unregister") else None
@@ -118,8 +136,10 @@ def main() -> None:
         cells = []
         for r in results:
             row = r["rows"][i]
-            cells.append(f"{row['ours_gflops']:7.1f} {row['numpy_gflops']:7.1f} {row['ratio']:5.2f}      ")
+            busy = "*" if row["other_procs_cpus"] > 0.1 else " "
+            cells.append(f"{row['ours_gflops']:7.1f} {row['numpy_gflops']:7.1f} {row['ratio']:5.2f}{busy}     ")
         print(f"{m:>6} | " + " | ".join(cells))
+    print("* other processes used > 0.1 CPU while this row was timed (the machine is shared)")
     for r in results:
         print(f"compile ({r['threads']}T): {r['compile_s']:.2f} s")
     try:

@@ -594,8 +594,13 @@ def _reduce(im, op, ins):
     axes = _ints_of(op.attributes["dimensions"])
     rdims, dt = _res(op)
     dims = [d for i, d in enumerate(x.dims) if i not in axes]
-    return im.emit(_REDUCE_KIND[kinds[0]], [x], len(rdims), dt, f"axes = {axes}, keepdims = false",
-                   dims=_merge_dims(rdims, dims))
+    dims = _merge_dims(rdims, dims)
+    if dt == "i1":
+        # relax's i1 min/max kernels print `arith.constant true : i1` (unparsable): reduce in i32.
+        xi = im.emit("relax.astype", [x], len(x.dims), "i32", "dtype = i32", dims=x.dims)
+        r = im.emit(_REDUCE_KIND[kinds[0]], [xi], len(rdims), "i32", f"axes = {axes}, keepdims = false", dims=dims)
+        return im.emit("relax.astype", [r], len(rdims), "i1", "dtype = i1", dims=dims)
+    return im.emit(_REDUCE_KIND[kinds[0]], [x], len(rdims), dt, f"axes = {axes}, keepdims = false", dims=dims)
 
 
 def _dot_general(im, op, ins):
