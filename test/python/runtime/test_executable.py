@@ -1,0 +1,111 @@
+"""The runtime never trusts its caller: every bad call raises ValueError naming argument, dim, symbol."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import relax_mlir
+
+SRC = """
+func.func @main(%x: !relax.tensor<["n", 4], f32>, %y: !relax.tensor<["n", 4], f32>, %w: !relax.tensor<[4, "m"], f32>) -> !relax.tensor<["?", "?"], f32> {
+  %a = "relax.add"(%x, %y) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["?", "?"], f32>
+  %m = "relax.matmul"(%a, %w) : (!relax.tensor<["?", "?"], f32>, !relax.tensor<[4, "m"], f32>) -> !relax.tensor<["?", "?"], f32>
+  return %m : !relax.tensor<["?", "?"], f32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def exe():
+    return relax_mlir.compile(SRC)
+
+
+def f32(*shape):
+    return np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+
+
+def test_runs_at_many_shapes(exe):
+    for n, m in ((1, 1), (13, 7), (512, 33)):
+        x, y, w = f32(n, 4), f32(n, 4), f32(4, m)
+        np.testing.assert_allclose(exe(x, y, w), (x + y) @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_wrong_dim_names_symbol(exe):
+    with pytest.raises(ValueError, match=r"argument #1 has shape \(5, 4\), but dim 0 must be n \(n = 3 from argument #0 dim 0\)"):
+        exe(f32(3, 4), f32(5, 4), f32(4, 2))
+
+
+def test_wrong_static_dim(exe):
+    with pytest.raises(ValueError, match=r"argument #2 .* dim 0 must be 4"):
+        exe(f32(3, 4), f32(3, 4), f32(5, 2))
+
+
+def test_wrong_rank(exe):
+    with pytest.raises(ValueError, match=r"argument #0 has rank 1 .* expected rank 2"):
+        exe(f32(3), f32(3, 4), f32(4, 2))
+
+
+def test_wrong_dtype(exe):
+    with pytest.raises(ValueError, match=r"argument #0 has dtype float64, expected float32"):
+        exe(np.zeros((3, 4)), f32(3, 4), f32(4, 2))
+
+
+def test_wrong_count_and_type(exe):
+    with pytest.raises(ValueError, match="takes 3 arguments, got 2"):
+        exe(f32(3, 4), f32(3, 4))
+    with pytest.raises(ValueError, match="must be a numpy array"):
+        exe("x", f32(3, 4), f32(4, 2))
+
+
+def test_non_contiguous_and_zero_size(exe):
+    x = f32(8, 6)[:, :4]
+    y = f32(8, 4)
+    w = f32(4, 3)
+    np.testing.assert_allclose(exe(x, y, w), (x + y) @ w, rtol=1e-5, atol=1e-5)
+    assert exe(f32(0, 4), f32(0, 4), w).shape == (0, 3)
+
+
+def test_threads(exe):
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            n = int(rng.integers(1, 64))
+            x, y, w = (rng.standard_normal(s).astype(np.float32) for s in ((n, 4), (n, 4), (4, 5)))
+            if not np.allclose(exe(x, y, w), (x + y) @ w, rtol=1e-4, atol=1e-4):
+                errors.append(n)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+def test_match_cast_checked_at_run_time():
+    src = """
+func.func @main(%x: !relax.tensor<["n", 4], f32>, %y: !relax.tensor<["k", 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %c = "relax.match_cast"(%y) : (!relax.tensor<["k", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %a = "relax.add"(%x, %c) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  return %a : !relax.tensor<["n", 4], f32>
+}
+"""
+    exe = relax_mlir.compile(src)
+    x = f32(3, 4)
+    np.testing.assert_allclose(exe(x, x), 2 * x)
+    with pytest.raises(ValueError, match=r"shape check failed: match_cast at .*dim 0 is k, the pattern requires n"):
+        exe(x, f32(5, 4))
+
+
+def test_compile_error_is_located():
+    with pytest.raises(relax_mlir.CompileError, match=r"<string>:3:8: error: 'relax.matmul' op inner dimensions differ: 4 vs 5"):
+        relax_mlir.compile("""
+func.func @main(%x: !relax.tensor<["n", 4], f32>, %w: !relax.tensor<[5, 2], f32>) -> !relax.tensor<["?", "?"], f32> {
+  %m = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[5, 2], f32>) -> !relax.tensor<["?", "?"], f32>
+  return %m : !relax.tensor<["?", "?"], f32>
+}
+""")
