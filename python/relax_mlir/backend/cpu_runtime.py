@@ -38,10 +38,12 @@ def build_cpu_executable(module, options=None) -> Executable:
         sigs = entry_signatures(module.op)
         if not sigs:
             raise ValueError("the module has no public graph function to call")
+        upstream_text = module.op.get_asm()
         lower(module.op, options or CPUOptions())
         # ExecutionEngine takes an ir.Module; ours came from Operation.parse (for file locations).
         llvm_module = ir.Module.parse(module.op.get_asm(enable_debug_info=False))
         jit = JitModule(llvm_module)
     funcs = {s.name: Function(s, (lambda n: lambda *a: jit.invoke(n, *a))(s.name)) for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name
-    return Executable(funcs, main, keepalive=(module, jit))
+    exe = Executable(funcs, main, keepalive=(module, jit), artifacts={"upstream": upstream_text})
+    return exe

@@ -138,6 +138,15 @@ class Executable:
     def __call__(self, *args):
         return self.functions[self.main](*args)
 
+    def export(self, path: str) -> None:
+        """Write a self-contained artifact (shared library + manifest) that
+        `relax_mlir.runtime.load(path)` runs with numpy and ctypes only."""
+        if "upstream" not in self.artifacts:
+            raise ValueError("this executable cannot be exported (it was loaded from an artifact)")
+        from relax_mlir.backend.cpu_artifact import export
+
+        export(self.artifacts["upstream"], [f.sig for f in self.functions.values()], self.main, path)
+
     def signature(self, name: str | None = None) -> Signature:
         return self.functions[name or self.main].sig
 

@@ -1,0 +1,73 @@
+"""Export a CPU Executable as a self-contained artifact: a shared library built with the LLVM
+tools the project installs (mlir-translate, llc) and the system C compiler's linker, plus a JSON
+manifest that `relax_mlir.runtime.load` reads without MLIR."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+
+def _tool(pkg: str, name: str) -> str:
+    import importlib
+
+    mod = importlib.import_module(pkg)
+    p = os.path.join(list(mod.__path__)[0], "bin", name)
+    if not os.path.exists(p):
+        raise FileNotFoundError(f"{name} not found in {pkg}")
+    return p
+
+
+def _dim(d):
+    if d is None:
+        return None
+    return d.value if d.is_const else str(d)
+
+
+def export(upstream_text: str, signatures, main: str, path: str) -> None:
+    from relax_mlir.backend.cpu import CPUOptions, lower
+    from relax_mlir.tools.relax_opt import Session, parse_module
+
+    os.makedirs(path, exist_ok=True)
+    s = Session("artifact")
+    op = parse_module(s, upstream_text)
+    if op is None:
+        raise RuntimeError("\n".join(d.render() for d in s.diags))
+    with s.ctx:
+        # One thread: the artifact then needs no async runtime, only libc/libm (and the small
+        # MLIR C runner utils, shipped beside it, for memref copies).
+        lower(op, CPUOptions(num_threads=1))
+        llvm_dialect = op.get_asm()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "kernels.mlir")
+        with open(src, "w") as f:
+            f.write(llvm_dialect)
+        ll, obj = os.path.join(tmp, "kernels.ll"), os.path.join(tmp, "kernels.o")
+        subprocess.run([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir", src, "-o", ll], check=True,
+                       capture_output=True)
+        subprocess.run([_tool("llvm", "llc"), "-O3", "-filetype=obj", "-relocation-model=pic", ll, "-o", obj],
+                       check=True, capture_output=True)
+        import mlir
+
+        utils = os.path.join(list(mlir.__path__)[0], "lib", "libmlir_c_runner_utils.so")
+        cmd = [shutil.which("cc") or "cc", "-shared", obj, "-o", os.path.join(path, "kernels.so"), "-lm"]
+        if os.path.exists(utils):
+            shutil.copy(utils, os.path.join(path, "libmlir_c_runner_utils.so"))
+            cmd += [os.path.join(path, "libmlir_c_runner_utils.so"), "-Wl,-rpath,$ORIGIN"]
+        subprocess.run(cmd, check=True, capture_output=True)
+    manifest = {
+        "format": "relax-mlir-cpu-1",
+        "main": main,
+        "entries": [{
+            "name": sig.name,
+            "params": [{"dims": [_dim(d) for d in p.dims], "dtype": p.dtype} for p in sig.params],
+            "results": [{"dims": [_dim(d) for d in r.dims], "dtype": r.dtype} for r in sig.results],
+            "arg_names": list(sig.arg_names),
+            "messages": list(sig.messages),
+            "derived": {k: str(e) for k, e in sig.derived},
+        } for sig in signatures],
+    }
+    with open(os.path.join(path, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
