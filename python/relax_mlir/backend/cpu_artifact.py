@@ -67,6 +67,7 @@ def export(upstream_text: str, signatures, main: str, path: str) -> None:
             "arg_names": list(sig.arg_names),
             "messages": list(sig.messages),
             "derived": {k: str(e) for k, e in sig.derived},
+            "upper": dict(sig.upper),
         } for sig in signatures],
     }
     with open(os.path.join(path, "manifest.json"), "w") as f:

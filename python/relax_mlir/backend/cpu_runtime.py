@@ -27,7 +27,11 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
         if "relax.derived_symbols" in op.attributes:
             d = op.attributes["relax.derived_symbols"]
             derived = {d[i].name: ir.StringAttr(d[i].attr).value for i in range(len(d))}
-        sigs.append(Signature.make(name, params, results, names, msgs, derived))
+        bounds = {}
+        if "relax.symbol_bounds" in op.attributes:
+            d = op.attributes["relax.symbol_bounds"]
+            bounds = {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
+        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds))
     return sigs
 
 

@@ -47,9 +47,10 @@ class Signature:
     messages: tuple[str, ...]
     bindings: tuple[tuple[str, int, int], ...]  # symbol, param, dim
     derived: tuple[tuple[str, Expr], ...] = ()  # match_cast-bound symbols, in binding order
+    upper: tuple[tuple[str, int], ...] = ()  # relax.symbol_bounds
 
     @staticmethod
-    def make(name, params, results, arg_names, messages, derived=None) -> "Signature":
+    def make(name, params, results, arg_names, messages, derived=None, upper=None) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -58,7 +59,8 @@ class Signature:
                     seen.add(str(d))
                     binds.append((str(d), i, j))
         return Signature(name, tuple(params), tuple(results), tuple(arg_names), tuple(messages), tuple(binds),
-                         tuple((k, parse_expr(v)) for k, v in (derived or {}).items()))
+                         tuple((k, parse_expr(v)) for k, v in (derived or {}).items()),
+                         tuple(sorted((upper or {}).items())))
 
 
 class Function:
@@ -88,6 +90,10 @@ class Function:
                     raise ValueError(
                         f"@{sig.name}: {sig.arg_names[i]} has shape {tuple(a.shape)}, but dim {j} must be {d}"
                         + (f" ({how})" if how else "") + f"; the signature is {p}")
+        for s, ub in sig.upper:
+            if s in env and env[s] > ub:
+                raise ValueError(f"@{sig.name}: symbol {s} = {env[s]} (from {where[s]}) exceeds its upper bound {ub} "
+                                 f"(relax.symbol_bounds)")
         return env
 
     def __call__(self, *args: Any):

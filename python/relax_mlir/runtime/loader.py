@@ -20,7 +20,8 @@ def _sig(entry: dict) -> Signature:
         return TensorSig(tuple(None if d is None else parse_expr(str(d)) for d in t["dims"]), t["dtype"])
 
     return Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
-                          entry["arg_names"], entry["messages"], entry.get("derived", {}))
+                          entry["arg_names"], entry["messages"], entry.get("derived", {}),
+                          entry.get("upper", {}))
 
 
 def _descriptor(a: np.ndarray) -> np.ndarray:

@@ -105,8 +105,8 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
     def dim_of(value: ir.Value, axis: int) -> ir.Value:
         return m.create("relax.dim", [value], {"axis": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis)})
 
-    def check(cond_a: ir.Value, cond_b: ir.Value, message: str):
-        c = m.create("arith.cmpi", [cond_a, cond_b], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
+    def check(cond_a: ir.Value, cond_b: ir.Value, message: str, predicate: int = 0):
+        c = m.create("arith.cmpi", [cond_a, cond_b], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)},
                      result=ir.IntegerType.get_signless(1))
         messages.append(message)
         with m.ip, m.loc:
@@ -117,6 +117,11 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
     binds = param_bindings(params)
     for s, (i, j) in binds.items():
         m.values[s] = dim_of(block.arguments[i], j)
+    from relax_mlir.transforms.infer_shapes import function_facts
+
+    for s, ub in sorted(function_facts(f).upper.items()):
+        if s in m.values:  # sle: the memory plan sizes storage at these bounds
+            check(m.values[s], m.const(ub), f"symbol {s} exceeds its upper bound {ub} (relax.symbol_bounds)", 3)
     for i, t in enumerate(params):
         if isinstance(t, TensorType) and t.dims is None:
             raise PassError(f, f"parameter #{i} has unknown rank, which the run time does not support yet")

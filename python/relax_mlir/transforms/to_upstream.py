@@ -91,6 +91,8 @@ class _Lowerer:
             new = ir.Operation.create("func.func", results=[], operands=[], attributes=attrs, regions=1)
         block = new.regions[0].blocks.append(*arg_types)
         self.ip = ir.InsertionPoint(block)
+        self.blocks: dict[int, ir.Value] = {}
+        self.block_start = None
         old_block = f.regions[0].blocks[0]
         self.outs = []
         if self.entry:
@@ -105,6 +107,13 @@ class _Lowerer:
                 self.map[a] = b
         self.block(old_block)
         return new
+
+    def mark_block_start(self):
+        """Storage blocks are allocated where the guarded body starts (after the checks)."""
+        with self.ip, self.loc:
+            anchor = ir.Operation.create("arith.constant", results=[self.index],
+                                         attributes={"value": ir.IntegerAttr.get(self.index, 0)})
+        self.block_start = anchor
 
     def open_guard(self):
         """Wrap the rest of the body in scf.if(all checks hold)."""
@@ -141,6 +150,7 @@ class _Lowerer:
             n = op.name
             if not self.guard_opened and not (n in self.PROLOGUE or n.startswith("arith.")):
                 self.open_guard()
+                self.mark_block_start()
             self.op(op)
 
     def op(self, op: ir.Operation):
@@ -201,15 +211,38 @@ class _Lowerer:
         tensors, syms, dims = vals[:n_in], vals[n_in:n_in + n_sym], vals[n_in + n_sym:]
         empties = []
         k = 0
-        for r in op.results:
+        storage = [ir.IntegerAttr(a).value for a in op.attributes["relax.storage"]] \
+            if "relax.storage" in op.attributes else [-1] * len(op.results)
+        for r, blk in zip(op.results, storage):
             t = view(r.type)
             nd = sum(1 for d in t.dims if not d.is_const)
-            empties.append(self.create("tensor.empty", [builtin_type(r.type)], dims[k:k + nd]).results[0])
+            if blk >= 0:
+                empties.append(self.planned_buffer(blk, r.type, dims[k:k + nd]))
+            else:
+                empties.append(self.create("tensor.empty", [builtin_type(r.type)], dims[k:k + nd]).results[0])
             k += nd
         new = self.create("func.call", [builtin_type(r.type) for r in op.results], tensors + empties + syms,
                           {"callee": op.attributes["callee"]})
         for a, b in zip(op.results, new.results):
             self.map[a] = b
+
+    def planned_buffer(self, blk: int, rtype: ir.Type, dyn: list) -> ir.Value:
+        """A destination tensor placed in storage block `blk` of the memory plan."""
+        if blk not in self.blocks:
+            plan = self.f.attributes["relax.memory_plan"]
+            size = ir.IntegerAttr(plan["blocks"][blk]).value
+            mt = ir.Type.parse(f"memref<{max(size, 1)}xi8>")
+            with ir.InsertionPoint(self.block_start), self.loc:
+                self.blocks[blk] = ir.Operation.create(
+                    "memref.alloc", results=[mt], operands=[], attributes={
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0]),
+                        "alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 64)}).results[0]
+        t = view(rtype)
+        mref = ir.Type.parse(builtin_memref_text(t))
+        zero = self.const_index(0)
+        v = self.create("memref.view", [mref], [self.blocks[blk], zero] + list(dyn)).results[0]
+        return self.create("bufferization.to_tensor", [builtin_type(rtype)], [v],
+                           {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()}).results[0]
 
     def reshape(self, op: ir.Operation):
         t = view(op.results[0].type)

@@ -1,0 +1,152 @@
+"""`relax-plan-memory`: graph-level static memory planning with symbolic sizes.
+
+After relax-legalize, every intermediate tensor is a `call_tir` result. Its lifetime is
+[defining op, last use] in program order (a `reshape`/`match_cast` view extends its source's
+lifetime). Sizes are symbolic byte counts, evaluated at the symbols' upper bounds
+(`relax.symbol_bounds`) when every symbol has one, else kept symbolic (sized per call). Tensors are
+assigned greedily, largest first, to storage blocks whose occupants do not overlap in time
+(best fit). Results that leave the function are not planned: they are written straight into the
+caller's buffers.
+
+The plan is attached as attributes that relax-to-upstream lowers: `relax.storage = [block]` on
+each planned `call_tir` result, and on the function `relax.memory_plan = {blocks = [sizes],
+planned_peak_bytes, live_peak_bytes, unplanned_bytes}` (sizes as integers or expressions).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.passes import ModulePass
+from relax_mlir.shape import Expr, const
+from relax_mlir.transforms.infer_shapes import function_facts, graph_functions
+
+ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+VIEW_OPS = ("relax.reshape", "relax.match_cast")
+
+
+def nbytes(t: TensorType) -> Expr:
+    n: Expr = const(ITEMSIZE[t.dtype])
+    for d in t.dims:
+        n = n * d
+    return n
+
+
+@dataclass
+class Interval:
+    value: ir.Value
+    op: ir.Operation
+    start: int
+    end: int
+    size: Expr
+    bound: int | None
+
+
+def plan_function(f: ir.Operation):
+    facts = function_facts(f)
+    block = f.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    index = {}
+    for i, op in enumerate(ops):
+        index[op] = i
+    root: dict = {}  # view value -> the planned value it aliases
+    intervals: dict = {}
+    escaping = set()
+    for i, op in enumerate(ops):
+        if op.name == "relax_v.call_tir":
+            for r in op.results:
+                t = view(r.type)
+                if isinstance(t, TensorType) and t.known:
+                    sz = nbytes(t)
+                    intervals[r] = Interval(r, op, i, i, sz, facts.upper_bound(sz))
+        elif op.name in VIEW_OPS and op.operands[0] in (intervals.keys() | root.keys()):
+            root[op.results[0]] = root.get(op.operands[0], op.operands[0])
+        for v in op.operands:
+            v = root.get(v, v)
+            if v in intervals:
+                intervals[v].end = max(intervals[v].end, i)
+                if op.name == "func.return":
+                    escaping.add(v)
+        # Uses inside nested regions (dataflow) count at the region op.
+        for reg in op.regions:
+            for b in reg.blocks:
+                for inner in b.operations:
+                    for v in inner.operation.operands:
+                        v = root.get(v, v)
+                        if v in intervals:
+                            intervals[v].end = max(intervals[v].end, i)
+    # Tensors without an upper bound are left to per-call allocation by bufferization.
+    planned = [iv for v, iv in intervals.items() if v not in escaping and iv.bound is not None]
+    return planned, facts
+
+
+def assign(planned: list[Interval]) -> list[tuple[Expr, list[Interval]]]:
+    """Greedy best fit: largest first; a block is reused when no occupant overlaps in time."""
+    def key(iv):
+        return (-(iv.bound if iv.bound is not None else 1 << 62), iv.start)
+
+    blocks: list[tuple[Expr, int | None, list[Interval]]] = []
+    for iv in sorted(planned, key=key):
+        best = None
+        for bi, (size, bound, occ) in enumerate(blocks):
+            if any(not (iv.end < o.start or o.end < iv.start) for o in occ):
+                continue
+            fits = (bound is not None and iv.bound is not None and iv.bound <= bound) or size == iv.size
+            if fits and (best is None or (blocks[best][1] or 0) > (bound or 0)):
+                best = bi
+        if best is None:
+            blocks.append((iv.size if iv.bound is None else const(iv.bound), iv.bound, [iv]))
+        else:
+            blocks[best][2].append(iv)
+    return [(size, occ) for size, _, occ in blocks]
+
+
+def live_peak(planned: list[Interval]) -> int | None:
+    """Largest total size of simultaneously live tensors (at upper bounds)."""
+    if any(iv.bound is None for iv in planned):
+        return None
+    peak = 0
+    for t in sorted({iv.start for iv in planned}):
+        peak = max(peak, sum(iv.bound for iv in planned if iv.start <= t <= iv.end))
+    return peak
+
+
+@dataclass(frozen=True)
+class PlanMemoryPass(ModulePass):
+    """Assign intermediate tensors to reusable storage blocks sized at symbolic upper bounds."""
+
+    name: ClassVar[str] = "relax-plan-memory"
+
+    def run(self, module: ir.Operation) -> None:
+        i64 = ir.IntegerType.get_signless(64)
+        for f in graph_functions(module):
+            if not f.regions[0].blocks:
+                continue
+            planned, _ = plan_function(f)
+            blocks = assign(planned)
+            for bi, (_, occ) in enumerate(blocks):
+                for iv in occ:
+                    res_index = list(iv.op.results).index(iv.value)
+                    old = iv.op.attributes["relax.storage"] if "relax.storage" in iv.op.attributes else None
+                    vals = [ir.IntegerAttr(a).value for a in old] if old is not None else [-1] * len(iv.op.results)
+                    vals[res_index] = bi
+                    iv.op.attributes["relax.storage"] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in vals])
+
+            def attr(e: Expr):
+                return ir.IntegerAttr.get(i64, e.value) if e.is_const else ir.StringAttr.get(str(e))
+
+            sizes = [s for s, _ in blocks]
+            planned_peak = sum((s for s in sizes), const(0))
+            unplanned = const(sum(iv.bound for iv in planned))
+            lp = live_peak(planned)
+            plan = {"blocks": ir.ArrayAttr.get([attr(s) for s in sizes]), "planned_peak_bytes": attr(planned_peak),
+                    "unplanned_bytes": attr(unplanned)}
+            if lp is not None:
+                plan["live_peak_bytes"] = ir.IntegerAttr.get(i64, lp)
+            f.attributes["relax.memory_plan"] = ir.DictAttr.get(plan)
+
+
+PASSES = (PlanMemoryPass,)

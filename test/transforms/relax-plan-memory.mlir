@@ -1,0 +1,25 @@
+// RUN: relax-opt %s --relax-legalize --relax-plan-memory | FileCheck %s
+// RUN: relax-opt %s --relax-legalize --relax-plan-memory --relax-to-upstream | FileCheck %s --check-prefix=LOWERED
+
+// Four intermediates of 4*256*n bytes (n <= 1024), at most two live at once: two blocks of
+// 1 MiB, reused alternately; the returned tensor goes to the caller's buffer (unplanned).
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: relax.memory_plan = {blocks = [1048576, 1048576], live_peak_bytes = 2097152 : i64, planned_peak_bytes = 2097152 : i64, unplanned_bytes = 4194304 : i64}
+// CHECK: %[[A:.*]] = "relax_v.call_tir"(%arg0, %arg1) {callee = @matmul, relax.storage = [0]}
+// CHECK: %[[B:.*]] = "relax_v.call_tir"(%[[A]]) {callee = @relu, relax.storage = [1]}
+// CHECK: %[[C:.*]] = "relax_v.call_tir"(%[[B]], %arg1) {callee = @matmul, relax.storage = [0]}
+// CHECK: %[[D:.*]] = "relax_v.call_tir"(%[[C]]) {callee = @tanh, relax.storage = [1]}
+// CHECK: "relax_v.call_tir"(%[[D]], %arg1) {callee = @matmul}
+
+// LOWERED: "symbol n exceeds its upper bound 1024 (relax.symbol_bounds)"
+// LOWERED: %[[BLK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1048576xi8>
+// LOWERED: %[[V:.*]] = memref.view %[[BLK]][%{{.*}}][%{{.*}}] : memref<1048576xi8> to memref<?x256xf32>
+// LOWERED: bufferization.to_tensor %[[V]] restrict writable
+func.func @main(%x: !relax.tensor<["n", 256], f32>, %w: !relax.tensor<[256, 256], f32>) -> !relax.tensor<["n", 256], f32> attributes {relax.symbol_bounds = {n = 1024}} {
+  %0 = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["n", 256], f32>
+  %1 = "relax.relu"(%0) : (!relax.tensor<["n", 256], f32>) -> !relax.tensor<["n", 256], f32>
+  %2 = "relax.matmul"(%1, %w) : (!relax.tensor<["n", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["n", 256], f32>
+  %3 = "relax.tanh"(%2) : (!relax.tensor<["n", 256], f32>) -> !relax.tensor<["n", 256], f32>
+  %4 = "relax.matmul"(%3, %w) : (!relax.tensor<["n", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["n", 256], f32>
+  return %4 : !relax.tensor<["n", 256], f32>
+}
