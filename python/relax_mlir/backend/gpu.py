@@ -1,0 +1,537 @@
+"""GPU (NVIDIA, PTX) backend: ordered IR -> IR stages from upstream linalg on tensors to `gpu.binary`.
+
+Triton-style layering like backend/cpu.py: a frozen `GPUOptions`, an ordered dict `STAGES` of named
+functions `(module_op, options) -> None` that mutate the module in place, and `lower()` that runs
+them in order. Input: the `relax-to-upstream` contract (private kernels on tensors, public entries
+on memrefs with an error slot; see transforms/to_upstream.py).
+
+Stages, in order:
+
+* ``bufferize``  the CPU backend's inline + one-shot bufferization (function boundaries, identity
+  layouts, outputs computed in place in the caller's buffers, ownership-based deallocation).
+* ``map``        `convert-linalg-to-parallel-loops`; then every outermost `scf.parallel` is tiled
+  here in Python (`_tile_parallel`, the same IR as `scf-parallel-loop-tiling{no-min-max-bounds}`:
+  an outer loop over tiles, an inner loop over a constant tile, an `scf.if` bounds guard) with a
+  tile chosen by its rank, and given its own `mapping` (innermost loop dim -> `block_x` /
+  `thread_x`, so that neighbouring threads touch neighbouring elements; dims beyond three run
+  sequentially); then `convert-parallel-loops-to-gpu` and `gpu-kernel-outlining`.
+  The upstream tiling pass is not used: it takes one tile-size list for every loop (a 1-D loop
+  would get the first entry only), and the canonicalize it needs afterwards merges the tile loop
+  into the point loop, which leaves nothing to map to threads.
+  Grid sizes are computed on the host from the dynamic dims (`ceildiv(dim, tile)`), so one
+  compiled module serves every value of the symbols.
+* ``to-ptx``     `nvvm-attach-target{chip features O}` and `gpu-lower-to-nvvm-pipeline{cubin-format=isa}`:
+  every `gpu.module` becomes a `gpu.binary` holding PTX text (`ptx_of` reads it). No CUDA toolkit
+  is needed; `ptxas -arch=<chip>` accepts the result. The stage runs in a child process by default
+  (`GPUOptions.isolate`): a bad chip / PTX-version pair is a fatal LLVM error that would kill the
+  calling process.
+
+Reductions: `convert-linalg-to-parallel-loops` keeps reduction dims as an `scf.for` inside the
+parallel loop, so a row reduction (softmax, layer norm, matmul's k) runs one thread per output
+element with a sequential loop -- correct, but no cooperative (shared memory / warp shuffle)
+reduction. A reduction whose leading loop dims are not parallel (a full or column reduction) gets
+an `scf.for` outside, and runs on the host in a loop of launches or, with no parallel dim at all,
+stays host code. Temporaries are `memref.alloc` (host memory) in the entry functions: a runtime
+must place them in device memory (not done here; there is no GPU runtime in this project yet).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from relax_mlir.backend.cpu import (
+    LoweringError,
+    _as_op,
+    _run_pipeline,
+    stage_bufferize as _cpu_stage_bufferize,
+    stage_inline as _cpu_stage_inline,
+)
+from relax_mlir.passes import ModulePass
+
+__all__ = [
+    "GPUOptions",
+    "GPUMapPass",
+    "GPUToPTXPass",
+    "GPUBufferizePass",
+    "LoweringError",
+    "PASSES",
+    "STAGES",
+    "lower",
+    "pipeline_strings",
+    "ptx_of",
+    "tile_for_rank",
+]
+
+# --------------------------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------------------------
+
+# The lowest PTX ISA version that supports each SM (PTX ISA docs, "Target ISA notes").
+_MIN_PTX = {50: 40, 52: 41, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 70,
+            86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 120: 87}
+
+
+@dataclass(frozen=True)
+class GPUOptions:
+    """Options of the GPU backend; hashable, so usable as a compile-cache key.
+
+    `block` is the thread block (x, y, z) of a 2-D or 3-D loop nest, x along the innermost
+    (contiguous) loop dim; a 1-D loop gets `prod(block)` threads along x.
+    """
+
+    chip: str = "sm_90"
+    features: str = "+ptx80"
+    opt_level: int = 3
+    block: tuple[int, ...] = (32, 8)
+    isolate: bool = True  # run to-ptx in a child process (an LLVM fatal error cannot kill us)
+
+    def __post_init__(self):
+        m = re.fullmatch(r"sm_(\d+)a?", self.chip)
+        if not m:
+            raise ValueError(f"chip must look like sm_90, got {self.chip!r}")
+        f = re.fullmatch(r"\+ptx(\d+)", self.features)
+        if not f:
+            raise ValueError(f"features must look like +ptx80, got {self.features!r}")
+        sm, ptx = int(m.group(1)), int(f.group(1))
+        need = _MIN_PTX.get(sm)
+        if need is None:
+            lower = [k for k in _MIN_PTX if k <= sm]
+            need = _MIN_PTX[max(lower)] if lower else 0
+        if ptx < need:
+            raise ValueError(f"{self.chip} needs PTX ISA {need // 10}.{need % 10} or newer "
+                             f"(features=+ptx{need}), got {self.features}")
+        if self.opt_level not in (0, 1, 2, 3):
+            raise ValueError(f"opt_level must be 0..3, got {self.opt_level}")
+        if not (1 <= len(self.block) <= 3) or any(b < 1 for b in self.block):
+            raise ValueError(f"block must be 1 to 3 positive sizes, got {self.block}")
+        if math.prod(self.block) > 1024:
+            raise ValueError(f"a block holds at most 1024 threads, got {self.block}")
+
+
+def tile_for_rank(rank: int, options: GPUOptions) -> list[int]:
+    """Tile sizes (outermost loop dim first) of a `rank`-D parallel loop."""
+    if rank == 1:
+        return [math.prod(options.block)]
+    xyz = list(options.block) + [1] * (3 - len(options.block))
+    inner = list(reversed(xyz[:min(rank, 3)]))  # ..., y, x
+    return [1] * (rank - len(inner)) + inner
+
+
+# --------------------------------------------------------------------------------------------
+# IR helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _outermost_parallel_loops(module_op: ir.Operation) -> list[ir.Operation]:
+    found = []
+
+    def visit(o):
+        if o.name == "scf.parallel":
+            found.append(o)
+            return ir.WalkResult.SKIP
+        if o.name == "gpu.launch" or o.name == "gpu.module":
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _const_index_value(v: ir.Value) -> int | None:
+    owner = v.owner
+    if isinstance(owner, ir.Block) or not hasattr(owner, "name"):
+        return None
+    if owner.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    try:
+        return ir.IntegerAttr(attr).value
+    except ValueError:
+        return None
+
+
+def _mk(name, results, operands, attrs=None, regions=0) -> ir.Operation:
+    return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {},
+                               regions=regions)
+
+
+def _mapping_attr(rank: int, level: str) -> ir.Attribute:
+    """Innermost dim -> x, then y, z; further (outer) dims sequential."""
+    procs = []
+    for d in range(rank):
+        k = rank - 1 - d  # 0 for the innermost dim
+        procs.append(f"{level}_{'xyz'[k]}" if k < 3 else "sequential")
+    text = ", ".join(f"#gpu.loop_dim_map<processor = {p}, map = (d0) -> (d0), bound = (d0) -> (d0)>"
+                     for p in procs)
+    return ir.Attribute.parse(f"[{text}]")
+
+
+def _tile_parallel(ploop: ir.Operation, sizes: list[int]) -> None:
+    """Tile one `scf.parallel` (no reductions) as scf-parallel-loop-tiling{no-min-max-bounds}
+    does, and set the block / thread mapping of both loops."""
+    from mlir.dialects import scf
+
+    n = len(sizes)
+    operands = list(ploop.operands)
+    lbs, ubs, steps = operands[:n], operands[n:2 * n], operands[2 * n:3 * n]
+    idx = ir.IndexType.get()
+    old_block = ploop.regions[0].blocks[0]
+    with ir.InsertionPoint(ploop), ploop.location:
+        def const(c):
+            return _mk("arith.constant", [idx], [], {"value": ir.IntegerAttr.get(idx, c)}).results[0]
+
+        zero = const(0)
+        tile_steps = []
+        for s, t in zip(steps, sizes):
+            sc = _const_index_value(s)
+            tile_steps.append(const(sc * t) if sc is not None else
+                              _mk("arith.muli", [idx], [s, const(t)]).results[0])
+        outer = scf.ParallelOp([], lbs, ubs, tile_steps, [])
+        ob = outer.region.blocks.append(*([idx] * n))
+        with ir.InsertionPoint(ob):
+            inner = scf.ParallelOp([], [zero] * n, tile_steps, steps, [])
+            ib = inner.region.blocks.append(*([idx] * n))
+            _mk("scf.reduce", [], [])
+        with ir.InsertionPoint(ib):
+            ivs, cond = [], None
+            for k in range(n):
+                iv = _mk("arith.addi", [idx], [ib.arguments[k], ob.arguments[k]]).results[0]
+                ivs.append(iv)
+                if sizes[k] == 1 and _const_index_value(steps[k]) == 1:
+                    continue  # the tile loop alone covers this dim exactly
+                c = _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [iv, ubs[k]],
+                        {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 6)}).results[0]  # ult
+                cond = c if cond is None else _mk("arith.andi", [c.type], [cond, c]).results[0]
+            if cond is not None:
+                ifop = _mk("scf.if", [], [cond], regions=2)
+                then = ifop.regions[0].blocks.append()
+                with ir.InsertionPoint(then):
+                    yld = _mk("scf.yield", [], [])
+                dest = (yld, True)
+            else:
+                dest = (None, False)
+            red = _mk("scf.reduce", [], [])
+        for k in range(n):
+            old_block.arguments[k].replace_all_uses_with(ivs[k])
+        body = list(old_block.operations)
+        for o in body[:-1]:  # the old scf.reduce terminator stays behind
+            if dest[1]:
+                o.move_before(dest[0])
+            else:
+                o.move_before(red)
+        outer.attributes["mapping"] = _mapping_attr(n, "block")
+        inner.attributes["mapping"] = _mapping_attr(n, "thread")
+    ploop.erase()
+
+
+def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    while True:
+        parent = op.parent
+        if parent is None:
+            return False
+        if parent == ancestor:
+            return True
+        if parent.name == "builtin.module":
+            return False
+        op = parent
+
+
+def _sink_constants(module_op: ir.Operation) -> None:
+    """Clone the `arith.constant`s a `gpu.launch` body uses into it, so that outlining does not
+    turn them into kernel parameters (unlike gpu-launch-sink-index-computations, this never moves
+    a `memref.dim` into a kernel)."""
+    launches = []
+
+    def visit(o):
+        if o.name == "gpu.launch":
+            launches.append(o)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for launch in launches:
+        entry = launch.regions[0].blocks[0]
+        first = entry.operations[0]
+        clones = {}
+        uses = []
+
+        def collect(o):
+            for i, v in enumerate(o.operands):
+                owner = v.owner
+                if isinstance(owner, ir.Block):
+                    continue
+                owner = owner.operation if hasattr(owner, "operation") else owner
+                if owner.name == "arith.constant" and not _is_inside(owner, launch):
+                    uses.append((o, i, owner))
+            return ir.WalkResult.ADVANCE
+
+        for o in entry.operations:
+            o.operation.walk(collect, ir.WalkOrder.PRE_ORDER)
+        for o, i, c in uses:
+            key = c
+            if key not in clones:
+                cl = c.clone(ir.InsertionPoint(first))
+                clones[key] = cl
+            o.operands[i] = clones[key].results[0]
+
+
+def _map_parallel_loops(module_op: ir.Operation, options: GPUOptions) -> int:
+    loops = _outermost_parallel_loops(module_op)
+    with module_op.context, ir.Location.unknown():
+        for p in loops:
+            if len(p.results) or len(p.regions[0].blocks[0].operations) == 0:
+                continue
+            n = (len(p.operands)) // 3
+            if len(p.operands) != 3 * n:  # has init values (reductions): leave on the host
+                continue
+            _tile_parallel(p, tile_for_rank(n, options))
+    return len(loops)
+
+
+# --------------------------------------------------------------------------------------------
+# Stages
+# --------------------------------------------------------------------------------------------
+
+_TO_LOOPS = "func.func(convert-linalg-to-parallel-loops)"
+_TO_LAUNCH = "func.func(convert-parallel-loops-to-gpu)"
+_OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
+_TO_GPU = f"{_TO_LAUNCH},[sink constants],{_OUTLINE}"
+
+
+def _attach_pipeline(options: GPUOptions) -> str:
+    return (f"nvvm-attach-target{{chip={options.chip} features={options.features} "
+            f"O={options.opt_level}}}")
+
+
+def _nvvm_pipeline(options: GPUOptions) -> str:
+    return (f"gpu-lower-to-nvvm-pipeline{{cubin-format=isa cubin-chip={options.chip} "
+            f"cubin-features={options.features} opt-level={options.opt_level}}}")
+
+
+def stage_bufferize(module, options: GPUOptions) -> None:
+    """Inline kernels into the entries and bufferize (the CPU backend's stages)."""
+    from relax_mlir.backend.cpu import CPUOptions
+
+    cpu_opts = CPUOptions(num_threads=1)
+    _cpu_stage_inline(module, cpu_opts)
+    _cpu_stage_bufferize(module, cpu_opts)
+
+
+def stage_map(module, options: GPUOptions) -> None:
+    """linalg -> scf.parallel -> tiled and mapped -> gpu.launch -> outlined gpu.func kernels."""
+    op = _as_op(module)
+    _run_pipeline(op, _TO_LOOPS, "map")
+    _map_parallel_loops(op, options)
+    _run_pipeline(op, _TO_LAUNCH, "map")
+    _sink_constants(op)
+    _run_pipeline(op, _OUTLINE, "map")
+
+
+def _to_ptx_inprocess(op: ir.Operation, options: GPUOptions) -> None:
+    _run_pipeline(op, _attach_pipeline(options), "to-ptx")
+    _run_pipeline(op, _nvvm_pipeline(options), "to-ptx")
+
+
+_CHILD = r"""
+import sys
+from mlir import ir
+from relax_mlir.backend import gpu
+from relax_mlir.backend.cpu import LoweringError
+text = sys.stdin.read()
+chip, features, opt = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ir.Context()
+ctx.allow_unregistered_dialects = True
+with ctx:
+    m = ir.Module.parse(text)
+    try:
+        gpu._to_ptx_inprocess(m.operation, gpu.GPUOptions(chip=chip, features=features, opt_level=opt,
+                                                           isolate=False))
+    except LoweringError as e:
+        sys.stderr.write("\x00PIPELINE\x00" + e.pipeline + "\x00" + e.diagnostics)
+        sys.exit(3)
+    sys.stdout.write(m.operation.get_asm(enable_debug_info=False))
+"""
+
+
+def _replace_body(op: ir.Operation, text: str) -> None:
+    """Replace the ops of module `op` with those of the module in `text` (same context)."""
+    with op.context:
+        new = ir.Module.parse(text)
+        block = op.regions[0].blocks[0]
+        for o in list(block.operations):
+            o.erase()
+        for o in list(new.body.operations):
+            o.detach_from_parent()
+            block.append(o)
+        attrs = new.operation.attributes
+        for a in list(attrs):
+            name = a if isinstance(a, str) else a.name
+            op.attributes[name] = attrs[name]
+
+
+def stage_to_ptx(module, options: GPUOptions) -> None:
+    """NVVM target, GPU-to-NVVM and host lowering; each gpu.module becomes a gpu.binary of PTX."""
+    op = _as_op(module)
+    if not options.isolate:
+        _to_ptx_inprocess(op, options)
+        return
+    text = op.get_asm(enable_debug_info=False)
+    env = dict(os.environ)
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([src] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    try:
+        r = subprocess.run([sys.executable, "-c", _CHILD, options.chip, options.features,
+                            str(options.opt_level)], input=text, capture_output=True, text=True,
+                           env=env, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise LoweringError("to-ptx", _nvvm_pipeline(options), "timed out") from None
+    if r.returncode != 0:
+        err = r.stderr
+        if err.startswith("\x00PIPELINE\x00"):
+            _, _, step, diags = err.split("\x00", 3)
+            raise LoweringError("to-ptx", step, diags)
+        raise LoweringError("to-ptx", _nvvm_pipeline(options),
+                            f"the lowering process failed (exit code {r.returncode}):\n{err[-4000:]}")
+    _replace_body(op, r.stdout)
+
+
+STAGES: dict[str, Callable[[ir.Operation, GPUOptions], None]] = {
+    "bufferize": stage_bufferize,
+    "map": stage_map,
+    "to-ptx": stage_to_ptx,
+}
+
+
+def pipeline_strings(options: GPUOptions | None = None) -> dict[str, str]:
+    """The upstream passes of each stage (the tiling and mapping step is Python, `_tile_parallel`)."""
+    options = options or GPUOptions()
+    return {
+        "bufferize": "relax-cpu-inline, relax-cpu-bufferize (backend/cpu.py)",
+        "map": f"{_TO_LOOPS},[tile + map scf.parallel: block={options.block}],{_TO_GPU}",
+        "to-ptx": f"{_attach_pipeline(options)},{_nvvm_pipeline(options)}",
+    }
+
+
+def lower(module, options: GPUOptions | None = None, until: str | None = None) -> None:
+    """Run the stages in order on `module` (in place); stop after stage `until` if given."""
+    options = options or GPUOptions()
+    if until is not None and until not in STAGES:
+        raise ValueError(f"unknown GPU stage {until!r}; stages: {', '.join(STAGES)}")
+    for name, stage in STAGES.items():
+        stage(module, options)
+        if name == until:
+            break
+
+
+# --------------------------------------------------------------------------------------------
+# PTX extraction
+# --------------------------------------------------------------------------------------------
+
+
+def _binaries(module_op: ir.Operation) -> list[ir.Operation]:
+    return [o.operation for o in module_op.regions[0].blocks[0].operations
+            if o.operation.name == "gpu.binary"]
+
+
+def ptx_of(module_op) -> dict[str, str]:
+    """PTX text of each `gpu.binary` (by symbol name) of a module lowered by the to-ptx stage.
+
+    A module still holding `gpu.module`s (mapped, not yet lowered) is lowered on a copy first.
+    """
+    from mlir.dialects import gpu as gpu_d
+
+    op = _as_op(module_op)
+    bins = _binaries(op)
+    if not bins and any(o.operation.name == "gpu.module" for o in op.regions[0].blocks[0].operations):
+        with op.context:
+            copy = ir.Module.parse(op.get_asm(enable_debug_info=False))
+            stage_to_ptx(copy.operation, GPUOptions())
+            return ptx_of(copy.operation)
+    out = {}
+    for b in bins:
+        name = ir.StringAttr(b.attributes["sym_name"]).value
+        for obj in ir.ArrayAttr(b.attributes["objects"]):
+            data = gpu_d.ObjectAttr(obj).object
+            out[name] = data.decode() if isinstance(data, bytes) else str(data)
+            break
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Passes for the driver
+# --------------------------------------------------------------------------------------------
+
+
+def _options_from(p) -> GPUOptions:
+    block = tuple(int(b) for b in p.block.replace("x", ",").split(",") if b.strip())
+    return GPUOptions(chip=p.chip, features=p.features, block=block)
+
+
+@dataclass(frozen=True)
+class _GPUPass(ModulePass):
+    chip: str = "sm_90"
+    features: str = "+ptx80"
+    block: str = "32,8"
+
+
+@dataclass(frozen=True)
+class GPUBufferizePass(_GPUPass):
+    """Inline kernels and bufferize for the GPU backend."""
+
+    name: ClassVar[str] = "relax-gpu-bufferize"
+
+    def run(self, module: ir.Operation) -> None:
+        stage_bufferize(module, _options_from(self))
+
+
+@dataclass(frozen=True)
+class GPUMapPass(_GPUPass):
+    """Bufferize and map linalg onto GPU blocks and threads: outlined gpu.func kernels."""
+
+    name: ClassVar[str] = "relax-gpu-map"
+
+    def run(self, module: ir.Operation) -> None:
+        o = _options_from(self)
+        stage_bufferize(module, o)
+        stage_map(module, o)
+
+
+@dataclass(frozen=True)
+class GPUToPTXPass(_GPUPass):
+    """Lower mapped GPU code to NVVM; every gpu.module becomes a gpu.binary of PTX text."""
+
+    name: ClassVar[str] = "relax-gpu-to-ptx"
+
+    def run(self, module: ir.Operation) -> None:
+        stage_to_ptx(module, _options_from(self))
+
+
+@dataclass(frozen=True)
+class TestGPUPTXPass(_GPUPass):
+    """Test pass: lower to PTX, empty the module, and print each kernel's PTX to stdout as
+    comment lines (`// ptx @name`, then `// <line>`), ahead of the (empty) module."""
+
+    name: ClassVar[str] = "test-relax-gpu-ptx"
+
+    def run(self, module: ir.Operation) -> None:
+        o = _options_from(self)
+        stage_to_ptx(module, o)
+        ptx = ptx_of(module)
+        for o_ in list(module.regions[0].blocks[0].operations):
+            o_.erase()
+        for name, text in ptx.items():
+            sys.stdout.write(f"// ptx @{name}\n")
+            for line in text.splitlines():
+                sys.stdout.write(f"// {line}\n")
+        sys.stdout.flush()
+
+
+PASSES = (GPUBufferizePass, GPUMapPass, GPUToPTXPass, TestGPUPTXPass)
