@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 .PHONY: test demo lit pytest setup irdl bench clean
 
 setup: $(STAMP)
+	-@command -v spirv-val >/dev/null || ((apt-get update -q && apt-get install -y -q spirv-tools mesa-vulkan-drivers libvulkan1) >/dev/null 2>&1 || true)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)

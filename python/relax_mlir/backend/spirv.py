@@ -1,0 +1,571 @@
+"""SPIR-V (Vulkan) backend: ordered IR -> IR stages from upstream linalg on tensors to SPIR-V binaries.
+
+Same layering as backend/cpu.py: a frozen `SPIRVOptions`, an ordered dict `STAGES` of named
+functions `(module, options) -> None` that mutate the module in place, and `lower()`.
+
+Input contract: the module after `relax-to-upstream` (private kernels on tensors in
+destination-passing style, public entries on memrefs with a trailing `memref<1xi32>` error slot).
+
+Stages, in order:
+
+* ``inline``     kernels into the entries, symbol-dce, canonicalize, cse (as on the CPU).
+* ``bufferize``  empty-tensor elimination and one-shot bufferization with identity layouts; no
+  deallocation pipeline (the Vulkan runtime owns and frees every buffer).
+* ``loops``      linalg -> `scf.parallel`; host-level sequential work (a full reduction's
+  `scf.for` nest, a store into a 0-d buffer) is wrapped into a one-iteration `scf.parallel` so
+  that it runs on the device too; parallel-loop tiling (`no-min-max-bounds`), canonicalize.
+* ``map``        explicit GPU mapping (tile loops -> workgroups, intra-tile loops -> invocations;
+  canonicalize merges the nested loops of a tiling, so the mapping is computed here instead of
+  by gpu-map-parallel-loops), then `convert-parallel-loops-to-gpu`.
+* ``flatten``    every buffer a launch reads or writes is passed as a 1-D `memref<?xT>`
+  (`memref.collapse_shape` on the host) and its indices are linearized inside the kernel with
+  dims computed on the host: SPIR-V cannot lower `memref.dim` nor dynamic strides in a kernel.
+  Then `gpu-kernel-outlining` (NOT gpu-launch-sink-index-computations).
+* ``to-spirv``   `spirv-attach-target`, `map-memref-spirv-storage-class{client-api=vulkan}`,
+  `convert-gpu-to-spirv`, `spirv.module(spirv-lower-abi-attrs, spirv-update-vce)`.
+* ``serialize``  each `spirv.module` moves into its `gpu.module`, `gpu-module-to-binary{format=bin}`.
+
+After `to-spirv` the host side (the entries) holds only `arith`, `memref.dim/alloc/collapse_shape/
+expand_shape/copy/load/store`, `scf.if/for` and `gpu.launch_func`: runtime/vulkan.py interprets it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from relax_mlir.backend.cpu import LoweringError, _as_op, _run_pipeline, _top_funcs, _walk
+from relax_mlir.passes import ModulePass
+
+__all__ = ["PASSES", "STAGES", "SPIRVOptions", "SPIRVLowerPass", "SPIRVMapPass", "LoweringError", "lower",
+           "pipeline_strings", "spirv_binaries", "kernel_abis"]
+
+
+@dataclass(frozen=True)
+class SPIRVOptions:
+    """Options of the SPIR-V backend; hashable."""
+
+    # Invocations per workgroup along the tiled dims: the parallel-loop tile sizes, in order of
+    # the loop dims (a 1-D loop uses the first, a 2-D loop the first two, further dims 1).
+    tile_sizes: tuple[int, ...] = (32, 8)
+    caps: tuple[str, ...] = ("Shader",)
+    exts: tuple[str, ...] = ("SPV_KHR_storage_buffer_storage_class",)
+    spirv_version: str = "v1.0"
+
+    def __post_init__(self):
+        if not self.tile_sizes or any(t < 1 for t in self.tile_sizes):
+            raise ValueError(f"tile_sizes must be positive, got {self.tile_sizes}")
+        prod = 1
+        for t in self.tile_sizes[:3]:
+            prod *= t
+        if prod > 1024:
+            raise ValueError(f"a workgroup may hold at most 1024 invocations, got {self.tile_sizes}")
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+_INLINE = "func.func(lower-affine),inline,symbol-dce,canonicalize,cse"
+_BUFFERIZE = (
+    "eliminate-empty-tensors,"
+    "empty-tensor-to-alloc-tensor,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map "
+    "unknown-type-conversion=identity-layout-map},"
+    "canonicalize,cse"
+)
+
+
+def _loops_pipeline(options: SPIRVOptions) -> str:
+    sizes = ",".join(str(t) for t in options.tile_sizes)
+    return (f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={sizes} no-min-max-bounds=true}}),"
+            "canonicalize,cse")
+
+
+_TO_GPU = "func.func(convert-parallel-loops-to-gpu),lower-affine,canonicalize,cse"
+_OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
+
+
+def _to_spirv_pipeline(options: SPIRVOptions) -> str:
+    caps = ",".join(options.caps)
+    exts = ",".join(options.exts)
+    return (f"spirv-attach-target{{ver={options.spirv_version} caps={caps} exts={exts} client_api=Vulkan}},"
+            "map-memref-spirv-storage-class{client-api=vulkan},"
+            "gpu.module(convert-math-to-spirv),"
+            "convert-gpu-to-spirv,"
+            "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)")
+
+
+def _create(name, results=(), operands=(), attrs=None, regions=0):
+    return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attrs or {},
+                               regions=regions)
+
+
+def _const_index(n: int) -> ir.Value:
+    idx = ir.IndexType.get()
+    return _create("arith.constant", [idx], [], {"value": ir.IntegerAttr.get(idx, n)}).results[0]
+
+
+def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    p = op.parent
+    while p is not None:
+        if p == ancestor:
+            return True
+        p = p.parent
+    return False
+
+
+def _entries(module_op: ir.Operation):
+    return [f.operation for f in _top_funcs(module_op) if len(f.regions[0].blocks)
+            and not ("sym_visibility" in f.attributes
+                     and ir.StringAttr(f.attributes["sym_visibility"]).value == "private")]
+
+
+def _identity(t: ir.MemRefType) -> bool:
+    text = str(t)
+    return "strided" not in text and "affine_map" not in text
+
+
+def _defined_outside(v: ir.Value, region_op: ir.Operation) -> bool:
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        owner = owner.owner
+    else:
+        owner = owner.operation if hasattr(owner, "operation") else owner
+    return not (owner == region_op or _is_inside(owner, region_op))
+
+
+# --------------------------------------------------------------------------------------------
+# stages
+# --------------------------------------------------------------------------------------------
+
+
+def stage_inline(module, options: SPIRVOptions) -> None:
+    """Inline the kernels into the entries."""
+    _run_pipeline(module, _INLINE, "inline")
+
+
+def stage_bufferize(module, options: SPIRVOptions) -> None:
+    """One-shot bufferization with identity layouts; outputs computed in the caller's buffers."""
+    _run_pipeline(module, _BUFFERIZE, "bufferize")
+
+
+def _memory_ops(op: ir.Operation) -> bool:
+    found = []
+
+    def visit(o):
+        if o.name in ("memref.load", "memref.store", "memref.copy") or o.name.startswith("linalg."):
+            found.append(o)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return bool(found)
+
+
+def _wrap_host_work(func: ir.Operation) -> None:
+    """Wrap sequential host-level memory work (scf.for nests, stores) in one-iteration scf.parallel."""
+    err = func.regions[0].blocks[0].arguments[-1]
+    todo = []
+
+    def scan(block):
+        for o in block.operations:
+            o = o.operation
+            if o.name == "scf.parallel":
+                continue
+            if o.name == "scf.if":
+                for r in o.regions:
+                    for b in r.blocks:
+                        scan(b)
+                continue
+            if o.name == "scf.for" and _memory_ops(o):
+                todo.append(o)
+            elif o.name == "memref.store" and o.operands[1] != err:
+                todo.append(o)
+
+    scan(func.regions[0].blocks[0])
+    for o in todo:
+        with ir.InsertionPoint(o), o.location:
+            c0, c1 = _const_index(0), _const_index(1)
+            par = _create("scf.parallel", [], [c0, c1, c1],
+                          {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 0])}, regions=1)
+            body = par.regions[0].blocks.append(ir.IndexType.get())
+            with ir.InsertionPoint(body):
+                _create("scf.reduce", [], [], {}, regions=0)
+            o.move_before(body.operations[0])
+
+
+def stage_loops(module, options: SPIRVOptions) -> None:
+    """linalg -> parallel loops (host-level sequential work wrapped), tiled, canonicalized."""
+    op = _as_op(module)
+    _run_pipeline(op, "func.func(convert-linalg-to-parallel-loops),canonicalize,cse", "loops")
+    for f in _entries(op):
+        _wrap_host_work(f)
+    _run_pipeline(op, _loops_pipeline(options), "loops")
+
+
+def _const_value(v: ir.Value):
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        return None
+    o = owner.operation if hasattr(owner, "operation") else owner
+    if o.name == "arith.constant" and isinstance(o.attributes["value"], ir.IntegerAttr):
+        return ir.IntegerAttr(o.attributes["value"]).value
+    return None
+
+
+_PROCS = {"block": ("block_x", "block_y", "block_z"), "thread": ("thread_x", "thread_y", "thread_z")}
+
+
+def _map_loop(par: ir.Operation, options: SPIRVOptions) -> None:
+    """Trailing dims 0..C step 1 (the intra-tile dims of a tiled, merged loop) -> invocations
+    (x fastest, at most 3 and 1024 in all); the other dims -> workgroups; the rest sequential.
+    Every such mapping is valid: it only decides which dims run on which processor."""
+    rank = list(ir.DenseI32ArrayAttr(par.attributes["operandSegmentSizes"]))[0]
+    ops = list(par.operands)
+    lbs, ubs, steps = ops[:rank], ops[rank:2 * rank], ops[2 * rank:3 * rank]
+    assigned = [None] * rank
+    threads, prod = 0, 1
+    for i in reversed(range(rank)):
+        ub = _const_value(ubs[i])
+        if (threads < 3 and ub is not None and ub > 0 and _const_value(lbs[i]) == 0
+                and _const_value(steps[i]) == 1 and prod * ub <= 1024):
+            assigned[i] = _PROCS["thread"][threads]
+            threads += 1
+            prod *= ub
+        else:
+            break
+    blocks = 0
+    for i in reversed(range(rank)):
+        if assigned[i] is None:
+            assigned[i] = _PROCS["block"][blocks] if blocks < 3 else "sequential"
+            blocks += 1
+    par.attributes["mapping"] = ir.ArrayAttr.get([ir.Attribute.parse(
+        f"#gpu.loop_dim_map<processor = {a}, map = (d0) -> (d0), bound = (d0) -> (d0)>") for a in assigned])
+
+
+def stage_map(module, options: SPIRVOptions) -> None:
+    """Map the outermost parallel loops onto workgroups/invocations; convert them to gpu.launch."""
+    op = _as_op(module)
+    with op.context, ir.Location.unknown():
+        tops = []
+        for f in _entries(op):
+            def visit(o, f=f):
+                if o.name == "scf.parallel":
+                    p = o.parent
+                    while p is not None and p != f:
+                        if p.name == "scf.parallel":
+                            return ir.WalkResult.ADVANCE
+                        p = p.parent
+                    tops.append(o)
+                return ir.WalkResult.ADVANCE
+
+            f.walk(visit, ir.WalkOrder.PRE_ORDER)
+        for p in tops:
+            _map_loop(p, options)
+    _run_pipeline(op, _TO_GPU, "map")
+    leftover = []
+    _walk(op, lambda o: leftover.append(o) if o.name == "scf.parallel" else None)
+    if leftover:
+        raise LoweringError("map", "convert-parallel-loops-to-gpu",
+                            f"{len(leftover)} parallel loop(s) were not mapped to the GPU")
+
+
+def _flatten_launch(launch: ir.Operation) -> None:
+    idx = ir.IndexType.get()
+    accesses = []
+
+    def visit(o):
+        if o.name in ("memref.load", "memref.store", "memref.dim"):
+            accesses.append(o)
+        elif o.name in ("memref.copy", "memref.subview", "memref.reinterpret_cast", "memref.alloc",
+                        "memref.alloca", "memref.collapse_shape", "memref.expand_shape") or o.name.startswith("linalg."):
+            raise LoweringError("flatten", "flatten buffers", f"unsupported op in a GPU kernel: {o.name}")
+        return ir.WalkResult.ADVANCE
+
+    launch.walk(visit, ir.WalkOrder.PRE_ORDER)
+    flat: dict = {}  # memref value -> (flat value, dims)
+
+    def flat_of(m: ir.Value):
+        for k, v in flat.items():
+            if k == m:
+                return v
+        t = ir.MemRefType(m.type)
+        if not _identity(t):
+            raise LoweringError("flatten", "flatten buffers", f"a kernel buffer has a non-identity layout: {t}")
+        if not _defined_outside(m, launch):
+            raise LoweringError("flatten", "flatten buffers", "a kernel buffer is defined inside the kernel")
+        with ir.InsertionPoint(launch), launch.location:
+            dims = []
+            for d in range(t.rank):
+                if t.is_dynamic_dim(d):
+                    dims.append(_create("memref.dim", [idx], [m, _const_index(d)]).results[0])
+                else:
+                    dims.append(t.shape[d])
+            if t.rank == 1:
+                fv = m
+            elif t.rank == 0:
+                ft = ir.MemRefType.get([1], t.element_type, memory_space=t.memory_space)
+                fv = _create("memref.expand_shape", [ft], [m], {
+                    "reassociation": ir.ArrayAttr.get([]),
+                    "static_output_shape": ir.DenseI64ArrayAttr.get([1])}).results[0]
+            else:
+                size = 1
+                for s in t.shape:
+                    size = ir.ShapedType.get_dynamic_size() if (t.is_dynamic_dim(0) or size < 0 or s < 0) else size * s
+                dyn = any(t.is_dynamic_dim(d) for d in range(t.rank))
+                ft = ir.MemRefType.get([ir.ShapedType.get_dynamic_size() if dyn else size], t.element_type,
+                                       memory_space=t.memory_space)
+                reassoc = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d)
+                                                              for d in range(t.rank)])])
+                fv = _create("memref.collapse_shape", [ft], [m], {"reassociation": reassoc}).results[0]
+        flat[m] = (fv, dims)
+        return flat[m]
+
+    for o in accesses:
+        if o.name == "memref.dim":
+            m = o.operands[0]
+            d = _const_value(o.operands[1])
+            if d is None or not _defined_outside(m, launch):
+                raise LoweringError("flatten", "flatten buffers", "memref.dim of a non-constant dim in a kernel")
+            _, dims = flat_of(m)
+            v = dims[d]
+            if isinstance(v, int):
+                with ir.InsertionPoint(o), o.location:
+                    v = _const_index(v)
+            o.results[0].replace_all_uses_with(v)
+            o.erase()
+            continue
+        is_load = o.name == "memref.load"
+        m = o.operands[0 if is_load else 1]
+        indices = list(o.operands)[1 if is_load else 2:]
+        t = ir.MemRefType(m.type)
+        if t.rank == 1 and _identity(t):
+            continue
+        fv, dims = flat_of(m)
+        with ir.InsertionPoint(o), o.location:
+            if t.rank == 0:
+                lin = _const_index(0)
+            else:
+                lin = indices[0]
+                for k in range(1, t.rank):
+                    dk = dims[k] if not isinstance(dims[k], int) else _const_index(dims[k])
+                    lin = _create("arith.muli", [idx], [lin, dk]).results[0]
+                    lin = _create("arith.addi", [idx], [lin, indices[k]]).results[0]
+            if is_load:
+                new = _create("memref.load", [o.results[0].type], [fv, lin])
+                o.results[0].replace_all_uses_with(new.results[0])
+            else:
+                _create("memref.store", [], [o.operands[0], fv, lin])
+        o.erase()
+
+
+def stage_flatten(module, options: SPIRVOptions) -> None:
+    """Pass 1-D buffers and host-computed dims to every launch; outline the kernels."""
+    op = _as_op(module)
+    with op.context, ir.Location.unknown():
+        launches = []
+        _walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
+        for l in launches:
+            _flatten_launch(l)
+        op.attributes["gpu.container_module"] = ir.UnitAttr.get()
+    _run_pipeline(op, "canonicalize,cse", "flatten")
+    _run_pipeline(op, _OUTLINE, "flatten")
+    with op.context:
+        # convert-gpu-to-spirv needs the workgroup size of each kernel.
+        for o in op.regions[0].blocks[0].operations:
+            if o.operation.name != "gpu.module":
+                continue
+            for k in o.regions[0].blocks[0].operations:
+                k = k.operation
+                if k.name != "gpu.func" or "spirv.entry_point_abi" in k.attributes:
+                    continue
+                size = [1, 1, 1]
+                if "known_block_size" in k.attributes:
+                    size = list(ir.DenseI32ArrayAttr(k.attributes["known_block_size"]))
+                k.attributes["spirv.entry_point_abi"] = ir.Attribute.parse(
+                    f"#spirv.entry_point_abi<workgroup_size = [{size[0]}, {size[1]}, {size[2]}]>")
+
+
+def stage_to_spirv(module, options: SPIRVOptions) -> None:
+    """gpu.func -> spirv.func in spirv.module, ABI lowered, VCE triple deduced."""
+    _run_pipeline(module, _to_spirv_pipeline(options), "to-spirv")
+
+
+def stage_serialize(module, options: SPIRVOptions) -> None:
+    """Move each spirv.module into its gpu.module and serialize it (`gpu.binary`)."""
+    op = _as_op(module)
+    top = op.regions[0].blocks[0]
+    with op.context:
+        gmods = {}
+        for o in top.operations:
+            o = o.operation
+            if o.name == "gpu.module":
+                gmods[ir.StringAttr(o.attributes["sym_name"]).value] = o
+        for o in list(top.operations):
+            o = o.operation
+            if o.name != "spirv.module":
+                continue
+            name = ir.StringAttr(o.attributes["sym_name"]).value if "sym_name" in o.attributes else ""
+            base = name[len("__spv__"):] if name.startswith("__spv__") else name
+            g = gmods.get(base)
+            if g is None:
+                raise LoweringError("serialize", "move spirv.module", f"no gpu.module for spirv.module @{name}")
+            gb = g.regions[0].blocks[0]
+            old = [inner.operation for inner in gb.operations]
+            if old:
+                o.move_before(old[0])
+            else:
+                ir.InsertionPoint(gb).insert(o)
+            for inner in old:
+                if inner.name != "gpu.module_end":
+                    inner.erase()
+    _run_pipeline(op, "gpu-module-to-binary{format=bin}", "serialize")
+
+
+STAGES: dict[str, Callable[[ir.Module, SPIRVOptions], None]] = {
+    "inline": stage_inline,
+    "bufferize": stage_bufferize,
+    "loops": stage_loops,
+    "map": stage_map,
+    "flatten": stage_flatten,
+    "to-spirv": stage_to_spirv,
+    "serialize": stage_serialize,
+}
+
+
+def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
+    options = options or SPIRVOptions()
+    return {
+        "inline": _INLINE,
+        "bufferize": _BUFFERIZE,
+        "loops": "convert-linalg-to-parallel-loops,[wrap host work]," + _loops_pipeline(options),
+        "map": "[map loops]," + _TO_GPU,
+        "flatten": "[flatten buffers],canonicalize,cse," + _OUTLINE,
+        "to-spirv": _to_spirv_pipeline(options),
+        "serialize": "[move spirv.module],gpu-module-to-binary{format=bin}",
+    }
+
+
+def lower(module, options: SPIRVOptions | None = None, *, until: str | None = None) -> None:
+    """Run the stages in order on `module` (in place); stop after stage `until` if given."""
+    options = options or SPIRVOptions()
+    if until is not None and until not in STAGES:
+        raise ValueError(f"unknown SPIR-V stage {until!r}; stages: {', '.join(STAGES)}")
+    for name, stage in STAGES.items():
+        stage(module, options)
+        if name == until:
+            break
+
+
+# --------------------------------------------------------------------------------------------
+# results of the lowering
+# --------------------------------------------------------------------------------------------
+
+
+def spirv_binaries(module_op: ir.Operation) -> dict[str, bytes]:
+    """After `serialize`: {gpu.module name: SPIR-V words as bytes}."""
+    out = {}
+    for o in _as_op(module_op).regions[0].blocks[0].operations:
+        o = o.operation
+        if o.name != "gpu.binary":
+            continue
+        name = ir.StringAttr(o.attributes["sym_name"]).value
+        objs = o.attributes["objects"]
+        obj = objs[0]
+        text = str(obj)
+        # #gpu.object<#spirv.target_env<...>, "...">: the bytes are the string attribute
+        out[name] = _object_bytes(obj, text)
+    return out
+
+
+def _object_bytes(obj, text: str) -> bytes:
+    try:
+        from mlir.dialects import gpu as _gpu  # noqa: F401
+
+        o = _gpu.ObjectAttr(obj)
+        return bytes(o.object)
+    except Exception:
+        pass
+    # fall back: parse the escaped string literal at the end of the attribute text
+    start = text.index('"')
+    s = text[start + 1:text.rindex('"')]
+    data = bytearray()
+    i = 0
+    while i < len(s):
+        if s[i] == "\\":
+            if s[i + 1] == "\\":
+                data.append(92)
+                i += 2
+            else:
+                data.append(int(s[i + 1:i + 3], 16))
+                i += 3
+        else:
+            data.append(ord(s[i]))
+            i += 1
+    return bytes(data)
+
+
+@dataclass(frozen=True)
+class KernelABI:
+    """What the host needs to dispatch one kernel: its bindings and workgroup size."""
+
+    module: str
+    kernel: str
+    workgroup_size: tuple[int, int, int]
+    args: tuple[str, ...]  # MLIR type text of each gpu.launch_func argument (binding i)
+
+
+def kernel_abis(module_op: ir.Operation) -> dict[tuple[str, str], KernelABI]:
+    """After `to-spirv` (before `serialize`): workgroup size of each kernel, from its spirv.func."""
+    res = {}
+    for o in _as_op(module_op).regions[0].blocks[0].operations:
+        o = o.operation
+        if o.name != "gpu.module":
+            continue
+        mname = ir.StringAttr(o.attributes["sym_name"]).value
+        for k in o.regions[0].blocks[0].operations:
+            k = k.operation
+            if k.name != "gpu.func":
+                continue
+            wg = (1, 1, 1)
+            if "spirv.entry_point_abi" in k.attributes:
+                text = str(k.attributes["spirv.entry_point_abi"])
+                nums = text[text.index("[") + 1:text.index("]")].split(",")
+                wg = tuple(int(x) for x in nums) + (1,) * (3 - len(nums))
+            ft = ir.FunctionType(ir.TypeAttr(k.attributes["function_type"]).value)
+            kname = ir.StringAttr(k.attributes["sym_name"]).value
+            res[(mname, kname)] = KernelABI(mname, kname, wg, tuple(str(t) for t in ft.inputs))
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# passes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SPIRVMapPass(ModulePass):
+    """Lower to gpu.launch and outline the kernels (stages inline .. flatten)."""
+
+    name: ClassVar[str] = "relax-spirv-map"
+
+    def run(self, module: ir.Operation) -> None:
+        lower(module, SPIRVOptions(), until="flatten")
+
+
+@dataclass(frozen=True)
+class SPIRVLowerPass(ModulePass):
+    """Lower to SPIR-V (stages inline .. to-spirv); `serialize=true` also emits gpu.binary."""
+
+    name: ClassVar[str] = "relax-to-spirv"
+    serialize: bool = False
+
+    def run(self, module: ir.Operation) -> None:
+        lower(module, SPIRVOptions(), until="serialize" if self.serialize else "to-spirv")
+
+
+PASSES = (SPIRVMapPass, SPIRVLowerPass)
