@@ -87,7 +87,29 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
         from relax_mlir.backend.cpu_runtime import build_cpu_executable
 
         return build_cpu_executable(module, options)
-    raise CompileError(f"unknown target '{target}' (available: cpu)")
+    if target == "vulkan":
+        from relax_mlir.runtime.vulkan import compile_vulkan
+
+        return compile_vulkan(module)
+    if target == "cuda":
+        from relax_mlir.backend.gpu import GPUOptions, lower as gpu_lower, ptx_of
+
+        with module.context:
+            gpu_lower(module.op, options or GPUOptions())
+            return CudaModule(ptx_of(module.op), module)
+    raise CompileError(f"unknown target '{target}' (available: cpu, vulkan, cuda)")
+
+
+class CudaModule:
+    """target="cuda": the kernels as PTX (sm_90) and the host module launching them. Running needs
+    a CUDA device and driver, which the machines this project builds on do not have."""
+
+    def __init__(self, ptx: dict, module: Module):
+        self.ptx = ptx
+        self.module = module
+
+    def __call__(self, *args):
+        raise RuntimeError("target='cuda' produced PTX (see .ptx); executing it needs a CUDA device")
 
 
 from_jax = None  # replaced by relax_mlir.frontend.jax when jax is importable
