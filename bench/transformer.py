@@ -1,0 +1,53 @@
+"""Benchmark: the examples/demo.py transformer block (layer norm, causal attention, gelu MLP) from
+JAX with a symbolic sequence length, compiled ONCE by relax-mlir, vs jax.jit, seq 16..512.
+Writes bench/results/transformer.json.
+
+Run: .venv/bin/python bench/transformer.py [--reps R]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=30)
+    a = ap.parse_args()
+    import jax
+    import jax.numpy as jnp
+
+    from _jaxbench import run
+
+    rng = np.random.default_rng(0)
+    d, h = 64, 128
+    w1 = rng.standard_normal((d, h), dtype=np.float32) * 0.1
+    w2 = rng.standard_normal((h, d), dtype=np.float32) * 0.1
+    g = np.ones(d, np.float32)
+    wq, wk, wv = (rng.standard_normal((d, d), dtype=np.float32) * 0.1 for _ in range(3))
+
+    def block(x, g, wq, wk, wv, w1, w2):
+        mu = x.mean(-1, keepdims=True)
+        xn = (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
+        q, k, v = xn @ wq, xn @ wk, xn @ wv
+        s = (q @ k.T) / np.sqrt(d)
+        n = x.shape[0]
+        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
+        att = jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1) @ v
+        y = x + att
+        return y + jax.nn.gelu(y @ w1, approximate=False) @ w2
+
+    (s,) = jax.export.symbolic_shape("s")
+    ws = [g, wq, wk, wv, w1, w2]
+    specs = [jax.ShapeDtypeStruct((s, d), jnp.float32)] + [jax.ShapeDtypeStruct(w.shape, w.dtype) for w in ws]
+    run("transformer", block, specs, lambda n: [rng.standard_normal((n, d), dtype=np.float32)] + ws,
+        (16, 32, 64, 128, 256, 512), reps=a.reps)
+
+
+if __name__ == "__main__":
+    main()

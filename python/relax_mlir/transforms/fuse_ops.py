@@ -1,0 +1,366 @@
+"""`relax-fuse-kernels`: fuse chains of elementwise `call_tir` kernels into one kernel.
+
+Runs after `relax-legalize` (before `relax-lower-shapes`). In each graph function, a producer
+`call_tir` whose single result has exactly one use, by a consumer `call_tir` in the same block,
+is fused with it when both kernels are one all-parallel `linalg.generic` (elementwise or
+broadcast) and the intermediate's symbolic type equals the consumer's result type (so the
+intermediate is never broadcast). The fused kernel takes the producer's inputs, then the
+consumer's other inputs (deduplicated), the consumer's outputs, then the union of both sym_args.
+Its body is built by calling both kernels from a wrapper (the intermediate's destination is a
+`tensor.empty` sized by `tensor.dim` of the consumer's output), inlining, and running upstream
+`linalg-fuse-elementwise-ops`, `canonicalize` and `cse`; a fusion whose result is not a single
+all-parallel generic is dropped. Repeated to a fixpoint, so a chain of N elementwise ops becomes
+one kernel. Identical fused kernels are shared through the legalizer's kernel table.
+
+Matmul epilogues are deliberately NOT fused: the CPU backend's register-blocked matmul schedule
+(`cpu_matmul.matmul_kernel_shape`) only recognizes kernels that are exactly [fill +] matmul, so a
+matmul+epilogue kernel would lose the fast schedule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.passes import ModulePass
+from relax_mlir.transforms.infer_shapes import check_module, graph_functions
+from relax_mlir.transforms.legalize import KernelTable, module_symbols
+
+_ALLOWED_TOP = frozenset({"arith.constant", "tensor.dim", "tensor.empty", "linalg.generic", "func.return"})
+# No canonicalize: it would swap the generic's unread `outs(%out)` for a tensor.empty, breaking
+# destination passing. `_tidy` below restores the destination and drops dead scalar/dim ops.
+_SCRATCH_PIPELINE = "builtin.module(inline,func.func(linalg-fuse-elementwise-ops,cse))"
+_MAX_NAME = 48
+
+
+def _body_ops(func: ir.Operation) -> list[ir.Operation]:
+    if not func.regions[0].blocks:
+        return []
+    return [o.operation for o in func.regions[0].blocks[0].operations]
+
+
+def _func_type(f: ir.Operation) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+
+
+def is_elementwise_kernel(func: ir.Operation) -> bool:
+    """One all-parallel, single-result linalg.generic whose result the kernel returns."""
+    ops = _body_ops(func)
+    if not ops or any(o.name not in _ALLOWED_TOP for o in ops):
+        return False
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if len(gens) != 1:
+        return False
+    g = gens[0]
+    if len(g.results) != 1 or "iterator_types" not in g.attributes:
+        return False
+    its = [str(a) for a in ir.ArrayAttr(g.attributes["iterator_types"])]
+    if not its or any("parallel" not in a for a in its):
+        return False
+    ret = ops[-1]
+    if ret.name != "func.return" or len(ret.operands) != 1 or ret.operands[0] != g.results[0]:
+        return False
+    # Results must be ranked tensors (the fusion builds a tensor.empty of that type).
+    return all(isinstance(t, ir.RankedTensorType) for t in _func_type(func).results)
+
+
+def _tidy(f: ir.Operation) -> bool:
+    """Make the single generic write into the kernel's out argument; erase dead helper ops."""
+    ops = _body_ops(f)
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if len(gens) != 1 or len(gens[0].results) != 1:
+        return False
+    g = gens[0]
+    block = f.regions[0].blocks[0]
+    init = g.operands[len(g.operands) - 1]
+    # The out argument's index, recorded by the wrapper builder:
+    out_arg = f.attributes["relax.fused_out"] if "relax.fused_out" in f.attributes else None
+    if out_arg is None:
+        return False
+    k = ir.IntegerAttr(out_arg).value
+    del f.attributes["relax.fused_out"]
+    dest = block.arguments[k]
+    if init != dest:
+        if str(dest.type) != str(init.type):
+            return False
+        if isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty":
+            g.operands[len(g.operands) - 1] = dest
+        else:
+            return False
+    changed = True
+    while changed:
+        changed = False
+        for o in reversed(_body_ops(f)):
+            if o.name in ("tensor.empty", "tensor.dim", "arith.constant") and \
+                    all(len(list(r.uses)) == 0 for r in o.results):
+                o.erase()
+                changed = True
+    return True
+
+
+def _kernel_base(func: ir.Operation) -> str:
+    if "relax.kernel" in func.attributes:
+        return ir.StringAttr(func.attributes["relax.kernel"]).value
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _sym_args(op: ir.Operation) -> list[str]:
+    if "sym_args" not in op.attributes:
+        return []
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["sym_args"])]
+
+
+def _callee(op: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+
+def _walk(op: ir.Operation, fn) -> None:
+    fn(op)
+    for r in op.regions:
+        for b in r.blocks:
+            for o in b.operations:
+                _walk(o.operation, fn)
+
+
+def _blocks(op: ir.Operation):
+    for r in op.regions:
+        for b in r.blocks:
+            yield b
+            for o in b.operations:
+                yield from _blocks(o.operation)
+
+
+class _Fuser:
+    def __init__(self, module: ir.Operation):
+        self.module = module
+        self.table = KernelTable(module)
+        self.syms = module_symbols(module)
+        self.elementwise: dict[str, bool] = {}
+        self.failed: set[tuple[str, str, int]] = set()
+        self.touched: set[str] = set()
+        self.cache: dict[tuple, str | None] = {}
+
+    def kernel(self, name: str) -> ir.Operation | None:
+        return self.syms.get(name)
+
+    def is_ew(self, name: str) -> bool:
+        if name not in self.elementwise:
+            k = self.kernel(name)
+            self.elementwise[name] = (k is not None and "relax.kernel" in k.attributes
+                                      and is_elementwise_kernel(k))
+        return self.elementwise[name]
+
+    # -- legality -------------------------------------------------------------------------------
+    def candidate(self, c: ir.Operation, block_ops: set) -> tuple[ir.Operation, int] | None:
+        if c.name != "relax_v.call_tir" or "lowered" in c.attributes or len(c.results) != 1:
+            return None
+        if "callee" not in c.attributes or not self.is_ew(_callee(c)):
+            return None
+        ctype = view(c.results[0].type)
+        if not isinstance(ctype, TensorType) or not ctype.known:
+            return None
+        for j, v in enumerate(c.operands):
+            if not isinstance(v, ir.OpResult):
+                continue
+            p = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+            if p.name != "relax_v.call_tir" or "lowered" in p.attributes or len(p.results) != 1:
+                continue
+            if id_of(p) not in block_ops:
+                continue
+            if "callee" not in p.attributes or not self.is_ew(_callee(p)):
+                continue
+            if len(list(p.results[0].uses)) != 1:
+                continue
+            if view(p.results[0].type) != ctype:
+                continue
+            if (_callee(p), _callee(c), j) in self.failed:
+                continue
+            if not self.signature_ok(p, c, j):
+                continue
+            return p, j
+        return None
+
+    def signature_ok(self, p: ir.Operation, c: ir.Operation, j: int) -> bool:
+        kp, kc = self.kernel(_callee(p)), self.kernel(_callee(c))
+        tp, tc = _func_type(kp), _func_type(kc)
+        np_, nc = len(p.operands), len(c.operands)
+        if len(tp.inputs) != np_ + 1 + len(_sym_args(p)) or len(tc.inputs) != nc + 1 + len(_sym_args(c)):
+            return False
+        tint = tp.inputs[np_]
+        return str(tint) == str(tc.inputs[j]) == str(tc.inputs[nc]) == str(tp.results[0]) == str(tc.results[0])
+
+    # -- building the fused kernel -------------------------------------------------------------
+    def fused_kernel(self, p: ir.Operation, c: ir.Operation, j: int, ins_map_p, ins_map_c, n_ins,
+                     in_types, sym_map_p, sym_map_c, n_syms) -> str | None:
+        pname, cname = _callee(p), _callee(c)
+        key = (pname, cname, j, tuple(ins_map_p), tuple(ins_map_c), tuple(sym_map_p), tuple(sym_map_c))
+        if key in self.cache:
+            return self.cache[key]
+        kp, kc = self.kernel(pname), self.kernel(cname)
+        tp, tc = _func_type(kp), _func_type(kc)
+        tout = tc.results[0]
+        tint = tp.results[0]
+        args = [f"%i{k}: {t}" for k, t in enumerate(in_types)] + [f"%o0: {tout}"] + \
+               [f"%s{k}: index" for k in range(n_syms)]
+        lines = []
+        dyn = []
+        rt = ir.RankedTensorType(tint)
+        for d in range(rt.rank):
+            if rt.is_dynamic_dim(d):
+                lines.append(f"  %c{d} = arith.constant {d} : index")
+                lines.append(f"  %d{d} = tensor.dim %o0, %c{d} : {tout}")
+                dyn.append(f"%d{d}")
+        lines.append(f"  %e = tensor.empty({', '.join(dyn)}) : {tint}")
+        p_args = [f"%i{k}" for k in ins_map_p] + ["%e"] + [f"%s{k}" for k in sym_map_p]
+        lines.append(f"  %t = func.call @__P({', '.join(p_args)}) : ({', '.join(str(t) for t in tp.inputs)}) -> {tint}")
+        c_args, it = [], iter(ins_map_c)
+        for k in range(len(c.operands)):
+            c_args.append("%t" if k == j else f"%i{next(it)}")
+        c_args += ["%o0"] + [f"%s{k}" for k in sym_map_c]
+        lines.append(f"  %r = func.call @__C({', '.join(c_args)}) : ({', '.join(str(t) for t in tc.inputs)}) -> {tout}")
+        lines.append(f"  return %r : {tout}")
+        base = "_".join(b[len("fused_"):] if b.startswith("fused_") else b for b in (_kernel_base(kp), _kernel_base(kc)))
+        base = "fused_" + base
+        if len(base) > _MAX_NAME:
+            base = base[:_MAX_NAME]
+        wrapper = (f"func.func @__KERNEL__({', '.join(args)}) -> ({tout}) "
+                   f"attributes {{relax.kernel = \"{base}\", relax.fused_out = {len(in_types)} : i64}} {{\n" + "\n".join(lines) + "\n}")
+
+        def renamed(k: ir.Operation, new: str) -> str:
+            t = k.get_asm()
+            name = ir.StringAttr(k.attributes["sym_name"]).value
+            t2 = t.replace(f"@{name}(", f"@{new}(", 1)
+            if t2 == t:
+                t2 = t.replace(f'@"{name}"(', f"@{new}(", 1)
+            return t2
+
+        text = "\n".join([wrapper, renamed(kp, "__P"), renamed(kc, "__C")])
+        result = None
+        try:
+            scratch = ir.Module.parse(text)
+            PassManager.parse(_SCRATCH_PIPELINE).run(scratch.operation)
+            funcs = {ir.StringAttr(o.attributes["sym_name"]).value: o.operation
+                     for o in scratch.body.operations if o.operation.name == "func.func"}
+            f = funcs.get("__KERNEL__")
+            if f is not None and _tidy(f) and is_elementwise_kernel(f):
+                ftext = f.get_asm().replace("func.func @__KERNEL__(", "func.func private @__KERNEL__(", 1)
+                result = self.table.get(base, lambda n: ftext.replace("@__KERNEL__", "@" + n, 1))
+                self.syms[result] = module_symbols(self.module)[result]
+        except Exception:  # noqa: BLE001 - a fusion that cannot be built is skipped, never fatal
+            result = None
+        self.cache[key] = result
+        return result
+
+    def fuse(self, p: ir.Operation, c: ir.Operation, j: int) -> bool:
+        ins: list[ir.Value] = []
+
+        def index(v: ir.Value) -> int:
+            for k, w in enumerate(ins):
+                if w == v:
+                    return k
+            ins.append(v)
+            return len(ins) - 1
+
+        ins_map_p = [index(v) for v in p.operands]
+        ins_map_c = [index(v) for k, v in enumerate(c.operands) if k != j]
+        syms: list[str] = []
+
+        def sindex(s: str) -> int:
+            if s not in syms:
+                syms.append(s)
+            return syms.index(s)
+
+        sym_map_p = [sindex(s) for s in _sym_args(p)]
+        sym_map_c = [sindex(s) for s in _sym_args(c)]
+        kp, kc = self.kernel(_callee(p)), self.kernel(_callee(c))
+        tp, tc = _func_type(kp), _func_type(kc)
+        in_types = [None] * len(ins)
+        for k, m in enumerate(ins_map_p):
+            in_types[m] = tp.inputs[k]
+        ck = [k for k in range(len(c.operands)) if k != j]
+        for k, m in zip(ck, ins_map_c):
+            if in_types[m] is not None and str(in_types[m]) != str(tc.inputs[k]):
+                return False
+            in_types[m] = tc.inputs[k]
+        name = self.fused_kernel(p, c, j, ins_map_p, ins_map_c, len(ins), in_types,
+                                 sym_map_p, sym_map_c, len(syms))
+        if name is None:
+            self.failed.add((_callee(p), _callee(c), j))
+            return False
+        attrs = {"callee": ir.FlatSymbolRefAttr.get(name)}
+        if syms:
+            attrs["sym_args"] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in syms])
+        with ir.InsertionPoint(c), c.location:
+            new = ir.Operation.create("relax_v.call_tir", results=[c.results[0].type], operands=ins,
+                                      attributes=attrs)
+        c.results[0].replace_all_uses_with(new.results[0])
+        self.touched.update((_callee(p), _callee(c)))
+        c.erase()
+        p.erase()
+        return True
+
+    def run_function(self, f: ir.Operation) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for b in list(_blocks(f)):
+                ops = [o.operation for o in b.operations]
+                ids = {id_of(o) for o in ops}
+                for c in ops:
+                    found = self.candidate(c, ids)
+                    if found is None:
+                        continue
+                    p, j = found
+                    if self.fuse(p, c, j):
+                        changed = True
+                        break
+                if changed:
+                    break
+
+    def drop_dead_kernels(self) -> None:
+        used: set[str] = set()
+
+        def visit(o: ir.Operation):
+            for k in o.attributes:
+                attr = o.attributes[k] if isinstance(k, str) else k.attr
+                if isinstance(attr, ir.FlatSymbolRefAttr):
+                    used.add(attr.value)
+                elif isinstance(attr, ir.SymbolRefAttr):
+                    used.add(str(attr).lstrip("@").split("::")[0].strip('"'))
+
+        for o in self.module.regions[0].blocks[0].operations:
+            o = o.operation
+            if o.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value in self.touched:
+                continue
+            _walk(o, visit)
+        for name in self.touched:
+            k = module_symbols(self.module).get(name)
+            if k is not None and name not in used and "relax.kernel" in k.attributes:
+                k.erase()
+
+
+def id_of(op: ir.Operation):
+    """A hashable identity for an operation (its C++ pointer via the capsule-backed hash)."""
+    return hash(op)
+
+
+@dataclass(frozen=True)
+class FuseKernelsPass(ModulePass):
+    """Fuse producer->consumer chains of elementwise call_tir kernels into single kernels."""
+
+    name: ClassVar[str] = "relax-fuse-kernels"
+
+    def run(self, module: ir.Operation) -> None:
+        check_module(module, infer=True)
+        fuser = _Fuser(module)
+        for f in graph_functions(module):
+            if not f.regions[0].blocks or "relax.shapes_lowered" in f.attributes:
+                continue
+            fuser.run_function(f)
+        fuser.drop_dead_kernels()
+
+
+PASSES = (FuseKernelsPass,)
