@@ -57,7 +57,15 @@ class Session:
         load(self.ctx)
         self.source_name = source_name
         self.diags: list[Diag] = []
-        self._handler = self.ctx.attach_diagnostic_handler(self._on_diag)
+        # The handler must not reference `self`: a Session <-> handler cycle lets the garbage
+        # collector free the Context before the operations that live in it (a segfault).
+        diags, name = self.diags, source_name
+
+        def on_diag(d) -> bool:
+            diags.append(_to_diag(d, name))
+            return True
+
+        self._handler = self.ctx.attach_diagnostic_handler(on_diag)
 
     def add_error_diagnostics(self, e: Exception) -> None:
         seen = {(d.line, d.col, d.message) for d in self.diags}
@@ -65,10 +73,6 @@ class Session:
             nd = _to_diag(d, self.source_name)
             if (nd.line, nd.col, nd.message) not in seen:
                 self.diags.append(nd)
-
-    def _on_diag(self, d) -> bool:
-        self.diags.append(_to_diag(d, self.source_name))
-        return True
 
 
 def parse_module(session: Session, text: str):

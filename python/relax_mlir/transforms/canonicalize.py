@@ -1,0 +1,196 @@
+"""`relax-canonicalize`: graph-level rewrite patterns, applied by upstream's greedy driver, then DCE.
+
+Patterns are xDSL-shaped (`match_and_rewrite` returns True iff it rewrote); `add_patterns` inverts
+the return for upstream's `RewritePatternSet.add`, whose callback returns a falsy value on success.
+A value is replaced only by one of the identical type (func.return and the callers verify types),
+and an "identity" needs fully known types: `["?", "?"]` to `["?", "?"]` may still move data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+from mlir.rewrite import (GreedyRewriteConfig, GreedySimplifyRegionLevel, RewritePatternSet,
+                          apply_patterns_and_fold_greedily)
+
+from relax_mlir.dialect.spec import attr_dict, py_attr
+from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.passes import ModulePass
+from relax_mlir.transforms.cleanup import DcePass
+from relax_mlir.transforms.infer_shapes import graph_functions
+
+
+class RewritePattern:
+    """A rewrite rooted at ops named `root`; `match_and_rewrite` returns True iff it rewrote."""
+
+    root: ClassVar[str] = ""
+    benefit: ClassVar[int] = 1
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        raise NotImplementedError
+
+
+def add_patterns(patterns: RewritePatternSet, pats) -> None:
+    """Register xDSL-style patterns with upstream's set (which wants falsy = success)."""
+    for p in pats:
+        patterns.add(p.root, lambda op, rw, p=p: not p.match_and_rewrite(op, rw), p.benefit)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def producer(v: ir.Value, name: str):
+    """The op named `name` that defines `v`, or None (block argument or another op)."""
+    owner = v.owner
+    if isinstance(owner, ir.Block) or owner.name != name:
+        return None
+    return owner
+
+
+def known_tensor(t: ir.Type) -> TensorType | None:
+    v = view(t)
+    return v if isinstance(v, TensorType) and v.known else None
+
+
+def is_identity(op) -> bool:
+    """The op's single result has exactly the fully known type of its first operand."""
+    a, r = op.operands[0].type, op.results[0].type
+    return a == r and known_tensor(a) is not None
+
+
+def permutation(op) -> list[int] | None:
+    """permute_dims's axes, normalized (absent: reversed); None when the rank is unknown."""
+    x = view(op.operands[0].type)
+    if not isinstance(x, TensorType) or x.dims is None:
+        return None
+    rank = len(x.dims)
+    attrs = attr_dict(op)
+    if "axes" not in attrs:
+        return list(range(rank))[::-1]
+    axes = py_attr(attrs["axes"])
+    if not isinstance(axes, list) or len(axes) != rank:
+        return None
+    return [a % rank for a in axes] if rank else []
+
+
+def create(name: str, result: ir.Type, operands, attrs: dict, loc) -> ir.Operation:
+    return ir.Operation.create(name, results=[result], operands=list(operands), attributes=attrs, loc=loc)
+
+
+# --- patterns ----------------------------------------------------------------------------------
+
+class FoldReshapeOfReshape(RewritePattern):
+    """reshape(reshape(x, s1), s2) -> reshape(x, s2)."""
+
+    root = "relax.reshape"
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        inner = producer(op.operands[0], "relax.reshape")
+        if inner is None:
+            return False
+        # Keep the outer op's dynamic-dim operands (present after relax-lower-shapes).
+        operands = [inner.operands[0]] + list(op.operands)[1:]
+        with rewriter.ip:
+            new = create("relax.reshape", op.results[0].type, operands, attr_dict(op), op.location)
+        rewriter.replace_op(op, new)
+        return True
+
+
+class DropIdentityReshape(RewritePattern):
+    """reshape(x) whose result type is x's type -> x."""
+
+    root = "relax.reshape"
+    benefit = 2
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        if not is_identity(op):
+            return False
+        rewriter.replace_op(op, [op.operands[0]])
+        return True
+
+
+class DropIdentityBroadcast(RewritePattern):
+    """broadcast_to(x) whose result type is x's type -> x."""
+
+    root = "relax.broadcast_to"
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        if not is_identity(op):
+            return False
+        rewriter.replace_op(op, [op.operands[0]])
+        return True
+
+
+class DropIdentityPermute(RewritePattern):
+    """permute_dims(x, [0, 1, ..]) of x's type -> x."""
+
+    root = "relax.permute_dims"
+    benefit = 2
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        axes = permutation(op)
+        if axes is None or axes != list(range(len(axes))) or op.operands[0].type != op.results[0].type:
+            return False
+        rewriter.replace_op(op, [op.operands[0]])
+        return True
+
+
+class FoldPermuteOfPermute(RewritePattern):
+    """permute_dims(permute_dims(x, a1), a2) -> permute_dims(x, [a1[i] for i in a2])."""
+
+    root = "relax.permute_dims"
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        inner = producer(op.operands[0], "relax.permute_dims")
+        if inner is None:
+            return False
+        a1, a2 = permutation(inner), permutation(op)
+        if a1 is None or a2 is None or len(a1) != len(a2):
+            return False
+        axes = ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), a1[i]) for i in a2])
+        with rewriter.ip:
+            new = create("relax.permute_dims", op.results[0].type, [inner.operands[0]], {"axes": axes}, op.location)
+        rewriter.replace_op(op, new)
+        return True
+
+
+class DropAstypeToSameDtype(RewritePattern):
+    """astype(x, dtype of x) of x's type -> x."""
+
+    root = "relax.astype"
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        a, r = op.operands[0].type, op.results[0].type
+        x = view(a)
+        if a != r or not isinstance(x, TensorType):
+            return False
+        dtype = attr_dict(op).get("dtype")
+        if dtype is not None and str(py_attr(dtype)) != x.dtype:
+            return False
+        rewriter.replace_op(op, [op.operands[0]])
+        return True
+
+
+CANONICALIZATION_PATTERNS = (FoldReshapeOfReshape, DropIdentityReshape, DropIdentityBroadcast,
+                             DropIdentityPermute, FoldPermuteOfPermute, DropAstypeToSameDtype)
+
+
+@dataclass(frozen=True)
+class CanonicalizePass(ModulePass):
+    """Fold view/cast chains and drop identity reshape/broadcast/permute/astype; then relax-dce."""
+
+    name: ClassVar[str] = "relax-canonicalize"
+
+    def run(self, module: ir.Operation) -> None:
+        patterns = RewritePatternSet(module.context)
+        add_patterns(patterns, [p() for p in CANONICALIZATION_PATTERNS])
+        frozen = patterns.freeze()
+        config = GreedyRewriteConfig()
+        config.enable_folding = False            # only these patterns; kernels stay untouched
+        config.region_simplification_level = GreedySimplifyRegionLevel.DISABLED
+        for f in graph_functions(module):
+            apply_patterns_and_fold_greedily(f, frozen, config)
+        DcePass().run(module)
+
+
+PASSES = (CanonicalizePass,)
