@@ -42,7 +42,15 @@ def build_cpu_executable(module, options=None) -> Executable:
         sigs = entry_signatures(module.op)
         if not sigs:
             raise ValueError("the module has no public graph function to call")
-        upstream_text = module.op.get_asm()
+        from relax_mlir.ops.kernel import expand_math
+        from relax_mlir.tools.relax_opt import parse_module
+
+        # CPU only: f32 exp/tanh/erf become vectorizable arith (LLVM would call scalar libm).
+        upstream_text = expand_math(module.op.get_asm())
+        op = parse_module(module.session, upstream_text)
+        if op is None:
+            raise ValueError("\n".join(d.render() for d in module.session.diags))
+        module.op = op
         lower(module.op, options or CPUOptions())
         # ExecutionEngine takes an ir.Module; ours came from Operation.parse (for file locations).
         llvm_module = ir.Module.parse(module.op.get_asm(enable_debug_info=False))
