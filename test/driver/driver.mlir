@@ -4,6 +4,8 @@
 // RUN: not relax-opt %s --pass-pipeline='builtin.module(relax-legalize{bogus=1})' 2>&1 | FileCheck %s --check-prefix=BADOPT
 // RUN: echo 'func.func @f(%x: !relax.tensor<["n"], f32> {' | not relax-opt 2>&1 | FileCheck %s --check-prefix=SYNTAX
 
+// RUN: relax-opt %s --relax-infer-shapes --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=AFTER
+// AFTER: IR Dump After InferShapesPass
 // LIST: --relax-infer-shapes
 // LIST: --relax-legalize
 // LIST: --relax-lower-shapes

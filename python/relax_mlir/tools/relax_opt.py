@@ -109,6 +109,7 @@ def run_pipeline(session: Session, module: ir.Operation, items: list[str], *, pr
             session.diags.append(Diag("", 0, 0, "error", str(e)))
             return False
         if print_after_all:
+            session.ctx.enable_multithreading(False)  # required by MLIR's IR printing
             pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
         if timing:
             pm.enable_timing()

@@ -148,3 +148,19 @@ func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 }"""
     with pytest.raises(UnsupportedOpError, match="stablehlo.cbrt.*here"):
         import_stablehlo(text)
+
+
+def test_wrong_shape_names_jax_symbol():
+    import jax
+    import jax.numpy as jnp
+
+    import relax_mlir
+    from relax_mlir.frontend.jax import from_jax
+
+    (b,) = jax.export.symbolic_shape("b")
+    spec = jax.ShapeDtypeStruct((b, 4), jnp.float32)
+    exe = relax_mlir.compile(from_jax(lambda x, y: x * y + x, spec, spec))
+    x = np.ones((3, 4), np.float32)
+    np.testing.assert_allclose(exe(x, x), x * x + x)
+    with pytest.raises(ValueError, match=r"dim 0 must be b \(b = 3"):
+        exe(x, np.ones((5, 4), np.float32))
