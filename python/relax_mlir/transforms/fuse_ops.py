@@ -32,6 +32,7 @@ from relax_mlir.transforms.legalize import KernelTable, module_symbols
 _ALLOWED_TOP = frozenset({"arith.constant", "tensor.dim", "tensor.empty", "linalg.generic", "func.return"})
 # No canonicalize: it would swap the generic's unread `outs(%out)` for a tensor.empty, breaking
 # destination passing. `_tidy` below restores the destination and drops dead scalar/dim ops.
+SMALL_KERNEL_OPS = 16  # ops (walk count) in a producer kernel that may be duplicated
 _SCRATCH_PIPELINE = "builtin.module(inline,func.func(linalg-fuse-elementwise-ops,cse))"
 _MAX_NAME = 48
 
@@ -172,16 +173,29 @@ class _Fuser:
                 continue
             if "callee" not in p.attributes or not self.is_ew(_callee(p)):
                 continue
-            if len(list(p.results[0].uses)) != 1:
-                continue
-            if view(p.results[0].type) != ctype:
-                continue
+            if len(list(p.results[0].uses)) != 1 and not self.small(_callee(p)):
+                continue  # a multi-use producer is recomputed in each consumer only when cheap
+            if view(p.results[0].type).dims != ctype.dims:
+                continue  # same symbolic shape (the element type may differ: compare -> select)
             if (_callee(p), _callee(c), j) in self.failed:
                 continue
             if not self.signature_ok(p, c, j):
                 continue
             return p, j
         return None
+
+    def small(self, name: str) -> bool:
+        """A kernel cheap enough to recompute in every consumer (XLA-style producer duplication)."""
+        k = self.kernel(name)
+        if k is None:
+            return False
+        count = [0]
+
+        def visit(o):
+            count[0] += 1
+
+        _walk(k, visit)
+        return count[0] <= SMALL_KERNEL_OPS
 
     def signature_ok(self, p: ir.Operation, c: ir.Operation, j: int) -> bool:
         kp, kc = self.kernel(_callee(p)), self.kernel(_callee(c))
@@ -190,7 +204,9 @@ class _Fuser:
         if len(tp.inputs) != np_ + 1 + len(_sym_args(p)) or len(tc.inputs) != nc + 1 + len(_sym_args(c)):
             return False
         tint = tp.inputs[np_]
-        return str(tint) == str(tc.inputs[j]) == str(tc.inputs[nc]) == str(tp.results[0]) == str(tc.results[0])
+        if not (str(tint) == str(tc.inputs[j]) == str(tp.results[0]) and str(tc.inputs[nc]) == str(tc.results[0])):
+            return False
+        return ir.RankedTensorType(tint).shape == ir.RankedTensorType(tc.results[0]).shape
 
     # -- building the fused kernel -------------------------------------------------------------
     def fused_kernel(self, p: ir.Operation, c: ir.Operation, j: int, ins_map_p, ins_map_c, n_ins,
@@ -299,7 +315,8 @@ class _Fuser:
         c.results[0].replace_all_uses_with(new.results[0])
         self.touched.update((_callee(p), _callee(c)))
         c.erase()
-        p.erase()
+        if not list(p.results[0].uses):
+            p.erase()
         return True
 
     def run_function(self, f: ir.Operation) -> None:
