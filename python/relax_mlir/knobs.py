@@ -18,3 +18,10 @@ def dump_ir() -> bool:
 def use_library() -> str:
     """RELAX_MLIR_LIBRARY=auto|always|never: library dispatch of matmuls (default auto)."""
     return os.environ.get("RELAX_MLIR_LIBRARY", "auto")
+
+
+def parallel_min_elements() -> int:
+    """RELAX_MLIR_PARALLEL_MIN_ELEMENTS: a call runs the multi-threaded build only when its
+    arguments and results hold at least this many elements (default 4M)."""
+    v = os.environ.get("RELAX_MLIR_PARALLEL_MIN_ELEMENTS")
+    return int(v) if v else 1 << 22

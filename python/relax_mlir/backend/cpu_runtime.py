@@ -35,27 +35,66 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
     return sigs
 
 
-def build_cpu_executable(module, options=None) -> Executable:
-    from relax_mlir.backend.cpu import CPUOptions, JitModule, lower
+def _jit(session, text: str, options):
+    from relax_mlir.backend.cpu import JitModule, lower
+    from relax_mlir.tools.relax_opt import parse_module
 
+    op = parse_module(session, text)
+    if op is None:
+        raise ValueError("\n".join(d.render() for d in session.diags))
+    with session.ctx:
+        lower(op, options)
+        # ExecutionEngine takes an ir.Module; ours came from Operation.parse (for file locations).
+        return JitModule(ir.Module.parse(op.get_asm(enable_debug_info=False)))
+
+
+class ThreadedDispatch:
+    """Single-threaded code by default; the multi-threaded build (compiled on first need) for calls
+    that touch at least RELAX_MLIR_PARALLEL_MIN_ELEMENTS elements. Measured: waking the async
+    runtime's workers costs 50-100 µs per parallel loop, which made the JAX MLP and transformer
+    block 1.5-3x slower on two threads than on one at every size tried (batch 1-512, seq 16-512)."""
+
+    def __init__(self, session, text: str, options, jit1):
+        import threading
+        from dataclasses import replace
+
+        from relax_mlir import knobs
+
+        self.session, self.text = session, text
+        self.options = options
+        self.jit1 = jit1
+        self.jitn = None
+        self.min_elements = knobs.parallel_min_elements()
+        self.lock = threading.Lock()
+
+    def invoke(self, name: str, *arrays) -> None:
+        jit = self.jit1
+        if self.options.num_threads > 1 and sum(a.size for a in arrays) >= self.min_elements:
+            if self.jitn is None:
+                with self.lock:
+                    if self.jitn is None:
+                        from relax_mlir.tools.relax_opt import Session
+
+                        self.jitn = _jit(Session("parallel"), self.text, self.options)
+            jit = self.jitn
+        jit.invoke(name, *arrays)
+
+
+def build_cpu_executable(module, options=None) -> Executable:
+    from dataclasses import replace
+
+    from relax_mlir.backend.cpu import CPUOptions
+    from relax_mlir.ops.kernel import expand_math
+
+    options = options or CPUOptions()
     with module.context:
         sigs = entry_signatures(module.op)
         if not sigs:
             raise ValueError("the module has no public graph function to call")
-        from relax_mlir.ops.kernel import expand_math
-        from relax_mlir.tools.relax_opt import parse_module
-
         # CPU only: f32 exp/tanh/erf become vectorizable arith (LLVM would call scalar libm).
         upstream_text = expand_math(module.op.get_asm())
-        op = parse_module(module.session, upstream_text)
-        if op is None:
-            raise ValueError("\n".join(d.render() for d in module.session.diags))
-        module.op = op
-        lower(module.op, options or CPUOptions())
-        # ExecutionEngine takes an ir.Module; ours came from Operation.parse (for file locations).
-        llvm_module = ir.Module.parse(module.op.get_asm(enable_debug_info=False))
-        jit = JitModule(llvm_module)
-    funcs = {s.name: Function(s, (lambda n: lambda *a: jit.invoke(n, *a))(s.name)) for s in sigs}
+    jit1 = _jit(module.session, upstream_text, replace(options, num_threads=1))
+    run = ThreadedDispatch(module.session, upstream_text, options, jit1)
+    funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name)) for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name
-    exe = Executable(funcs, main, keepalive=(module, jit), artifacts={"upstream": upstream_text})
-    return exe
+    return Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream_text})

@@ -109,3 +109,13 @@ func.func @main(%x: !relax.tensor<["n", 4], f32>, %w: !relax.tensor<[5, 2], f32>
   return %m : !relax.tensor<["?", "?"], f32>
 }
 """)
+
+
+def test_parallel_build_matches(monkeypatch):
+    """Large calls run the multi-threaded build (forced here for every call); same results."""
+    monkeypatch.setenv("RELAX_MLIR_PARALLEL_MIN_ELEMENTS", "1")
+    monkeypatch.setenv("RELAX_MLIR_NUM_THREADS", "2")
+    exe = relax_mlir.compile(SRC)
+    for n in (1, 13, 700):
+        x, y, w = f32(n, 4), f32(n, 4), f32(4, 9)
+        np.testing.assert_allclose(exe(x, y, w), (x + y) @ w, rtol=1e-5, atol=1e-5)
