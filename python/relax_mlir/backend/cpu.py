@@ -1151,9 +1151,28 @@ def _legalize_i1_memory(module_op: ir.Operation) -> None:
 _SIGNATURES_ATTR = "relax_cpu.entry_signatures"
 
 
+def _expand_math(op: ir.Operation) -> None:
+    """f32 exp/tanh/erf as vectorizable arith (ops/kernel.py: expand_math); LLVM would otherwise
+    scalarize them into libm calls. Done on the module text, whose body is then replaced."""
+    from relax_mlir.ops.kernel import expand_math
+
+    text = op.get_asm()
+    new = expand_math(text)
+    if new == text:
+        return
+    with op.context:
+        parsed = ir.Module.parse(new)
+    body = op.regions[0].blocks[0]
+    for o in list(body.operations):
+        o.operation.erase()
+    for o in list(parsed.body.operations):
+        body.append(o.operation)
+
+
 def stage_vectorize(module, options: CPUOptions) -> None:
     """Tile (and, if `options.vectorize`, vectorize) every kernel with per-op fallbacks."""
     op = _as_op(module)
+    _expand_math(op)
     for kernel in _kernels(op):
         labels = _schedule_kernel(kernel, options)
         _log.debug("scheduled: %s", labels)

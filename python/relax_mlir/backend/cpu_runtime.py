@@ -56,7 +56,6 @@ class ThreadedDispatch:
 
     def __init__(self, session, text: str, options, jit1):
         import threading
-        from dataclasses import replace
 
         from relax_mlir import knobs
 
@@ -84,15 +83,13 @@ def build_cpu_executable(module, options=None) -> Executable:
     from dataclasses import replace
 
     from relax_mlir.backend.cpu import CPUOptions
-    from relax_mlir.ops.kernel import expand_math
 
     options = options or CPUOptions()
     with module.context:
         sigs = entry_signatures(module.op)
         if not sigs:
             raise ValueError("the module has no public graph function to call")
-        # CPU only: f32 exp/tanh/erf become vectorizable arith (LLVM would call scalar libm).
-        upstream_text = expand_math(module.op.get_asm())
+        upstream_text = module.op.get_asm()
     jit1 = _jit(module.session, upstream_text, replace(options, num_threads=1))
     run = ThreadedDispatch(module.session, upstream_text, options, jit1)
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name)) for s in sigs}

@@ -15,13 +15,13 @@ IRDL holds what it can express (operand/result kinds and counts, required attrib
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 from mlir import ir
 
 from relax_mlir.dialect.types import RelaxType, TensorType, view
-from relax_mlir.shape import Expr, Facts
+from relax_mlir.shape import Facts
 
 
 class DeduceError(Exception):
@@ -222,4 +222,3 @@ def short_name(opname: str) -> str:
 
 
 DeduceFn = Callable[[OpInfo], list[RelaxType]]
-_ = field  # dataclasses.field is re-exported for op modules that need it

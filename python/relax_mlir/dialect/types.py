@@ -242,4 +242,4 @@ def builtin_tensor_text(tt: TensorType) -> str:
 
 
 def builtin_memref_text(tt: TensorType) -> str:
-    return "mem" + builtin_tensor_text(tt)[len("") :].replace("tensor<", "ref<", 1)
+    return "mem" + builtin_tensor_text(tt).replace("tensor<", "ref<", 1)

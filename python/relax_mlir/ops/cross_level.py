@@ -2,7 +2,7 @@
 lowering's dim/assert."""
 from __future__ import annotations
 
-from relax_mlir.dialect.spec import (ANY, I1, INDEX, STORAGE, TENSOR, OpInfo, OpSpec, attr, operand,
+from relax_mlir.dialect.spec import (ANY, I1, INDEX, STORAGE, TENSOR, OpSpec, attr, operand,
                                      relax_op, result_)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from relax_mlir.dialect.spec import INDEX, DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim
-from relax_mlir.ops.common import (ONE, ZERO, broadcast_shapes, dims_differ, dims_equal, fmt, fmt_dims,
+from relax_mlir.ops.common import (ONE, ZERO, broadcast_shapes, dims_equal, fmt_dims,
                                    normalize_axis, product, require_rank, require_same_dtype, symbols_note)
 from relax_mlir.shape import Expr, ceildiv, const, min_, max_
 
@@ -323,8 +323,6 @@ class TakeOp(OpSpec):
         axis = normalize_axis(op.attr("axis", 0), len(d))
         return [TensorType(d[:axis] + require_rank(idx, "indices") + d[axis + 1:], x.dtype)]
 
-
-_ = (dims_differ, fmt)
 
 
 # --- legalization ------------------------------------------------------------------------------

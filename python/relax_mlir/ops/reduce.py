@@ -113,4 +113,3 @@ def _reduce_legalize(cls, op: OpInfo) -> Legalized:
 
 
 ReduceOp.legalize = classmethod(_reduce_legalize)
-_ = ONE

@@ -156,5 +156,3 @@ class Executable:
     def signature(self, name: str | None = None) -> Signature:
         return self.functions[name or self.main].sig
 
-
-_ = (Expr, parse_expr)

@@ -83,9 +83,9 @@ def parse_module(session: Session, text: str):
             session.add_error_diagnostics(e)
             return None
         if op.operation.name != "builtin.module":
-            # A single top-level op that is not a module: wrap it, as mlir-opt does.
+            # A single top-level op is returned as is: wrap it in a module, as mlir-opt does.
             m = ir.Module.create()
-            op.operation.move_before(m.body.operations[0]) if len(m.body.operations) else m.body.append(op.operation)
+            m.body.append(op.operation)
             return m.operation
         return op.operation
 

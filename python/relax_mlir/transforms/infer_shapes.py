@@ -14,7 +14,7 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
 from relax_mlir.dialect.types import TypeTextError, OtherType, RelaxType, ShapeType, TensorType, view
-from relax_mlir.ops.common import dims_differ, dims_equal, fmt, fmt_dims
+from relax_mlir.ops.common import dims_differ, dims_equal
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.shape import Expr, Facts, parse as parse_expr, sym
 
@@ -387,5 +387,3 @@ class VerifyPass(ModulePass):
     def run(self, module: ir.Operation) -> None:
         check_module(module, infer=False)
 
-
-_ = (fmt, fmt_dims)

@@ -12,7 +12,7 @@ from typing import ClassVar
 from mlir import ir
 
 from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
-from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.dialect.types import TensorType
 from relax_mlir.ops.kernel import LegalizeError
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import check_module, function_facts, graph_functions
@@ -139,4 +139,3 @@ class LegalizePass(ModulePass):
 
 
 PASSES = (LegalizePass,)
-_ = view

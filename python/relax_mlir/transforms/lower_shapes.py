@@ -18,7 +18,7 @@ from mlir import ir
 from relax_mlir.dialect.spec import attr_dict
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass, PassError
-from relax_mlir.shape import Expr, parse as parse_expr, sym
+from relax_mlir.shape import Expr, parse as parse_expr
 from relax_mlir.shape.expr import _CALLS
 from relax_mlir.transforms.infer_shapes import check_module, graph_functions, param_bindings
 

@@ -24,9 +24,6 @@ from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import graph_functions
 from relax_mlir.transforms.lower_shapes import LowerShapesPass
 
-UNIT = None
-
-
 def builtin_type(t: ir.Type) -> ir.Type:
     v = view(t)
     if isinstance(v, TensorType):
