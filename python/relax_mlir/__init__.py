@@ -92,30 +92,19 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
 
         return compile_vulkan(module)
     if target == "cuda":
-        from relax_mlir.backend.gpu import GPUOptions, lower as gpu_lower, ptx_of
+        from relax_mlir.runtime.cuda import compile_cuda
 
-        with module.context:
-            gpu_lower(module.op, options or GPUOptions())
-            return CudaModule(ptx_of(module.op), module)
+        return compile_cuda(module, options)
     raise CompileError(f"unknown target '{target}' (available: cpu, vulkan, cuda)")
-
-
-class CudaModule:
-    """target="cuda": the kernels as PTX (sm_90) and the host module launching them. Running needs
-    a CUDA device and driver, which the machines this project builds on do not have."""
-
-    def __init__(self, ptx: dict, module: Module):
-        self.ptx = ptx
-        self.module = module
-
-    def __call__(self, *args):
-        raise RuntimeError("target='cuda' produced PTX (see .ptx); executing it needs a CUDA device")
 
 
 from_jax = None  # replaced by relax_mlir.frontend.jax when jax is importable
 
 
 def __getattr__(name):
+    if name == "CudaModule":  # target="cuda" returns this Executable (kernels as PTX in .ptx)
+        from relax_mlir.runtime.cuda import CudaExecutable
+        return CudaExecutable
     if name == "from_jax":
         from relax_mlir.frontend.jax import from_jax as f
         return f

@@ -26,7 +26,8 @@ def _dim(d):
     return d.value if d.is_const else str(d)
 
 
-def export(upstream_text: str, signatures, main: str, path: str) -> None:
+def export(upstream_text: str, signatures, main: str, path: str, cpu: str | None = "native") -> None:
+    """`cpu`: the LLVM CPU the library is built for (`native`: this machine; None: baseline)."""
     from relax_mlir.backend.cpu import CPUOptions, lower
     from relax_mlir.tools.relax_opt import Session, parse_module
 
@@ -44,11 +45,16 @@ def export(upstream_text: str, signatures, main: str, path: str) -> None:
         src = os.path.join(tmp, "kernels.mlir")
         with open(src, "w") as f:
             f.write(llvm_dialect)
-        ll, obj = os.path.join(tmp, "kernels.ll"), os.path.join(tmp, "kernels.o")
+        ll, bc, obj = (os.path.join(tmp, "kernels." + e) for e in ("ll", "bc", "o"))
         subprocess.run([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir", src, "-o", ll], check=True,
                        capture_output=True)
-        subprocess.run([_tool("llvm", "llc"), "-O3", "-filetype=obj", "-relocation-model=pic", ll, "-o", obj],
-                       check=True, capture_output=True)
+        # The same split the JIT does: the O3 middle end (opt), then code generation (llc) for the
+        # target CPU. Without opt, llc alone spends minutes on the unoptimized IR and its code is
+        # ~4x slower; without -mcpu it targets baseline x86-64 (no AVX).
+        target = [f"-mcpu={cpu}"] if cpu else []
+        subprocess.run([_tool("llvm", "opt"), "-O3", *target, ll, "-o", bc], check=True, capture_output=True)
+        subprocess.run([_tool("llvm", "llc"), "-O3", *target, "-filetype=obj", "-relocation-model=pic", bc,
+                        "-o", obj], check=True, capture_output=True)
         import mlir
 
         utils = os.path.join(list(mlir.__path__)[0], "lib", "libmlir_c_runner_utils.so")
@@ -57,8 +63,14 @@ def export(upstream_text: str, signatures, main: str, path: str) -> None:
             shutil.copy(utils, os.path.join(path, "libmlir_c_runner_utils.so"))
             cmd += [os.path.join(path, "libmlir_c_runner_utils.so"), "-Wl,-rpath,$ORIGIN"]
         subprocess.run(cmd, check=True, capture_output=True)
-    manifest = {
-        "format": "relax-mlir-cpu-1",
+    write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures))
+
+
+def manifest(fmt: str, main: str, signatures, **extra) -> dict:
+    """The manifest of an artifact: its format, main entry and symbolic signatures (read back by
+    runtime/loader.py `_sig`), plus `extra` keys."""
+    return {
+        "format": fmt,
         "main": main,
         "entries": [{
             "name": sig.name,
@@ -69,6 +81,10 @@ def export(upstream_text: str, signatures, main: str, path: str) -> None:
             "derived": {k: str(e) for k, e in sig.derived},
             "upper": dict(sig.upper),
         } for sig in signatures],
+        **extra,
     }
+
+
+def write_manifest(path: str, data: dict) -> None:
     with open(os.path.join(path, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+        json.dump(data, f, indent=1)

@@ -144,14 +144,20 @@ class Executable:
     def __call__(self, *args):
         return self.functions[self.main](*args)
 
-    def export(self, path: str) -> None:
-        """Write a self-contained artifact (shared library + manifest) that
-        `relax_mlir.runtime.load(path)` runs with numpy and ctypes only."""
+    def export(self, path: str, cpu: str | None = "native") -> None:
+        """Write a self-contained artifact that `relax_mlir.runtime.load(path)` runs without MLIR:
+        cpu: a shared library + manifest (numpy and ctypes); vulkan / cuda: a manifest, the host
+        program (host.json) and the kernels (kernels/*.spv, kernels/*.ptx)."""
+        if "hostprog" in self.artifacts:
+            from relax_mlir.runtime.loader import write_gpu_artifact
+
+            write_gpu_artifact(path, self.artifacts, [f.sig for f in self.functions.values()], self.main)
+            return
         if "upstream" not in self.artifacts:
             raise ValueError("this executable cannot be exported (it was loaded from an artifact)")
         from relax_mlir.backend.cpu_artifact import export
 
-        export(self.artifacts["upstream"], [f.sig for f in self.functions.values()], self.main, path)
+        export(self.artifacts["upstream"], [f.sig for f in self.functions.values()], self.main, path, cpu)
 
     def signature(self, name: str | None = None) -> Signature:
         return self.functions[name or self.main].sig

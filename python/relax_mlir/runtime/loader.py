@@ -1,10 +1,21 @@
-"""Load an exported CPU artifact: `kernels.so` (native code) + `manifest.json` (the host program's
-data: symbolic signatures, check messages, derived symbols). Uses numpy and ctypes only."""
+"""Load an exported artifact; uses numpy (and ctypes, wgpu or CuPy) only, never MLIR.
+
+The manifest's `format` says which:
+
+* ``relax-mlir-cpu-1``: `kernels.so` (native code) + `manifest.json` (symbolic signatures, check
+  messages, derived symbols), called through ctypes.
+* ``relax-mlir-vulkan-1`` / ``relax-mlir-cuda-1``: `manifest.json` (the same signatures),
+  `host.json` (the host program, runtime/hostprog.py) and `kernels/<gpu.module>.spv` / `.ptx`; the
+  host program runs with a wgpu driver (runtime/vulkan.py) or a CuPy driver (runtime/cuda.py),
+  created on the first call.
+"""
 from __future__ import annotations
 
 import ctypes
 import json
 import os
+import threading
+from typing import Callable
 
 import numpy as np
 
@@ -13,6 +24,8 @@ from relax_mlir.shape import parse as parse_expr
 
 MANIFEST = "manifest.json"
 LIBRARY = "kernels.so"
+HOST_PROGRAM = "host.json"
+GPU_FORMATS = {"vulkan": ("relax-mlir-vulkan-1", "spirv", ".spv"), "cuda": ("relax-mlir-cuda-1", "ptx", ".ptx")}
 
 
 def _sig(entry: dict) -> Signature:
@@ -42,11 +55,116 @@ class NativeEntry:
         self.fn(*[d.ctypes.data for d in descs])
 
 
-def load(path: str) -> Executable:
+# --------------------------------------------------------------------------------------------
+# GPU executables (shared by compile_vulkan / compile_cuda and by load)
+# --------------------------------------------------------------------------------------------
+
+
+class _LazyDriver:
+    """Creates the driver on first use, so that loading and shape checks need no device."""
+
+    def __init__(self, factory: Callable[[], object]):
+        self.factory = factory
+        self.driver = None
+        self.lock = threading.Lock()
+
+    def get(self):
+        if self.driver is None:
+            self.driver = self.factory()
+        return self.driver
+
+
+def gpu_executable(target: str, signatures, program: dict, kernels: dict, driver_factory, main: str | None = None):
+    """An Executable whose entries run `program` (runtime/hostprog.py) with the driver that
+    `driver_factory()` returns. `kernels` is {"spirv": {module: bytes}} or {"ptx": {module: text}}."""
+    from relax_mlir.runtime.hostprog import HostProgram
+
+    prog = HostProgram(program)
+    lazy = _LazyDriver(driver_factory)
+
+    def invoke(name, *arrays):
+        with lazy.lock:
+            prog.run(name, arrays, lazy.get())
+
+    funcs = {}
+    for s in signatures:
+        if s.name not in prog.entries:
+            raise ValueError(f"the host program has no entry @{s.name}")
+        funcs[s.name] = Function(s, lambda *a, _n=s.name: invoke(_n, *a))
+    if main is None:
+        main = "main" if "main" in funcs else signatures[0].name
+    artifacts = {"target": target, "hostprog": program, **kernels}
+    if target == "cuda":
+        from relax_mlir.runtime.cuda import CudaExecutable
+
+        return CudaExecutable(funcs, main, keepalive=(prog, lazy), artifacts=artifacts)
+    return Executable(funcs, main, keepalive=(prog, lazy), artifacts=artifacts)
+
+
+def write_gpu_artifact(path: str, artifacts: dict, signatures, main: str) -> None:
+    """Write manifest.json, host.json and kernels/* for a vulkan or cuda Executable."""
+    from relax_mlir.backend.cpu_artifact import manifest, write_manifest
+
+    target = artifacts["target"]
+    fmt, key, ext = GPU_FORMATS[target]
+    os.makedirs(os.path.join(path, "kernels"), exist_ok=True)
+    files = {}
+    for module, data in artifacts[key].items():
+        rel = f"kernels/{module}{ext}"
+        with open(os.path.join(path, rel), "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode())
+        files[module] = rel
+    with open(os.path.join(path, HOST_PROGRAM), "w") as f:
+        json.dump(artifacts["hostprog"], f)
+    write_manifest(path, manifest(fmt, main, signatures, host_program=HOST_PROGRAM, kernels=files))
+
+
+def _load_gpu(path: str, target: str, manifest: dict, driver=None) -> Executable:
+    with open(os.path.join(path, manifest.get("host_program", HOST_PROGRAM)), encoding="utf-8") as f:
+        program = json.load(f)
+    files = {m: os.path.join(path, rel) for m, rel in manifest["kernels"].items()}
+    sigs = [_sig(e) for e in manifest["entries"]]
+    if target == "vulkan":
+        bins = {}
+        for m, p in files.items():
+            with open(p, "rb") as f:
+                bins[m] = f.read()
+
+        def factory():
+            from relax_mlir.runtime.vulkan import WgpuDriver
+
+            return WgpuDriver(bins)
+
+        kernels = {"spirv": bins}
+    else:
+        ptx = {}
+        for m, p in files.items():
+            with open(p, encoding="utf-8") as f:
+                ptx[m] = f.read()
+
+        def factory():
+            from relax_mlir.runtime.cuda import CupyDriver
+
+            return CupyDriver(files)
+
+        kernels = {"ptx": ptx}
+    if driver is not None:
+        factory = lambda: driver  # noqa: E731
+    return gpu_executable(target, sigs, program, kernels, factory, manifest["main"])
+
+
+def load(path: str, *, driver=None) -> Executable:
+    """Load an artifact written by `Executable.export`. `driver` replaces the GPU driver of a
+    vulkan or cuda artifact (any object with the runtime/hostprog.py driver protocol)."""
     with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
         manifest = json.load(f)
-    if manifest.get("format") != "relax-mlir-cpu-1":
-        raise ValueError(f"{path}: not a relax-mlir CPU artifact")
+    fmt = manifest.get("format")
+    for target, (name, _, _) in GPU_FORMATS.items():
+        if fmt == name:
+            return _load_gpu(path, target, manifest, driver)
+    if fmt != "relax-mlir-cpu-1":
+        raise ValueError(f"{path}: not a relax-mlir artifact (format {fmt!r}; known: relax-mlir-cpu-1, "
+                         + ", ".join(n for n, _, _ in GPU_FORMATS.values()) + ")")
     lib = ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))
     funcs = {}
     for entry in manifest["entries"]:

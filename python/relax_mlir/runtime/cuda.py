@@ -1,0 +1,155 @@
+"""CUDA runtime: run a module lowered by backend/gpu.py with CuPy.
+
+`compile_cuda(module, options)` takes a module after `relax-to-upstream`, maps it onto the GPU
+(backend/gpu.py up to `map`), extracts the host side of each entry as a host program
+(runtime/hostprog.py), compiles the kernels to PTX (`to-ptx` on a copy) and returns a
+`CudaExecutable`: `.ptx` holds the PTX of each gpu.module; calling it checks shapes first, then
+runs the host program with `CupyDriver`. `exe.export(path)` writes an artifact that
+`relax_mlir.runtime.load(path)` runs with numpy and CuPy only.
+
+Kernel ABI (the `gpu-lower-to-nvvm-pipeline` default calling convention): a memref argument of
+rank r is 3 + 2r parameters, {allocated pointer, aligned pointer, offset, sizes[r], strides[r]}
+(pointers and index values 64-bit); a scalar is one parameter of its type (index: 64-bit).
+Importing this module needs numpy only; CuPy is imported when a driver is created.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from relax_mlir.runtime.executable import Executable
+
+__all__ = ["CudaExecutable", "CudaUnavailable", "CupyDriver", "compile_cuda", "pack_args"]
+
+_CTYPES = {"i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "f32": np.float32,
+           "f64": np.float64, "f16": np.float16}
+
+
+class CudaUnavailable(RuntimeError):
+    """CuPy or a CUDA device is not available."""
+
+
+def pack_args(args, pointer) -> list:
+    """The kernel parameters of a launch's (abi, value) arguments, as numpy scalars; `pointer(handle)`
+    gives a device buffer's address."""
+    out = []
+    for abi, v in args:
+        if abi["kind"] == "memref":
+            ptr = np.uint64(pointer(v.handle))
+            strides, acc = [], 1
+            for s in reversed(v.shape):
+                strides.append(acc)
+                acc *= s
+            if len(v.shape) != abi["rank"]:
+                raise ValueError(f"a rank-{abi['rank']} memref argument got a buffer of shape {v.shape}")
+            out += [ptr, ptr, np.int64(0)] + [np.int64(s) for s in v.shape] + [np.int64(s) for s in reversed(strides)]
+        else:
+            out.append(_CTYPES[abi["ctype"]](v))
+    return out
+
+
+class CupyDriver:
+    """The host-program driver for PTX kernels through CuPy; `ptx` maps each gpu.module name to a
+    .ptx file path or to PTX text."""
+
+    def __init__(self, ptx: dict[str, str]):
+        try:
+            import cupy
+        except Exception as e:  # ImportError, or a broken CUDA installation
+            raise CudaUnavailable(f"target='cuda' needs a CUDA device and CuPy to run; CuPy is not importable: {e}") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:
+            raise CudaUnavailable(f"target='cuda' needs a CUDA device and CuPy to run; no CUDA driver: {e}") from None
+        if count < 1:
+            raise CudaUnavailable("target='cuda' needs a CUDA device and CuPy to run; CuPy sees no CUDA device")
+        self.cupy = cupy
+        self._tmp = None
+        self.files = {}
+        for module, src in ptx.items():
+            if src.endswith(".ptx") and os.path.isfile(src):
+                self.files[module] = src
+            else:  # PTX text: RawModule loads PTX from a file (cuModuleLoad)
+                if self._tmp is None:
+                    self._tmp = tempfile.TemporaryDirectory(prefix="relax-mlir-ptx-")
+                p = os.path.join(self._tmp.name, f"{module}.ptx")
+                with open(p, "w", encoding="utf-8") as f:
+                    f.write(src)
+                self.files[module] = p
+        self._modules = {}
+        self._functions = {}
+
+    def function(self, module: str, kernel: str):
+        key = (module, kernel)
+        fn = self._functions.get(key)
+        if fn is None:
+            mod = self._modules.get(module)
+            if mod is None:
+                if module not in self.files:
+                    raise RuntimeError(f"no PTX for gpu.module @{module}")
+                mod = self._modules[module] = self.cupy.RawModule(path=self.files[module])
+            fn = self._functions[key] = mod.get_function(kernel)
+        return fn
+
+    @staticmethod
+    def pointer(handle) -> int:
+        return handle.data.ptr
+
+    # the protocol of runtime/hostprog.py
+    def alloc(self, nbytes: int):
+        return self.cupy.empty(max(int(nbytes), 1), dtype=self.cupy.uint8)
+
+    def upload(self, handle, data: np.ndarray) -> None:
+        handle[:data.size].set(np.ascontiguousarray(data, dtype=np.uint8))
+
+    def download(self, handle, nbytes: int):
+        return handle[:nbytes].get()
+
+    def copy(self, src, dst, nbytes: int) -> None:
+        dst[:nbytes] = src[:nbytes]
+
+    def launch(self, module: str, kernel: str, grid, block, shared: int, args) -> None:
+        fn = self.function(module, kernel)
+        fn(tuple(grid), tuple(block), tuple(pack_args(args, self.pointer)), shared_mem=int(shared))
+
+    def sync(self) -> None:
+        self.cupy.cuda.get_current_stream().synchronize()
+
+    def free(self, handle) -> None:
+        pass  # the array returns to CuPy's pool when its last reference goes (stream-ordered)
+
+
+class CudaExecutable(Executable):
+    """target="cuda": an Executable whose kernels are PTX (`.ptx`: {gpu.module name: PTX text}).
+    Calling it needs CuPy and a CUDA device; shape checks run before either is asked for."""
+
+    @property
+    def ptx(self) -> dict[str, str]:
+        return self.artifacts["ptx"]
+
+
+def compile_cuda(module, options=None) -> CudaExecutable:
+    """A `relax_mlir.Module` after relax-to-upstream -> a CudaExecutable (`options`: GPUOptions)."""
+    import json
+
+    from mlir import ir
+
+    from relax_mlir.backend import gpu
+    from relax_mlir.backend.cpu_runtime import entry_signatures
+    from relax_mlir.runtime.hostprog import extract
+    from relax_mlir.runtime.loader import gpu_executable
+
+    options = options or gpu.GPUOptions()
+    op, ctx = module.op, module.context
+    with ctx:
+        sigs = entry_signatures(op)
+        if not sigs:
+            raise ValueError("the module has no public graph function to call")
+        gpu.lower(op, options, until="map")
+        program = json.loads(json.dumps(extract(op, "cuda")))
+        copy = ir.Module.parse(op.get_asm(enable_debug_info=False))
+        gpu.stage_to_ptx(copy.operation, options)
+        ptx = gpu.ptx_of(copy.operation)
+    return gpu_executable("cuda", sigs, program, {"ptx": ptx}, lambda: CupyDriver(ptx))

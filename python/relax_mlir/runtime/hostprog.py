@@ -1,0 +1,633 @@
+"""A serializable host program: what a GPU backend leaves on the host side of each entry, as data.
+
+`extract(module_op, target)` (compile time, needs MLIR) walks each public entry function after the
+backend lowering (backend/spirv.py up to `to-spirv`, backend/gpu.py up to `map`) and returns a
+plain JSON-able dict. `HostProgram(program).run(entry, arrays, driver)` (run time, numpy only)
+executes it: index arithmetic, dims, allocations, views, copies, `scf.if`/`scf.for`, kernel
+launches through a pluggable `driver`, error-slot writes. In-process executables and exported
+artifacts run the same interpreter.
+
+Program format ("relax-mlir-hostprog-1"):
+
+    {"format", "target": "vulkan" | "cuda", "index_dtype": dtype of an index element in a device buffer,
+     "globals": {name: {"dtype", "shape", "data": base64}},
+     "entries": {name: {"n_in", "args": [{"id", "dtype", "shape", "host"}], "body": [instruction]}}}
+
+Values are numbered per entry (arguments first). An instruction is a dict with an "op":
+
+    const {out, value}                      arith {fn, out, in, pred?, bits?}
+    affine {fn: apply|min|max, out, in, n_dims, exprs}   (expr: ["d"|"s"|"c", n] or [kind, lhs, rhs])
+    dim {out, src, index}                   alloc {out, dtype, shape, dyn, host}     global {out, name, host}
+    view {out, src, shape, dyn}             collapse {out, src, groups}   reshape {out, src, shape_buf}
+    alias {out, src}   copy {src, dst}   load {out, src, idx}   store {value, dst, idx}   free {buf}
+    error {value}                           (a write into the error slot)
+    if {cond, then, else, out}              for {lb, ub, step, iv, init, iter, out, body}    yield {in}
+    launch {module, kernel, grid, block, shared, args, abi}                               return {}
+
+`shape` lists hold an int per static dim and null per dynamic dim, filled in order from `dyn`.
+A buffer is `host` (a numpy array) when nothing but host loads, stores, dims and reshape shapes use
+it, else a device buffer owned by the driver. Launch `abi` holds one entry per kernel argument:
+vulkan `{"kind": "buffer"}` (binding i) or `{"kind": "scalar", "pack": struct format}` (its own
+4-byte storage buffer, binding i); cuda `{"kind": "memref", "rank", "params": 3 + 2*rank}`
+(allocated/aligned pointer, offset, sizes, strides) or `{"kind": "scalar", "ctype", "params": 1}`.
+
+Driver protocol (see runtime/vulkan.py `WgpuDriver`, runtime/cuda.py `CupyDriver`):
+
+    alloc(nbytes) -> handle          upload(handle, data: uint8 ndarray)     download(handle, nbytes) -> bytes-like
+    copy(src, dst, nbytes)           launch(module, kernel, grid, block, shared, args)    sync()    free(handle)
+
+`launch` receives `args` as (abi, value) pairs: a `Buffer` (handle, shape, dtype) or a Python number.
+"""
+from __future__ import annotations
+
+import base64
+from typing import Any, Sequence
+
+import numpy as np
+
+FORMAT = "relax-mlir-hostprog-1"
+
+DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
+          "i16": np.int16, "i32": np.int32, "i64": np.int64}
+
+__all__ = ["FORMAT", "Buffer", "HostError", "HostProgram", "extract"]
+
+
+class HostError(RuntimeError):
+    """The host program cannot be extracted or run."""
+
+
+# ----------------------------------------------------------------------------------------------
+# extraction (compile time; the only part that imports MLIR)
+# ----------------------------------------------------------------------------------------------
+
+_ARITH = {"addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi", "ceildivui", "floordivsi",
+          "maxsi", "minsi", "maxui", "minui", "andi", "ori", "xori", "shli", "shrsi", "shrui",
+          "addf", "subf", "mulf", "divf", "maximumf", "minimumf", "maxnumf", "minnumf", "negf",
+          "index_cast", "index_castui", "extsi", "extui", "trunci", "sitofp", "uitofp", "fptosi", "fptoui",
+          "extf", "truncf", "select", "cmpi"}
+_CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+_VIEW_USES = ("memref.collapse_shape", "memref.expand_shape", "memref.reshape", "memref.cast")
+_SCALAR_PACK = {"index": "<i", "i32": "<i", "i16": "<i", "i8": "<i", "i1": "<i", "f32": "<f"}
+_SCALAR_CTYPE = {"index": "i64", "i64": "i64", "i32": "i32", "i16": "i16", "i8": "i8", "i1": "i8",
+                 "f32": "f32", "f64": "f64", "f16": "f16"}
+
+
+def _elem(t) -> str:
+    s = str(t)
+    if s == "index" or s in DTYPES:
+        return s
+    raise HostError(f"unsupported element type {s} on the host side")
+
+
+class _Extractor:
+    def __init__(self, module_op, target: str):
+        from mlir import ir
+
+        self.ir = ir
+        self.target = target
+        self.module_op = module_op
+        self.globals: dict[str, dict] = {}
+        self.global_ops = {}
+        for o in module_op.regions[0].blocks[0].operations:
+            o = o.operation
+            if o.name == "memref.global":
+                self.global_ops[ir.StringAttr(o.attributes["sym_name"]).value] = o
+
+    # values ---------------------------------------------------------------------------------
+    def ref(self, v) -> int:
+        try:
+            return self.ids[v]
+        except KeyError:
+            raise HostError(f"a host op uses a value defined outside the entry: {v}") from None
+
+    def define(self, v) -> int:
+        i = len(self.ids)
+        self.ids[v] = i
+        return i
+
+    # host/device placement ------------------------------------------------------------------
+    def _device_use(self, v) -> bool:
+        for use in v.uses:
+            o = use.owner
+            o = o.operation if hasattr(o, "operation") else o
+            n = o.name
+            if n in ("gpu.launch_func", "memref.copy"):
+                return True
+            if n in _VIEW_USES and use.operand_number == 0 and self._device_use(o.results[0]):
+                return True
+        return False
+
+    # the walk -------------------------------------------------------------------------------
+    def entry(self, func) -> dict:
+        ir = self.ir
+        self.ids = {}
+        block = func.regions[0].blocks[0]
+        args = []
+        for a in block.arguments:
+            t = ir.MemRefType(a.type)
+            self._identity(t)
+            args.append({"id": self.define(a), "dtype": _elem(t.element_type), "shape": self._static(t),
+                         "host": not self._device_use(a)})
+        self.err = block.arguments[len(block.arguments) - 1]
+        return {"args": args, "body": self.block(block)}
+
+    def block(self, block) -> list:
+        out = []
+        for o in block.operations:
+            self.op(o.operation, out)
+        return out
+
+    @staticmethod
+    def _static(t) -> list:
+        return [None if t.is_dynamic_dim(d) else int(t.shape[d]) for d in range(t.rank)]
+
+    def _identity(self, t):
+        text = str(t)
+        if "strided" in text or "affine_map" in text:
+            raise HostError(f"a host buffer has a non-identity layout: {text}")
+
+    def op(self, o, out: list) -> None:
+        ir = self.ir
+        n = o.name
+        R = self.ref
+        ins = [R(v) for v in o.operands]
+        if n == "arith.constant":
+            a = o.attributes["value"]
+            if isinstance(a, ir.IntegerAttr):
+                val = ir.IntegerAttr(a).value
+            elif isinstance(a, ir.FloatAttr):
+                val = ir.FloatAttr(a).value
+            else:
+                raise HostError(f"unsupported host constant {a}")
+            out.append({"op": "const", "out": self.define(o.results[0]), "value": val})
+        elif n.startswith("arith.") and n[6:] in _ARITH:
+            ins_ = {"op": "arith", "fn": n[6:], "out": self.define(o.results[0]), "in": ins}
+            if n == "arith.cmpi":
+                ins_["pred"] = _CMPI[ir.IntegerAttr(o.attributes["predicate"]).value]
+            elif n == "arith.trunci":
+                ins_["bits"] = ir.IntegerType(o.results[0].type).width
+            out.append(ins_)
+        elif n in ("affine.apply", "affine.min", "affine.max"):
+            amap = ir.AffineMapAttr(o.attributes["map"]).value
+            out.append({"op": "affine", "fn": n[7:], "out": self.define(o.results[0]), "in": ins,
+                        "n_dims": amap.n_dims, "exprs": [self.affine(e) for e in amap.results]})
+        elif n == "memref.dim":
+            out.append({"op": "dim", "out": self.define(o.results[0]), "src": ins[0], "index": ins[1]})
+        elif n in ("memref.alloc", "memref.alloca"):
+            t = ir.MemRefType(o.results[0].type)
+            self._identity(t)
+            r = o.results[0]
+            out.append({"op": "alloc", "out": self.define(r), "dtype": _elem(t.element_type),
+                        "shape": self._static(t), "dyn": ins[:t.rank], "host": not self._device_use(r)})
+        elif n == "memref.get_global":
+            name = ir.FlatSymbolRefAttr(o.attributes["name"]).value
+            self.add_global(name)
+            r = o.results[0]
+            out.append({"op": "global", "out": self.define(r), "name": name, "host": not self._device_use(r)})
+        elif n == "memref.collapse_shape":
+            groups = [[ir.IntegerAttr(d).value for d in g] for g in ir.ArrayAttr(o.attributes["reassociation"])]
+            out.append({"op": "collapse", "out": self.define(o.results[0]), "src": ins[0], "groups": groups})
+        elif n == "memref.expand_shape":
+            t = ir.MemRefType(o.results[0].type)
+            out.append({"op": "view", "out": self.define(o.results[0]), "src": ins[0], "shape": self._static(t),
+                        "dyn": ins[1:]})
+        elif n == "memref.reshape":
+            out.append({"op": "reshape", "out": self.define(o.results[0]), "src": ins[0], "shape_buf": ins[1]})
+        elif n == "memref.cast":
+            out.append({"op": "alias", "out": self.define(o.results[0]), "src": ins[0]})
+        elif n == "memref.copy":
+            out.append({"op": "copy", "src": ins[0], "dst": ins[1]})
+        elif n == "memref.load":
+            out.append({"op": "load", "out": self.define(o.results[0]), "src": ins[0], "idx": ins[1:]})
+        elif n == "memref.store":
+            if o.operands[1] == self.err and not self._device_use(self.err):
+                out.append({"op": "error", "value": ins[0]})
+            else:
+                out.append({"op": "store", "value": ins[0], "dst": ins[1], "idx": ins[2:]})
+        elif n == "memref.dealloc":
+            out.append({"op": "free", "buf": ins[0]})
+        elif n == "scf.if":
+            cond = ins[0]
+            then = self.block(o.regions[0].blocks[0])
+            other = self.block(o.regions[1].blocks[0]) if len(o.regions[1].blocks) else []
+            out.append({"op": "if", "cond": cond, "then": then, "else": other,
+                        "out": [self.define(r) for r in o.results]})
+        elif n == "scf.for":
+            ops = ins
+            body = o.regions[0].blocks[0]
+            iv = self.define(body.arguments[0])
+            it = [self.define(a) for a in list(body.arguments)[1:]]
+            inst = {"op": "for", "lb": ops[0], "ub": ops[1], "step": ops[2], "iv": iv, "init": ops[3:],
+                    "iter": it, "body": self.block(body)}
+            inst["out"] = [self.define(r) for r in o.results]
+            out.append(inst)
+        elif n == "scf.yield":
+            out.append({"op": "yield", "in": ins})
+        elif n in ("func.return", "return"):
+            if ins:
+                raise HostError("an entry returns values; the relax-to-upstream contract returns none")
+            out.append({"op": "return"})
+        elif n == "gpu.launch_func":
+            out.append(self.launch(o))
+        else:
+            raise HostError(f"the host program cannot run '{n}'")
+
+    def affine(self, e) -> list:
+        ir = self.ir
+        if isinstance(e, ir.AffineConstantExpr):
+            return ["c", e.value]
+        if isinstance(e, ir.AffineDimExpr):
+            return ["d", e.position]
+        if isinstance(e, ir.AffineSymbolExpr):
+            return ["s", e.position]
+        for cls, kind in ((ir.AffineAddExpr, "add"), (ir.AffineMulExpr, "mul"), (ir.AffineModExpr, "mod"),
+                          (ir.AffineFloorDivExpr, "floordiv"), (ir.AffineCeilDivExpr, "ceildiv")):
+            if isinstance(e, cls):
+                return [kind, self.affine(e.lhs), self.affine(e.rhs)]
+        raise HostError(f"unsupported affine expression {e}")
+
+    def add_global(self, name: str) -> None:
+        ir = self.ir
+        if name in self.globals:
+            return
+        g = self.global_ops.get(name)
+        if g is None:
+            raise HostError(f"memref.get_global of an unknown global @{name}")
+        t = ir.MemRefType(ir.TypeAttr(g.attributes["type"]).value)
+        dtype = _elem(t.element_type)
+        shape = [int(s) for s in t.shape]
+        np_dt = np.int64 if dtype == "index" else DTYPES[dtype]
+        if "initial_value" in g.attributes and isinstance(g.attributes["initial_value"], ir.DenseElementsAttr):
+            a = ir.DenseElementsAttr(g.attributes["initial_value"])
+            try:
+                data = np.array(a).astype(np_dt)
+            except Exception:  # index elements have no buffer protocol
+                ia = ir.DenseIntElementsAttr(a)
+                vals = [ia[0]] * int(np.prod(shape)) if a.is_splat else [ia[i] for i in range(len(ia))]
+                data = np.array(vals, dtype=np_dt)
+            data = np.broadcast_to(data.reshape(-1) if data.size > 1 else data.reshape(()), shape)
+        else:
+            data = np.zeros(shape, np_dt)
+        self.globals[name] = {"dtype": dtype, "shape": shape,
+                              "data": base64.b64encode(np.ascontiguousarray(data).tobytes()).decode("ascii")}
+
+    def launch(self, o) -> dict:
+        ir = self.ir
+        from mlir.dialects import gpu as _gpu  # noqa: F401  (registers the LaunchFuncOp view)
+
+        v = o.opview
+        mname, kname = ir.SymbolRefAttr(v.kernel).value
+        if len(v.asyncDependencies):
+            raise HostError("async gpu.launch_func is not supported on the host")
+        grid = [self.ref(x) for x in (v.gridSizeX, v.gridSizeY, v.gridSizeZ)]
+        block = [self.ref(x) for x in (v.blockSizeX, v.blockSizeY, v.blockSizeZ)]
+        shared = None if v.dynamicSharedMemorySize is None else self.ref(v.dynamicSharedMemorySize)
+        kargs = list(v.kernelOperands)
+        return {"op": "launch", "module": mname, "kernel": kname, "grid": grid, "block": block, "shared": shared,
+                "args": [self.ref(a) for a in kargs], "abi": [self.abi(a.type) for a in kargs]}
+
+    def abi(self, t) -> dict:
+        ir = self.ir
+        if isinstance(t, ir.MemRefType) or str(t).startswith("memref<"):
+            mt = ir.MemRefType(t)
+            self._identity(mt)
+            if self.target == "cuda":
+                return {"kind": "memref", "rank": mt.rank, "dtype": _elem(mt.element_type),
+                        "params": 3 + 2 * mt.rank}
+            return {"kind": "buffer", "dtype": _elem(mt.element_type)}
+        s = str(t)
+        if self.target == "cuda":
+            if s not in _SCALAR_CTYPE:
+                raise HostError(f"unsupported scalar kernel argument of type {s}")
+            return {"kind": "scalar", "type": s, "ctype": _SCALAR_CTYPE[s], "params": 1}
+        if s not in _SCALAR_PACK:
+            raise HostError(f"unsupported scalar kernel argument of type {s} (a Vulkan binding holds i32 or f32)")
+        return {"kind": "scalar", "type": s, "pack": _SCALAR_PACK[s]}
+
+
+def extract(module_op, target: str) -> dict:
+    """The host side of every public entry of a lowered module, as a JSON-able program.
+
+    `target` is "vulkan" (after backend/spirv.py's `to-spirv` stage) or "cuda" (after
+    backend/gpu.py's `map` stage): it decides the kernel-argument ABI and the index width."""
+    from mlir import ir
+
+    if target not in ("vulkan", "cuda"):
+        raise ValueError(f"unknown host-program target {target!r}")
+    op = module_op.operation if hasattr(module_op, "operation") else module_op
+    ex = _Extractor(op, target)
+    entries = {}
+    with op.context:
+        for f in op.regions[0].blocks[0].operations:
+            f = f.operation
+            if f.name != "func.func" or not len(f.regions[0].blocks):
+                continue
+            if "sym_visibility" in f.attributes and ir.StringAttr(f.attributes["sym_visibility"]).value == "private":
+                continue
+            name = ir.StringAttr(f.attributes["sym_name"]).value
+            n_in = len(list(f.attributes["relax.signature"])[0]) if "relax.signature" in f.attributes else None
+            e = ex.entry(f)
+            e["n_in"] = n_in if n_in is not None else len(e["args"]) - 1
+            entries[name] = e
+    return {"format": FORMAT, "target": target, "index_dtype": "i32" if target == "vulkan" else "i64",
+            "globals": ex.globals, "entries": entries}
+
+
+# ----------------------------------------------------------------------------------------------
+# interpretation (run time; numpy only)
+# ----------------------------------------------------------------------------------------------
+
+
+class Buffer:
+    """A buffer or a view of one (views share the handle; every layout is the identity)."""
+
+    __slots__ = ("handle", "shape", "dtype", "host")
+
+    def __init__(self, handle, shape, dtype, host: bool):
+        self.handle = handle  # a numpy array when host, else the driver's handle
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.host = host
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def view(self, shape) -> "Buffer":
+        shape = tuple(int(s) for s in shape)
+        n = 1
+        for s in shape:
+            n *= s
+        if n != self.size:
+            raise HostError(f"a view of shape {shape} over a buffer of shape {self.shape}")
+        h = self.handle.reshape(shape) if self.host else self.handle
+        return Buffer(h, shape, self.dtype, self.host)
+
+    def __repr__(self):
+        return f"Buffer({self.shape}, {self.dtype}, {'host' if self.host else 'device'})"
+
+
+def _divsi(a, b):
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _trunc(v, bits):
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if bits > 1 and v >> (bits - 1) else v
+
+
+_FN = {
+    "addi": lambda a, b: a + b, "subi": lambda a, b: a - b, "muli": lambda a, b: a * b,
+    "divsi": _divsi, "divui": lambda a, b: a // b, "remsi": lambda a, b: a - b * _divsi(a, b),
+    "remui": lambda a, b: a % b, "ceildivsi": lambda a, b: -((-a) // b), "ceildivui": lambda a, b: -((-a) // b),
+    "floordivsi": lambda a, b: a // b, "maxsi": max, "minsi": min, "maxui": max, "minui": min,
+    "andi": lambda a, b: a & b, "ori": lambda a, b: a | b, "xori": lambda a, b: a ^ b,
+    "shli": lambda a, b: a << b, "shrsi": lambda a, b: a >> b, "shrui": lambda a, b: a >> b,
+    "addf": lambda a, b: a + b, "subf": lambda a, b: a - b, "mulf": lambda a, b: a * b,
+    "divf": lambda a, b: a / b, "maximumf": max, "minimumf": min, "maxnumf": max, "minnumf": min,
+    "negf": lambda a: -a, "index_cast": int, "index_castui": int, "extsi": int, "extui": int,
+    "sitofp": float, "uitofp": float, "fptosi": int, "fptoui": int, "extf": float, "truncf": float,
+    "select": lambda c, a, b: a if c else b,
+}
+_PRED = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b,
+         "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+         "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b,
+         "uge": lambda a, b: a >= b}
+
+
+def _affine(e, vals, n_dims):
+    k = e[0]
+    if k == "c":
+        return e[1]
+    if k == "d":
+        return vals[e[1]]
+    if k == "s":
+        return vals[n_dims + e[1]]
+    a, b = _affine(e[1], vals, n_dims), _affine(e[2], vals, n_dims)
+    if k == "add":
+        return a + b
+    if k == "mul":
+        return a * b
+    if k == "mod":
+        return a % b
+    if k == "floordiv":
+        return a // b
+    if k == "ceildiv":
+        return -((-a) // b)
+    raise HostError(f"unknown affine expression kind {k!r}")
+
+
+class HostProgram:
+    """Runs an extracted host program with numpy and a driver (no MLIR)."""
+
+    def __init__(self, program: dict):
+        if program.get("format") != FORMAT:
+            raise HostError(f"not a relax-mlir host program (format {program.get('format')!r})")
+        self.program = program
+        self.target = program["target"]
+        self.entries = program["entries"]
+        self._index_dtype = np.dtype(DTYPES[program["index_dtype"]])
+        self._globals = {}
+        for name, g in program["globals"].items():
+            dt = self._np_dtype(g["dtype"], True)
+            self._globals[name] = np.frombuffer(base64.b64decode(g["data"]), dtype=dt).reshape(g["shape"])
+        self._uploaded: dict = {}  # (id(driver), name) -> (driver, Buffer)
+
+    def _np_dtype(self, dtype: str, host: bool) -> np.dtype:
+        if dtype == "index":
+            return np.dtype(np.int64) if host else self._index_dtype
+        return np.dtype(DTYPES[dtype])
+
+    # running -----------------------------------------------------------------------------
+    def run(self, entry: str, arrays: Sequence[np.ndarray], driver) -> int:
+        """Run `entry` on `arrays` (its inputs, then its outputs, then the int32 error slot, as the
+        Function of runtime/executable.py passes them). Outputs and the error slot are written in
+        place; returns the error code (0: no check failed)."""
+        e = self.entries[entry]
+        if len(arrays) != len(e["args"]):
+            raise HostError(f"@{entry} takes {len(e['args'])} buffers, got {len(arrays)}")
+        env: dict[int, Any] = {}
+        err = arrays[-1]
+        down = []
+        for i, (spec, a) in enumerate(zip(e["args"], arrays)):
+            if spec["host"]:
+                env[spec["id"]] = Buffer(a, a.shape, a.dtype, True)
+                continue
+            b = Buffer(driver.alloc(a.nbytes), a.shape, a.dtype, False)
+            if i < e["n_in"] or i == len(arrays) - 1:
+                if a.nbytes:
+                    driver.upload(b.handle, np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+            if i >= e["n_in"]:
+                down.append((b, a))
+            env[spec["id"]] = b
+        self._block(e["body"], env, driver, err)
+        for b, a in down:
+            if a.nbytes:
+                data = driver.download(b.handle, b.nbytes)
+                a.reshape(-1).view(np.uint8)[...] = np.frombuffer(data, np.uint8, count=b.nbytes)
+        driver.sync()
+        return int(err.reshape(-1)[0]) if err.size else 0
+
+    def _block(self, body, env, driver, err):
+        """Run a list of instructions; returns the yielded values, or None."""
+        for ins in body:
+            op = ins["op"]
+            if op == "const":
+                env[ins["out"]] = ins["value"]
+            elif op == "arith":
+                fn = ins["fn"]
+                a = [env[i] for i in ins["in"]]
+                if fn == "cmpi":
+                    env[ins["out"]] = _PRED[ins["pred"]](*a)
+                elif fn == "trunci":
+                    env[ins["out"]] = _trunc(int(a[0]), ins["bits"])
+                else:
+                    env[ins["out"]] = _FN[fn](*a)
+            elif op == "affine":
+                vals = [env[i] for i in ins["in"]]
+                res = [_affine(x, vals, ins["n_dims"]) for x in ins["exprs"]]
+                env[ins["out"]] = res[0] if ins["fn"] == "apply" else (min(res) if ins["fn"] == "min" else max(res))
+            elif op == "dim":
+                env[ins["out"]] = env[ins["src"]].shape[env[ins["index"]]]
+            elif op == "alloc":
+                shape = self._shape(ins["shape"], ins["dyn"], env)
+                dt = self._np_dtype(ins["dtype"], ins["host"])
+                if ins["host"]:
+                    env[ins["out"]] = Buffer(np.zeros(shape, dt), shape, dt, True)
+                else:
+                    b = Buffer(None, shape, dt, False)
+                    b.handle = driver.alloc(b.nbytes)
+                    env[ins["out"]] = b
+            elif op == "global":
+                env[ins["out"]] = self._global(ins["name"], ins["host"], driver)
+            elif op == "view":
+                env[ins["out"]] = env[ins["src"]].view(self._shape(ins["shape"], ins["dyn"], env))
+            elif op == "collapse":
+                src = env[ins["src"]]
+                shape = [int(np.prod([src.shape[d] for d in g], dtype=np.int64)) for g in ins["groups"]]
+                env[ins["out"]] = src.view(shape)
+            elif op == "reshape":
+                sb = env[ins["shape_buf"]]
+                shape = [int(s) for s in self._read(sb, driver).reshape(-1)]
+                env[ins["out"]] = env[ins["src"]].view(shape)
+            elif op == "alias":
+                env[ins["out"]] = env[ins["src"]]
+            elif op == "copy":
+                self._copy(env[ins["src"]], env[ins["dst"]], driver)
+            elif op == "load":
+                src = env[ins["src"]]
+                idx = tuple(env[i] for i in ins["idx"])
+                env[ins["out"]] = (src.handle if src.host else self._read(src, driver))[idx].item()
+            elif op == "store":
+                dst = env[ins["dst"]]
+                idx = tuple(env[i] for i in ins["idx"])
+                if dst.host:
+                    dst.handle[idx] = env[ins["value"]]
+                else:
+                    data = self._read(dst, driver).copy()
+                    data[idx] = env[ins["value"]]
+                    driver.upload(dst.handle, data.reshape(-1).view(np.uint8))
+            elif op == "error":
+                err.reshape(-1)[0] = env[ins["value"]]
+            elif op == "free":
+                b = env[ins["buf"]]
+                if not b.host:
+                    driver.free(b.handle)
+            elif op == "if":
+                res = self._block(ins["then"] if env[ins["cond"]] else ins["else"], env, driver, err)
+                if res == "return":
+                    return res
+                for o, v in zip(ins["out"], res or []):
+                    env[o] = v
+            elif op == "for":
+                vals = [env[i] for i in ins["init"]]
+                iv = env[ins["lb"]]
+                ub, step = env[ins["ub"]], env[ins["step"]]
+                while iv < ub:
+                    env[ins["iv"]] = iv
+                    for k, v in zip(ins["iter"], vals):
+                        env[k] = v
+                    res = self._block(ins["body"], env, driver, err)
+                    if res == "return":
+                        return res
+                    vals = res or []
+                    iv += step
+                for o, v in zip(ins["out"], vals):
+                    env[o] = v
+            elif op == "yield":
+                return [env[i] for i in ins["in"]]
+            elif op == "return":
+                return "return"
+            elif op == "launch":
+                self._launch(ins, env, driver)
+            else:
+                raise HostError(f"unknown host instruction {op!r}")
+        return None
+
+    @staticmethod
+    def _shape(static, dyn, env):
+        it = iter(env[i] for i in dyn)
+        return [next(it) if s is None else s for s in static]
+
+    def _global(self, name, host, driver) -> Buffer:
+        data = self._globals[name]
+        if host:
+            return Buffer(data.copy(), data.shape, data.dtype, True)
+        key = (id(driver), name)
+        hit = self._uploaded.get(key)
+        if hit is None or hit[0] is not driver:
+            dt = self._np_dtype(self.program["globals"][name]["dtype"], False)
+            dev = np.ascontiguousarray(data.astype(dt))
+            b = Buffer(driver.alloc(dev.nbytes), dev.shape, dt, False)
+            if dev.nbytes:
+                driver.upload(b.handle, dev.reshape(-1).view(np.uint8))
+            hit = self._uploaded[key] = (driver, b)
+        return hit[1]
+
+    @staticmethod
+    def _read(b: Buffer, driver) -> np.ndarray:
+        if b.host:
+            return b.handle
+        if not b.nbytes:
+            return np.zeros(b.shape, b.dtype)
+        data = driver.download(b.handle, b.nbytes)
+        return np.frombuffer(data, np.uint8, count=b.nbytes).view(b.dtype).reshape(b.shape)
+
+    def _copy(self, src: Buffer, dst: Buffer, driver) -> None:
+        if src.nbytes != dst.nbytes:
+            raise HostError(f"memref.copy between buffers of {src.nbytes} and {dst.nbytes} bytes")
+        if not src.nbytes:
+            return
+        if src.host and dst.host:
+            dst.handle[...] = src.handle.reshape(dst.shape)
+        elif dst.host:
+            dst.handle[...] = self._read(src, driver).reshape(dst.shape)
+        elif src.host:
+            driver.upload(dst.handle, np.ascontiguousarray(src.handle).reshape(-1).view(np.uint8))
+        else:
+            driver.copy(src.handle, dst.handle, src.nbytes)
+
+    @staticmethod
+    def _launch(ins, env, driver) -> None:
+        grid = [int(env[i]) for i in ins["grid"]]
+        block = [int(env[i]) for i in ins["block"]]
+        if min(grid) <= 0 or min(block) <= 0:
+            return  # an empty iteration space
+        shared = 0 if ins["shared"] is None else int(env[ins["shared"]])
+        args = []
+        for abi, i in zip(ins["abi"], ins["args"]):
+            v = env[i]
+            if abi["kind"] in ("buffer", "memref"):
+                if not isinstance(v, Buffer) or v.host:
+                    raise HostError(f"kernel @{ins['module']}::@{ins['kernel']} got a host value for a buffer")
+            args.append((abi, v))
+        driver.launch(ins["module"], ins["kernel"], tuple(grid), tuple(block), shared, args)

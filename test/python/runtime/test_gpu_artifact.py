@@ -1,0 +1,278 @@
+"""GPU artifacts: vulkan and cuda executables exported as manifest + host program + kernels, and
+run by `relax_mlir.runtime.load` without MLIR (vulkan: wgpu in a fresh process; cuda: a recording
+driver, since CI has no CUDA device)."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import relax_mlir
+from relax_mlir.runtime import cuda, hostprog, load
+
+ELEMENTWISE = '''
+func.func @main(%x: !relax.tensor<["n", 8], f32>, %y: !relax.tensor<["n", 8], f32>, %b: !relax.tensor<[8], f32>) -> !relax.tensor<["n", 8], f32> {
+  %m = "relax.multiply"(%x, %y) : (!relax.tensor<["n", 8], f32>, !relax.tensor<["n", 8], f32>) -> !relax.tensor<["n", 8], f32>
+  %a = "relax.add"(%m, %b) : (!relax.tensor<["n", 8], f32>, !relax.tensor<[8], f32>) -> !relax.tensor<["n", 8], f32>
+  %e = "relax.exp"(%a) : (!relax.tensor<["n", 8], f32>) -> !relax.tensor<["n", 8], f32>
+  return %e : !relax.tensor<["n", 8], f32>
+}
+'''
+MATMUL = '''
+func.func @main(%x: !relax.tensor<["n", 4], f32>, %w: !relax.tensor<[4, "m"], f32>) -> !relax.tensor<["n", "m"], f32> {
+  %m = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[4, "m"], f32>) -> !relax.tensor<["n", "m"], f32>
+  return %m : !relax.tensor<["n", "m"], f32>
+}
+'''
+REDUCTION = '''
+func.func @main(%x: !relax.tensor<["n", "k"], f32>) -> !relax.tensor<["n"], f32> {
+  %s = "relax.sum"(%x) {axes = [1], keepdims = false} : (!relax.tensor<["n", "k"], f32>) -> !relax.tensor<["n"], f32>
+  return %s : !relax.tensor<["n"], f32>
+}
+'''
+# examples/demo.py's MLP, relu(x @ w1) @ w2 with d = 64, h = 128, written in relax directly.
+MLP = '''
+func.func @main(%x: !relax.tensor<["b", 64], f32>, %w1: !relax.tensor<[64, 128], f32>, %w2: !relax.tensor<[128, 64], f32>) -> !relax.tensor<["?", "?"], f32> {
+  %h = "relax.matmul"(%x, %w1) : (!relax.tensor<["b", 64], f32>, !relax.tensor<[64, 128], f32>) -> !relax.tensor<["?", "?"], f32>
+  %r = "relax.relu"(%h) : (!relax.tensor<["?", "?"], f32>) -> !relax.tensor<["?", "?"], f32>
+  %y = "relax.matmul"(%r, %w2) : (!relax.tensor<["?", "?"], f32>, !relax.tensor<[128, 64], f32>) -> !relax.tensor<["?", "?"], f32>
+  return %y : !relax.tensor<["?", "?"], f32>
+}
+'''
+MODELS = {"elementwise": ELEMENTWISE, "matmul": MATMUL, "reduction": REDUCTION, "mlp": MLP}
+
+# Inputs and numpy references, shared by this process and the fresh one (numpy only).
+REFERENCE = '''
+import numpy as np
+
+def case(name, n):
+    rng = np.random.default_rng(n)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)
+    if name == "elementwise":
+        x, y, b = f(n, 8), f(n, 8), f(8)
+        return (x, y, b), np.exp(x * y + b)
+    if name == "matmul":
+        x, w = f(n, 4), f(4, n + 5)
+        return (x, w), x @ w
+    if name == "reduction":
+        x = f(n, n + 2)
+        return (x,), x.sum(axis=1)
+    x, w1, w2 = f(n, 64), f(64, 128) * 0.1, f(128, 64) * 0.1
+    return (x, w1, w2), np.maximum(x @ w1, 0) @ w2
+'''
+_ref = {}
+exec(REFERENCE, _ref)
+case = _ref["case"]
+SHAPES = (1, 13, 257)
+
+
+def _vulkan_available() -> bool:
+    """Asked in a child process: a lavapipe device created in this one breaks the CPU JIT
+    (LLVM) of tests that run after it."""
+    code = "from relax_mlir.runtime import vulkan; print(vulkan.available())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return out.stdout.strip().endswith("True")
+
+
+# ----------------------------------------------------------------------------------------------
+# vulkan: export here, load and run in a fresh process without MLIR
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not _vulkan_available(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
+def test_vulkan_artifacts_run_without_mlir(tmp_path):
+    for name, src in MODELS.items():
+        exe = relax_mlir.compile(src, target="vulkan")  # lowering needs no adapter
+        exe.export(str(tmp_path / name))
+        manifest = json.loads((tmp_path / name / "manifest.json").read_text())
+        assert manifest["format"] == "relax-mlir-vulkan-1"
+        for rel in manifest["kernels"].values():
+            assert (tmp_path / name / rel).read_bytes()[:4] == b"\x03\x02\x23\x07"  # SPIR-V magic
+    script = REFERENCE + textwrap.dedent(f"""
+        import sys
+        from relax_mlir.runtime import load
+        for name in {sorted(MODELS)!r}:
+            exe = load({str(tmp_path)!r} + "/" + name)
+            for n in {SHAPES!r}:
+                args, want = case(name, n)
+                np.testing.assert_allclose(exe(*args), want, rtol=1e-4, atol=1e-4, err_msg=f"{{name}} n={{n}}")
+        exe = load({str(tmp_path)!r} + "/elementwise")
+        x = np.zeros((3, 8), np.float32)
+        try:
+            exe(x, np.zeros((4, 8), np.float32), np.zeros(8, np.float32))
+            raise SystemExit("no error")
+        except ValueError as err:
+            assert "dim 0 must be n" in str(err) and "argument #1" in str(err), err
+        assert not any(m == "mlir" or m.startswith("mlir.") for m in sys.modules), "mlir was imported"
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert out.stdout.strip().endswith("ok")
+
+
+# ----------------------------------------------------------------------------------------------
+# cuda: export, load with a recording driver (no device), check what would be launched
+# ----------------------------------------------------------------------------------------------
+
+
+class RecordingDriver:
+    """The hostprog driver protocol over numpy bytes; records allocations and launches and runs
+    no kernel."""
+
+    def __init__(self):
+        self.allocs, self.launches, self.uploads = [], [], 0
+        self._next = 0x1000
+
+    def alloc(self, nbytes):
+        buf = np.zeros(max(nbytes, 1), np.uint8)
+        self.allocs.append(nbytes)
+        return buf
+
+    def upload(self, handle, data):
+        self.uploads += 1
+        handle[:data.size] = data
+
+    def download(self, handle, nbytes):
+        return handle[:nbytes]
+
+    def copy(self, src, dst, nbytes):
+        dst[:nbytes] = src[:nbytes]
+
+    def launch(self, module, kernel, grid, block, shared, args):
+        params = cuda.pack_args(args, lambda h: h.ctypes.data)
+        self.launches.append({"module": module, "kernel": kernel, "grid": grid, "block": block,
+                              "params": params, "shapes": [getattr(v, "shape", None) for _, v in args]})
+
+    def sync(self):
+        pass
+
+    def free(self, handle):
+        pass
+
+
+def _entry_params(ptx: str, kernel: str) -> int:
+    m = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)
+    assert m, f".entry {kernel} not in the PTX"
+    return m.group(1).count(".param")
+
+
+def _export_cuda(src, path):
+    exe = relax_mlir.compile(src, target="cuda")
+    assert isinstance(exe, relax_mlir.CudaModule) and exe.ptx
+    exe.export(str(path))
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["format"] == "relax-mlir-cuda-1"
+    assert manifest["entries"][0]["params"][0]["dims"][0] in ("n", "b", "s")  # symbolic, as on the CPU
+    ptx = {m: (path / rel).read_text() for m, rel in manifest["kernels"].items()}
+    assert ptx == exe.ptx
+    return exe, ptx
+
+
+def _check_launches(drv: RecordingDriver, ptx: dict):
+    assert drv.launches
+    for ln in drv.launches:
+        assert ln["module"] in ptx, ln["module"]
+        assert _entry_params(ptx[ln["module"]], ln["kernel"]) == len(ln["params"]), ln
+
+
+@pytest.mark.parametrize("name", ["elementwise", "matmul", "reduction", "mlp"])
+def test_cuda_artifact_launch_sequence(name, tmp_path):
+    _, ptx = _export_cuda(MODELS[name], tmp_path / name)
+    drv = RecordingDriver()
+    exe = load(str(tmp_path / name), driver=drv)
+    for n in SHAPES:
+        drv.launches.clear()
+        args, _ = case(name, n)
+        out = exe(*args)
+        assert out.shape == case(name, n)[1].shape
+        _check_launches(drv, ptx)
+        for ln in drv.launches:
+            (gx, gy, gz), (bx, by, bz) = ln["grid"], ln["block"]
+            if name == "reduction":  # 1-D over the n rows
+                assert (gx, gy, gz) == (math.ceil(n / bx), 1, 1), ln
+            elif name == "matmul":  # 2-D over [n, m], x along m
+                assert (gx, gy, gz) == (math.ceil((n + 5) / bx), math.ceil(n / by), 1), ln
+            elif name == "elementwise":  # 2-D over [n, 8]
+                assert (gx, gy, gz) == (math.ceil(8 / bx), math.ceil(n / by), 1), ln
+            else:  # mlp: [b, 128] or [b, 64]
+                assert gy == math.ceil(n / by) and gx in (math.ceil(128 / bx), math.ceil(64 / bx)), ln
+            # memref descriptors carry the run-time sizes: n appears among the parameters
+            assert n in [int(p) for p in ln["params"]], ln
+
+
+def test_cuda_wrong_shape_raises_before_any_launch(tmp_path):
+    _export_cuda(ELEMENTWISE, tmp_path / "e")
+    drv = RecordingDriver()
+    exe = load(str(tmp_path / "e"), driver=drv)
+    x = np.zeros((3, 8), np.float32)
+    with pytest.raises(ValueError, match=r"@main: argument #1 has shape \(4, 8\), but dim 0 must be n "
+                                         r"\(n = 3 from argument #0 dim 0\)"):
+        exe(x, np.zeros((4, 8), np.float32), np.zeros(8, np.float32))
+    with pytest.raises(ValueError, match=r"argument #2 .* dim 0 must be 8"):
+        exe(x, x, np.zeros(7, np.float32))
+    assert drv.allocs == [] and drv.launches == [] and drv.uploads == 0
+
+
+def test_cuda_without_cupy_raises_after_shape_checks():
+    exe = relax_mlir.compile(REDUCTION, target="cuda")
+    with pytest.raises(ValueError, match="rank"):
+        exe(np.zeros(3, np.float32))
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed: the driver would run")
+    except ImportError:
+        pass
+    with pytest.raises(RuntimeError, match="needs a CUDA device and CuPy"):
+        exe(np.zeros((3, 4), np.float32))
+
+
+def test_cuda_transformer_block_host_program(tmp_path):
+    """examples/demo.py's transformer block: globals, reshapes through host shape buffers,
+    temporaries and their deallocation, 29 launches, all run by the host program."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from relax_mlir.frontend.jax import from_jax
+
+    d, h = 64, 128
+
+    def block(x, g, wq, wk, wv, w1, w2):
+        mu = x.mean(-1, keepdims=True)
+        xn = (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
+        q, k, v = xn @ wq, xn @ wk, xn @ wv
+        s = (q @ k.T) / np.sqrt(d)
+        n = x.shape[0]
+        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
+        a = jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1) @ v
+        y = x + a
+        return y + jax.nn.gelu(y @ w1, approximate=False) @ w2
+
+    (s,) = jax.export.symbolic_shape("s")
+    S = jax.ShapeDtypeStruct
+    f = jnp.float32
+    text = from_jax(block, S((s, d), f), S((d,), f), S((d, d), f), S((d, d), f), S((d, d), f), S((d, h), f),
+                    S((h, d), f))
+    _, ptx = _export_cuda(text, tmp_path / "block")
+    program = json.loads((tmp_path / "block" / "host.json").read_text())
+    ops = json.dumps(program)
+    assert '"op": "reshape"' in ops and '"op": "global"' in ops and '"op": "free"' in ops
+    drv = RecordingDriver()
+    exe = load(str(tmp_path / "block"), driver=drv)
+    ws = [np.zeros(sh, np.float32) for sh in ((d,), (d, d), (d, d), (d, d), (d, h), (h, d))]
+    counts = []
+    for n in (1, 31):
+        drv.launches.clear()
+        exe(np.zeros((n, d), np.float32), *ws)
+        _check_launches(drv, ptx)
+        counts.append(len(drv.launches))
+        shapes = [sh for ln in drv.launches for sh in ln["shapes"] if sh is not None]
+        assert (n, n) in shapes  # the attention scores
+    assert counts[0] == counts[1]
+    assert hostprog.FORMAT == program["format"]
