@@ -82,6 +82,8 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     if passes is None:
         pipeline = OPTIMIZE_PIPELINE if optimize else DEFAULT_PIPELINE
         passes = [p for p in pipeline if p in PASSES]
+        if target != "cpu":  # BLAS is a CPU library
+            passes = [p for p in passes if p != "relax-dispatch-library"]
     run_passes(module, passes)
     if target == "cpu":
         from relax_mlir.backend.cpu_runtime import build_cpu_executable

@@ -1174,6 +1174,8 @@ def stage_vectorize(module, options: CPUOptions) -> None:
     op = _as_op(module)
     _expand_math(op)
     for kernel in _kernels(op):
+        if "relax.library" in kernel.attributes:  # a library call (backend/cpu_library.py)
+            continue
         labels = _schedule_kernel(kernel, options)
         _log.debug("scheduled: %s", labels)
 
@@ -1186,6 +1188,9 @@ def stage_inline(module, options: CPUOptions) -> None:
 def stage_bufferize(module, options: CPUOptions) -> None:
     """One-shot bufferization, outputs in place in the caller's buffers, no leaked temporaries."""
     _run_pipeline(module, _BUFFERIZE, "bufferize")
+    from relax_mlir.backend.cpu_library import lower_library_ops
+
+    lower_library_ops(_as_op(module))
 
 
 def stage_parallelize(module, options: CPUOptions) -> None:
@@ -1424,6 +1429,9 @@ class JitModule:
         externals = _external_symbols(op)
         libs = [os.path.join(_mlir_lib_dir(), "libmlir_c_runner_utils.so")]
         libs += list(shared_libs)
+        from relax_mlir.runtime.library import libraries_for
+
+        libs += libraries_for(externals)  # BLAS for relax.call_library kernels
         # The async runtime is loaded into the process, not given to the engine: an engine calls
         # the library's `__mlir_execution_engine_destroy` when it dies, which deletes the
         # process-wide default runtime and leaves every later async call a null dereference.

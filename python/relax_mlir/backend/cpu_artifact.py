@@ -62,6 +62,14 @@ def export(upstream_text: str, signatures, main: str, path: str, cpu: str | None
         if os.path.exists(utils):
             shutil.copy(utils, os.path.join(path, "libmlir_c_runner_utils.so"))
             cmd += [os.path.join(path, "libmlir_c_runner_utils.so"), "-Wl,-rpath,$ORIGIN"]
+        if "@scipy_cblas_" in llvm_dialect:  # relax.call_library kernels: ship the BLAS beside it
+            from relax_mlir.runtime.library import library_path
+
+            blas = library_path()
+            if blas is None:
+                raise RuntimeError("the module calls BLAS (relax-dispatch-library) but scipy-openblas32 is not installed")
+            shutil.copy(blas, os.path.join(path, os.path.basename(blas)))
+            cmd += [os.path.join(path, os.path.basename(blas)), "-Wl,-rpath,$ORIGIN"]
         subprocess.run(cmd, check=True, capture_output=True)
     write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures))
 

@@ -116,6 +116,14 @@ class LegalizePass(ModulePass):
             return False
         return name not in names(self.skip)
 
+    def library_selected(self) -> bool:
+        """`relax_v.call_library` becomes a call_tir of its library kernel unless skipped or left out."""
+        def names(s):
+            return {n.replace("relax_v.", "").replace("relax.", "") for n in s.replace(" ", "").split(",") if n}
+        if self.ops and "call_library" not in names(self.ops):
+            return False
+        return "call_library" not in names(self.skip)
+
     def run(self, module: ir.Operation) -> None:
         check_module(module, infer=True)
         table = KernelTable(module)
@@ -126,7 +134,7 @@ class LegalizePass(ModulePass):
             def walk(block):
                 for op in block.operations:
                     op = op.operation
-                    if self.selected(op.name):
+                    if self.selected(op.name) or (op.name == "relax_v.call_library" and self.library_selected()):
                         todo.append(op)
                     for r in op.regions:
                         for b in r.blocks:
@@ -135,7 +143,12 @@ class LegalizePass(ModulePass):
             for b in f.regions[0].blocks:
                 walk(b)
             for op in todo:
-                legalize_op(op, facts, table)
+                if op.name == "relax_v.call_library":
+                    from relax_mlir.transforms.dispatch_library import legalize_call_library
+
+                    legalize_call_library(op, table)
+                else:
+                    legalize_op(op, facts, table)
 
 
 PASSES = (LegalizePass,)

@@ -1,0 +1,209 @@
+"""Library calls on buffers: the CPU backend's lowering of `relax.library`-tagged linalg ops.
+
+`relax-dispatch-library` leaves each BLAS-bound matmul as a `linalg.generic` tagged
+`relax.library = "sgemm"` (with `relax.transpose_a/b`). On tensors that op is an ordinary matmul,
+so bufferization places its operands and destination like any other. After bufferization
+(`stage_bufferize`), `lower_library_ops` replaces each tagged op whose buffers have the identity
+layout by a call of a small helper function (one per operand ranks and transposes) that reads the
+aligned pointers and sizes of the buffers and calls `scipy_cblas_sgemm` once per batch element:
+
+    C[.., M, N] = op(A)[.., M, K] * op(B)[.., K, N]    row-major, lda/ldb = last dim, ldc = N
+
+The zero `linalg.fill` of C right before the op becomes beta = 0 (otherwise beta = 1: the op
+accumulates into C, as the generic does). A tagged op on a strided buffer keeps the generic, which
+the rest of the pipeline lowers to loops (correct, slow), and is logged.
+"""
+from __future__ import annotations
+
+import logging
+
+from mlir import ir
+
+from relax_mlir.runtime.library import NO_TRANS, ROW_MAJOR, SGEMM_SYMBOL, TRANS
+
+_log = logging.getLogger("relax_mlir.cpu")
+
+LIBRARY_ATTR = "relax.library"
+SGEMM_DECL = (f"func.func private @{SGEMM_SYMBOL}(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
+              "!llvm.ptr, i32, f32, !llvm.ptr, i32)")
+
+
+def _dyn_memref(rank: int) -> str:
+    return "memref<" + "?x" * rank + "f32>"
+
+
+def _identity_f32(t: ir.Type) -> bool:
+    return isinstance(t, ir.MemRefType) and str(t.element_type) == "f32" and \
+        str(t) == "memref<" + "".join(("?" if ir.ShapedType.is_dynamic_size(s) else str(s)) + "x"
+                                      for s in t.shape) + "f32>"
+
+
+def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool) -> str:
+    """func @name(A, B, C, beta): the sgemm calls for one (ranks, transposes) combination."""
+    lines = []
+    n = [0]
+
+    def v(stem="v"):
+        n[0] += 1
+        return f"%{stem}{n[0]}"
+
+    def emit(s):
+        lines.append("  " + s)
+
+    consts = {}
+
+    def c(i):
+        if i not in consts:
+            consts[i] = v("c")
+            lines.insert(0, f"  {consts[i]} = arith.constant {i} : index")
+        return consts[i]
+
+    def dim(m, r, i):
+        x = v("d")
+        emit(f"{x} = memref.dim {m}, {c(i)} : {_dyn_memref(r)}")
+        return x
+
+    def mul(x, y):
+        z = v("p")
+        emit(f"{z} = arith.muli {x}, {y} : index")
+        return z
+
+    def prod(xs):
+        out = None
+        for x in xs:
+            out = x if out is None else mul(out, x)
+        return out if out is not None else c(1)
+
+    nn = dim("%C", rr, rr - 1)
+    if rb > 2:
+        batch, mm = prod([dim("%C", rr, i) for i in range(rr - 2)]), dim("%C", rr, rr - 2)
+    else:
+        batch, mm = c(1), prod([dim("%C", rr, i) for i in range(rr - 1)])
+    kk = dim("%A", ra, ra - 2 if ta else ra - 1)
+    lda, ldb = dim("%A", ra, ra - 1), dim("%B", rb, rb - 1)
+    sa, sb, sc = mul(mm, kk), mul(kk, nn), mul(mm, nn)
+    ptrs = {}
+    for m, r in (("%A", ra), ("%B", rb), ("%C", rr)):
+        ptrs[m] = v("ptr")
+        emit(f"{ptrs[m]} = memref.extract_aligned_pointer_as_index {m} : {_dyn_memref(r)} -> index")
+
+    def i32(x, at_least_one=False):
+        if at_least_one:  # BLAS rejects a leading dimension < 1 (an empty operand)
+            y = v("ld")
+            emit(f"{y} = arith.maxsi {x}, {c(1)} : index")
+            x = y
+        z = v("i")
+        emit(f"{z} = arith.index_cast {x} : index to i32")
+        return z
+
+    m32, n32, k32 = i32(mm), i32(nn), i32(kk)
+    lda32, ldb32, ldc32 = i32(lda, True), i32(ldb, True), i32(nn, True)
+    flags = []
+    for val in (ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS):
+        flags.append(v("e"))
+        emit(f"{flags[-1]} = arith.constant {val} : i32")
+    one = v("one")
+    emit(f"{one} = arith.constant 1.0 : f32")
+    emit(f"scf.for %b = {c(0)} to {batch} step {c(1)} {{")
+
+    def at(base, stride):
+        off, by, addr, i64, p = v("off"), v("by"), v("addr"), v("a"), v("P")
+        emit(f"  {off} = arith.muli %b, {stride} : index")
+        emit(f"  {by} = arith.muli {off}, {c(4)} : index")
+        emit(f"  {addr} = arith.addi {base}, {by} : index")
+        emit(f"  {i64} = arith.index_cast {addr} : index to i64")
+        emit(f"  {p} = llvm.inttoptr {i64} : i64 to !llvm.ptr")
+        return p
+
+    xa, xb, xc = at(ptrs["%A"], sa), at(ptrs["%B"], sb), at(ptrs["%C"], sc)
+    emit(f"  func.call @{SGEMM_SYMBOL}({flags[0]}, {flags[1]}, {flags[2]}, {m32}, {n32}, {k32}, {one}, {xa}, "
+         f"{lda32}, {xb}, {ldb32}, %beta, {xc}, {ldc32}) : (i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
+         f"!llvm.ptr, i32, f32, !llvm.ptr, i32) -> ()")
+    emit("}")
+    emit("return")
+    args = f"%A: {_dyn_memref(ra)}, %B: {_dyn_memref(rb)}, %C: {_dyn_memref(rr)}, %beta: f32"
+    return f"func.func private @{name}({args}) {{\n" + "\n".join(lines) + "\n}"
+
+
+def _bool_attr(op: ir.Operation, name: str) -> bool:
+    return name in op.attributes and bool(ir.BoolAttr(op.attributes[name]).value)
+
+
+_SIDE_FREE = frozenset({"arith.constant", "memref.dim", "memref.cast", "arith.index_cast", "arith.muli"})
+
+
+def _zero_fill_before(op: ir.Operation, c: ir.Value) -> ir.Operation | None:
+    """The `linalg.fill` of 0.0 into exactly `c` that precedes `op` with only side-effect-free
+    scalar/view ops in between, if any."""
+    before = []
+    for o in op.block.operations:
+        o = o.operation
+        if o == op:
+            break
+        before.append(o)
+    for prev in reversed(before):
+        if prev.name in _SIDE_FREE:
+            continue
+        if prev.name != "linalg.fill" or len(prev.operands) != 2 or prev.operands[1] != c:
+            return None
+        val = prev.operands[0].owner
+        val = getattr(val, "operation", val)
+        if not isinstance(val, ir.Operation) or val.name != "arith.constant":
+            return None
+        attr = val.attributes["value"]
+        return prev if isinstance(attr, ir.FloatAttr) and attr.value == 0.0 else None
+    return None
+
+
+def lower_library_ops(module_op: ir.Operation) -> int:
+    """Replace the `relax.library = "sgemm"` linalg ops on buffers by BLAS calls; returns the count."""
+    tagged: list[ir.Operation] = []
+
+    def visit(o):
+        o = o.operation
+        if o.name == "linalg.generic" and LIBRARY_ATTR in o.attributes:
+            tagged.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    if not tagged:
+        return 0
+    body = module_op.regions[0].blocks[0]
+    names = {ir.StringAttr(o.attributes["sym_name"]).value for o in body.operations if "sym_name" in o.attributes}
+    keep = []
+    done = 0
+    for op in tagged:
+        if ir.StringAttr(op.attributes[LIBRARY_ATTR]).value != "sgemm" or len(op.operands) != 3:
+            continue
+        a, b, c = op.operands
+        if not all(_identity_f32(x.type) for x in (a, b, c)):
+            _log.info("sgemm-tagged op on non-identity buffers (%s, %s, %s): left to the generated loops",
+                      a.type, b.type, c.type)
+            continue
+        ra, rb, rr = a.type.rank, b.type.rank, c.type.rank
+        ta, tb = _bool_attr(op, "relax.transpose_a"), _bool_attr(op, "relax.transpose_b")
+        name = f"__relax_sgemm_{ra}{rb}{rr}_{'t' if ta else 'n'}{'t' if tb else 'n'}"
+        if name not in names:
+            parsed = ir.Module.parse(helper_text(name, ra, rb, rr, ta, tb) + "\n" + SGEMM_DECL, module_op.context)
+            keep.append(parsed)  # alive until its ops have moved
+            ops = [o.operation for o in parsed.body.operations]
+            body.append(ops[0])
+            if SGEMM_SYMBOL not in names:
+                body.append(ops[1])
+                names.add(SGEMM_SYMBOL)
+            names.add(name)
+        fill = _zero_fill_before(op, c)
+        with ir.InsertionPoint(op), op.location:
+            args = []
+            for x, r in ((a, ra), (b, rb), (c, rr)):
+                t = ir.Type.parse(_dyn_memref(r))
+                args.append(x if x.type == t else ir.Operation.create("memref.cast", [t], [x]).results[0])
+            f32 = ir.F32Type.get()
+            beta = ir.Operation.create("arith.constant", [f32], [], {
+                "value": ir.FloatAttr.get(f32, 0.0 if fill is not None else 1.0)}).results[0]
+            ir.Operation.create("func.call", [], args + [beta], {"callee": ir.FlatSymbolRefAttr.get(name)})
+        op.erase()
+        if fill is not None:
+            fill.erase()
+        done += 1
+    return done

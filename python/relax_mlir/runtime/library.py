@@ -1,0 +1,76 @@
+"""External libraries that `relax.call_library` may call, and where their code comes from.
+
+One routine today: `sgemm` (C = op(A) op(B), f32, row-major), bound to OpenBLAS's CBLAS from the
+PyPI wheel `scipy-openblas32` (its symbols carry the `scipy_` prefix, so it never clashes with the
+OpenBLAS that numpy bundles). The JIT loads the library when a module references one of its
+symbols (backend/cpu.py `JitModule`); exported CPU artifacts ship a copy beside `kernels.so`.
+
+OpenBLAS threads: the library's own pool, set once per process from `RELAX_MLIR_BLAS_THREADS`
+(default: `RELAX_MLIR_NUM_THREADS`, i.e. all cores). OpenBLAS runs small products on the calling
+thread by itself.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+__all__ = ["SGEMM_SYMBOL", "SYMBOL_PREFIX", "available", "library_path", "libraries_for", "load"]
+
+SYMBOL_PREFIX = "scipy_cblas_"
+SGEMM_SYMBOL = "scipy_cblas_sgemm"
+# CBLAS enums
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+
+
+def library_path() -> str | None:
+    """The OpenBLAS shared library of the scipy-openblas32 wheel, or None if it is not installed."""
+    try:
+        import scipy_openblas32 as sob
+    except ImportError:
+        return None
+    path = os.path.join(sob.get_lib_dir(), sob.get_library(fullname=True))
+    return path if os.path.exists(path) else None
+
+
+def available() -> bool:
+    return library_path() is not None
+
+
+def _threads() -> int:
+    v = os.environ.get("RELAX_MLIR_BLAS_THREADS")
+    if v:
+        return max(1, int(v))
+    from relax_mlir.knobs import num_threads
+
+    return num_threads()
+
+
+def load() -> ctypes.CDLL:
+    """dlopen the BLAS once per process and set its thread count."""
+    global _lib
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            if path is None:
+                raise RuntimeError("relax.call_library needs the BLAS of PyPI 'scipy-openblas32', which is not "
+                                   "installed (pip install scipy-openblas32, or compile with "
+                                   "RELAX_MLIR_LIBRARY=never)")
+            lib = ctypes.CDLL(path)
+            setter = getattr(lib, "scipy_openblas_set_num_threads", None)
+            if setter is not None:
+                setter.argtypes = [ctypes.c_int]
+                setter(_threads())
+            _lib = lib
+        return _lib
+
+
+def libraries_for(symbols) -> list[str]:
+    """The shared libraries that define the library symbols among `symbols` (loading them)."""
+    if any(s.startswith(SYMBOL_PREFIX) for s in symbols):
+        load()
+        return [library_path()]
+    return []
