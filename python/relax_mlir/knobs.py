@@ -20,6 +20,12 @@ def use_library() -> str:
     return os.environ.get("RELAX_MLIR_LIBRARY", "auto")
 
 
+def blas_threads() -> int:
+    """RELAX_MLIR_BLAS_THREADS: OpenBLAS threads for relax.call_library (default 1)."""
+    v = os.environ.get("RELAX_MLIR_BLAS_THREADS")
+    return max(1, int(v)) if v else 1
+
+
 def parallel_min_elements() -> int:
     """RELAX_MLIR_PARALLEL_MIN_ELEMENTS: a call runs the multi-threaded build only when its
     arguments and results hold at least this many elements (default 4M)."""
