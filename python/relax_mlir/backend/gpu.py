@@ -9,12 +9,15 @@ Stages, in order:
 
 * ``bufferize``  the CPU backend's inline + one-shot bufferization (function boundaries, identity
   layouts, outputs computed in place in the caller's buffers, ownership-based deallocation).
-* ``map``        `convert-linalg-to-parallel-loops`; then every outermost `scf.parallel` is tiled
-  here in Python (`_tile_parallel`, the same IR as `scf-parallel-loop-tiling{no-min-max-bounds}`:
-  an outer loop over tiles, an inner loop over a constant tile, an `scf.if` bounds guard) with a
-  tile chosen by its rank, and given its own `mapping` (innermost loop dim -> `block_x` /
-  `thread_x`, so that neighbouring threads touch neighbouring elements; dims beyond three run
-  sequentially); then `convert-parallel-loops-to-gpu` and `gpu-kernel-outlining`.
+* ``map``        first the cooperative kernels (`map_cooperative_kernels`, below): every row
+  reduction and every matmul becomes its own `gpu.launch` using workgroup memory and
+  `gpu.barrier`. Then `convert-linalg-to-parallel-loops` for the rest; every outermost
+  `scf.parallel` is tiled here in Python (`_tile_parallel`, the same IR as
+  `scf-parallel-loop-tiling{no-min-max-bounds}`: an outer loop over tiles, an inner loop over a
+  constant tile, an `scf.if` bounds guard) with a tile chosen by its rank, and given its own
+  `mapping` (innermost loop dim -> `block_x` / `thread_x`, so that neighbouring threads touch
+  neighbouring elements; dims beyond three run sequentially); then `convert-parallel-loops-to-gpu`
+  and `gpu-kernel-outlining`.
   The upstream tiling pass is not used: it takes one tile-size list for every loop (a 1-D loop
   would get the first entry only), and the canonicalize it needs afterwards merges the tile loop
   into the point loop, which leaves nothing to map to threads.
@@ -26,12 +29,29 @@ Stages, in order:
   (`GPUOptions.isolate`): a bad chip / PTX-version pair is a fatal LLVM error that would kill the
   calling process.
 
-Reductions: `convert-linalg-to-parallel-loops` keeps reduction dims as an `scf.for` inside the
-parallel loop, so a row reduction (softmax, layer norm, matmul's k) runs one thread per output
-element with a sequential loop -- correct, but no cooperative (shared memory / warp shuffle)
-reduction. A reduction whose leading loop dims are not parallel (a full or column reduction) gets
-an `scf.for` outside, and runs on the host in a loop of launches or, with no parallel dim at all,
-stays host code. Temporaries are `memref.alloc` (host memory) in the entry functions: a runtime
+Cooperative kernels (`GPUOptions.reduce_threads`, `matmul_tile`; 0 turns one off):
+
+* a row reduction -- a linalg.generic / linalg.reduce whose reduction dims trail its parallel
+  dims, the last one contiguous in every input, with an f32 add / mul / max / min combiner read
+  from the region -- runs `reduce_threads` threads per row (fewer for a short static row) and
+  256 / that rows per block; each thread strides over the row accumulating a partial, then a
+  tree over workgroup memory with a `gpu.barrier` per step; thread 0 combines the result into
+  the output. The block loops over rows (grid = min(ceildiv(rows, rows per block), 65535)).
+* a matmul -- linalg.matmul, linalg.batch_matmul, or a generic with C[b.., m, n] += A[.., m, k] *
+  B[.., k, n] indexing in f32 (broadcast batch dims allowed) -- runs a 16 x 16 block per
+  `matmul_tile` x `matmul_tile` output tile (each thread r x r outputs, r = tile / 16), walking K
+  in steps of 16 through an A and a B tile in workgroup memory, with bounds guards on M, N, K.
+  Grid = (ceildiv(N, tile), ceildiv(M, tile), min(batch, 65535)).
+
+Workgroup memory is a launch workgroup attribution here (NVVM: a `.shared` global) and a
+Workgroup-storage `memref.alloc` on SPIR-V (`WorkgroupMemory`). The tree is explicit rather than
+`gpu.all_reduce`: that lowers on NVVM (warp shuffles) but convert-gpu-to-spirv fails to legalize it.
+
+Any other reduction keeps `convert-linalg-to-parallel-loops`'s mapping: the reduction dims stay
+an `scf.for` inside the parallel loop (one thread per output element, a sequential loop); one
+whose leading loop dims are not parallel (a column reduction) gets an `scf.for` outside, and
+runs on the host in a loop of launches or, with no parallel dim at all, stays host code.
+Temporaries are `memref.alloc` (host memory) in the entry functions: a runtime
 must place them in device memory (not done here; there is no GPU runtime in this project yet).
 """
 from __future__ import annotations
@@ -60,6 +80,9 @@ __all__ = [
     "GPUOptions",
     "GPUMapPass",
     "GPUToPTXPass",
+    "NVVM_WORKGROUP",
+    "WorkgroupMemory",
+    "map_cooperative_kernels",
     "GPUBufferizePass",
     "LoweringError",
     "PASSES",
@@ -92,6 +115,8 @@ class GPUOptions:
     opt_level: int = 3
     block: tuple[int, ...] = (32, 8)
     isolate: bool = True  # run to-ptx in a child process (an LLVM fatal error cannot kill us)
+    reduce_threads: int = 256  # threads striding over one row of a row reduction (a power of two); 0: off
+    matmul_tile: int = 64  # output tile of a shared-memory matmul block (0..16, or 16k up to 128); 0: off
 
     def __post_init__(self):
         m = re.fullmatch(r"sm_(\d+)a?", self.chip)
@@ -114,6 +139,15 @@ class GPUOptions:
             raise ValueError(f"block must be 1 to 3 positive sizes, got {self.block}")
         if math.prod(self.block) > 1024:
             raise ValueError(f"a block holds at most 1024 threads, got {self.block}")
+        _check_cooperative(self.reduce_threads, self.matmul_tile)
+
+
+def _check_cooperative(reduce_threads: int, matmul_tile: int) -> None:
+    """Validate the cooperative-kernel options (shared by GPUOptions and SPIRVOptions)."""
+    if reduce_threads < 0 or reduce_threads > 1024 or reduce_threads & (reduce_threads - 1):
+        raise ValueError(f"reduce_threads must be 0 or a power of two up to 1024, got {reduce_threads}")
+    if not (0 <= matmul_tile <= 16 or (matmul_tile % 16 == 0 and 16 < matmul_tile <= 128)):
+        raise ValueError(f"matmul_tile must be 0..16 or a multiple of 16 up to 128, got {matmul_tile}")
 
 
 def tile_for_rank(rank: int, options: GPUOptions) -> list[int]:
@@ -244,15 +278,16 @@ def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
         op = parent
 
 
-def _sink_constants(module_op: ir.Operation) -> None:
+def _sink_constants(module_op: ir.Operation, select: Callable[[ir.Operation], bool] | None = None) -> None:
     """Clone the `arith.constant`s a `gpu.launch` body uses into it, so that outlining does not
     turn them into kernel parameters (unlike gpu-launch-sink-index-computations, this never moves
-    a `memref.dim` into a kernel)."""
+    a `memref.dim` into a kernel). `select`: only the launches it accepts."""
     launches = []
 
     def visit(o):
         if o.name == "gpu.launch":
-            launches.append(o)
+            if select is None or select(o):
+                launches.append(o)
             return ir.WalkResult.SKIP
         return ir.WalkResult.ADVANCE
 
@@ -297,6 +332,619 @@ def _map_parallel_loops(module_op: ir.Operation, options: GPUOptions) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# Cooperative kernels: row reductions and matmul (shared with backend/spirv.py)
+# --------------------------------------------------------------------------------------------
+#
+# These run on the bufferized module, before `convert-linalg-to-parallel-loops`: each matched
+# linalg op is replaced in place by one `gpu.launch` whose grid is computed on the host from the
+# op's loop sizes (`memref.dim` of its operands), so one module serves every value of the symbols.
+# Everything not matched keeps the generic parallel-loop mapping above.
+
+_MAX_GRID = 65535  # the smallest grid limit of the targets (Vulkan maxComputeWorkGroupCount, CUDA y/z)
+
+# Combiner op of a reduction -> its identity; None for the idempotent ones (max, min), whose
+# partials start from the output's initial value instead (wgpu rejects an infinite literal).
+_COMBINERS = {"arith.addf": 0.0, "arith.mulf": 1.0, "arith.maximumf": None, "arith.maxnumf": None,
+              "arith.minimumf": None, "arith.minnumf": None}
+_REDUCE_BLOCK = 256  # threads of a row-reduction block: 256 // reduce_threads rows at a time
+_MATMUL_THREADS = 16  # threads along each dim of a matmul block (fewer if the tile is smaller)
+_COOPERATIVE = "relax.cooperative"  # discardable attribute naming the strategy of a launch
+
+
+@dataclass(frozen=True)
+class WorkgroupMemory:
+    """How a target declares workgroup (shared) memory in a `gpu.launch`.
+
+    `attribution`: as workgroup attributions of the launch (NVVM lowers them to `.shared`
+    globals); otherwise as `memref.alloc` in the launch body (SPIR-V: Workgroup variables;
+    convert-gpu-to-spirv crashes on workgroup attributions)."""
+
+    space: str
+    attribution: bool
+
+
+NVVM_WORKGROUP = WorkgroupMemory("#gpu.address_space<workgroup>", True)
+
+
+@dataclass
+class _View:
+    """A linalg op on memrefs with one output, seen as a generic."""
+
+    op: ir.Operation
+    ins: list
+    out: ir.Value
+    maps: list  # ir.AffineMap of each input, then the output
+    iters: list  # "parallel" / "reduction" per loop dim
+    body: ir.Block
+
+
+def _view(op: ir.Operation) -> _View | None:
+    name = op.name
+    if name not in ("linalg.generic", "linalg.matmul", "linalg.batch_matmul", "linalg.reduce"):
+        return None
+    operands = list(op.operands)
+    if len(op.results) or not operands or not all(isinstance(v.type, ir.MemRefType) for v in operands):
+        return None
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    if name == "linalg.reduce":
+        if len(operands) != 2:
+            return None
+        rank = ir.MemRefType(operands[0].type).rank
+        dims = sorted(int(d) for d in ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+        keep = [d for d in range(rank) if d not in dims]
+        maps = [ir.AffineMap.get_identity(rank),
+                ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in keep])]
+        iters = ["reduction" if d in dims else "parallel" for d in range(rank)]
+        return _View(op, operands[:1], operands[1], maps, iters, op.regions[0].blocks[0])
+    segs = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    if segs[1] != 1 or "indexing_maps" not in op.attributes:
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if len(maps) != len(operands) or any(m.n_symbols for m in maps):
+        return None
+    n = maps[0].n_dims
+    if name == "linalg.generic":
+        iters = ["reduction" if "reduction" in str(a) else "parallel"
+                 for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    else:  # a contraction: the dims of the output are its parallel dims
+        used = {e.position for e in maps[-1].results if isinstance(e, ir.AffineDimExpr)}
+        iters = ["parallel" if d in used else "reduction" for d in range(n)]
+    return _View(op, operands[:-1], operands[-1], maps, iters, op.regions[0].blocks[0])
+
+
+def _dims_of(amap: ir.AffineMap) -> list[int] | None:
+    """Loop dim of each result (-1 for a constant); None if a result is neither."""
+    out = []
+    for e in amap.results:
+        if isinstance(e, ir.AffineDimExpr):
+            out.append(e.position)
+        elif isinstance(e, ir.AffineConstantExpr):
+            out.append(-1)
+        else:
+            return None
+    return out
+
+
+def _f32(t: ir.Type) -> bool:
+    return str(t) == "f32"
+
+
+def _body_ops(v: _View) -> list[ir.Operation] | None:
+    """The ops of the region before its yield, if all are plain (no regions) ops."""
+    ops = [o.operation for o in v.body.operations]
+    if not ops or ops[-1].name != "linalg.yield":
+        return None
+    if any(len(o.regions) for o in ops[:-1]):
+        return None
+    return ops
+
+
+@dataclass
+class _RowReduction:
+    n_par: int
+    combiner: ir.Operation  # combiner(out_arg, x) in the region
+    x: ir.Value  # the value combined into the accumulator
+
+
+def _match_row_reduction(v: _View) -> _RowReduction | None:
+    """Trailing reduction dims, the last one contiguous in every input, an add/mul/max/min combiner."""
+    n = len(v.iters)
+    red = [d for d, t in enumerate(v.iters) if t == "reduction"]
+    if not red or red != list(range(n - len(red), n)):
+        return None
+    n_par = n - len(red)
+    out_dims = _dims_of(v.maps[-1])
+    if out_dims is None or sorted(out_dims) != list(range(n_par)):
+        return None
+    if not _f32(ir.MemRefType(v.out.type).element_type):
+        return None
+    for m in v.maps[:-1]:
+        dims = _dims_of(m)
+        if dims is None or (n - 1 in dims and dims[-1] != n - 1):
+            return None  # a strided (column) reduction keeps one thread per output
+    ops = _body_ops(v)
+    if ops is None or len(ops[-1].operands) != 1:
+        return None
+    out_arg = v.body.arguments[len(v.ins)]
+    y = ops[-1].operands[0]
+    if isinstance(y.owner, ir.Block):
+        return None
+    comb = y.owner.operation if hasattr(y.owner, "operation") else y.owner
+    if comb.name not in _COMBINERS or not _f32(y.type):
+        return None
+    a, b = comb.operands
+    if a == out_arg and b != out_arg:
+        x = b
+    elif b == out_arg and a != out_arg:
+        x = a
+    else:
+        return None
+    if sum(1 for _ in out_arg.uses) != 1:
+        return None
+    return _RowReduction(n_par, comb, x)
+
+
+@dataclass
+class _Matmul:
+    m: int
+    n: int
+    k: int
+    batch: list  # loop dims of the batch
+
+
+def _match_matmul(v: _View) -> _Matmul | None:
+    """C[b.., m, n] += A[b'.., m, k] * B[b''.., k, n] in f32 (b', b'' subsets of b)."""
+    if len(v.ins) != 2:
+        return None
+    red = [d for d, t in enumerate(v.iters) if t == "reduction"]
+    if len(red) != 1:
+        return None
+    k = red[0]
+    dc, da, db = (_dims_of(m) for m in (v.maps[2], v.maps[0], v.maps[1]))
+    if dc is None or da is None or db is None or len(dc) < 2 or len(da) < 2 or len(db) < 2:
+        return None
+    if len(set(dc)) != len(dc) or -1 in dc or len(dc) != len(v.iters) - 1:
+        return None
+    m, n, batch = dc[-2], dc[-1], dc[:-2]
+    if da[-2:] != [m, k] or db[-2:] != [k, n]:
+        return None
+    for lead in (da[:-2], db[:-2]):
+        if len(set(lead)) != len(lead) or not set(lead) <= set(batch):
+            return None
+    if not all(_f32(ir.MemRefType(x.type).element_type) for x in (*v.ins, v.out)):
+        return None
+    ops = _body_ops(v)
+    if ops is None or len(ops) != 3:
+        return None
+    a, b, c = v.body.arguments
+    mul, add, yld = ops
+    if mul.name != "arith.mulf" or add.name != "arith.addf" or list(yld.operands) != [add.results[0]]:
+        return None
+    if not ((mul.operands[0] == a and mul.operands[1] == b) or (mul.operands[0] == b and mul.operands[1] == a)):
+        return None
+    p = mul.results[0]
+    if not ((add.operands[0] == c and add.operands[1] == p) or (add.operands[0] == p and add.operands[1] == c)):
+        return None
+    return _Matmul(m, n, k, batch)
+
+
+# --- small builders (ints fold on the host; Values are emitted at the current insertion point) ---
+
+def _cidx(n: int) -> ir.Value:
+    idx = ir.IndexType.get()
+    return _mk("arith.constant", [idx], [], {"value": ir.IntegerAttr.get(idx, n)}).results[0]
+
+
+def _cf32(x: float) -> ir.Value:
+    f32 = ir.F32Type.get()
+    return _mk("arith.constant", [f32], [], {"value": ir.FloatAttr.get(f32, x)}).results[0]
+
+
+def _val(x) -> ir.Value:
+    return _cidx(x) if isinstance(x, int) else x
+
+
+def _bin(name: str, a, b) -> ir.Value:
+    return _mk(name, [ir.IndexType.get()], [_val(a), _val(b)]).results[0]
+
+
+def _mul(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    return _bin("arith.muli", a, b)
+
+
+def _add(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if isinstance(b, int) and b == 0:
+        return a
+    if isinstance(a, int) and a == 0:
+        return b
+    return _bin("arith.addi", a, b)
+
+
+def _ceildiv(a, t: int):
+    if isinstance(a, int):
+        return -(-a // t)
+    return a if t == 1 else _bin("arith.divui", _add(a, t - 1), t)
+
+
+def _min(a, b: int):
+    return min(a, b) if isinstance(a, int) else _bin("arith.minui", a, b)
+
+
+def _ult(a, b) -> ir.Value:
+    i1 = ir.IntegerType.get_signless(1)
+    return _mk("arith.cmpi", [i1], [_val(a), _val(b)],
+               {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 6)}).results[0]
+
+
+def _and(a: ir.Value | None, b: ir.Value) -> ir.Value:
+    return b if a is None else _mk("arith.andi", [b.type], [a, b]).results[0]
+
+
+def _delinearize(lin, sizes: list) -> list:
+    """Row-major indices of linear index `lin` in a box of `sizes` (int | Value each)."""
+    if not sizes:
+        return []
+    out = [None] * len(sizes)
+    for d in range(len(sizes) - 1, 0, -1):
+        out[d] = _bin("arith.remui", lin, sizes[d])
+        lin = _bin("arith.divui", lin, sizes[d])
+    out[0] = lin
+    return out
+
+
+def _indices(amap: ir.AffineMap, ivs: dict) -> list[ir.Value]:
+    """Indices of one operand: `amap` (dims and constants only) applied to the loop ivs."""
+    return [_cidx(e.value) if isinstance(e, ir.AffineConstantExpr)
+            else _val(ivs[e.position]) for e in amap.results]
+
+
+def _load(m: ir.Value, idx: list) -> ir.Value:
+    return _mk("memref.load", [ir.MemRefType(m.type).element_type], [m, *map(_val, idx)]).results[0]
+
+
+def _store(x: ir.Value, m: ir.Value, idx: list) -> None:
+    _mk("memref.store", [], [x, m, *map(_val, idx)])
+
+
+def _if(cond: ir.Value, result_types: list, has_else: bool):
+    from mlir.dialects import scf
+
+    return scf.IfOp(cond, result_types, has_else=has_else)
+
+
+def _for(lb, ub, step, iters: list[ir.Value]):
+    from mlir.dialects import scf
+
+    return scf.ForOp(_val(lb), _val(ub), _val(step), iters)
+
+
+def _yield(values: list[ir.Value]) -> None:
+    _mk("scf.yield", [], values)
+
+
+def _accumulate(lb, ub, step: int, inits: list[ir.Value], body: Callable) -> list[ir.Value]:
+    """`scf.for` carrying `inits` (`body(iv, values) -> values`), guarded by `lb < ub`: SCFToSPIRV
+    leaves the results of a loop that runs zero times undefined (they read 0 on lavapipe)."""
+    guard = _if(_ult(lb, ub), [x.type for x in inits], True)
+    with ir.InsertionPoint(guard.then_block):
+        loop = _for(lb, ub, step, inits)
+        with ir.InsertionPoint(loop.body):
+            _yield(list(body(loop.induction_variable, list(loop.inner_iter_args))))
+        _yield(list(loop.results))
+    with ir.InsertionPoint(guard.else_block):
+        _yield(inits)
+    return list(guard.results)
+
+
+def _pow2ceil(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _loop_sizes(v: _View) -> list | None:
+    """Host-side size (int or `memref.dim`) of each loop dim, from the first operand indexing it."""
+    n = len(v.iters)
+    sizes: list = [None] * n
+    for x, m in zip((*v.ins, v.out), v.maps):
+        t = ir.MemRefType(x.type)
+        for pos, d in enumerate(_dims_of(m) or []):
+            if d < 0 or sizes[d] is not None:
+                continue
+            if t.is_dynamic_dim(pos):
+                sizes[d] = _mk("memref.dim", [ir.IndexType.get()], [x, _cidx(pos)]).results[0]
+            else:
+                sizes[d] = t.shape[pos]
+    return None if any(s is None for s in sizes) else sizes
+
+
+def _prod(xs: list):
+    p = 1
+    for x in xs:
+        p = _mul(p, x)
+    return p
+
+
+def _new_launch(grid: list, block: list[int], wg_sizes: list[int], memory: WorkgroupMemory, strategy: str):
+    """gpu.launch with the given host grid (int | Value) and constant block; returns (launch, body, buffers)."""
+    idx = ir.IndexType.get()
+    launch = _mk("gpu.launch", [], [_val(g) for g in grid] + [_cidx(b) for b in block],
+                 {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0]),
+                  _COOPERATIVE: ir.StringAttr.get(strategy)}, regions=1)
+    body = launch.regions[0].blocks.append(*([idx] * 12))
+    types = [ir.MemRefType.get([s], ir.F32Type.get(), memory_space=ir.Attribute.parse(memory.space))
+             for s in wg_sizes]
+    if memory.attribution:
+        bufs = [body.add_argument(t, launch.location) for t in types]
+        launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                         len(types))
+    else:
+        with ir.InsertionPoint(body):
+            bufs = [_mk("memref.alloc", [t], [], {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])})
+                    .results[0] for t in types]
+    return launch, body, bufs
+
+
+def _clone_into(ops: list[ir.Operation], env: dict) -> None:
+    """Clone `ops` at the current insertion point, remapping operands through `env` (updated)."""
+    for o in ops:
+        new = o.clone()
+        for i, x in enumerate(new.operands):
+            if x in env:
+                new.operands[i] = env[x]
+        for r, nr in zip(o.results, new.results):
+            env[r] = nr
+
+
+def _combine(comb: ir.Operation, out_arg: ir.Value, acc: ir.Value, x: ir.Value) -> ir.Value:
+    new = comb.clone()
+    a, b = comb.operands
+    new.operands[0], new.operands[1] = (acc, x) if a == out_arg else (x, acc)
+    return new.results[0]
+
+
+def _external_constants(v: _View, ops: list[ir.Operation], env: dict) -> None:
+    """Clone the arith.constants the region uses from outside into the current block."""
+    for o in ops:
+        for x in o.operands:
+            owner = x.owner
+            if isinstance(owner, ir.Block) or x in env:
+                continue
+            owner = owner.operation if hasattr(owner, "operation") else owner
+            if owner.name == "arith.constant" and not _is_inside(owner, v.op):
+                env[x] = owner.clone().results[0]
+
+
+def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, block: int,
+                        memory: WorkgroupMemory) -> None:
+    """A block of `block` threads: `ty_n` rows at a time, `tx_n` (at most `threads`) threads striding
+    over each row, then a tree in workgroup memory."""
+    op = v.op
+    with ir.InsertionPoint(op), op.location:
+        par, red = sizes[:r.n_par], sizes[r.n_par:]
+        rows, ktot = _prod(par), _prod(red)
+        tx_n = min(threads, _pow2ceil(ktot)) if isinstance(ktot, int) else threads
+        ty_n = max(1, block // tx_n)
+        if isinstance(rows, int):
+            ty_n = min(ty_n, _pow2ceil(rows))
+        groups = _min(_ceildiv(rows, ty_n), _MAX_GRID)
+        launch, body, bufs = _new_launch([groups, 1, 1], [tx_n, ty_n, 1], [tx_n * ty_n] if tx_n > 1 else [],
+                                         memory, "row-reduce")
+    ops = _body_ops(v)[:-1]
+    args = list(v.body.arguments)
+    out_arg = args[len(v.ins)]
+    ident = _COMBINERS[r.combiner.name]
+    # Region values that do not depend on the reduced dims are computed once per row.
+    varying = {args[i] for i, m in enumerate(v.maps[:-1]) if any(d >= r.n_par for d in _dims_of(m))}
+    hoisted, inner = [], []
+    for o in ops:
+        if o == r.combiner:
+            continue
+        if o.name == "linalg.index":
+            dep = ir.IntegerAttr(o.attributes["dim"]).value >= r.n_par
+        else:
+            dep = any(x in varying for x in o.operands)
+        (inner if dep else hoisted).append(o)
+        if dep:
+            varying.update(o.results)
+    with ir.InsertionPoint(body), op.location:
+        env: dict = {}
+        _external_constants(v, ops, env)
+        bx, tx, gx = body.arguments[0], body.arguments[3], body.arguments[6]
+        ty = body.arguments[4] if ty_n > 1 else 0
+        rloop = _for(_mul(bx, ty_n), rows, _mul(gx, ty_n), [])
+        with ir.InsertionPoint(rloop.body):
+            row = _add(rloop.induction_variable, ty)
+            valid = _ult(row, rows)
+            pivs = dict(enumerate(_delinearize(row, par)))
+            oidx = _indices(v.maps[-1], pivs)
+            guard = _if(valid, [ir.F32Type.get()], True)
+            with ir.InsertionPoint(guard.then_block):
+                start = _cf32(ident) if ident is not None else _load(v.out, oidx)
+                renv = dict(env)
+                for i, m in enumerate(v.maps[:-1]):
+                    if args[i] not in varying and _used(args[i]):
+                        renv[args[i]] = _load(v.ins[i], _indices(m, pivs))
+                _clone_region_ops(hoisted, renv, pivs)
+
+                def accumulate(j, acc):
+                    kenv = dict(renv)
+                    ivs = dict(pivs)
+                    ivs.update({r.n_par + i: x for i, x in enumerate(_delinearize(j, red))})
+                    for i, m in enumerate(v.maps[:-1]):
+                        if args[i] in varying and _used(args[i]):
+                            kenv[args[i]] = _load(v.ins[i], _indices(m, ivs))
+                    _clone_region_ops(inner, kenv, ivs)
+                    return _combine(r.combiner, out_arg, acc, kenv.get(r.x, r.x))
+
+                _yield(_accumulate(tx, ktot, tx_n, [start], lambda j, acc: [accumulate(j, acc[0])]))
+            with ir.InsertionPoint(guard.else_block):
+                _yield([_cf32(0.0)])  # a row past the end: never written
+            acc = guard.results[0]
+            is_first = _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [tx, _cidx(0)],
+                           {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).results[0]
+            if tx_n > 1:
+                sm = bufs[0]
+                base = _mul(ty, tx_n)
+                slot = _add(base, tx)
+                _store(acc, sm, [slot])
+                _mk("gpu.barrier", [], [])
+                s = tx_n // 2
+                while s >= 1:
+                    step = _if(_ult(tx, s), [], False)
+                    with ir.InsertionPoint(step.then_block):
+                        a = _load(sm, [slot])
+                        b = _load(sm, [_add(slot, s)])
+                        _store(_combine(r.combiner, out_arg, a, b), sm, [slot])
+                        _yield([])
+                    _mk("gpu.barrier", [], [])
+                    s //= 2
+            write = _if(_and(is_first, valid), [], False)
+            with ir.InsertionPoint(write.then_block):
+                total = _load(bufs[0], [base]) if tx_n > 1 else acc
+                cur = _load(v.out, oidx)
+                _store(_combine(r.combiner, out_arg, cur, total), v.out, oidx)
+                _yield([])
+            _yield([])
+        _mk("gpu.terminator", [], [])
+    op.erase()
+
+
+def _used(x: ir.Value) -> bool:
+    return any(True for _ in x.uses)
+
+
+def _clone_region_ops(ops: list[ir.Operation], env: dict, ivs: dict) -> None:
+    """Clone region ops into the kernel; `linalg.index` becomes the loop iv of its dim."""
+    for o in ops:
+        if o.name == "linalg.index":
+            env[o.results[0]] = _val(ivs[ir.IntegerAttr(o.attributes["dim"]).value])
+        else:
+            _clone_into([o], env)
+
+
+def _emit_matmul(v: _View, mm: _Matmul, sizes: list, tile: int, memory: WorkgroupMemory) -> None:
+    """A block of s x s threads (s = min(tile, 16)) per `tile` x `tile` output tile, each thread
+    computing r x r outputs (r = tile / s, rows and columns s apart); K in steps of s through an
+    A tile [tile, s] and a B tile [s, tile] in workgroup memory, loaded by all threads together."""
+    op = v.op
+    s = min(tile, _MATMUL_THREADS)
+    r = tile // s
+    with ir.InsertionPoint(op), op.location:
+        m_size, n_size, k_size = sizes[mm.m], sizes[mm.n], sizes[mm.k]
+        bsizes = [sizes[d] for d in mm.batch]
+        nbatch = _prod(bsizes)
+        grid = [_ceildiv(n_size, tile), _ceildiv(m_size, tile), _min(nbatch, _MAX_GRID)]
+        launch, body, (sa, sb) = _new_launch(grid, [s, s, 1], [tile * s, s * tile], memory, "matmul")
+    f32 = ir.F32Type.get()
+    with ir.InsertionPoint(body), op.location:
+        bx, by, bz, tx, ty, gz = (body.arguments[i] for i in (0, 1, 2, 3, 4, 8))
+        row0, col0 = _mul(by, tile), _mul(bx, tile)
+        rows = [_add(row0, _add(ty, s * i)) for i in range(r)]  # this thread's output rows
+        cols = [_add(col0, _add(tx, s * j)) for j in range(r)]  # and columns
+        rows_ok = [_ult(x, m_size) for x in rows]
+        cols_ok = [_ult(x, n_size) for x in cols]
+        zero = _cf32(0.0)
+
+        def tile_product(bivs: list) -> None:
+            ivs = dict(zip(mm.batch, bivs))
+
+            def load_guarded(ok, i, at):
+                guard = _if(ok, [f32], True)
+                with ir.InsertionPoint(guard.then_block):
+                    _yield([_load(v.ins[i], _indices(v.maps[i], {**ivs, **at}))])
+                with ir.InsertionPoint(guard.else_block):
+                    _yield([zero])
+                return guard.results[0]
+
+            def k_step(k0, accs):
+                ka, kb = _add(k0, tx), _add(k0, ty)
+                ka_ok, kb_ok = _ult(ka, k_size), _ult(kb, k_size)
+                for q in range(r):  # A[rows[q], k0 + tx] -> sa[ty + s*q, tx]
+                    a = load_guarded(_and(rows_ok[q], ka_ok), 0, {mm.m: rows[q], mm.k: ka})
+                    _store(a, sa, [_add(_mul(_add(ty, s * q), s), tx)])
+                for q in range(r):  # B[k0 + ty, cols[q]] -> sb[ty, tx + s*q]
+                    b = load_guarded(_and(cols_ok[q], kb_ok), 1, {mm.k: kb, mm.n: cols[q]})
+                    _store(b, sb, [_add(_mul(ty, tile), _add(tx, s * q))])
+                _mk("gpu.barrier", [], [])
+                accs = list(accs)
+                for kk in range(s):
+                    a = [_load(sa, [_add(_mul(_add(ty, s * i), s), kk)]) for i in range(r)]
+                    b = [_load(sb, [_add(tx, kk * tile + s * j)]) for j in range(r)]
+                    for i in range(r):
+                        for j in range(r):
+                            p = _mk("arith.mulf", [f32], [a[i], b[j]]).results[0]
+                            accs[i * r + j] = _mk("arith.addf", [f32], [accs[i * r + j], p]).results[0]
+                _mk("gpu.barrier", [], [])
+                return accs
+
+            totals = _accumulate(0, k_size, s, [zero] * (r * r), k_step)
+            for i in range(r):
+                for j in range(r):
+                    write = _if(_and(rows_ok[i], cols_ok[j]), [], False)
+                    with ir.InsertionPoint(write.then_block):
+                        cidx = _indices(v.maps[2], {**ivs, mm.m: rows[i], mm.n: cols[j]})
+                        cur = _load(v.out, cidx)
+                        _store(_mk("arith.addf", [f32], [cur, totals[i * r + j]]).results[0], v.out, cidx)
+                        _yield([])
+
+        if nbatch == 1:
+            tile_product([0] * len(bsizes))
+        else:  # a block-stride loop over the batch: the grid's z is capped
+            bloop = _for(bz, nbatch, gz, [])
+            with ir.InsertionPoint(bloop.body):
+                tile_product(_delinearize(bloop.induction_variable, bsizes))
+                _yield([])
+        _mk("gpu.terminator", [], [])
+    op.erase()
+
+
+def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, matmul_tile: int,
+                            memory: WorkgroupMemory) -> dict[str, int]:
+    """Replace every matched row reduction (`reduce_threads` > 0) and matmul (`matmul_tile` > 0)
+    linalg op of the public functions by a cooperative `gpu.launch`; returns counts by strategy."""
+    todo = []
+
+    def visit(o):
+        if o.name in ("gpu.launch", "gpu.module"):
+            return ir.WalkResult.SKIP
+        if o.name.startswith("linalg."):
+            todo.append(o)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    done = {"row-reduce": 0, "matmul": 0}
+    with module_op.context, ir.Location.unknown():
+        for o in todo:
+            v = _view(o)
+            if v is None:
+                continue
+            mm = _match_matmul(v) if matmul_tile else None
+            rr = None if mm is not None or not reduce_threads else _match_row_reduction(v)
+            if mm is None and rr is None:
+                continue
+            with ir.InsertionPoint(o), o.location:
+                sizes = _loop_sizes(v)
+            if sizes is None or any(isinstance(s, int) and s == 0 for s in sizes):
+                continue
+            if mm is not None:
+                _emit_matmul(v, mm, sizes, matmul_tile, memory)
+                done["matmul"] += 1
+            else:
+                _emit_row_reduction(v, rr, sizes, reduce_threads, _REDUCE_BLOCK, memory)
+                done["row-reduce"] += 1
+    return done
+
+
+# --------------------------------------------------------------------------------------------
 # Stages
 # --------------------------------------------------------------------------------------------
 
@@ -326,8 +974,11 @@ def stage_bufferize(module, options: GPUOptions) -> None:
 
 
 def stage_map(module, options: GPUOptions) -> None:
-    """linalg -> scf.parallel -> tiled and mapped -> gpu.launch -> outlined gpu.func kernels."""
+    """Row reductions and matmuls -> cooperative gpu.launch; the other linalg -> scf.parallel ->
+    tiled and mapped -> gpu.launch; then outlined gpu.func kernels."""
     op = _as_op(module)
+    map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
+                            memory=NVVM_WORKGROUP)
     _run_pipeline(op, _TO_LOOPS, "map")
     _map_parallel_loops(op, options)
     _run_pipeline(op, _TO_LAUNCH, "map")
@@ -415,7 +1066,9 @@ def pipeline_strings(options: GPUOptions | None = None) -> dict[str, str]:
     options = options or GPUOptions()
     return {
         "bufferize": "relax-cpu-inline, relax-cpu-bufferize (backend/cpu.py)",
-        "map": f"{_TO_LOOPS},[tile + map scf.parallel: block={options.block}],{_TO_GPU}",
+        "map": (f"[cooperative gpu.launch: reduce_threads={options.reduce_threads} "
+                f"matmul_tile={options.matmul_tile}],{_TO_LOOPS},"
+                f"[tile + map scf.parallel: block={options.block}],{_TO_GPU}"),
         "to-ptx": f"{_attach_pipeline(options)},{_nvvm_pipeline(options)}",
     }
 
@@ -472,7 +1125,8 @@ def ptx_of(module_op) -> dict[str, str]:
 
 def _options_from(p) -> GPUOptions:
     block = tuple(int(b) for b in p.block.replace("x", ",").split(",") if b.strip())
-    return GPUOptions(chip=p.chip, features=p.features, block=block)
+    return GPUOptions(chip=p.chip, features=p.features, block=block, reduce_threads=p.reduce_threads,
+                      matmul_tile=p.matmul_tile)
 
 
 @dataclass(frozen=True)
@@ -480,6 +1134,8 @@ class _GPUPass(ModulePass):
     chip: str = "sm_90"
     features: str = "+ptx80"
     block: str = "32,8"
+    reduce_threads: int = 256
+    matmul_tile: int = 64
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ Stages, in order:
 * ``inline``     kernels into the entries, symbol-dce, canonicalize, cse (as on the CPU).
 * ``bufferize``  empty-tensor elimination and one-shot bufferization with identity layouts; no
   deallocation pipeline (the Vulkan runtime owns and frees every buffer).
-* ``loops``      linalg -> `scf.parallel`; host-level sequential work (a full reduction's
+* ``loops``      row reductions and matmuls -> cooperative `gpu.launch`es with Workgroup-storage
+  `memref.alloc` buffers and `gpu.barrier` (backend/gpu.py `map_cooperative_kernels`; options
+  `reduce_threads`, `matmul_tile`); the other linalg -> `scf.parallel`; host-level sequential work (a full reduction's
   `scf.for` nest, a store into a 0-d buffer) is wrapped into a one-iteration `scf.parallel` so
   that it runs on the device too; parallel-loop tiling (`no-min-max-bounds`), canonicalize.
 * ``map``        explicit GPU mapping (tile loops -> workgroups, intra-tile loops -> invocations;
@@ -37,6 +39,13 @@ from typing import ClassVar
 from mlir import ir
 
 from relax_mlir.backend.cpu import LoweringError, _as_op, _run_pipeline, _top_funcs, _walk
+from relax_mlir.backend.gpu import (
+    _COOPERATIVE,
+    WorkgroupMemory,
+    _check_cooperative,
+    _sink_constants,
+    map_cooperative_kernels,
+)
 from relax_mlir.passes import ModulePass
 
 __all__ = ["PASSES", "STAGES", "SPIRVOptions", "SPIRVLowerPass", "SPIRVMapPass", "LoweringError", "lower",
@@ -53,6 +62,12 @@ class SPIRVOptions:
     caps: tuple[str, ...] = ("Shader",)
     exts: tuple[str, ...] = ("SPV_KHR_storage_buffer_storage_class",)
     spirv_version: str = "v1.0"
+    # Cooperative kernels (backend/gpu.py `map_cooperative_kernels`): invocations striding over
+    # one row of a row reduction (a power of two; a 256-invocation workgroup takes 256 / this rows;
+    # 0: one invocation per row), and the output tile of a workgroup-memory matmul (0: off). 32
+    # and 64 measured best on lavapipe, where each barrier costs every invocation a switch.
+    reduce_threads: int = 32
+    matmul_tile: int = 64
 
     def __post_init__(self):
         if not self.tile_sizes or any(t < 1 for t in self.tile_sizes):
@@ -62,6 +77,13 @@ class SPIRVOptions:
             prod *= t
         if prod > 1024:
             raise ValueError(f"a workgroup may hold at most 1024 invocations, got {self.tile_sizes}")
+        _check_cooperative(self.reduce_threads, self.matmul_tile)
+
+
+# Workgroup memory of the cooperative kernels: `memref.alloc` in the kernel body, in the
+# Workgroup storage class (convert-gpu-to-spirv turns it into a Workgroup spirv.GlobalVariable;
+# it does not accept gpu.func workgroup attributions).
+SPIRV_WORKGROUP = WorkgroupMemory("#spirv.storage_class<Workgroup>", False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,6 +179,8 @@ def _memory_ops(op: ir.Operation) -> bool:
     found = []
 
     def visit(o):
+        if o.name == "gpu.launch":  # a cooperative kernel already runs on the device
+            return ir.WalkResult.SKIP
         if o.name in ("memref.load", "memref.store", "memref.copy") or o.name.startswith("linalg."):
             found.append(o)
             return ir.WalkResult.INTERRUPT
@@ -199,8 +223,11 @@ def _wrap_host_work(func: ir.Operation) -> None:
 
 
 def stage_loops(module, options: SPIRVOptions) -> None:
-    """linalg -> parallel loops (host-level sequential work wrapped), tiled, canonicalized."""
+    """Row reductions and matmuls -> cooperative gpu.launch (workgroup memory, barriers); the
+    other linalg -> parallel loops (host-level sequential work wrapped), tiled, canonicalized."""
     op = _as_op(module)
+    map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
+                            memory=SPIRV_WORKGROUP)
     _run_pipeline(op, "func.func(convert-linalg-to-parallel-loops),canonicalize,cse", "loops")
     for f in _entries(op):
         _wrap_host_work(f)
@@ -274,6 +301,10 @@ def stage_map(module, options: SPIRVOptions) -> None:
                             f"{len(leftover)} parallel loop(s) were not mapped to the GPU")
 
 
+def _is_workgroup(t: ir.Type) -> bool:
+    return "Workgroup" in str(ir.MemRefType(t).memory_space)
+
+
 def _flatten_launch(launch: ir.Operation) -> None:
     idx = ir.IndexType.get()
     accesses = []
@@ -281,6 +312,8 @@ def _flatten_launch(launch: ir.Operation) -> None:
     def visit(o):
         if o.name in ("memref.load", "memref.store", "memref.dim"):
             accesses.append(o)
+        elif o.name == "memref.alloc" and _is_workgroup(o.results[0].type):
+            pass  # a cooperative kernel's workgroup buffer: 1-D, static, stays in the kernel
         elif o.name in ("memref.copy", "memref.subview", "memref.reinterpret_cast", "memref.alloc",
                         "memref.alloca", "memref.collapse_shape", "memref.expand_shape") or o.name.startswith("linalg."):
             raise LoweringError("flatten", "flatten buffers", f"unsupported op in a GPU kernel: {o.name}")
@@ -373,6 +406,9 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
             _flatten_launch(l)
         op.attributes["gpu.container_module"] = ir.UnitAttr.get()
     _run_pipeline(op, "canonicalize,cse", "flatten")
+    # canonicalize hoists constants out of launches; a cooperative kernel gets them back, so that
+    # they do not each become a storage-buffer binding.
+    _sink_constants(op, lambda launch: _COOPERATIVE in launch.attributes)
     _run_pipeline(op, _OUTLINE, "flatten")
     with op.context:
         # convert-gpu-to-spirv needs the workgroup size of each kernel.
@@ -442,9 +478,11 @@ def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
     return {
         "inline": _INLINE,
         "bufferize": _BUFFERIZE,
-        "loops": "convert-linalg-to-parallel-loops,[wrap host work]," + _loops_pipeline(options),
+        "loops": (f"[cooperative gpu.launch: reduce_threads={options.reduce_threads} "
+                  f"matmul_tile={options.matmul_tile}],convert-linalg-to-parallel-loops,[wrap host work],"
+                  + _loops_pipeline(options)),
         "map": "[map loops]," + _TO_GPU,
-        "flatten": "[flatten buffers],canonicalize,cse," + _OUTLINE,
+        "flatten": "[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + _OUTLINE,
         "to-spirv": _to_spirv_pipeline(options),
         "serialize": "[move spirv.module],gpu-module-to-binary{format=bin}",
     }
@@ -552,9 +590,12 @@ class SPIRVMapPass(ModulePass):
     """Lower to gpu.launch and outline the kernels (stages inline .. flatten)."""
 
     name: ClassVar[str] = "relax-spirv-map"
+    reduce_threads: int = 32
+    matmul_tile: int = 64
 
     def run(self, module: ir.Operation) -> None:
-        lower(module, SPIRVOptions(), until="flatten")
+        lower(module, SPIRVOptions(reduce_threads=self.reduce_threads, matmul_tile=self.matmul_tile),
+              until="flatten")
 
 
 @dataclass(frozen=True)
@@ -563,9 +604,12 @@ class SPIRVLowerPass(ModulePass):
 
     name: ClassVar[str] = "relax-to-spirv"
     serialize: bool = False
+    reduce_threads: int = 32
+    matmul_tile: int = 64
 
     def run(self, module: ir.Operation) -> None:
-        lower(module, SPIRVOptions(), until="serialize" if self.serialize else "to-spirv")
+        lower(module, SPIRVOptions(reduce_threads=self.reduce_threads, matmul_tile=self.matmul_tile),
+              until="serialize" if self.serialize else "to-spirv")
 
 
 PASSES = (SPIRVMapPass, SPIRVLowerPass)

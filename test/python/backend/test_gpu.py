@@ -42,6 +42,22 @@ PROGRAMS = {
         [("x", X), ("g", G), ("b", G)],
         [f'%l = "relax.layer_norm"(%x, %g, %b) {{axes = [-1], epsilon = 1.0e-05 : f32}} : ({X}, {G}, {G}) -> {U2}'],
         ("%l", U2)),
+    "row_sum": program([("x", T(["n", "k"]))],
+                       [f'%s = "relax.sum"(%x) {{axes = [1], keepdims = false}} : ({T(["n", "k"])}) -> {T(["n"])}'],
+                       ("%s", T(["n"]))),
+    "row_max": program([("x", T(["n", "k"]))],
+                       [f'%s = "relax.max"(%x) {{axes = [1], keepdims = false}} : ({T(["n", "k"])}) -> {T(["n"])}'],
+                       ("%s", T(["n"]))),
+    "softmax_dynamic": program([("x", T(["n", "k"]))],
+                               [f'%s = "relax.softmax"(%x) {{axis = -1}} : ({T(["n", "k"])}) -> {T(["n", "k"])}'],
+                               ("%s", T(["n", "k"]))),
+    "matmul": program(
+        [("a", T(["m", "k"])), ("b", T(["k", "n"]))],
+        [f'%y = "relax.matmul"(%a, %b) : ({T(["m", "k"])}, {T(["k", "n"])}) -> {T(["m", "n"])}'], ("%y", T(["m", "n"]))),
+    "batch_matmul": program(
+        [("a", T(["b", "m", "k"])), ("w", T(["k", "n"]))],
+        [f'%y = "relax.matmul"(%a, %w) : ({T(["b", "m", "k"])}, {T(["k", "n"])}) -> {T(["b", "m", "n"])}'],
+        ("%y", T(["b", "m", "n"]))),
     "batched_3d": program(
         [("x", T(["b", "s", 16])), ("y", T(["b", "s", 16]))],
         [f'%r = "relax.multiply"(%x, %y) : ({T(["b", "s", 16])}, {T(["b", "s", 16])}) -> {T(["?", "?", "?"])}'],
@@ -75,6 +91,11 @@ def test_map_outlines_kernels(name):
         assert not names(m.op, "linalg.generic") and not names(m.op, "scf.parallel")
 
 
+# Programs whose reductions / matmuls become cooperative kernels (shared memory, barriers).
+COOPERATIVE = {"softmax", "matmul_bias", "layer_norm", "row_sum", "row_max", "softmax_dynamic", "matmul",
+               "batch_matmul"}
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_ptx_assembles(name, tmp_path):
     m = upstream(PROGRAMS[name])
@@ -84,6 +105,8 @@ def test_ptx_assembles(name, tmp_path):
     assert ptx
     for kname, text in ptx.items():
         assert ".entry" in text and ".param" in text and ".target sm_90" in text, kname
+    shared = [k for k, text in ptx.items() if ".shared" in text and "bar.sync" in text]
+    assert bool(shared) == (name in COOPERATIVE), (name, shared)
     if shutil.which("ptxas") is None:
         pytest.skip("ptxas not installed")
     for kname, text in ptx.items():
@@ -102,6 +125,66 @@ def test_grid_from_dynamic_dims():
         text = str(m.op)
     assert "ceildiv 256" in text  # 1-D loops: 256 threads
     assert "threads in (%c32, %c8, %c1)" in text  # 2-D loops: block (32, 8), x innermost
+
+
+def kernels(op):
+    return {ir.StringAttr(m.attributes["sym_name"]).value: str(m) for m in names(op, "gpu.module")}
+
+
+@pytest.mark.parametrize("name", sorted(COOPERATIVE))
+def test_cooperative_kernels(name):
+    """Each row reduction / matmul kernel has workgroup attributions and barriers."""
+    m = upstream(PROGRAMS[name])
+    with m.context:
+        gpu.lower(m.op, gpu.GPUOptions(), until="map")
+        ks = kernels(m.op)
+    coop = [t for t in ks.values() if "#gpu.address_space<workgroup>" in t]
+    assert coop and all("gpu.barrier" in t for t in coop)
+    want = {"softmax": 2, "softmax_dynamic": 2, "layer_norm": 2, "matmul_bias": 1}.get(name, 1)
+    assert len(coop) == want, list(ks)
+
+
+def test_row_reduction_grid_and_block():
+    """Default: a 256-thread block per row, grid min(n, 65535) from the dim on the host;
+    reduce_threads=32: 8 rows per block, grid min(ceildiv(n, 8), 65535)."""
+    for opts, threads, grid in ((gpu.GPUOptions(), "threads in (%c256, %c1, %c1)", ["arith.minui"]),
+                                (gpu.GPUOptions(reduce_threads=32), "threads in (%c32, %c8, %c1)",
+                                 ["arith.addi %dim_0, %c7", "arith.divui", "arith.minui"])):
+        m = upstream(PROGRAMS["row_sum"])
+        with m.context:
+            gpu.lower(m.op, opts, until="map")
+            text = str(m.op)
+        host = text[:text.index("gpu.module")]
+        assert threads in host and all(g in host for g in grid), host
+        assert "workgroup(%arg4 : memref<256xf32, #gpu.address_space<workgroup>>)" in text
+
+
+def test_matmul_tile_option():
+    for tile, threads, wg in ((64, "(%c16, %c16, %c1)", "memref<1024xf32"), (16, "(%c16, %c16, %c1)", "memref<256xf32"),
+                              (8, "(%c8, %c8, %c1)", "memref<64xf32"), (128, "(%c16, %c16, %c1)", "memref<2048xf32")):
+        m = upstream(PROGRAMS["matmul"])
+        with m.context:
+            gpu.lower(m.op, gpu.GPUOptions(matmul_tile=tile), until="map")
+            text = str(m.op)
+        assert f"threads in {threads}" in text and f"%c{tile - 1}" in text, tile
+        attr = f" : {wg}, #gpu.address_space<workgroup>>"
+        assert f"workgroup(%arg6{attr}, %arg7{attr})" in text, tile
+
+
+def test_cooperative_off_and_fallbacks():
+    """0 turns a strategy off; a column reduction keeps the generic mapping."""
+    for name in COOPERATIVE:
+        m = upstream(PROGRAMS[name])
+        with m.context:
+            gpu.lower(m.op, gpu.GPUOptions(reduce_threads=0, matmul_tile=0), until="map")
+            assert "gpu.barrier" not in str(m.op), name
+    col = program([("x", T(["n", "k"]))],
+                  [f'%s = "relax.sum"(%x) {{axes = [0], keepdims = false}} : ({T(["n", "k"])}) -> {T(["k"])}'],
+                  ("%s", T(["k"])))
+    m = upstream(col)
+    with m.context:
+        gpu.lower(m.op, gpu.GPUOptions(), until="map")
+        assert "gpu.barrier" not in str(m.op)
 
 
 def test_block_option():
@@ -132,7 +215,8 @@ def test_stages_and_pipelines():
 
 @pytest.mark.parametrize("kw", [dict(chip="sm_90", features="+ptx60"), dict(chip="sm_80", features="+ptx63"),
                                 dict(chip="gfx90a"), dict(features="ptx80"), dict(block=(64, 64)),
-                                dict(block=()), dict(opt_level=7)])
+                                dict(block=()), dict(opt_level=7), dict(reduce_threads=48),
+                                dict(reduce_threads=2048), dict(matmul_tile=40), dict(matmul_tile=-16)])
 def test_bad_options_rejected(kw):
     with pytest.raises(ValueError):
         gpu.GPUOptions(**kw)

@@ -195,14 +195,17 @@ def test_cuda_artifact_launch_sequence(name, tmp_path):
         _check_launches(drv, ptx)
         for ln in drv.launches:
             (gx, gy, gz), (bx, by, bz) = ln["grid"], ln["block"]
-            if name == "reduction":  # 1-D over the n rows
-                assert (gx, gy, gz) == (math.ceil(n / bx), 1, 1), ln
-            elif name == "matmul":  # 2-D over [n, m], x along m
-                assert (gx, gy, gz) == (math.ceil((n + 5) / bx), math.ceil(n / by), 1), ln
+            tile = 64  # GPUOptions.matmul_tile: a 16x16 block computes a 64x64 output tile
+            if name == "reduction":  # the init over [n] rows, then a block of threads per row (by rows a block)
+                assert (gx, gy, gz) in ((math.ceil(n / bx), 1, 1), (min(math.ceil(n / by), 65535), 1, 1)), ln
+            elif name == "matmul":  # the zero fill over [n, n + 5], then shared-memory tiles
+                assert (gx, gy, gz) in ((math.ceil((n + 5) / bx), math.ceil(n / by), 1),
+                                        (math.ceil((n + 5) / tile), math.ceil(n / tile), 1)), ln
             elif name == "elementwise":  # 2-D over [n, 8]
                 assert (gx, gy, gz) == (math.ceil(8 / bx), math.ceil(n / by), 1), ln
-            else:  # mlp: [b, 128] or [b, 64]
-                assert gy == math.ceil(n / by) and gx in (math.ceil(128 / bx), math.ceil(64 / bx)), ln
+            else:  # mlp: tiled matmuls [b, 128] / [b, 64] and elementwise kernels over them
+                assert (gy == math.ceil(n / tile) and gx in (math.ceil(128 / tile), math.ceil(64 / tile))) or \
+                    (gy == math.ceil(n / by) and gx in (math.ceil(128 / bx), math.ceil(64 / bx))), ln
             # memref descriptors carry the run-time sizes: n appears among the parameters
             assert n in [int(p) for p in ln["params"]], ln
 
