@@ -32,7 +32,12 @@ irdl: setup
 	$(BIN)/python -m relax_mlir.dialect.irdl_emit
 
 bench: setup
+	$(BIN)/python -m pip install -q -e '.[test,jax,bench]'
 	$(BIN)/python bench/shape_deduction.py
+	$(BIN)/python bench/mlp.py
+	$(BIN)/python bench/transformer.py
+	$(BIN)/python bench/decoder.py
+	$(BIN)/python bench/plot.py
 
 clean:
 	rm -rf build test/**/Output .pytest_cache
