@@ -1025,6 +1025,10 @@ def _try_kernel_schedule(scratch: _Scratch, options: CPUOptions, kname: str):
     try:
         trial.apply(text)
         trial.func.verify()
+        # A schedule whose loops one-shot bufferization cannot place in place (seen: the streaming
+        # matmul at static M <= 4 with N <= 64 yields a non-equivalent iter_arg) is rejected here,
+        # on a copy, instead of failing the whole compile later.
+        trial.copy().run(_BUFFERIZE_CHECK, "vectorize")
     except (LoweringError, ir.MLIRError) as e:
         _log.debug("@%s: kernel schedule %s failed: %s", kname, label, e)
         return None
@@ -1050,6 +1054,11 @@ _BUFFERIZE = (
     "buffer-deallocation-pipeline,"
     "canonicalize,cse"
 )
+
+
+_BUFFERIZE_CHECK = ("func.func(lower-affine),canonicalize,one-shot-bufferize{bufferize-function-boundaries "
+                    "function-boundary-type-conversion=identity-layout-map "
+                    "unknown-type-conversion=identity-layout-map}")
 
 
 def _parallelize_pipeline(options: CPUOptions) -> str:
