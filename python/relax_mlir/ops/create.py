@@ -162,15 +162,14 @@ def _arange_legalize(cls, op: OpInfo) -> Legalized:
     if st:
         body.append(st)
     s_name = "%st" if st else k.sym(0)
-    body += ["%m = arith.muli %i, %step : index", f"%v = arith.addi {s_name}, %m : index",
-             "%w = arith.index_cast %v : index to i64"]
+    body += ["%m = arith.muli %i, %step : index", f"%v = arith.addi {s_name}, %m : index"]
+    # Cast straight to the element type (through i32 for f16/f32, whose integers are exact only
+    # far below 2^31 anyway): no i64 in the kernel, which SPIR-V without Int64 cannot take.
     if r.dtype in FLOAT_DTYPES:
-        body.append(f"%y = arith.sitofp %w : i64 to {r.dtype}")
-    elif r.dtype == "i64":
-        body.append("%y = arith.addi %w, %w0 : i64".replace("%w0", "%zero"))
-        body.insert(0, "%zero = arith.constant 0 : i64")
+        wide = "i64" if r.dtype == "f64" else "i32"
+        body += [f"%w = arith.index_cast %v : index to {wide}", f"%y = arith.sitofp %w : {wide} to {r.dtype}"]
     else:
-        body.append(f"%y = arith.trunci %w : i64 to {r.dtype}")
+        body.append(f"%y = arith.index_cast %v : index to {r.dtype}")
     g = k.generic([], [(k.out(0), r, identity_map(1))], ["parallel"], body, ["%y"])
     return Legalized(k, g, syms)
 

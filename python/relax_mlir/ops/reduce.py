@@ -92,9 +92,10 @@ def count_as(k: Kernel, value: str, t: TensorType, axes: list[int], dtype: str) 
             n = m
     n = n or k.const_index(1)
     i = k.fresh("ni")
-    k.emit(f"{i} = arith.index_cast {n} : index to i64")
+    wide = "i64" if dtype == "f64" else "i32"  # no i64 in f32 kernels (SPIR-V without Int64)
+    k.emit(f"{i} = arith.index_cast {n} : index to {wide}")
     c = k.fresh("nf")
-    k.emit(f"{c} = arith.sitofp {i} : i64 to {dtype}")
+    k.emit(f"{c} = arith.sitofp {i} : {wide} to {dtype}")
     return c
 
 
