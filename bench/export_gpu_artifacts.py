@@ -20,6 +20,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 D, H = 64, 128
 RTOL = ATOL = 1e-3
@@ -33,19 +34,9 @@ def models(jax, jnp) -> list[dict]:
     g = np.ones(D, np.float32)
     wq, wk, wv = (rng.standard_normal((D, D), dtype=np.float32) * 0.1 for _ in range(3))
 
-    def mlp(x, w1, w2):
-        return jax.nn.relu(x @ w1) @ w2
+    from models import mlp
 
-    def block(x, g, wq, wk, wv, w1, w2):
-        mu = x.mean(-1, keepdims=True)
-        xn = (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
-        q, k, v = xn @ wq, xn @ wk, xn @ wv
-        s = (q @ k.T) / np.sqrt(D)
-        n = x.shape[0]
-        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
-        a = jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1) @ v
-        y = x + a
-        return y + jax.nn.gelu(y @ w1, approximate=False) @ w2
+    from models import transformer_block as block
 
     def x_of(n):
         return np.random.default_rng(n).standard_normal((n, D), dtype=np.float32)

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 
 def main() -> None:
@@ -31,16 +32,7 @@ def main() -> None:
     g = np.ones(d, np.float32)
     wq, wk, wv = (rng.standard_normal((d, d), dtype=np.float32) * 0.1 for _ in range(3))
 
-    def block(x, g, wq, wk, wv, w1, w2):
-        mu = x.mean(-1, keepdims=True)
-        xn = (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
-        q, k, v = xn @ wq, xn @ wk, xn @ wv
-        s = (q @ k.T) / np.sqrt(d)
-        n = x.shape[0]
-        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
-        att = jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1) @ v
-        y = x + att
-        return y + jax.nn.gelu(y @ w1, approximate=False) @ w2
+    from models import transformer_block as block
 
     (s,) = jax.export.symbolic_shape("s")
     ws = [g, wq, wk, wv, w1, w2]

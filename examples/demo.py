@@ -32,19 +32,9 @@ def main() -> None:
     g = np.ones(d, np.float32)
     wq, wk, wv = (rng.standard_normal((d, d), dtype=np.float32) * 0.1 for _ in range(3))
 
-    def mlp(x, w1, w2):
-        return jax.nn.relu(x @ w1) @ w2
+    from models import mlp
 
-    def block(x, g, wq, wk, wv, w1, w2):
-        mu = x.mean(-1, keepdims=True)
-        xn = (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
-        q, k, v = xn @ wq, xn @ wk, xn @ wv
-        s = (q @ k.T) / np.sqrt(d)
-        n = x.shape[0]
-        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
-        a = jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1) @ v
-        y = x + a
-        return y + jax.nn.gelu(y @ w1, approximate=False) @ w2
+    from models import transformer_block as block
 
     (b,) = jax.export.symbolic_shape("b")
     (s,) = jax.export.symbolic_shape("s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import pathlib
 import re
 import subprocess
 import sys
@@ -244,18 +245,10 @@ def test_cuda_transformer_block_host_program(tmp_path):
 
     from relax_mlir.frontend.jax import from_jax
 
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[3] / "examples"))
     d, h = 64, 128
 
-    def block(x, g, wq, wk, wv, w1, w2):
-        mu = x.mean(-1, keepdims=True)
-        xn = (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
-        q, k, v = xn @ wq, xn @ wk, xn @ wv
-        s = (q @ k.T) / np.sqrt(d)
-        n = x.shape[0]
-        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
-        a = jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1) @ v
-        y = x + a
-        return y + jax.nn.gelu(y @ w1, approximate=False) @ w2
+    from models import transformer_block as block
 
     (s,) = jax.export.symbolic_shape("s")
     S = jax.ShapeDtypeStruct
