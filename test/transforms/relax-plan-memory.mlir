@@ -1,5 +1,6 @@
 // RUN: relax-opt %s --relax-legalize --relax-plan-memory | FileCheck %s
 // RUN: relax-opt %s --relax-legalize --relax-plan-memory --relax-to-upstream | FileCheck %s --check-prefix=LOWERED
+// RUN: relax-opt %s --relax-legalize --relax-plan-memory --relax-to-upstream --relax-cpu-vectorize --relax-cpu-inline --relax-cpu-bufferize | FileCheck %s --check-prefix=BUF
 
 // Four intermediates of 4*256*n bytes (n <= 1024), at most two live at once: two blocks of
 // 1 MiB, reused alternately; the returned tensor goes to the caller's buffer (unplanned).
@@ -14,7 +15,17 @@
 // LOWERED: "symbol n exceeds its upper bound 1024 (relax.symbol_bounds)"
 // LOWERED: %[[BLK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1048576xi8>
 // LOWERED: %[[V:.*]] = memref.view %[[BLK]][%{{.*}}][%{{.*}}] : memref<1048576xi8> to memref<?x256xf32>
-// LOWERED: bufferization.to_tensor %[[V]] restrict writable
+// LOWERED: %[[P:.*]] = bufferization.to_tensor %[[V]] restrict writable {relax.placed = 1 : index}
+// LOWERED: func.call @matmul(%{{.*}}, %{{.*}}, %[[P]])
+// LOWERED: bufferization.to_tensor %{{.*}} restrict writable {relax.placed = 2 : index}
+
+// After bufferization every kernel writes its block (or the caller's buffer) in place: the two
+// blocks are the only function-level allocations and nothing is copied.
+// BUF-LABEL: func.func @main
+// BUF-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<1048576xi8>
+// BUF-NOT: memref.alloc(%
+// BUF-NOT: memref.copy
+// BUF: return
 func.func @main(%x: !relax.tensor<["n", 256], f32>, %w: !relax.tensor<[256, 256], f32>) -> !relax.tensor<["n", 256], f32> attributes {relax.symbol_bounds = {n = 1024}} {
   %0 = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["n", 256], f32>
   %1 = "relax.relu"(%0) : (!relax.tensor<["n", 256], f32>) -> !relax.tensor<["n", 256], f32>

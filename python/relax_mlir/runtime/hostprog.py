@@ -67,7 +67,7 @@ _ARITH = {"addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi
           "index_cast", "index_castui", "extsi", "extui", "trunci", "sitofp", "uitofp", "fptosi", "fptoui",
           "extf", "truncf", "select", "cmpi"}
 _CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
-_VIEW_USES = ("memref.collapse_shape", "memref.expand_shape", "memref.reshape", "memref.cast")
+_VIEW_USES = ("memref.collapse_shape", "memref.expand_shape", "memref.reshape", "memref.cast", "memref.view")
 _SCALAR_PACK = {"index": "<i", "i32": "<i", "i16": "<i", "i8": "<i", "i1": "<i", "f32": "<f"}
 _SCALAR_CTYPE = {"index": "i64", "i64": "i64", "i32": "i32", "i16": "i16", "i8": "i8", "i1": "i8",
                  "f32": "f32", "f64": "f64", "f16": "f16"}
@@ -192,6 +192,10 @@ class _Extractor:
             t = ir.MemRefType(o.results[0].type)
             out.append({"op": "view", "out": self.define(o.results[0]), "src": ins[0], "shape": self._static(t),
                         "dyn": ins[1:]})
+        elif n == "memref.view":  # a typed view at byte 0 of a memory-plan block (memref<?xi8>)
+            t = ir.MemRefType(o.results[0].type)
+            out.append({"op": "byteview", "out": self.define(o.results[0]), "src": ins[0], "shift": ins[1],
+                        "dtype": _elem(t.element_type), "shape": self._static(t), "dyn": ins[2:]})
         elif n == "memref.reshape":
             out.append({"op": "reshape", "out": self.define(o.results[0]), "src": ins[0], "shape_buf": ins[1]})
         elif n == "memref.cast":
@@ -511,6 +515,8 @@ class HostProgram:
                 env[ins["out"]] = self._global(ins["name"], ins["host"], driver)
             elif op == "view":
                 env[ins["out"]] = env[ins["src"]].view(self._shape(ins["shape"], ins["dyn"], env))
+            elif op == "byteview":
+                env[ins["out"]] = self._byteview(env[ins["src"]], int(env[ins["shift"]]), ins, env)
             elif op == "collapse":
                 src = env[ins["src"]]
                 shape = [int(np.prod([src.shape[d] for d in g], dtype=np.int64)) for g in ins["groups"]]
@@ -592,6 +598,16 @@ class HostProgram:
                 driver.upload(b.handle, dev.reshape(-1).view(np.uint8))
             hit = self._uploaded[key] = (driver, b)
         return hit[1]
+
+    def _byteview(self, block: Buffer, shift: int, ins: dict, env) -> Buffer:
+        shape = self._shape(ins["shape"], ins["dyn"], env)
+        dt = self._np_dtype(ins["dtype"], block.host)
+        view = Buffer(None, shape, dt, block.host)
+        if shift != 0 or view.nbytes > block.nbytes:
+            raise HostError(f"a view of {view.nbytes} bytes at byte {shift} over a block of {block.nbytes}")
+        # Device views share the block's handle (offset 0); host views reinterpret its bytes.
+        view.handle = block.handle.reshape(-1)[:view.nbytes].view(dt).reshape(shape) if block.host else block.handle
+        return view
 
     @staticmethod
     def _read(b: Buffer, driver) -> np.ndarray:

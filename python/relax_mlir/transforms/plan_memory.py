@@ -10,7 +10,9 @@ caller's buffers.
 
 The plan is attached as attributes that relax-to-upstream lowers: `relax.storage = [block]` on
 each planned `call_tir` result, and on the function `relax.memory_plan = {blocks = [sizes],
-planned_peak_bytes, live_peak_bytes, unplanned_bytes}` (sizes as integers or expressions).
+planned_peak_bytes, live_peak_bytes, unplanned_bytes}` (sizes as integers or expressions). A block
+with an expression size is allocated per call, where its first tensor is defined, at that tensor's
+byte count; live_peak_bytes is given only when every size is bounded.
 """
 from __future__ import annotations
 
@@ -78,8 +80,9 @@ def plan_function(f: ir.Operation):
                         v = root.get(v, v)
                         if v in intervals:
                             intervals[v].end = max(intervals[v].end, i)
-    # Tensors without an upper bound are left to per-call allocation by bufferization.
-    planned = [iv for v, iv in intervals.items() if v not in escaping and iv.bound is not None]
+    # Tensors without an upper bound are planned too: their blocks are sized per call by the
+    # symbolic byte count, and shared only by tensors of exactly that symbolic size.
+    planned = [iv for v, iv in intervals.items() if v not in escaping]
     return planned, facts
 
 
@@ -140,7 +143,7 @@ class PlanMemoryPass(ModulePass):
 
             sizes = [s for s, _ in blocks]
             planned_peak = sum((s for s in sizes), const(0))
-            unplanned = const(sum(iv.bound for iv in planned))
+            unplanned = sum((const(iv.bound) if iv.bound is not None else iv.size for iv in planned), const(0))
             lp = live_peak(planned)
             plan = {"blocks": ir.ArrayAttr.get([attr(s) for s in sizes]), "planned_peak_bytes": attr(planned_peak),
                     "unplanned_bytes": attr(unplanned)}

@@ -23,6 +23,7 @@ from relax_mlir.dialect.types import TensorType, builtin_memref_text, builtin_te
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import graph_functions
 from relax_mlir.transforms.lower_shapes import LowerShapesPass
+from relax_mlir.transforms.plan_memory import ITEMSIZE
 
 def builtin_type(t: ir.Type) -> ir.Type:
     v = view(t)
@@ -89,6 +90,8 @@ class _Lowerer:
         block = new.regions[0].blocks.append(*arg_types)
         self.ip = ir.InsertionPoint(block)
         self.blocks: dict[int, ir.Value] = {}
+        self.direct_outs: dict = {}  # returned call_tir result -> index of the caller's buffer
+        self.n_placed = 0
         self.block_start = None
         old_block = f.regions[0].blocks[0]
         self.outs = []
@@ -99,11 +102,26 @@ class _Lowerer:
                                           {"restrict": ir.UnitAttr.get()}).results[0]
             self.outs = [block.arguments[len(ins) + i] for i in range(len(outs))]
             self.err = block.arguments[len(ins) + len(outs)]
+            self.direct_outs = self.find_direct_outs(old_block)
         else:
             for a, b in zip(old_block.arguments, block.arguments):
                 self.map[a] = b
         self.block(old_block)
         return new
+
+    @staticmethod
+    def find_direct_outs(old_block: ir.Block) -> dict:
+        """call_tir results returned once, as they are: their kernel writes the caller's buffer.
+
+        (With a tensor.empty destination and materialize_in_destination at the return,
+        empty-tensor elimination misses kernels whose schedule branches on the shape, and each
+        such output costs a copy.)"""
+        ops = [o.operation for o in old_block.operations]
+        if not ops or ops[-1].name != "func.return":
+            return {}
+        rets = list(ops[-1].operands)
+        defined = {r for o in ops if o.name == "relax_v.call_tir" for r in o.results}
+        return {v: i for i, v in enumerate(rets) if v in defined and rets.count(v) == 1}
 
     def mark_block_start(self):
         """Storage blocks are allocated where the guarded body starts (after the checks)."""
@@ -213,7 +231,11 @@ class _Lowerer:
         for r, blk in zip(op.results, storage):
             t = view(r.type)
             nd = sum(1 for d in t.dims if not d.is_const)
-            if blk >= 0:
+            out = self.direct_outs.get(r)
+            if out is not None and self.outs[out].type == ir.Type.parse(builtin_memref_text(t)):
+                empties.append(self.create("bufferization.to_tensor", [builtin_type(r.type)], [self.outs[out]],
+                                           {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()}).results[0])
+            elif blk >= 0:
                 empties.append(self.planned_buffer(blk, r.type, dims[k:k + nd]))
             else:
                 empties.append(self.create("tensor.empty", [builtin_type(r.type)], dims[k:k + nd]).results[0])
@@ -225,21 +247,36 @@ class _Lowerer:
 
     def planned_buffer(self, blk: int, rtype: ir.Type, dyn: list) -> ir.Value:
         """A destination tensor placed in storage block `blk` of the memory plan."""
-        if blk not in self.blocks:
-            plan = self.f.attributes["relax.memory_plan"]
-            size = ir.IntegerAttr(plan["blocks"][blk]).value
-            mt = ir.Type.parse(f"memref<{max(size, 1)}xi8>")
-            with ir.InsertionPoint(self.block_start), self.loc:
-                self.blocks[blk] = ir.Operation.create(
-                    "memref.alloc", results=[mt], operands=[], attributes={
-                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0]),
-                        "alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 64)}).results[0]
         t = view(rtype)
+        if blk not in self.blocks:
+            size = self.f.attributes["relax.memory_plan"]["blocks"][blk]
+            align = {"alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 64)}
+            if isinstance(size, ir.IntegerAttr):  # sized at the upper bounds: allocated once, up front
+                mt = ir.Type.parse(f"memref<{max(size.value, 1)}xi8>")
+                with ir.InsertionPoint(self.block_start), self.loc:
+                    self.blocks[blk] = ir.Operation.create(
+                        "memref.alloc", results=[mt], operands=[], attributes={
+                            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0]), **align}).results[0]
+            else:  # sized per call: here, at the byte count of its first tensor (all share it)
+                n = ITEMSIZE[t.dtype]
+                for d in t.dims:
+                    n *= d.value if d.is_const else 1
+                nbytes = self.const_index(n)
+                for d in dyn:
+                    nbytes = self.create("arith.muli", [self.index], [nbytes, d]).results[0]
+                self.blocks[blk] = self.create("memref.alloc", [ir.Type.parse("memref<?xi8>")], [nbytes], {
+                    "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0]), **align}).results[0]
         mref = ir.Type.parse(builtin_memref_text(t))
         zero = self.const_index(0)
         v = self.create("memref.view", [mref], [self.blocks[blk], zero] + list(dyn)).results[0]
+        # Every tensor of a block gets its own to_tensor: the tag keeps CSE from merging two of
+        # them into one value, which bufferization would then copy out of place to keep the
+        # first writer's data for the second (the planner has already proved their lifetimes
+        # disjoint, so each writes the block in place).
+        self.n_placed += 1
         return self.create("bufferization.to_tensor", [builtin_type(rtype)], [v],
-                           {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()}).results[0]
+                           {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get(),
+                            "relax.placed": ir.IntegerAttr.get(self.index, self.n_placed)}).results[0]
 
     def reshape(self, op: ir.Operation):
         t = view(op.results[0].type)
@@ -262,6 +299,8 @@ class _Lowerer:
         if not self.entry:
             self.create("func.return", [], vals)
             return
+        # A kernel that wrote its caller's buffer in place leaves a self-copy here, folded away;
+        # one whose result is not its destination (a view of an input) is copied.
         for v, out in zip(vals, self.outs):
             self.create("bufferization.materialize_in_destination", [], [v, out],
                         {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()})
