@@ -53,3 +53,36 @@ func.func @nofuse(%x: !relax.tensor<["n", 64], f32>, %w: !relax.tensor<[64, 32],
   %5 = "relax.multiply"(%2, %4) : (!relax.tensor<["?", "?"], f32>, !relax.tensor<["?", "?"], f32>) -> !relax.tensor<["?", "?"], f32>
   return %1, %5 : !relax.tensor<["?", "?"], f32>, !relax.tensor<["?", "?"], f32>
 }
+
+// -----
+
+// A reduction takes its elementwise prologue: softmax's exp(x - max) is computed inside the
+// sum's loop nest (no [n, m] intermediate reaches memory). Not fused: a prologue whose dims no
+// input of the fused kernel carries (the broadcast_to's [n, m] from a [m] vector).
+// CHECK-LABEL: func.func @prologue
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: !relax.tensor<["n", "m"], f32>
+// CHECK-NEXT: %[[MAX:.*]] = "relax_v.call_tir"(%[[X]]) {callee = @max}
+// CHECK-NEXT: %[[SUM:.*]] = "relax_v.call_tir"(%[[X]], %[[MAX]]) {callee = @[[K:fused_subtract_exp_sum]]} : (!relax.tensor<["n", "m"], f32>, !relax.tensor<["n", 1], f32>) -> !relax.tensor<["n"], f32>
+// CHECK-NEXT: %[[E:.*]] = "relax_v.call_tir"(%{{.*}}) {callee = @exp_1}
+// CHECK-NEXT: %[[B:.*]] = "relax_v.call_tir"(%[[E]]) {callee = @broadcast_to}
+// CHECK-NEXT: "relax_v.call_tir"(%[[B]]) {callee = @sum}
+// CHECK: func.func private @[[K]](%[[IN:.*]]: tensor<?x?xf32>, %{{.*}}: tensor<?x1xf32>, %[[OUT:.*]]: tensor<?xf32>) -> tensor<?xf32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[OUT]] : tensor<?xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: outs(%[[F]] : tensor<?xf32>)
+// CHECK: arith.subf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @prologue(%x: !relax.tensor<["n", "m"], f32>, %v: !relax.tensor<["m"], f32>) -> (!relax.tensor<["n"], f32>, !relax.tensor<["n"], f32>) {
+  %0 = "relax.max"(%x) {axes = [1], keepdims = true} : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n", 1], f32>
+  %1 = "relax.subtract"(%x, %0) : (!relax.tensor<["n", "m"], f32>, !relax.tensor<["n", 1], f32>) -> !relax.tensor<["n", "m"], f32>
+  %2 = "relax.exp"(%1) : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n", "m"], f32>
+  %3 = "relax.sum"(%2) {axes = [1]} : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n"], f32>
+  %4 = "relax.exp"(%v) : (!relax.tensor<["m"], f32>) -> !relax.tensor<["m"], f32>
+  %5 = "relax.broadcast_to"(%4) {shape = ["n", "m"]} : (!relax.tensor<["m"], f32>) -> !relax.tensor<["n", "m"], f32>
+  %6 = "relax.sum"(%5) {axes = [1]} : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n"], f32>
+  return %3, %6 : !relax.tensor<["n"], f32>, !relax.tensor<["n"], f32>
+}

@@ -88,6 +88,7 @@ def manifest(fmt: str, main: str, signatures, **extra) -> dict:
             "messages": list(sig.messages),
             "derived": {k: str(e) for k, e in sig.derived},
             "upper": dict(sig.upper),
+            "workspace": [str(w) for w in sig.workspace],
         } for sig in signatures],
         **extra,
     }

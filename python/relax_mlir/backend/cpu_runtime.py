@@ -31,7 +31,9 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
         if "relax.symbol_bounds" in op.attributes:
             d = op.attributes["relax.symbol_bounds"]
             bounds = {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
-        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds))
+        workspace = [str(ir.IntegerAttr(w).value) if isinstance(w, ir.IntegerAttr) else ir.StringAttr(w).value
+                     for w in op.attributes["relax.workspace"]] if "relax.workspace" in op.attributes else []
+        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace))
     return sigs
 
 

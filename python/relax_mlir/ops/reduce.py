@@ -69,6 +69,27 @@ def reduce_into(k: Kernel, kind: str, src: str, src_t: TensorType, axes: list[in
     """One linalg.generic reducing `src` over `axes` into `dest` (filled with the identity first).
     `prologue` lines may transform %a0 into %x before combining (e.g. exp(x - max))."""
     rank = len(src_t.dims)
+    if keep and axes:
+        # Reduce into the dest collapsed to the kept dims, then expand back: an output map with
+        # constant 0 results (d0, d1) -> (d0, 0) aborts upstream vectorization (an assertion,
+        # not a diagnostic), so it is never emitted.
+        kept = [i for i in range(rank) if i not in axes]
+        groups: list[list[int]] = [[] for _ in kept]
+        for i in range(rank):
+            if groups:
+                owner = max([g for g, a in enumerate(kept) if a <= i], default=0)
+                groups[owner].append(i)
+        red_t = TensorType(tuple(dest_t.dims[i] for i in kept), dest_t.dtype)
+        reassoc = "[" + ", ".join("[" + ", ".join(str(i) for i in g) + "]" for g in groups) + "]"
+        c = k.fresh("col")
+        k.emit(f"{c} = tensor.collapse_shape {dest} {reassoc} : {k.ty(dest_t)} into {k.ty(red_t)}")
+        r = reduce_into(k, kind, src, src_t, axes, False, c, red_t, prologue, extra_ins)
+        sizes = [k.dim(dest, dest_t, i) if not (d is not None and d.is_const) else str(d.value)
+                 for i, d in enumerate(dest_t.dims)]
+        e = k.fresh("exp")
+        k.emit(f"{e} = tensor.expand_shape {r} {reassoc} output_shape [{', '.join(sizes)}] : "
+               f"{k.ty(red_t)} into {k.ty(dest_t)}")
+        return e
     f = k.fill(_INIT[kind](src_t.dtype), dest, dest_t)
     omap = [("0" if i in axes else f"d{i}") for i in range(rank) if keep or i not in axes]
     its = ["reduction" if i in axes else "parallel" for i in range(rank)]

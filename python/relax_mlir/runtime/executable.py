@@ -9,6 +9,7 @@ slot and raise `ValueError` with their message.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -48,9 +49,11 @@ class Signature:
     bindings: tuple[tuple[str, int, int], ...]  # symbol, param, dim
     derived: tuple[tuple[str, Expr], ...] = ()  # match_cast-bound symbols, in binding order
     upper: tuple[tuple[str, int], ...] = ()  # relax.symbol_bounds
+    workspace: tuple[Expr, ...] = ()  # bytes of each storage block the caller passes (relax.workspace)
 
     @staticmethod
-    def make(name, params, results, arg_names, messages, derived=None, upper=None) -> "Signature":
+    def make(name, params, results, arg_names, messages, derived=None, upper=None,
+             workspace=None) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -60,7 +63,8 @@ class Signature:
                     binds.append((str(d), i, j))
         return Signature(name, tuple(params), tuple(results), tuple(arg_names), tuple(messages), tuple(binds),
                          tuple((k, parse_expr(v)) for k, v in (derived or {}).items()),
-                         tuple(sorted((upper or {}).items())))
+                         tuple(sorted((upper or {}).items())),
+                         tuple(parse_expr(str(w)) for w in (workspace or ())))
 
 
 class Function:
@@ -71,6 +75,27 @@ class Function:
         self._invoke = invoke
         self._np = [np.dtype(NUMPY_DTYPES[p.dtype]) for p in sig.params]
         self._np_out = [np.dtype(NUMPY_DTYPES[r.dtype]) for r in sig.results]
+        self._ws = threading.local()
+
+    def workspace_bytes(self) -> int:
+        """Bytes of storage blocks this thread holds for this entry between calls."""
+        return sum(b.nbytes for b in getattr(self._ws, "blocks", ()))
+
+    def workspace(self, env: dict[str, int]) -> list[np.ndarray]:
+        """The storage blocks of one call: cached per thread, grown when a call needs more, so
+        repeated calls allocate nothing (64-byte aligned, uninitialized)."""
+        sizes = [max(int(w.evaluate(env)), 1) for w in self.sig.workspace]
+        have = getattr(self._ws, "blocks", None)
+        if have is None:
+            have = self._ws.blocks = [np.empty(0, np.int8)] * len(sizes)
+        out = []
+        for i, n in enumerate(sizes):
+            if have[i].size < n:
+                raw = np.empty(n + 64, np.int8)
+                off = (-raw.ctypes.data) % 64
+                have[i] = raw[off:off + n]
+            out.append(have[i][:n])
+        return out
 
     def bind(self, arrays: Sequence[np.ndarray]) -> dict[str, int]:
         sig = self.sig
@@ -118,7 +143,7 @@ class Function:
             env[s] = e.evaluate(env)
         outs = [np.empty(tuple(d.evaluate(env) for d in r.dims), dtype=dt) for r, dt in zip(sig.results, self._np_out)]
         err = np.zeros(1, dtype=np.int32)
-        self._invoke(*arrays, *outs, err)
+        self._invoke(*arrays, *outs, *self.workspace(env), err)
         if err[0]:
             code = int(err[0])
             msg = sig.messages[code - 1] if 0 < code <= len(sig.messages) else f"check {code}"

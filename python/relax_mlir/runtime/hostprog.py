@@ -330,9 +330,11 @@ def extract(module_op, target: str) -> dict:
             if "sym_visibility" in f.attributes and ir.StringAttr(f.attributes["sym_visibility"]).value == "private":
                 continue
             name = ir.StringAttr(f.attributes["sym_name"]).value
-            n_in = len(list(f.attributes["relax.signature"])[0]) if "relax.signature" in f.attributes else None
+            sig = [list(a) for a in f.attributes["relax.signature"]] if "relax.signature" in f.attributes else None
             e = ex.entry(f)
-            e["n_in"] = n_in if n_in is not None else len(e["args"]) - 1
+            e["n_in"] = len(sig[0]) if sig is not None else len(e["args"]) - 1
+            # inputs, outputs, workspace blocks (nothing to copy back), the error slot
+            e["n_out"] = len(sig[1]) if sig is not None else 0
             entries[name] = e
     return {"format": FORMAT, "target": target, "index_dtype": "i32" if target == "vulkan" else "i64",
             "globals": ex.globals, "entries": entries}
@@ -453,7 +455,7 @@ class HostProgram:
 
     # running -----------------------------------------------------------------------------
     def run(self, entry: str, arrays: Sequence[np.ndarray], driver) -> int:
-        """Run `entry` on `arrays` (its inputs, then its outputs, then the int32 error slot, as the
+        """Run `entry` on `arrays` (its inputs, its outputs, its workspace blocks, then the int32 error slot, as the
         Function of runtime/executable.py passes them). Outputs and the error slot are written in
         place; returns the error code (0: no check failed)."""
         e = self.entries[entry]
@@ -470,7 +472,7 @@ class HostProgram:
             if i < e["n_in"] or i == len(arrays) - 1:
                 if a.nbytes:
                     driver.upload(b.handle, np.ascontiguousarray(a).reshape(-1).view(np.uint8))
-            if i >= e["n_in"]:
+            if e["n_in"] <= i < e["n_in"] + e.get("n_out", len(arrays) - 1 - e["n_in"]) or i == len(arrays) - 1:
                 down.append((b, a))
             env[spec["id"]] = b
         self._block(e["body"], env, driver, err)

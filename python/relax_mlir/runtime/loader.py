@@ -34,7 +34,7 @@ def _sig(entry: dict) -> Signature:
 
     return Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
                           entry["arg_names"], entry["messages"], entry.get("derived", {}),
-                          entry.get("upper", {}))
+                          entry.get("upper", {}), entry.get("workspace", []))
 
 
 def _descriptor(a: np.ndarray) -> np.ndarray:
@@ -169,6 +169,6 @@ def load(path: str, *, driver=None) -> Executable:
     funcs = {}
     for entry in manifest["entries"]:
         sig = _sig(entry)
-        native = NativeEntry(lib, sig.name, len(sig.params) + len(sig.results) + 1)
+        native = NativeEntry(lib, sig.name, len(sig.params) + len(sig.results) + len(sig.workspace) + 1)
         funcs[sig.name] = Function(sig, native)
     return Executable(funcs, manifest["main"], keepalive=lib)

@@ -1,4 +1,5 @@
-"""`relax-fuse-kernels`: fuse chains of elementwise `call_tir` kernels into one kernel.
+"""`relax-fuse-kernels`: fuse chains of elementwise `call_tir` kernels into one kernel, and
+elementwise producers into the reduction that consumes them (a reduction's prologue).
 
 Runs after `relax-legalize` (before `relax-lower-shapes`). In each graph function, a producer
 `call_tir` whose single result has exactly one use, by a consumer `call_tir` in the same block,
@@ -11,6 +12,13 @@ Its body is built by calling both kernels from a wrapper (the intermediate's des
 `linalg-fuse-elementwise-ops`, `canonicalize` and `cse`; a fusion whose result is not a single
 all-parallel generic is dropped. Repeated to a fixpoint, so a chain of N elementwise ops becomes
 one kernel. Identical fused kernels are shared through the legalizer's kernel table.
+
+Reduction prologues: a consumer that is a reduction kernel (fill + one generic with reduction
+iterators, optionally through the collapse/expand of a keepdims reduction) takes an elementwise
+producer whose result it reads over its whole iteration space (identity map), so each element is
+computed once inside the reduction loop and the intermediate never reaches memory: softmax's
+masked, scaled scores feed its max directly, exp(x - max) its sum, (x - mu)^2 the variance's
+sum. The intermediate's dims come from a fused input of the same symbolic type.
 
 Matmul epilogues are deliberately NOT fused: the CPU backend's register-blocked matmul schedule
 (`cpu_matmul.matmul_kernel_shape`) only recognizes kernels that are exactly [fill +] matmul, so a
@@ -66,6 +74,82 @@ def is_elementwise_kernel(func: ir.Operation) -> bool:
         return False
     # Results must be ranked tensors (the fusion builds a tensor.empty of that type).
     return all(isinstance(t, ir.RankedTensorType) for t in _func_type(func).results)
+
+
+def _reduction_parts(func: ir.Operation):
+    """(fill, generic) of a reduction kernel: one `linalg.fill` of the out argument and one
+    single-result `linalg.generic` with reduction iterators accumulating into it, returned."""
+    ops = _body_ops(func)
+    if not ops or any(o.name not in _ALLOWED_TOP | _REDUCTION_EXTRA for o in ops):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    fills = [o for o in ops if o.name == "linalg.fill"]
+    if len(gens) != 1 or len(fills) != 1 or len(gens[0].results) != 1:
+        return None
+    g, fill = gens[0], fills[0]
+    its = [str(a) for a in ir.ArrayAttr(g.attributes["iterator_types"])]
+    if not any("reduction" in a for a in its):
+        return None
+    ret = ops[-1]
+    if ret.name != "func.return" or len(ret.operands) != 1 or _through(ret.operands[0], "tensor.expand_shape") != g.results[0]:
+        return None
+    if g.operands[len(g.operands) - 1] != fill.results[0]:
+        return None
+    return fill, g
+
+
+# keepdims reductions reduce into the collapsed destination and expand the result (ops/reduce.py)
+_REDUCTION_EXTRA = frozenset({"linalg.fill", "tensor.collapse_shape", "tensor.expand_shape"})
+
+
+def _through(v: ir.Value, reshape: str) -> ir.Value:
+    """`v`, or the source of the `reshape` op that defines it."""
+    if isinstance(v, ir.OpResult):
+        o = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+        if o.name == reshape:
+            return o.operands[0]
+    return v
+
+
+def is_reduction_kernel(func: ir.Operation) -> bool:
+    """fill + one reduction `linalg.generic` (a row reduction, possibly with a fused prologue)."""
+    return _reduction_parts(func) is not None and \
+        all(isinstance(t, ir.RankedTensorType) for t in _func_type(func).results)
+
+
+def _reads_whole(func: ir.Operation, j: int) -> bool:
+    """The reduction kernel's generic reads its input argument `j` over the whole iteration
+    space (identity indexing map): a fused elementwise producer is then computed once per element,
+    never broadcast."""
+    parts = _reduction_parts(func)
+    if parts is None:
+        return False
+    _, g = parts
+    arg = func.regions[0].blocks[0].arguments[j]
+    maps = list(ir.ArrayAttr(g.attributes["indexing_maps"]))
+    for k, v in enumerate(list(g.operands)[:-1]):
+        if v == arg:
+            m = ir.AffineMapAttr(maps[k]).value
+            if not m.is_permutation or any(str(e) != f"d{i}" for i, e in enumerate(m.results)):
+                return False
+    return True
+
+
+def _tidy_reduction(f: ir.Operation) -> bool:
+    """A fused reduction kernel's fill must write its out argument (destination passing)."""
+    parts = _reduction_parts(f)
+    if parts is None or "relax.fused_out" not in f.attributes:
+        return False
+    k = ir.IntegerAttr(f.attributes["relax.fused_out"]).value
+    del f.attributes["relax.fused_out"]
+    fill, _ = parts
+    dest = _through(fill.operands[len(fill.operands) - 1], "tensor.collapse_shape")
+    if dest != f.regions[0].blocks[0].arguments[k]:
+        return False
+    for o in reversed(_body_ops(f)):
+        if o.name in ("tensor.empty", "tensor.dim", "arith.constant") and all(len(list(r.uses)) == 0 for r in o.results):
+            o.erase()
+    return True
 
 
 def _tidy(f: ir.Operation) -> bool:
@@ -147,6 +231,10 @@ class _Fuser:
     def kernel(self, name: str) -> ir.Operation | None:
         return self.syms.get(name)
 
+    def is_reduction(self, name: str) -> bool:
+        k = self.kernel(name)
+        return k is not None and "relax.kernel" in k.attributes and is_reduction_kernel(k)
+
     def is_ew(self, name: str) -> bool:
         if name not in self.elementwise:
             k = self.kernel(name)
@@ -158,7 +246,10 @@ class _Fuser:
     def candidate(self, c: ir.Operation, block_ops: set) -> tuple[ir.Operation, int] | None:
         if c.name != "relax_v.call_tir" or "lowered" in c.attributes or len(c.results) != 1:
             return None
-        if "callee" not in c.attributes or not self.is_ew(_callee(c)):
+        if "callee" not in c.attributes:
+            return None
+        reduction = not self.is_ew(_callee(c))
+        if reduction and not self.is_reduction(_callee(c)):
             return None
         ctype = view(c.results[0].type)
         if not isinstance(ctype, TensorType) or not ctype.known:
@@ -175,7 +266,10 @@ class _Fuser:
                 continue
             if len(list(p.results[0].uses)) != 1 and not self.small(_callee(p)):
                 continue  # a multi-use producer is recomputed in each consumer only when cheap
-            if view(p.results[0].type).dims != ctype.dims:
+            if reduction:
+                if not _reads_whole(self.kernel(_callee(c)), j):
+                    continue  # the reduction's prologue: each element computed once
+            elif view(p.results[0].type).dims != ctype.dims:
                 continue  # same symbolic shape (the element type may differ: compare -> select)
             if (_callee(p), _callee(c), j) in self.failed:
                 continue
@@ -206,6 +300,8 @@ class _Fuser:
         tint = tp.inputs[np_]
         if not (str(tint) == str(tc.inputs[j]) == str(tp.results[0]) and str(tc.inputs[nc]) == str(tc.results[0])):
             return False
+        if self.is_reduction(_callee(c)):
+            return True
         return ir.RankedTensorType(tint).shape == ir.RankedTensorType(tc.results[0]).shape
 
     # -- building the fused kernel -------------------------------------------------------------
@@ -224,10 +320,24 @@ class _Fuser:
         lines = []
         dyn = []
         rt = ir.RankedTensorType(tint)
+        reduction = self.is_reduction(cname)
+        # The intermediate's dims: from the out argument (elementwise: same shape), or for a
+        # reduction from an input of the intermediate's exact symbolic type.
+        shape_src, shape_type = "%o0", tout
+        if reduction:
+            want = view(p.results[0].type).dims
+            srcs = [k for k, v in enumerate(self.fused_ins) if isinstance(view(v.type), TensorType)
+                    and view(v.type).dims == want and str(in_types[k]) == str(tint)]
+            if not srcs and rt.has_static_shape:
+                srcs = [None]
+            if not srcs:
+                return None
+            if srcs[0] is not None:
+                shape_src, shape_type = f"%i{srcs[0]}", in_types[srcs[0]]
         for d in range(rt.rank):
             if rt.is_dynamic_dim(d):
                 lines.append(f"  %c{d} = arith.constant {d} : index")
-                lines.append(f"  %d{d} = tensor.dim %o0, %c{d} : {tout}")
+                lines.append(f"  %d{d} = tensor.dim {shape_src}, %c{d} : {shape_type}")
                 dyn.append(f"%d{d}")
         lines.append(f"  %e = tensor.empty({', '.join(dyn)}) : {tint}")
         p_args = [f"%i{k}" for k in ins_map_p] + ["%e"] + [f"%s{k}" for k in sym_map_p]
@@ -261,7 +371,9 @@ class _Fuser:
             funcs = {ir.StringAttr(o.attributes["sym_name"]).value: o.operation
                      for o in scratch.body.operations if o.operation.name == "func.func"}
             f = funcs.get("__KERNEL__")
-            if f is not None and _tidy(f) and is_elementwise_kernel(f):
+            ok = (_tidy_reduction(f) and is_reduction_kernel(f)) if reduction else \
+                (_tidy(f) and is_elementwise_kernel(f))
+            if f is not None and ok:
                 ftext = f.get_asm().replace("func.func @__KERNEL__(", "func.func private @__KERNEL__(", 1)
                 result = self.table.get(base, lambda n: ftext.replace("@__KERNEL__", "@" + n, 1))
                 self.syms[result] = module_symbols(self.module)[result]
@@ -301,6 +413,7 @@ class _Fuser:
             if in_types[m] is not None and str(in_types[m]) != str(tc.inputs[k]):
                 return False
             in_types[m] = tc.inputs[k]
+        self.fused_ins = ins
         name = self.fused_kernel(p, c, j, ins_map_p, ins_map_c, len(ins), in_types,
                                  sym_map_p, sym_map_c, len(syms))
         if name is None:

@@ -2,8 +2,15 @@
 
 Public graph functions become entry points with a caller-owned ABI (what the runtime calls):
 
-    func.func @main(%in0: memref<?x64xf32>, ..., %out0: memref<?x32xf32>, ..., %err: memref<1xi32>)
-        attributes {llvm.emit_c_interface}
+    func.func @main(%in0: memref<?x64xf32>, ..., %out0: memref<?x32xf32>, ...,
+                    %ws0: memref<?xi8>, ..., %err: memref<1xi32>)
+        attributes {llvm.emit_c_interface, relax.workspace = [sizes]}
+
+The workspace arguments are the memory plan's storage blocks (relax-plan-memory), sized by
+`relax.workspace` (bytes: integers, or expressions of the signature's symbols). The runtime owns
+them and reuses them from call to call, so a call does no allocation for its planned
+intermediates (measured: the transformer's scores part at seq 512 took 2.4 ms with per-call
+malloc, page faults and heap trimming included, 0.47 ms without).
 
 Inputs enter as `bufferization.to_tensor ... restrict`; the shape checks of relax-lower-shapes guard
 the body (`scf.if %all_ok { ... } else { store the failing check's code into %err }`); results
@@ -24,6 +31,7 @@ from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import graph_functions
 from relax_mlir.transforms.lower_shapes import LowerShapesPass
 from relax_mlir.transforms.plan_memory import ITEMSIZE
+from relax_mlir.shape import parse as parse_expr
 
 def builtin_type(t: ir.Type) -> ir.Type:
     v = view(t)
@@ -63,8 +71,10 @@ class _Lowerer:
         for t in ins + outs:
             if not isinstance(t, TensorType):
                 raise PassError(f, f"'func.func' op @{name}: the run time supports tensor parameters and results only, got {t}")
+        self.workspace = self.workspace_blocks(f, ins) if self.entry else []
         if self.entry:
-            arg_types = [ir.Type.parse(builtin_memref_text(t)) for t in ins + outs] + [ir.Type.parse("memref<1xi32>")]
+            arg_types = ([ir.Type.parse(builtin_memref_text(t)) for t in ins + outs]
+                         + [ir.Type.parse("memref<?xi8>")] * len(self.workspace) + [ir.Type.parse("memref<1xi32>")])
             res_types = []
         else:
             arg_types = [ir.Type.parse(builtin_tensor_text(t)) for t in ins]
@@ -84,6 +94,9 @@ class _Lowerer:
                  ir.ArrayAttr.get([ir.StringAttr.get(str(t)) for t in outs])])
             if "arg_attrs" in old_attrs:
                 attrs["relax.arg_attrs"] = old_attrs["arg_attrs"]
+            if self.workspace:
+                plan = old_attrs["relax.memory_plan"]
+                attrs["relax.workspace"] = ir.ArrayAttr.get([plan["blocks"][b] for b in self.workspace])
         self.loc = f.location
         with ir.InsertionPoint(f), f.location:
             new = ir.Operation.create("func.func", results=[], operands=[], attributes=attrs, regions=1)
@@ -101,13 +114,32 @@ class _Lowerer:
                 self.map[a] = self.create("bufferization.to_tensor", [tt], [block.arguments[i]],
                                           {"restrict": ir.UnitAttr.get()}).results[0]
             self.outs = [block.arguments[len(ins) + i] for i in range(len(outs))]
-            self.err = block.arguments[len(ins) + len(outs)]
+            for i, b in enumerate(self.workspace):
+                self.blocks[b] = block.arguments[len(ins) + len(outs) + i]
+            self.err = block.arguments[len(ins) + len(outs) + len(self.workspace)]
             self.direct_outs = self.find_direct_outs(old_block)
         else:
             for a, b in zip(old_block.arguments, block.arguments):
                 self.map[a] = b
         self.block(old_block)
         return new
+
+    @staticmethod
+    def workspace_blocks(f: ir.Operation, ins: list) -> list[int]:
+        """Storage blocks the caller passes in (runtime-owned, reused across calls): every block
+        whose size the runtime can evaluate before the call, from the symbols the arguments bind
+        and the derived ones. The rest are allocated in the body."""
+        if "relax.memory_plan" not in f.attributes:
+            return []
+        known = {str(d) for t in ins for d in t.dims if d is not None and d.is_symbol}
+        if "relax.derived_symbols" in f.attributes:
+            d = f.attributes["relax.derived_symbols"]
+            known |= {d[i].name for i in range(len(d))}
+        out = []
+        for i, size in enumerate(f.attributes["relax.memory_plan"]["blocks"]):
+            if isinstance(size, ir.IntegerAttr) or parse_expr(ir.StringAttr(size).value).symbols() <= known:
+                out.append(i)
+        return out
 
     @staticmethod
     def find_direct_outs(old_block: ir.Block) -> dict:

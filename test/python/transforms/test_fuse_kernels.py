@@ -123,3 +123,51 @@ def test_no_op_without_call_tir(n):
     m = relax_mlir.parse(CHAIN)
     before = str(m)
     assert str(relax_mlir.run_passes(m, ["relax-fuse-kernels"])) == before
+
+
+# Decomposed softmax and layer norm (as JAX exports them): the reductions take their elementwise
+# prologues (exp(x - max), the masked scores, the squared deviation).
+NM = T(["n", "m"])
+N1 = T(["n", 1])
+ROWS = f"""
+func.func @main(%x: {NM}, %g: {T(["m"])}) -> ({NM}, {NM}) {{
+  %c = "relax.constant"() {{value = dense<2.0> : tensor<f32>}} : () -> {T([])}
+  %s = "relax.multiply"(%x, %c) : ({NM}, {T([])}) -> {NM}
+  %mx = "relax.max"(%s) {{axes = [1], keepdims = true}} : ({NM}) -> {N1}
+  %d = "relax.subtract"(%s, %mx) : ({NM}, {N1}) -> {NM}
+  %e = "relax.exp"(%d) : ({NM}) -> {NM}
+  %sum = "relax.sum"(%e) {{axes = [1], keepdims = true}} : ({NM}) -> {N1}
+  %p = "relax.divide"(%e, %sum) : ({NM}, {N1}) -> {NM}
+  %mu = "relax.mean"(%x) {{axes = [1], keepdims = true}} : ({NM}) -> {N1}
+  %xc = "relax.subtract"(%x, %mu) : ({NM}, {N1}) -> {NM}
+  %sq = "relax.multiply"(%xc, %xc) : ({NM}, {NM}) -> {NM}
+  %var = "relax.mean"(%sq) {{axes = [1], keepdims = true}} : ({NM}) -> {N1}
+  %r = "relax.rsqrt"(%var) : ({N1}) -> {N1}
+  %y = "relax.multiply"(%xc, %r) : ({NM}, {N1}) -> {NM}
+  %z = "relax.multiply"(%y, %g) : ({NM}, {T(["m"])}) -> {NM}
+  return %p, %z : {NM}, {NM}
+}}"""
+
+
+def test_reduction_prologues_fuse_and_keep_numerics():
+    m = relax_mlir.run_passes(relax_mlir.parse(ROWS), ["relax-legalize", "relax-fuse-kernels"])
+    text = str(m)
+    assert "fused_subtract_exp_sum" in text or "fused_multiply_subtract_exp_sum" in text, text
+    # the scaled x feeding max, and the squared deviation feeding the variance, are fused in
+    assert call_tirs(ROWS, ["relax-legalize", "relax-fuse-kernels"]) < call_tirs(ROWS, ["relax-legalize"]) - 4
+    rng = np.random.default_rng(3)
+
+    def args(n):
+        m_ = {1: 1, 13: 29, 257: 131}[n]
+        return [rand(n, m_), rng.uniform(0.5, 1.5, m_).astype(np.float32)]
+
+    _compare(ROWS, args, rtol=1e-4, atol=1e-5)
+    x, g = args(13)
+    s = 2 * x
+    p = np.exp(s - s.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    xc = x - x.mean(1, keepdims=True)
+    z = xc / np.sqrt((xc * xc).mean(1, keepdims=True)) * g
+    got = relax_mlir.compile(ROWS)(x, g)
+    np.testing.assert_allclose(got[0], p, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], z, rtol=1e-4, atol=1e-4)

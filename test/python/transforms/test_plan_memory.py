@@ -124,3 +124,20 @@ def test_planned_blocks_on_vulkan():
     if out.stdout.strip().endswith("no-vulkan"):
         pytest.skip("wgpu or a Vulkan adapter (lavapipe) is not available")
     assert out.stdout.strip().endswith("ok")
+
+
+def test_workspace_is_reused_and_grown():
+    """The blocks are passed in by the runtime: the same memory call after call, grown when a
+    larger shape needs more, and results stay right when shapes shrink and grow again."""
+    exe = relax_mlir.compile(TWO, passes=PLANNED)  # unfused: three blocks
+    f = exe[exe.main]
+    assert len(f.sig.workspace) >= 2 and all(str(w) in ("256*n", "256*m") for w in f.sig.workspace)
+    rng = np.random.default_rng(1)
+    held = []
+    for n, k in ((5, 3), (5, 3), (300, 2), (7, 400), (300, 2)):
+        x, y = rng.uniform(-1, 1, (n, 64)).astype(np.float32), rng.uniform(-1, 1, (k, 64)).astype(np.float32)
+        for got, want in zip(exe(x, y), two_ref(x, y)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        held.append(f.workspace_bytes())
+    assert held[0] == held[1]  # same shapes: nothing new
+    assert held[2] > held[1] and held[3] >= held[2] and held[4] == held[3]  # grown only, then kept
