@@ -86,3 +86,23 @@ func.func @prologue(%x: !relax.tensor<["n", "m"], f32>, %v: !relax.tensor<["m"],
   %6 = "relax.sum"(%5) {axes = [1]} : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n"], f32>
   return %3, %6 : !relax.tensor<["n"], f32>, !relax.tensor<["n"], f32>
 }
+
+// -----
+
+// Splat constants become constants in the kernel body: the fused kernel takes x and its output
+// only (the [1, 1] scale and the [] bias were call_tir operands before).
+// CHECK-LABEL: func.func @consts
+// CHECK: %{{.*}} = "relax_v.call_tir"(%{{[a-z0-9]+}}) {callee = @[[K:.*]]} : (!relax.tensor<["n", 8], f32>) -> !relax.tensor<["n", 8], f32>
+// CHECK: func.func private @[[K]](%{{.*}}: tensor<?x8xf32>, %[[OUT:.*]]: tensor<?x8xf32>) -> tensor<?x8xf32>
+// CHECK-DAG: arith.constant 2.500000e-01 : f32
+// CHECK-DAG: arith.constant 3.000000e+00 : f32
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}} : tensor<?x8xf32>) outs(%[[OUT]] : tensor<?x8xf32>)
+func.func @consts(%x: !relax.tensor<["n", 8], f32>) -> !relax.tensor<["n", 8], f32> {
+  %c = "relax.constant"() {value = dense<0.25> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %c2 = "relax.reshape"(%c) {shape = [1, 1]} : (!relax.tensor<[], f32>) -> !relax.tensor<[1, 1], f32>
+  %b = "relax.constant"() {value = dense<3.0> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %0 = "relax.multiply"(%x, %c2) : (!relax.tensor<["n", 8], f32>, !relax.tensor<[1, 1], f32>) -> !relax.tensor<["n", 8], f32>
+  %1 = "relax.add"(%0, %b) : (!relax.tensor<["n", 8], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["n", 8], f32>
+  return %1 : !relax.tensor<["n", 8], f32>
+}

@@ -278,10 +278,28 @@ def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
         op = parent
 
 
-def _sink_constants(module_op: ir.Operation, select: Callable[[ir.Operation], bool] | None = None) -> None:
+def _finite_constant(c: ir.Operation) -> bool:
+    """False for an infinite or NaN float constant (scalar or splat): WebGPU's shader validator
+    (naga) rejects such literals, so they stay kernel parameters on the SPIR-V path."""
+    a = c.attributes["value"]
+    try:
+        if isinstance(a, ir.FloatAttr):
+            v = a.value
+        elif isinstance(a, ir.DenseFPElementsAttr) and a.is_splat:
+            v = ir.FloatAttr(a.get_splat_value()).value
+        else:
+            return True
+    except (TypeError, ValueError):
+        return True
+    return math.isfinite(v)
+
+
+def _sink_constants(module_op: ir.Operation, select: Callable[[ir.Operation], bool] | None = None,
+                    constant: Callable[[ir.Operation], bool] | None = None) -> None:
     """Clone the `arith.constant`s a `gpu.launch` body uses into it, so that outlining does not
     turn them into kernel parameters (unlike gpu-launch-sink-index-computations, this never moves
-    a `memref.dim` into a kernel). `select`: only the launches it accepts."""
+    a `memref.dim` into a kernel). `select`: only the launches it accepts; `constant`: only the
+    constants it accepts."""
     launches = []
 
     def visit(o):
@@ -304,7 +322,8 @@ def _sink_constants(module_op: ir.Operation, select: Callable[[ir.Operation], bo
                 if isinstance(owner, ir.Block):
                     continue
                 owner = owner.operation if hasattr(owner, "operation") else owner
-                if owner.name == "arith.constant" and not _is_inside(owner, launch):
+                if owner.name == "arith.constant" and not _is_inside(owner, launch) and \
+                        (constant is None or constant(owner)):
                     uses.append((o, i, owner))
             return ir.WalkResult.ADVANCE
 

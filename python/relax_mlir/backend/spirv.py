@@ -43,6 +43,7 @@ from relax_mlir.backend.gpu import (
     _COOPERATIVE,
     WorkgroupMemory,
     _check_cooperative,
+    _finite_constant,
     _sink_constants,
     map_cooperative_kernels,
 )
@@ -406,9 +407,11 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
             _flatten_launch(l)
         op.attributes["gpu.container_module"] = ir.UnitAttr.get()
     _run_pipeline(op, "canonicalize,cse", "flatten")
-    # canonicalize hoists constants out of launches; a cooperative kernel gets them back, so that
-    # they do not each become a storage-buffer binding.
-    _sink_constants(op, lambda launch: _COOPERATIVE in launch.attributes)
+    # canonicalize hoists constants out of launches; every kernel gets them back, so that they do
+    # not each become a storage-buffer binding (the erf polynomial of gelu is 30 f32 constants:
+    # 36 bindings, over a Vulkan adapter's 32 per stage). Infinities stay parameters (naga
+    # rejects infinite literals).
+    _sink_constants(op, constant=_finite_constant)
     _run_pipeline(op, _OUTLINE, "flatten")
     with op.context:
         # convert-gpu-to-spirv needs the workgroup size of each kernel.

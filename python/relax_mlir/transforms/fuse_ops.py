@@ -472,6 +472,125 @@ class _Fuser:
                 k.erase()
 
 
+_FOLD_PIPELINE = "builtin.module(func.func(linalg-fuse-elementwise-ops,cse))"
+
+
+def _splat_constant(v: ir.Value):
+    """The splat DenseElementsAttr behind `v` (a relax.constant, through relax.reshape views),
+    or None."""
+    while isinstance(v, ir.OpResult):
+        o = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+        if o.name == "relax.reshape":
+            v = o.operands[0]
+            continue
+        if o.name == "relax.constant" and "value" in o.attributes:
+            a = o.attributes["value"]
+            if isinstance(a, ir.DenseElementsAttr) and a.is_splat:
+                return a
+        return None
+    return None
+
+
+def fold_constant_operands(fuser: "_Fuser", f: ir.Operation) -> None:
+    """Scalar and splat constants passed to an elementwise or reduction kernel become constants
+    in its body: a variant of the kernel without those arguments, where upstream's splat folding
+    (in linalg-fuse-elementwise-ops) turns each into an arith.constant inside the generic. The
+    gelu of the transformer block took 30 of its 36 buffers as such [1, 1] constants (over a
+    Vulkan adapter's 32 storage buffers per kernel)."""
+    for b in list(_blocks(f)):
+        for c in [o.operation for o in b.operations]:
+            if c.name != "relax_v.call_tir" or "lowered" in c.attributes or len(c.results) != 1:
+                continue
+            name = _callee(c)
+            k = fuser.kernel(name)
+            if k is None or not (fuser.is_ew(name) or fuser.is_reduction(name)):
+                continue
+            consts = {j: _splat_constant(v) for j, v in enumerate(c.operands)}
+            consts = {j: a for j, a in consts.items() if a is not None}
+            if not consts:
+                continue
+            key = ("fold", name, tuple((j, str(a)) for j, a in sorted(consts.items())))
+            if key not in fuser.cache:
+                fuser.cache[key] = _folded_kernel(fuser, k, consts)
+            new_name = fuser.cache[key]
+            if new_name is None:
+                continue
+            attrs = {"callee": ir.FlatSymbolRefAttr.get(new_name)}
+            if "sym_args" in c.attributes:
+                attrs["sym_args"] = c.attributes["sym_args"]
+            keep = [v for j, v in enumerate(c.operands) if j not in consts]
+            with ir.InsertionPoint(c), c.location:
+                new = ir.Operation.create("relax_v.call_tir", results=[c.results[0].type], operands=keep,
+                                          attributes=attrs)
+            c.results[0].replace_all_uses_with(new.results[0])
+            fuser.touched.add(name)
+            c.erase()
+
+
+def _n_syms(g: ir.Operation, ins) -> int:
+    """Trailing `index` arguments of a kernel (its symbols)."""
+    n = 0
+    for t in reversed(list(ins)):
+        if not isinstance(t, ir.IndexType):
+            break
+        n += 1
+    return n
+
+
+def _folded_kernel(fuser: "_Fuser", k: ir.Operation, consts: dict) -> str | None:
+    try:
+        scratch = ir.Module.parse(k.get_asm())
+        g = scratch.body.operations[0].operation
+        block = g.regions[0].blocks[0]
+        first = block.operations[0]
+        for j in sorted(consts, reverse=True):
+            arg = block.arguments[j]
+            a = consts[j]
+            t = ir.RankedTensorType(arg.type)
+            value = ir.DenseElementsAttr.get_splat(t, a.get_splat_value())
+            with ir.InsertionPoint(first), g.location:
+                cst = ir.Operation.create("arith.constant", results=[t], attributes={"value": value}).results[0]
+            arg.replace_all_uses_with(cst)
+            block.erase_argument(j)
+        ft = _func_type(g)
+        ins = [t for j, t in enumerate(ft.inputs) if j not in consts]
+        g.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, ft.results))
+        PassManager.parse(_FOLD_PIPELINE).run(scratch.operation)
+        # The fold rewrites an unread `outs` into a tensor.empty: give the kernel back its
+        # destination argument (destination passing), as after a fusion.
+        out_index = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(ins) - len(ft.results) - _n_syms(g, ins))
+        g.attributes["relax.fused_out"] = out_index
+        if is_elementwise_kernel(g):
+            if not _tidy(g):
+                return None
+        elif is_reduction_kernel(g):
+            fill, _ = _reduction_parts(g)
+            dest = fill.operands[len(fill.operands) - 1]
+            arg = block.arguments[out_index.value]
+            if _through(dest, "tensor.collapse_shape") != arg:
+                if not (isinstance(dest, ir.OpResult) and dest.owner.name == "tensor.empty" and dest.type == arg.type):
+                    return None
+                fill.operands[len(fill.operands) - 1] = arg
+            if not _tidy_reduction(g):
+                return None
+        else:
+            return None
+        if any(o.operation.name == "arith.constant" and isinstance(o.operation.results[0].type, ir.RankedTensorType)
+               for o in block.operations):
+            return None  # upstream did not fold it into the body: keep the argument
+        for attr in ("relax.kernel_key",):
+            if attr in g.attributes:
+                del g.attributes[attr]
+        name = ir.StringAttr(g.attributes["sym_name"]).value
+        text = g.get_asm()
+        base = _kernel_base(k)
+        result = fuser.table.get(base, lambda n: text.replace(f"@{name}(", f"@{n}(", 1))
+        fuser.syms[result] = module_symbols(fuser.module)[result]
+        return result
+    except Exception:  # noqa: BLE001 - a variant that cannot be built keeps the arguments
+        return None
+
+
 def id_of(op: ir.Operation):
     """A hashable identity for an operation (its C++ pointer via the capsule-backed hash)."""
     return hash(op)
@@ -490,6 +609,7 @@ class FuseKernelsPass(ModulePass):
             if not f.regions[0].blocks or "relax.shapes_lowered" in f.attributes:
                 continue
             fuser.run_function(f)
+            fold_constant_operands(fuser, f)
         fuser.drop_dead_kernels()
 
 
