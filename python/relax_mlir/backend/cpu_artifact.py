@@ -89,6 +89,7 @@ def manifest(fmt: str, main: str, signatures, **extra) -> dict:
             "derived": {k: str(e) for k, e in sig.derived},
             "upper": dict(sig.upper),
             "workspace": [str(w) for w in sig.workspace],
+            "lower": dict(sig.lower),
         } for sig in signatures],
         **extra,
     }

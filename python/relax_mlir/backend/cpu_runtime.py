@@ -31,9 +31,13 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
         if "relax.symbol_bounds" in op.attributes:
             d = op.attributes["relax.symbol_bounds"]
             bounds = {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
+        lower = {}
+        if "relax.symbol_lower" in op.attributes:
+            d = op.attributes["relax.symbol_lower"]
+            lower = {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
         workspace = [str(ir.IntegerAttr(w).value) if isinstance(w, ir.IntegerAttr) else ir.StringAttr(w).value
                      for w in op.attributes["relax.workspace"]] if "relax.workspace" in op.attributes else []
-        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace))
+        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace, lower))
     return sigs
 
 

@@ -26,8 +26,23 @@ def _dim_names(avals):
 
 
 def import_exported(exported) -> str:
-    """A `jax.export.Exported` -> relax IR text (symbols named after jax's dimension variables)."""
-    return import_stablehlo(exported.mlir_module(), _dim_names(exported.in_avals))
+    """A `jax.export.Exported` -> relax IR text (symbols named after jax's dimension variables).
+
+    jax.export assumes every dimension variable is >= 1; the function says so in
+    `relax.symbol_lower`, so that shape deduction proves what jax proved (x[:, :1] of an [s, s]
+    array has dim min(1, s) = 1, and broadcasts to s)."""
+    names = _dim_names(exported.in_avals)
+    text = import_stablehlo(exported.mlir_module(), names)
+    syms = sorted({n for ns in names for n in ns if n is not None})
+    if not syms:
+        return text
+    lower = ", ".join(f"{n} = 1" for n in syms)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("func.func @main(") and line.endswith(") {"):
+            lines[i] = line[:-2] + f" attributes {{relax.symbol_lower = {{{lower}}}}} {{"
+            break
+    return "\n".join(lines)
 
 
 def from_jax(fn, *arg_specs) -> str:

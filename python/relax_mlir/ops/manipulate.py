@@ -449,9 +449,18 @@ def _concat_legalize(cls, op: OpInfo) -> Legalized:
         sizes = _sizes(k, k.inp(i), t)
         offs = ["0"] * len(r.dims)
         offs[axis] = offset
+        # Each piece is copied by an elementwise generic into its slice of the destination, which
+        # the CPU backend vectorizes in place. (A bare insert_slice bufferizes to a strided
+        # memref.copy through the runtime's element-by-element copy: the decoder's KV-cache
+        # concat took 2.0 ms at L = 2048 against jax's 0.37.)
+        where = _slice_text(k, offs, sizes, ["1"] * len(r.dims))
+        sl = k.fresh("sl")
+        k.emit(f"{sl} = tensor.extract_slice {acc}{where} : {k.ty(r)} to {k.ty(t)}")
+        rank = len(r.dims)
+        cp = k.generic([(k.inp(i), t, identity_map(rank))], [(sl, t, identity_map(rank))], ["parallel"] * rank,
+                       [], ["%a0"])[0]
         nxt = k.fresh("ins")
-        k.emit(f"{nxt} = tensor.insert_slice {k.inp(i)} into {acc}{_slice_text(k, offs, sizes, ['1'] * len(r.dims))} "
-               f": {k.ty(t)} into {k.ty(r)}")
+        k.emit(f"{nxt} = tensor.insert_slice {cp} into {acc}{where} : {k.ty(t)} into {k.ty(r)}")
         acc = nxt
         if i + 1 < len(ts):
             if offset == "0" and sizes[axis].lstrip("-").isdigit():

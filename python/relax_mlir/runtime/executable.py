@@ -50,10 +50,11 @@ class Signature:
     derived: tuple[tuple[str, Expr], ...] = ()  # match_cast-bound symbols, in binding order
     upper: tuple[tuple[str, int], ...] = ()  # relax.symbol_bounds
     workspace: tuple[Expr, ...] = ()  # bytes of each storage block the caller passes (relax.workspace)
+    lower: tuple[tuple[str, int], ...] = ()  # relax.symbol_lower (jax: every dimension variable >= 1)
 
     @staticmethod
     def make(name, params, results, arg_names, messages, derived=None, upper=None,
-             workspace=None) -> "Signature":
+             workspace=None, lower=None) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -64,7 +65,8 @@ class Signature:
         return Signature(name, tuple(params), tuple(results), tuple(arg_names), tuple(messages), tuple(binds),
                          tuple((k, parse_expr(v)) for k, v in (derived or {}).items()),
                          tuple(sorted((upper or {}).items())),
-                         tuple(parse_expr(str(w)) for w in (workspace or ())))
+                         tuple(parse_expr(str(w)) for w in (workspace or ())),
+                         tuple(sorted((lower or {}).items())))
 
 
 class Function:
@@ -115,6 +117,10 @@ class Function:
                     raise ValueError(
                         f"@{sig.name}: {sig.arg_names[i]} has shape {tuple(a.shape)}, but dim {j} must be {d}"
                         + (f" ({how})" if how else "") + f"; the signature is {p}")
+        for s, lb in sig.lower:
+            if s in env and env[s] < lb:
+                raise ValueError(f"@{sig.name}: symbol {s} = {env[s]} (from {where[s]}) is below its lower bound {lb} "
+                                 f"(relax.symbol_lower)")
         for s, ub in sig.upper:
             if s in env and env[s] > ub:
                 raise ValueError(f"@{sig.name}: symbol {s} = {env[s]} (from {where[s]}) exceeds its upper bound {ub} "

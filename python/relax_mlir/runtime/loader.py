@@ -34,7 +34,8 @@ def _sig(entry: dict) -> Signature:
 
     return Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
                           entry["arg_names"], entry["messages"], entry.get("derived", {}),
-                          entry.get("upper", {}), entry.get("workspace", []))
+                          entry.get("upper", {}), entry.get("workspace", []),
+                          entry.get("lower", {}))
 
 
 def _descriptor(a: np.ndarray) -> np.ndarray:

@@ -164,3 +164,15 @@ def test_wrong_shape_names_jax_symbol():
     np.testing.assert_allclose(exe(x, x), x * x + x)
     with pytest.raises(ValueError, match=r"dim 0 must be b \(b = 3"):
         exe(x, np.ones((5, 4), np.float32))
+
+
+def test_dimension_variables_are_at_least_one():
+    """jax.export assumes every dimension variable >= 1; so does the import: x[:, :1] of an
+    [s, s] array has dim min(1, s) = 1 and broadcasts against s (this failed shape deduction,
+    'cannot broadcast dim 1 of size min(1, s) to s'). A call with s = 0 is refused."""
+    (s,) = sym("s")
+    text = check(lambda x: jnp.exp(x - x[:, :1]), [spec((s, s))], lambda n: [rnd(n, n)])
+    assert "relax.symbol_lower = {s = 1}" in text
+    exe = relax_mlir.compile(text)
+    with pytest.raises(ValueError, match=r"symbol s = 0 .* below its lower bound 1"):
+        exe(np.zeros((0, 0), np.float32))
