@@ -235,3 +235,28 @@ def test_match_cast_and_dataflow():
             f'%r = "relax.add"(%c, %x) : ({m}, {x}) -> {m}']
     exe = relax_mlir.compile(program([("x", x)], body, ("%r", m)))
     check_many(exe, lambda n: [rand((n, 8))], lambda x: np.exp(x) + x)
+
+
+@pytest.mark.parametrize("op", ["erf", "tanh", "exp"])
+def test_transcendentals_over_their_whole_range(op):
+    """The vectorizable f32 expansions (ops/kernel.py) on a dense grid past their clamps and on
+    special values: within 4e-7 absolute (and relative, for exp) of float64, saturating to +-1 and
+    keeping NaN."""
+    import math
+
+    src = program([("x", T(["n"]))], [f'%r = "relax.{op}"(%x) : ({T(["n"])}) -> {T(["n"])}'], ("%r", T(["n"])))
+    exe = relax_mlir.compile(src)
+    lim = 80.0 if op == "exp" else 12.0
+    x = np.concatenate([np.linspace(-lim, lim, 400_001), [0.0, -0.0, 1e-30, -1e-30, 1e-8, np.inf, -np.inf]])
+    x = x.astype(np.float32)
+    got = exe(x).astype(np.float64)
+    x64 = x.astype(np.float64)
+    want = {"erf": np.vectorize(math.erf), "tanh": np.tanh, "exp": np.exp}[op](x64)
+    if op == "exp":
+        fin = x64 < 88
+        np.testing.assert_allclose(got[fin], want[fin], rtol=4e-7, atol=1e-37)
+    else:
+        np.testing.assert_allclose(got, want, rtol=0, atol=4e-7)
+        assert got[-2] == 1.0 and got[-1] == -1.0
+    nan = exe(np.array([np.nan], np.float32))
+    assert np.isnan(nan[0])
