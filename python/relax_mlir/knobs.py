@@ -21,9 +21,18 @@ def use_library() -> str:
 
 
 def blas_threads() -> int:
-    """RELAX_MLIR_BLAS_THREADS: OpenBLAS threads for relax.call_library (default 1)."""
+    """RELAX_MLIR_BLAS_THREADS: OpenBLAS threads for the large products of relax.call_library
+    (at least RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds; smaller ones run on one thread).
+    Default: all cores."""
     v = os.environ.get("RELAX_MLIR_BLAS_THREADS")
-    return max(1, int(v)) if v else 1
+    return max(1, int(v)) if v else (os.cpu_count() or 1)
+
+
+def blas_parallel_min() -> int:
+    """RELAX_MLIR_BLAS_PARALLEL_MIN: multiply-adds from which a BLAS product runs multi-threaded
+    (default 8M: the attention products of the transformer block at seq 512 are 16.8M)."""
+    v = os.environ.get("RELAX_MLIR_BLAS_PARALLEL_MIN")
+    return int(v) if v else 1 << 23
 
 
 def parallel_min_elements() -> int:

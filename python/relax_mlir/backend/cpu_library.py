@@ -19,13 +19,17 @@ import logging
 
 from mlir import ir
 
-from relax_mlir.runtime.library import NO_TRANS, ROW_MAJOR, SGEMM_SYMBOL, TRANS
+from relax_mlir.knobs import blas_parallel_min, blas_threads
+from relax_mlir.runtime.library import NO_TRANS, ROW_MAJOR, SET_THREADS_SYMBOL, SGEMM_SYMBOL, TRANS
 
 _log = logging.getLogger("relax_mlir.cpu")
 
 LIBRARY_ATTR = "relax.library"
 SGEMM_DECL = (f"func.func private @{SGEMM_SYMBOL}(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
               "!llvm.ptr, i32, f32, !llvm.ptr, i32)")
+
+
+SET_THREADS_DECL = f"func.func private @{SET_THREADS_SYMBOL}(i32)"
 
 
 def _dyn_memref(rank: int) -> str:
@@ -104,6 +108,20 @@ def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool) -> str
         emit(f"{flags[-1]} = arith.constant {val} : i32")
     one = v("one")
     emit(f"{one} = arith.constant 1.0 : f32")
+    # Products of at least `parallel_min` multiply-adds run on `threads` OpenBLAS threads, the
+    # rest on one (knobs.blas_threads / blas_parallel_min).
+    threads, parallel_min = blas_threads(), blas_parallel_min()
+    big = None
+    if threads > 1:
+        work = prod([batch, mm, nn, kk])
+        big = v("big")
+        emit(f"{big} = arith.cmpi uge, {work}, {c(parallel_min)} : index")
+        t_many, t_one = v("t"), v("t")
+        emit(f"{t_many} = arith.constant {threads} : i32")
+        emit(f"{t_one} = arith.constant 1 : i32")
+        emit(f"scf.if {big} {{")
+        emit(f"  func.call @{SET_THREADS_SYMBOL}({t_many}) : (i32) -> ()")
+        emit("}")
     emit(f"scf.for %b = {c(0)} to {batch} step {c(1)} {{")
 
     def at(base, stride):
@@ -120,6 +138,10 @@ def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool) -> str
          f"{lda32}, {xb}, {ldb32}, %beta, {xc}, {ldc32}) : (i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
          f"!llvm.ptr, i32, f32, !llvm.ptr, i32) -> ()")
     emit("}")
+    if big is not None:
+        emit(f"scf.if {big} {{")
+        emit(f"  func.call @{SET_THREADS_SYMBOL}({t_one}) : (i32) -> ()")
+        emit("}")
     emit("return")
     args = f"%A: {_dyn_memref(ra)}, %B: {_dyn_memref(rb)}, %C: {_dyn_memref(rr)}, %beta: f32"
     return f"func.func private @{name}({args}) {{\n" + "\n".join(lines) + "\n}"
@@ -184,13 +206,16 @@ def lower_library_ops(module_op: ir.Operation) -> int:
         ta, tb = _bool_attr(op, "relax.transpose_a"), _bool_attr(op, "relax.transpose_b")
         name = f"__relax_sgemm_{ra}{rb}{rr}_{'t' if ta else 'n'}{'t' if tb else 'n'}"
         if name not in names:
-            parsed = ir.Module.parse(helper_text(name, ra, rb, rr, ta, tb) + "\n" + SGEMM_DECL, module_op.context)
+            parsed = ir.Module.parse(helper_text(name, ra, rb, rr, ta, tb) + "\n" + SGEMM_DECL + "\n" + SET_THREADS_DECL,
+                                     module_op.context)
             keep.append(parsed)  # alive until its ops have moved
             ops = [o.operation for o in parsed.body.operations]
             body.append(ops[0])
-            if SGEMM_SYMBOL not in names:
-                body.append(ops[1])
-                names.add(SGEMM_SYMBOL)
+            for decl in ops[1:]:
+                sym = ir.StringAttr(decl.attributes["sym_name"]).value
+                if sym not in names:
+                    body.append(decl)
+                    names.add(sym)
             names.add(name)
         fill = _zero_fill_before(op, c)
         with ir.InsertionPoint(op), op.location:

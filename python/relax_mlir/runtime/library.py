@@ -5,10 +5,13 @@ PyPI wheel `scipy-openblas32` (its symbols carry the `scipy_` prefix, so it neve
 OpenBLAS that numpy bundles). The JIT loads the library when a module references one of its
 symbols (backend/cpu.py `JitModule`); exported CPU artifacts ship a copy beside `kernels.so`.
 
-OpenBLAS threads: the library's own pool, set once per process from `RELAX_MLIR_BLAS_THREADS`
-(default 1, like the generated code below 4M elements). Measured on the 2-core machine: with two
-OpenBLAS threads the MLP's [32, 64] x [64, 256] product took 11.7 ms per call instead of 0.085 ms
-(its workers spin and yield against the caller), and the transformer block lost at every size.
+OpenBLAS threads: one by default; a product of at least RELAX_MLIR_BLAS_PARALLEL_MIN
+multiply-adds switches the pool to RELAX_MLIR_BLAS_THREADS (default: all cores) for its call
+(`scipy_openblas_set_num_threads`, from the generated helper). The pool's workers are told to sleep
+as soon as their work is done (OPENBLAS_THREAD_TIMEOUT=4, unless set): by default they spin for
+about 2^28 cycles and compete with the single-threaded kernels that follow. Measured on the 2-core
+machine: with two spinning threads for every product the MLP's [32, 64] x [64, 256] took 11.7 ms
+instead of 0.085 ms.
 """
 from __future__ import annotations
 
@@ -16,10 +19,11 @@ import ctypes
 import os
 import threading
 
-__all__ = ["SGEMM_SYMBOL", "SYMBOL_PREFIX", "available", "library_path", "libraries_for", "load"]
+__all__ = ["SET_THREADS_SYMBOL", "SGEMM_SYMBOL", "SYMBOL_PREFIX", "available", "library_path", "libraries_for", "load"]
 
 SYMBOL_PREFIX = "scipy_cblas_"
 SGEMM_SYMBOL = "scipy_cblas_sgemm"
+SET_THREADS_SYMBOL = "scipy_openblas_set_num_threads"
 # CBLAS enums
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
@@ -57,11 +61,13 @@ def load() -> ctypes.CDLL:
                 raise RuntimeError("relax.call_library needs the BLAS of PyPI 'scipy-openblas32', which is not "
                                    "installed (pip install scipy-openblas32, or compile with "
                                    "RELAX_MLIR_LIBRARY=never)")
+            os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # read once, at the library's init
             lib = ctypes.CDLL(path)
-            setter = getattr(lib, "scipy_openblas_set_num_threads", None)
+            setter = getattr(lib, SET_THREADS_SYMBOL, None)
             if setter is not None:
                 setter.argtypes = [ctypes.c_int]
-                setter(_threads())
+                setter(_threads())  # create the pool at its full size once...
+                setter(1)  # ...and run small products on one thread
             _lib = lib
         return _lib
 

@@ -120,3 +120,22 @@ def test_exported_artifact_ships_the_library(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_large_products_run_multi_threaded(monkeypatch):
+    """Products of at least RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds switch OpenBLAS to
+    RELAX_MLIR_BLAS_THREADS for their call and back to one after it; results are unchanged, and
+    products below the threshold in the same module stay single-threaded (both kinds run)."""
+    from relax_mlir.backend.cpu_library import helper_text
+
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "2")
+    monkeypatch.setenv("RELAX_MLIR_BLAS_PARALLEL_MIN", str(40 * 40 * 64))
+    text = helper_text("h", 2, 2, 2, False, True)
+    assert text.count(f"call @{library.SET_THREADS_SYMBOL}") == 2 and "arith.cmpi uge" in text
+    monkeypatch.setenv("RELAX_MLIR_LIBRARY", "always")
+    exe = relax_mlir.compile(QK)
+    for s in (1, 13, 257):  # 13*13*64 is below the threshold, 257*257*64 above
+        q, k, v = (RNG.standard_normal((s, 64)).astype(np.float32) for _ in range(3))
+        np.testing.assert_allclose(exe(q, k, v), _softmax(q @ k.T) @ v, rtol=1e-4, atol=1e-5)
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "1")
+    assert library.SET_THREADS_SYMBOL not in helper_text("h", 2, 2, 2, False, True)
