@@ -12,7 +12,7 @@ from typing import Sequence
 __version__ = "0.1.0"
 
 DEFAULT_PIPELINE = ("relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream")
-OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-canonicalize", "relax-dispatch-library", "relax-fuse-ops",
+OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-canonicalize", "relax-dispatch-library",
                      "relax-legalize", "relax-fuse-kernels", "relax-dce", "relax-plan-memory", "relax-lower-shapes",
                      "relax-to-upstream")
 
