@@ -78,6 +78,9 @@ class Function:
         self._np = [np.dtype(NUMPY_DTYPES[p.dtype]) for p in sig.params]
         self._np_out = [np.dtype(NUMPY_DTYPES[r.dtype]) for r in sig.results]
         self._ws = threading.local()
+        # per parameter: (axis, the dim if it is a constant, its expression), known dims only
+        self._dim_checks = [[(j, d.value if d.is_const else None, d) for j, d in enumerate(p.dims) if d is not None]
+                            for p in sig.params]
 
     def workspace_bytes(self) -> int:
         """Bytes of storage blocks this thread holds for this entry between calls."""
@@ -107,10 +110,8 @@ class Function:
             env[s] = int(arrays[i].shape[j])
             where[s] = f"{sig.arg_names[i]} dim {j}"
         for i, (a, p) in enumerate(zip(arrays, sig.params)):
-            for j, d in enumerate(p.dims):
-                if d is None:
-                    continue
-                want = d.evaluate(env)
+            for j, const, d in self._dim_checks[i]:
+                want = const if const is not None else d.evaluate(env)
                 if a.shape[j] != want:
                     syms = sorted(d.symbols())
                     how = "; ".join(f"{s} = {env[s]} from {where[s]}" for s in syms)
