@@ -152,9 +152,11 @@ func.func @main(%x: {NM}, %g: {T(["m"])}) -> ({NM}, {NM}) {{
 def test_reduction_prologues_fuse_and_keep_numerics():
     m = relax_mlir.run_passes(relax_mlir.parse(ROWS), ["relax-legalize", "relax-fuse-kernels"])
     text = str(m)
-    assert "fused_subtract_exp_sum" in text or "fused_multiply_subtract_exp_sum" in text, text
-    # the scaled x feeding max, and the squared deviation feeding the variance, are fused in
-    assert call_tirs(ROWS, ["relax-legalize", "relax-fuse-kernels"]) < call_tirs(ROWS, ["relax-legalize"]) - 4
+    # the scaled x is computed inside the max's loop nest; exp(x - max) is materialized once and
+    # read by the sum and the divide (a transcendental is too costly to recompute in both)
+    assert "fused_multiply_max" in text, text
+    assert text.count("math.exp") == 1, text
+    assert call_tirs(ROWS, ["relax-legalize", "relax-fuse-kernels"]) <= call_tirs(ROWS, ["relax-legalize"]) - 4
     rng = np.random.default_rng(3)
 
     def args(n):
