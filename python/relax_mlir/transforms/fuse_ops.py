@@ -230,6 +230,7 @@ class _Fuser:
         self.table = KernelTable(module)
         self.syms = module_symbols(module)
         self.elementwise: dict[str, bool] = {}
+        self.reduction: dict[str, bool] = {}
         self.failed: set[tuple[str, str, int]] = set()
         self.touched: set[str] = set()
         self.cache: dict[tuple, str | None] = {}
@@ -238,8 +239,10 @@ class _Fuser:
         return self.syms.get(name)
 
     def is_reduction(self, name: str) -> bool:
-        k = self.kernel(name)
-        return k is not None and "relax.kernel" in k.attributes and is_reduction_kernel(k)
+        if name not in self.reduction:
+            k = self.kernel(name)
+            self.reduction[name] = k is not None and "relax.kernel" in k.attributes and is_reduction_kernel(k)
+        return self.reduction[name]
 
     def is_ew(self, name: str) -> bool:
         if name not in self.elementwise:
@@ -312,9 +315,12 @@ class _Fuser:
 
     # -- building the fused kernel -------------------------------------------------------------
     def fused_kernel(self, p: ir.Operation, c: ir.Operation, j: int, ins_map_p, ins_map_c, n_ins,
-                     in_types, sym_map_p, sym_map_c, n_syms) -> str | None:
+                     in_types, sym_map_p, sym_map_c, n_syms, shape_from: int | None) -> str | None:
+        """`shape_from`: for a reduction consumer, the fused input whose dims the intermediate has
+        (None: the intermediate is static); it is part of the cache key, since it depends on the
+        call site's symbolic types."""
         pname, cname = _callee(p), _callee(c)
-        key = (pname, cname, j, tuple(ins_map_p), tuple(ins_map_c), tuple(sym_map_p), tuple(sym_map_c))
+        key = (pname, cname, j, tuple(ins_map_p), tuple(ins_map_c), tuple(sym_map_p), tuple(sym_map_c), shape_from)
         if key in self.cache:
             return self.cache[key]
         kp, kc = self.kernel(pname), self.kernel(cname)
@@ -328,18 +334,10 @@ class _Fuser:
         rt = ir.RankedTensorType(tint)
         reduction = self.is_reduction(cname)
         # The intermediate's dims: from the out argument (elementwise: same shape), or for a
-        # reduction from an input of the intermediate's exact symbolic type.
+        # reduction from the input `shape_from` (of the intermediate's exact symbolic type).
         shape_src, shape_type = "%o0", tout
-        if reduction:
-            want = view(p.results[0].type).dims
-            srcs = [k for k, v in enumerate(self.fused_ins) if isinstance(view(v.type), TensorType)
-                    and view(v.type).dims == want and str(in_types[k]) == str(tint)]
-            if not srcs and rt.has_static_shape:
-                srcs = [None]
-            if not srcs:
-                return None
-            if srcs[0] is not None:
-                shape_src, shape_type = f"%i{srcs[0]}", in_types[srcs[0]]
+        if reduction and shape_from is not None:
+            shape_src, shape_type = f"%i{shape_from}", in_types[shape_from]
         for d in range(rt.rank):
             if rt.is_dynamic_dim(d):
                 lines.append(f"  %c{d} = arith.constant {d} : index")
@@ -419,9 +417,19 @@ class _Fuser:
             if in_types[m] is not None and str(in_types[m]) != str(tc.inputs[k]):
                 return False
             in_types[m] = tc.inputs[k]
-        self.fused_ins = ins
+        shape_from = None
+        if self.is_reduction(_callee(c)):
+            want = view(p.results[0].type).dims
+            tint = tp.results[0]
+            srcs = [k for k, v in enumerate(ins) if isinstance(view(v.type), TensorType)
+                    and view(v.type).dims == want and str(in_types[k]) == str(tint)]
+            if srcs:
+                shape_from = srcs[0]
+            elif not ir.RankedTensorType(tint).has_static_shape:
+                self.failed.add((_callee(p), _callee(c), j))
+                return False
         name = self.fused_kernel(p, c, j, ins_map_p, ins_map_c, len(ins), in_types,
-                                 sym_map_p, sym_map_c, len(syms))
+                                 sym_map_p, sym_map_c, len(syms), shape_from)
         if name is None:
             self.failed.add((_callee(p), _callee(c), j))
             return False
@@ -584,9 +592,8 @@ def _folded_kernel(fuser: "_Fuser", k: ir.Operation, consts: dict) -> str | None
         if any(o.operation.name == "arith.constant" and isinstance(o.operation.results[0].type, ir.RankedTensorType)
                for o in block.operations):
             return None  # upstream did not fold it into the body: keep the argument
-        for attr in ("relax.kernel_key",):
-            if attr in g.attributes:
-                del g.attributes[attr]
+        if "relax.kernel_key" in g.attributes:
+            del g.attributes["relax.kernel_key"]
         name = ir.StringAttr(g.attributes["sym_name"]).value
         text = g.get_asm()
         base = _kernel_base(k)

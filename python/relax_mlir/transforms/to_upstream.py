@@ -283,7 +283,9 @@ class _Lowerer:
         if blk not in self.blocks:
             size = self.f.attributes["relax.memory_plan"]["blocks"][blk]
             align = {"alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 64)}
-            if isinstance(size, ir.IntegerAttr):  # sized at the upper bounds: allocated once, up front
+            # Entry functions take their blocks as workspace arguments; these allocations are
+            # for private graph functions and for blocks sized by symbols the runtime cannot see.
+            if isinstance(size, ir.IntegerAttr):  # sized at the upper bounds: at the body's start
                 mt = ir.Type.parse(f"memref<{max(size.value, 1)}xi8>")
                 with ir.InsertionPoint(self.block_start), self.loc:
                     self.blocks[blk] = ir.Operation.create(
