@@ -19,9 +19,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-D, HEADS, FFN = 128, 4, 512
-DH = D // HEADS
+D, FFN = 128, 512
 
 
 def main() -> None:
@@ -32,6 +32,9 @@ def main() -> None:
     import jax.numpy as jnp
 
     from _jaxbench import run
+    from models import DECODER_HEADS as HEADS, decoder_layer as decoder
+
+    DH = D // HEADS
 
     rng = np.random.default_rng(0)
 
@@ -40,24 +43,6 @@ def main() -> None:
 
     ws = [np.ones(D, np.float32), np.zeros(D, np.float32), mat(D, D), mat(D, D), mat(D, D), mat(D, D),
           np.ones(D, np.float32), np.zeros(D, np.float32), mat(D, FFN), mat(FFN, D)]
-
-    def layer_norm(x, g, b):
-        mu = x.mean(-1, keepdims=True)
-        return (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
-
-    def heads(z):  # [1, d] -> [h, 1, dh]
-        return z.reshape(1, HEADS, DH).transpose(1, 0, 2)
-
-    def decoder(x, k_cache, v_cache, g1, b1, wq, wk, wv, wo, g2, b2, w1, w2):
-        xn = layer_norm(x, g1, b1)
-        q, k, v = heads(xn @ wq), heads(xn @ wk), heads(xn @ wv)
-        k_all = jnp.concatenate([k_cache, k], axis=1)
-        v_all = jnp.concatenate([v_cache, v], axis=1)
-        s = jnp.einsum("hqd,hkd->hqk", q, k_all) / np.sqrt(DH)
-        p = jax.nn.softmax(s, axis=-1)
-        att = jnp.einsum("hqk,hkd->hqd", p, v_all).transpose(1, 0, 2).reshape(1, D)
-        y = x + att @ wo
-        return y + jax.nn.gelu(layer_norm(y, g2, b2) @ w1, approximate=False) @ w2, k_all, v_all
 
     f32 = jnp.float32
     (n,) = jax.export.symbolic_shape("L")

@@ -70,6 +70,7 @@ from mlir import ir
 from relax_mlir.backend.cpu import (
     LoweringError,
     _as_op,
+    _legalize_i1_memory,
     _run_pipeline,
     stage_bufferize as _cpu_stage_bufferize,
     stage_inline as _cpu_stage_inline,
@@ -968,6 +969,86 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
 # --------------------------------------------------------------------------------------------
 
 _TO_LOOPS = "func.func(convert-linalg-to-parallel-loops)"
+
+
+def fold_subviews(module_op: ir.Operation) -> int:
+    """Fold unit-stride, rank-preserving `memref.subview`s into the loads and stores that use
+    them (index + offset), so that a kernel takes whole buffers and index offsets, never a strided
+    view: a host program passes buffers, and a SPIR-V binding cannot start at an arbitrary
+    element. (Upstream fold-memref-alias-ops also folds collapse/expand_shape, into
+    `extract_strided_metadata` arithmetic that convert-gpu-to-spirv cannot legalize.) Returns the
+    number of accesses rewritten; a subview left without uses is erased."""
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    todo, views = [], []
+
+    def visit(o):
+        if o.name in ("memref.load", "memref.store"):
+            mem = o.operands[0 if o.name == "memref.load" else 1]
+            owner = mem.owner
+            if not isinstance(owner, ir.Block):
+                owner = owner.operation if hasattr(owner, "operation") else owner
+                if owner.name == "memref.subview":
+                    todo.append((o, owner))
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    done = 0
+    for o, view in todo:
+        src = view.operands[0]
+        strides = list(ir.DenseI64ArrayAttr(view.attributes["static_strides"]))
+        if ir.MemRefType(src.type).rank != ir.MemRefType(view.results[0].type).rank or any(x != 1 for x in strides):
+            continue
+        segs = list(ir.DenseI32ArrayAttr(view.attributes["operandSegmentSizes"]))
+        dyn = iter(list(view.operands)[1:1 + segs[1]])
+        offsets = [next(dyn) if x == dynamic else x for x in ir.DenseI64ArrayAttr(view.attributes["static_offsets"])]
+        is_load = o.name == "memref.load"
+        first = 1 if is_load else 2
+        with o.context, o.location, ir.InsertionPoint(o):
+            for k, off in enumerate(offsets):
+                if isinstance(off, int) and off == 0:
+                    continue
+                idx = o.operands[first + k]
+                off = off if isinstance(off, ir.Value) else _cidx(off)
+                o.operands[first + k] = _mk("arith.addi", [ir.IndexType.get()], [idx, off]).results[0]
+            o.operands[0 if is_load else 1] = src
+        views.append(view)
+        done += 1
+    for view in {id(v): v for v in views}.values():
+        if not list(view.results[0].uses):
+            view.erase()
+    return done
+
+
+def _identity_layout(t: ir.Type) -> bool:
+    if not isinstance(t, ir.MemRefType):
+        return True
+    layout = ir.MemRefType(t).layout
+    return isinstance(layout, ir.AffineMapAttr) and \
+        layout.value == ir.AffineMap.get_identity(ir.MemRefType(t).rank)
+
+
+def copies_to_kernels(module_op: ir.Operation) -> int:
+    """Turn each `memref.copy` from or into a strided view (a subview) into a `linalg.copy`, which
+    is then mapped to a kernel like any other linalg op. A copy between whole buffers stays a copy
+    (the host program's device-to-device copy); a strided one has no such copy in the drivers.
+    Returns the number rewritten."""
+    from mlir.dialects import linalg
+
+    todo = []
+
+    def visit(o):
+        if o.name == "gpu.launch":
+            return ir.WalkResult.SKIP
+        if o.name == "memref.copy" and not all(_identity_layout(v.type) for v in o.operands):
+            todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for o in todo:
+        with o.context, o.location, ir.InsertionPoint(o):
+            linalg.copy(o.operands[0], outs=[o.operands[1]])
+        o.erase()
+    return len(todo)
 _TO_LAUNCH = "func.func(convert-parallel-loops-to-gpu)"
 _OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
 _TO_GPU = f"{_TO_LAUNCH},[sink constants],{_OUTLINE}"
@@ -996,16 +1077,69 @@ def stage_map(module, options: GPUOptions) -> None:
     """Row reductions and matmuls -> cooperative gpu.launch; the other linalg -> scf.parallel ->
     tiled and mapped -> gpu.launch; then outlined gpu.func kernels."""
     op = _as_op(module)
+    copies_to_kernels(op)
     map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
                             memory=NVVM_WORKGROUP)
+    parallel_dims_first(op)
     _run_pipeline(op, _TO_LOOPS, "map")
+    fold_subviews(op)
     _map_parallel_loops(op, options)
     _run_pipeline(op, _TO_LAUNCH, "map")
     _sink_constants(op)
     _run_pipeline(op, _OUTLINE, "map")
 
 
+def parallel_dims_first(module_op: ir.Operation) -> int:
+    """Interchange the loops of each linalg.generic on memrefs whose reduction dims come before
+    a parallel one (a column reduction, `max(x, axis=0)`), so that the parallel dims lead:
+    `convert-linalg-to-parallel-loops` then makes one parallel loop over the outputs with the
+    reduction as a sequential loop in each thread (neighbouring threads read neighbouring
+    columns). Left as it is, the reduction became a host loop of one launch per step.
+    Returns the number interchanged."""
+    todo = []
+
+    def visit(o):
+        if o.name == "gpu.launch":
+            return ir.WalkResult.SKIP
+        if o.name == "linalg.generic" and not o.results:
+            iters = ["reduction" in str(a) for a in ir.ArrayAttr(o.attributes["iterator_types"])]
+            if any(r and not later for i, r in enumerate(iters) for later in iters[i + 1:]):
+                todo.append((o, iters))
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for o, iters in todo:
+        order = [d for d, r in enumerate(iters) if not r] + [d for d, r in enumerate(iters) if r]
+        pos = {old: new for new, old in enumerate(order)}
+        with o.context:
+            n = len(iters)
+            to_new = ir.AffineMap.get(n, 0, [ir.AffineDimExpr.get(pos[d]) for d in range(n)])
+            maps = []
+            for a in ir.ArrayAttr(o.attributes["indexing_maps"]):
+                m = ir.AffineMapAttr(a).value
+                maps.append(ir.AffineMapAttr.get(ir.AffineMap.get(n, m.n_symbols,
+                                                                   [e.compose(to_new) for e in m.results])))
+            o.attributes["indexing_maps"] = ir.ArrayAttr.get(maps)
+            its = list(ir.ArrayAttr(o.attributes["iterator_types"]))
+            o.attributes["iterator_types"] = ir.ArrayAttr.get([its[d] for d in order])
+            for b in o.regions[0].blocks:
+                for inner in b.operations:
+                    inner = inner.operation
+                    if inner.name == "linalg.index":
+                        d = ir.IntegerAttr(inner.attributes["dim"]).value
+                        inner.attributes["dim"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), pos[d])
+    return len(todo)
+
+
+def _gpu_modules(module_op: ir.Operation) -> list[ir.Operation]:
+    return [o.operation for o in module_op.regions[0].blocks[0].operations if o.operation.name == "gpu.module"]
+
+
 def _to_ptx_inprocess(op: ir.Operation, options: GPUOptions) -> None:
+    # memref<i1> (a mask) holds a byte per element; this build's MemRefToLLVM aborts the process
+    # on sub-byte loads and stores, in kernels as on the CPU: access the bytes (cpu.py).
+    for g in _gpu_modules(op):
+        _legalize_i1_memory(g)
     _run_pipeline(op, _attach_pipeline(options), "to-ptx")
     _run_pipeline(op, _nvvm_pipeline(options), "to-ptx")
 
@@ -1085,8 +1219,9 @@ def pipeline_strings(options: GPUOptions | None = None) -> dict[str, str]:
     options = options or GPUOptions()
     return {
         "bufferize": "relax-cpu-inline, relax-cpu-bufferize (backend/cpu.py)",
-        "map": (f"[cooperative gpu.launch: reduce_threads={options.reduce_threads} "
-                f"matmul_tile={options.matmul_tile}],{_TO_LOOPS},"
+        "map": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
+                f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
+                f"[parallel dims first],{_TO_LOOPS},[fold subviews into loads and stores],"
                 f"[tile + map scf.parallel: block={options.block}],{_TO_GPU}"),
         "to-ptx": f"{_attach_pipeline(options)},{_nvvm_pipeline(options)}",
     }

@@ -41,11 +41,15 @@ from mlir import ir
 from relax_mlir.backend.cpu import LoweringError, _as_op, _run_pipeline, _top_funcs, _walk
 from relax_mlir.backend.gpu import (
     _COOPERATIVE,
+    _TO_LOOPS,
     WorkgroupMemory,
     _check_cooperative,
     _finite_constant,
     _sink_constants,
+    copies_to_kernels,
+    fold_subviews,
     map_cooperative_kernels,
+    parallel_dims_first,
 )
 from relax_mlir.passes import ModulePass
 
@@ -192,7 +196,8 @@ def _memory_ops(op: ir.Operation) -> bool:
 
 
 def _wrap_host_work(func: ir.Operation) -> None:
-    """Wrap sequential host-level memory work (scf.for nests, stores) in one-iteration scf.parallel."""
+    """Wrap sequential host-level memory work (scf.for nests, stores of data) in one-iteration
+    scf.parallel, so that it runs on the device."""
     err = func.regions[0].blocks[0].arguments[-1]
     todo = []
 
@@ -208,8 +213,9 @@ def _wrap_host_work(func: ir.Operation) -> None:
                 continue
             if o.name == "scf.for" and _memory_ops(o):
                 todo.append(o)
-            elif o.name == "memref.store" and o.operands[1] != err:
-                todo.append(o)
+            elif o.name == "memref.store" and o.operands[1] != err and \
+                    not isinstance(ir.MemRefType(o.operands[1].type).element_type, ir.IndexType):
+                todo.append(o)  # (a store of index values fills a shape buffer: host memory)
 
     scan(func.regions[0].blocks[0])
     for o in todo:
@@ -227,9 +233,12 @@ def stage_loops(module, options: SPIRVOptions) -> None:
     """Row reductions and matmuls -> cooperative gpu.launch (workgroup memory, barriers); the
     other linalg -> parallel loops (host-level sequential work wrapped), tiled, canonicalized."""
     op = _as_op(module)
+    copies_to_kernels(op)
     map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
                             memory=SPIRV_WORKGROUP)
-    _run_pipeline(op, "func.func(convert-linalg-to-parallel-loops),canonicalize,cse", "loops")
+    parallel_dims_first(op)
+    _run_pipeline(op, f"{_TO_LOOPS},cse", "loops")
+    fold_subviews(op)
     for f in _entries(op):
         _wrap_host_work(f)
     _run_pipeline(op, _loops_pipeline(options), "loops")
@@ -481,8 +490,9 @@ def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
     return {
         "inline": _INLINE,
         "bufferize": _BUFFERIZE,
-        "loops": (f"[cooperative gpu.launch: reduce_threads={options.reduce_threads} "
-                  f"matmul_tile={options.matmul_tile}],convert-linalg-to-parallel-loops,[wrap host work],"
+        "loops": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
+                  f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
+                  f"[parallel dims first],convert-linalg-to-parallel-loops,cse,[fold subviews],[wrap host work],"
                   + _loops_pipeline(options)),
         "map": "[map loops]," + _TO_GPU,
         "flatten": "[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + _OUTLINE,

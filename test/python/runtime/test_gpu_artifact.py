@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-import re
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,8 @@ import numpy as np
 import pytest
 
 import relax_mlir
-from relax_mlir.runtime import cuda, hostprog, load
+from recording_driver import RecordingDriver, check_launches
+from relax_mlir.runtime import hostprog, load
 
 ELEMENTWISE = '''
 func.func @main(%x: !relax.tensor<["n", 8], f32>, %y: !relax.tensor<["n", 8], f32>, %b: !relax.tensor<[8], f32>) -> !relax.tensor<["n", 8], f32> {
@@ -123,47 +123,6 @@ def test_vulkan_artifacts_run_without_mlir(tmp_path):
 # ----------------------------------------------------------------------------------------------
 
 
-class RecordingDriver:
-    """The hostprog driver protocol over numpy bytes; records allocations and launches and runs
-    no kernel."""
-
-    def __init__(self):
-        self.allocs, self.launches, self.uploads = [], [], 0
-        self._next = 0x1000
-
-    def alloc(self, nbytes):
-        buf = np.zeros(max(nbytes, 1), np.uint8)
-        self.allocs.append(nbytes)
-        return buf
-
-    def upload(self, handle, data):
-        self.uploads += 1
-        handle[:data.size] = data
-
-    def download(self, handle, nbytes):
-        return handle[:nbytes]
-
-    def copy(self, src, dst, nbytes):
-        dst[:nbytes] = src[:nbytes]
-
-    def launch(self, module, kernel, grid, block, shared, args):
-        params = cuda.pack_args(args, lambda h: h.ctypes.data)
-        self.launches.append({"module": module, "kernel": kernel, "grid": grid, "block": block,
-                              "params": params, "shapes": [getattr(v, "shape", None) for _, v in args]})
-
-    def sync(self):
-        pass
-
-    def free(self, handle):
-        pass
-
-
-def _entry_params(ptx: str, kernel: str) -> int:
-    m = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)
-    assert m, f".entry {kernel} not in the PTX"
-    return m.group(1).count(".param")
-
-
 def _export_cuda(src, path):
     exe = relax_mlir.compile(src, target="cuda")
     assert isinstance(exe, relax_mlir.CudaModule) and exe.ptx
@@ -176,13 +135,6 @@ def _export_cuda(src, path):
     return exe, ptx
 
 
-def _check_launches(drv: RecordingDriver, ptx: dict):
-    assert drv.launches
-    for ln in drv.launches:
-        assert ln["module"] in ptx, ln["module"]
-        assert _entry_params(ptx[ln["module"]], ln["kernel"]) == len(ln["params"]), ln
-
-
 @pytest.mark.parametrize("name", ["elementwise", "matmul", "reduction", "mlp"])
 def test_cuda_artifact_launch_sequence(name, tmp_path):
     _, ptx = _export_cuda(MODELS[name], tmp_path / name)
@@ -193,7 +145,7 @@ def test_cuda_artifact_launch_sequence(name, tmp_path):
         args, _ = case(name, n)
         out = exe(*args)
         assert out.shape == case(name, n)[1].shape
-        _check_launches(drv, ptx)
+        check_launches(drv, ptx)
         for ln in drv.launches:
             (gx, gy, gz), (bx, by, bz) = ln["grid"], ln["block"]
             tile = 64  # GPUOptions.matmul_tile: a 16x16 block computes a 64x64 output tile
@@ -266,7 +218,7 @@ def test_cuda_transformer_block_host_program(tmp_path):
     for n in (1, 31):
         drv.launches.clear()
         exe(np.zeros((n, d), np.float32), *ws)
-        _check_launches(drv, ptx)
+        check_launches(drv, ptx)
         counts.append(len(drv.launches))
         shapes = [sh for ln in drv.launches for sh in ln["shapes"] if sh is not None]
         assert (n, n) in shapes  # the attention scores

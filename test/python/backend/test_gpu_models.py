@@ -1,0 +1,148 @@
+"""Every test model (model_zoo.py: the JAX test models and the demo's MLP, transformer block and
+KV-cache decoder) on both GPU targets, each compiled ONCE:
+
+* vulkan: every SPIR-V binary passes spirv-val; the exported artifact runs in a fresh process
+  that never imports mlir (wgpu on lavapipe) and matches jax.jit at each of the model's sizes;
+* cuda: every PTX module assembles with ptxas for sm_90; the exported artifact's host program
+  runs at each size with a recording driver (no GPU here): every launch names an `.entry` with
+  the packed parameter count and a grid CUDA accepts, and the results have jax.jit's shapes.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import model_zoo as zoo  # noqa: E402
+from recording_driver import RecordingDriver, check_launches  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.runtime import load  # noqa: E402
+
+NAMES = sorted(zoo.MODELS)
+
+# Runs in a fresh process: numpy and wgpu only (a lavapipe device in the test process would
+# share it with the CPU JIT of later tests).
+_RUN = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from relax_mlir.runtime import load
+    art, ref = sys.argv[1], np.load(sys.argv[2])
+    exe = load(art)
+    report = []
+    for n in json.loads(sys.argv[3]):
+        args = [ref[f"n{n}_arg{i}"] for i in range(int(ref[f"n{n}_nargs"]))]
+        got = exe(*args)
+        got = list(got) if isinstance(got, (tuple, list)) else [got]
+        np.savez(f"{art}/got_{n}.npz", *got)
+        report.append(n)
+    print(json.dumps({"ran": report, "mlir": "mlir" in sys.modules}))
+""")
+
+
+def _save_references(name, path):
+    data = {}
+    for n, (args, _) in zip(zoo.MODELS[name].sizes, zoo.references(name)):
+        data[f"n{n}_nargs"] = np.int64(len(args))
+        data.update({f"n{n}_arg{i}": a for i, a in enumerate(args)})
+    np.savez(path, **data)
+
+
+def _host_memory_ops_stay_on_the_host(program) -> None:
+    """The host program loads and stores only host buffers (shape buffers of reshapes): a read of
+    device memory would be a synchronizing download in the middle of the launches."""
+    host, ops = set(), []
+
+    def walk(x):
+        if isinstance(x, dict):
+            if x.get("op") == "alloc" and x.get("host"):
+                host.add(x["out"])
+            if x.get("op") in ("load", "store"):
+                ops.append(x)
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(program)
+    for o in ops:
+        assert o["src" if o["op"] == "load" else "dst"] in host, f"host {o['op']} of device memory: {o}"
+
+
+def _vulkan_adapter() -> bool:
+    code = "from relax_mlir.runtime import vulkan; print(vulkan.available())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return out.stdout.strip().endswith("True")
+
+
+@pytest.fixture(scope="module")
+def vulkan_adapter():
+    return _vulkan_adapter()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vulkan(name, tmp_path, vulkan_adapter):
+    exe = relax_mlir.compile(zoo.relax_text(name), target="vulkan")
+    bins = exe.artifacts["spirv"]
+    assert bins, "no SPIR-V kernels"
+    _host_memory_ops_stay_on_the_host(exe.artifacts["hostprog"])
+    val = shutil.which("spirv-val")
+    if val is None:
+        pytest.skip("spirv-val (Debian spirv-tools) is not installed")
+    for kname, blob in bins.items():
+        p = tmp_path / f"{kname}.spv"
+        p.write_bytes(blob)
+        r = subprocess.run([val, "--target-env", "vulkan1.0", str(p)], capture_output=True, text=True)
+        assert r.returncode == 0, f"{name}: {kname}: {r.stderr}{r.stdout}"
+    if not vulkan_adapter:
+        pytest.skip("wgpu or a Vulkan adapter (lavapipe) is not available")
+    art = tmp_path / "artifact"
+    exe.export(str(art))
+    _save_references(name, tmp_path / "ref.npz")
+    sizes = list(zoo.MODELS[name].sizes)
+    r = subprocess.run([sys.executable, "-c", _RUN, str(art), str(tmp_path / "ref.npz"), json.dumps(sizes)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report == {"ran": sizes, "mlir": False}
+    for n, (_, want) in zip(sizes, zoo.references(name)):
+        got = np.load(art / f"got_{n}.npz")
+        zoo.assert_matches(name, [got[f"arr_{i}"] for i in range(len(got.files))], want, n)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda(name, tmp_path):
+    exe = relax_mlir.compile(zoo.relax_text(name), target="cuda")
+    ptx = exe.ptx
+    assert ptx and all(".entry" in text for text in ptx.values())
+    _host_memory_ops_stay_on_the_host(exe.artifacts["hostprog"])
+    ptxas = shutil.which("ptxas")
+    if ptxas is not None:
+        for kname, text in ptx.items():
+            p = tmp_path / f"{kname}.ptx"
+            p.write_text(text)
+            r = subprocess.run([ptxas, "-arch=sm_90", str(p), "-o", str(tmp_path / f"{kname}.cubin")],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, f"{name}: {kname}: {r.stderr}"
+    exe.export(str(tmp_path / "artifact"))
+    drv = RecordingDriver()
+    loaded = load(str(tmp_path / "artifact"), driver=drv)
+    counts = []
+    for n, (args, want) in zip(zoo.MODELS[name].sizes, zoo.references(name)):
+        drv.launches.clear()
+        got = zoo.as_list(loaded(*args))
+        assert [g.shape for g in got] == [w.shape for w in want], f"{name} n={n}"
+        assert [g.dtype for g in got] == [w.dtype for w in want], f"{name} n={n}"
+        check_launches(drv, ptx)
+        counts.append(len(drv.launches))
+    assert len(set(counts)) == 1, f"{name}: the launch sequence changed with the size: {counts}"
+    if ptxas is None:
+        pytest.skip("ptxas is not installed: the PTX was not assembled")
