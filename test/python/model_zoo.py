@@ -121,6 +121,12 @@ def elementwise_zoo(x, y):
     return a + c + d, jnp.max(x, axis=0), jnp.min(y, axis=1), x.T
 
 
+def reductions(x):
+    """Every reduction layout: to a scalar, over the leading dim (a column reduction), over a
+    middle dim, and over two dims that are not adjacent."""
+    return jnp.sum(x), jnp.mean(x, axis=0), jnp.max(x, axis=1), jnp.sum(x * x, axis=(0, 2))
+
+
 # -- the demo's models (examples/models.py) ---------------------------------------------------
 
 _DD, _DH = 64, 128
@@ -162,6 +168,8 @@ def _catalog() -> list[Model]:
               _inputs(lambda r, n: [rnd(r, n, 1, 16), rnd(r, 1, 2 * n, 16)])),
         Model("elementwise_zoo", elementwise_zoo, lambda: [spec((b, 8)), spec((b, 8))],
               _inputs(lambda r, n: [rnd(r, n, 8), rnd(r, n, 8)])),
+        Model("reductions", reductions, lambda: [spec((*bs, 4))], _inputs(lambda r, n: [rnd(r, n, n + 2, 4)]),
+              rtol=1e-4, atol=1e-3),
         Model("demo_mlp", demo.mlp, lambda: [spec((b, _DD))] + _specs_of(_MLP_W),
               _inputs(lambda r, n: [rnd(r, n, _DD)] + _MLP_W), sizes=(1, 13, 257)),
         Model("demo_transformer", demo.transformer_block, lambda: [spec((s, _DD))] + _specs_of(_BLOCK_W),

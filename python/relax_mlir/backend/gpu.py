@@ -48,11 +48,22 @@ Workgroup-storage `memref.alloc` on SPIR-V (`WorkgroupMemory`). The tree is expl
 `gpu.all_reduce`: that lowers on NVVM (warp shuffles) but convert-gpu-to-spirv fails to legalize it.
 
 Any other reduction keeps `convert-linalg-to-parallel-loops`'s mapping: the reduction dims stay
-an `scf.for` inside the parallel loop (one thread per output element, a sequential loop); one
-whose leading loop dims are not parallel (a column reduction) gets an `scf.for` outside, and
-runs on the host in a loop of launches or, with no parallel dim at all, stays host code.
-Temporaries are `memref.alloc` (host memory) in the entry functions: a runtime
-must place them in device memory (not done here; there is no GPU runtime in this project yet).
+an `scf.for` inside the parallel loop (one thread per output element, a sequential loop). Before
+that, three rewrites keep every piece of data work in a kernel, shared with backend/spirv.py:
+
+* `parallel_dims_first`: a generic whose reduction dims come before a parallel one (a column
+  reduction) has its loops interchanged, so the reduction is a loop inside each thread rather
+  than a host loop of one launch per step;
+* `serial_linalg_in_one_thread`: a linalg op with no parallel loop (a rank-0 fill, a reduction
+  to a scalar that no cooperative kernel took) runs as a one-thread kernel, not as host code
+  loading and storing device memory;
+* `copies_to_kernels` and `fold_subviews`: a copy into or out of a subview (a concat's pieces)
+  becomes a linalg.copy, and every unit-stride subview is folded into the indices of the loads
+  and stores that use it, so kernels take whole buffers plus offsets.
+
+The entry functions that remain are host code only (shape arithmetic, views, launches, whole
+buffer copies, index-valued shape buffers); runtime/hostprog.py extracts them, and its drivers
+place every buffer in device memory.
 """
 from __future__ import annotations
 
@@ -1081,6 +1092,7 @@ def stage_map(module, options: GPUOptions) -> None:
     map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
                             memory=NVVM_WORKGROUP)
     parallel_dims_first(op)
+    serial_linalg_in_one_thread(op)
     _run_pipeline(op, _TO_LOOPS, "map")
     fold_subviews(op)
     _map_parallel_loops(op, options)
@@ -1128,6 +1140,47 @@ def parallel_dims_first(module_op: ir.Operation) -> int:
                     if inner.name == "linalg.index":
                         d = ir.IntegerAttr(inner.attributes["dim"]).value
                         inner.attributes["dim"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), pos[d])
+    return len(todo)
+
+
+def _parallel_loop_count(o: ir.Operation) -> int | None:
+    """How many parallel loops a linalg op on memrefs has (None: not such an op)."""
+    if not o.name.startswith("linalg.") or o.results or "indexing_maps" not in o.attributes and \
+            o.name not in ("linalg.fill", "linalg.copy", "linalg.reduce"):
+        return None
+    if "iterator_types" in o.attributes:
+        return sum("parallel" in str(a) for a in ir.ArrayAttr(o.attributes["iterator_types"]))
+    if o.name == "linalg.reduce":
+        return ir.MemRefType(o.operands[0].type).rank - len(ir.DenseI64ArrayAttr(o.attributes["dimensions"]))
+    outs = [v for v in o.operands if isinstance(v.type, ir.MemRefType)]
+    return ir.MemRefType(outs[-1].type).rank if outs else None
+
+
+def serial_linalg_in_one_thread(module_op: ir.Operation) -> int:
+    """Put each linalg op without a parallel loop -- a rank-0 fill or elementwise op, a reduction
+    to a scalar that no cooperative kernel took -- in a one-iteration `scf.parallel`, so that it
+    becomes a one-thread kernel. Lowered as it is it would be host code: loads and stores of device
+    memory in the host program. Returns the number wrapped."""
+    todo = []
+
+    def visit(o):
+        if o.name == "gpu.launch":
+            return ir.WalkResult.SKIP
+        if _parallel_loop_count(o) == 0:
+            todo.append(o)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for o in todo:
+        with o.context, o.location, ir.InsertionPoint(o):
+            c0, c1 = _cidx(0), _cidx(1)
+            par = _mk("scf.parallel", [], [c0, c1, c1],
+                      {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 0])}, regions=1)
+            body = par.regions[0].blocks.append(ir.IndexType.get())
+            with ir.InsertionPoint(body):
+                _mk("scf.reduce", [], [])
+            o.move_before(body.operations[0])
     return len(todo)
 
 
@@ -1221,7 +1274,7 @@ def pipeline_strings(options: GPUOptions | None = None) -> dict[str, str]:
         "bufferize": "relax-cpu-inline, relax-cpu-bufferize (backend/cpu.py)",
         "map": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
                 f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
-                f"[parallel dims first],{_TO_LOOPS},[fold subviews into loads and stores],"
+                f"[parallel dims first],[serial linalg in one thread],{_TO_LOOPS},[fold subviews into loads and stores],"
                 f"[tile + map scf.parallel: block={options.block}],{_TO_GPU}"),
         "to-ptx": f"{_attach_pipeline(options)},{_nvvm_pipeline(options)}",
     }

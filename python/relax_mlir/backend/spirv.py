@@ -50,6 +50,7 @@ from relax_mlir.backend.gpu import (
     fold_subviews,
     map_cooperative_kernels,
     parallel_dims_first,
+    serial_linalg_in_one_thread,
 )
 from relax_mlir.passes import ModulePass
 
@@ -237,6 +238,7 @@ def stage_loops(module, options: SPIRVOptions) -> None:
     map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
                             memory=SPIRV_WORKGROUP)
     parallel_dims_first(op)
+    serial_linalg_in_one_thread(op)
     _run_pipeline(op, f"{_TO_LOOPS},cse", "loops")
     fold_subviews(op)
     for f in _entries(op):
@@ -492,7 +494,7 @@ def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
         "bufferize": _BUFFERIZE,
         "loops": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
                   f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
-                  f"[parallel dims first],convert-linalg-to-parallel-loops,cse,[fold subviews],[wrap host work],"
+                  f"[parallel dims first],[serial linalg in one thread],convert-linalg-to-parallel-loops,cse,[fold subviews],[wrap host work],"
                   + _loops_pipeline(options)),
         "map": "[map loops]," + _TO_GPU,
         "flatten": "[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + _OUTLINE,

@@ -270,7 +270,12 @@ class _Extractor:
                 ia = ir.DenseIntElementsAttr(a)
                 vals = [ia[0]] * int(np.prod(shape)) if a.is_splat else [ia[i] for i in range(len(ia))]
                 data = np.array(vals, dtype=np_dt)
-            data = np.broadcast_to(data.reshape(-1) if data.size > 1 else data.reshape(()), shape)
+            if data.size == int(np.prod(shape)):  # (also an empty one: the shape of a rank-0 reshape)
+                data = data.reshape(shape)
+            elif data.size == 1:  # a splat
+                data = np.broadcast_to(data.reshape(()), shape)
+            else:
+                raise HostError(f"global @{name} holds {data.size} elements for shape {shape}")
         else:
             data = np.zeros(shape, np_dt)
         self.globals[name] = {"dtype": dtype, "shape": shape,

@@ -1,0 +1,82 @@
+// RUN: relax-opt %s --split-input-file --relax-infer-shapes --relax-legalize --relax-to-upstream --relax-gpu-map | FileCheck %s
+// RUN: relax-opt %s --split-input-file --relax-infer-shapes --relax-legalize --relax-to-upstream --relax-spirv-map | FileCheck %s --check-prefix=SPIRV
+// RUN: relax-opt %s --split-input-file --relax-infer-shapes --relax-legalize --relax-to-upstream --relax-gpu-map --relax-gpu-to-ptx | FileCheck %s --check-prefix=PTX
+
+// Layouts that a parallel-loop mapping alone would leave on the host.
+
+// A column reduction (over the leading dim): one kernel, a thread per output column, the
+// reduction an scf.for inside it -- not a host loop of one launch per row.
+// CHECK-LABEL: func.func @column_max
+// CHECK: gpu.launch_func @[[INIT:.*]]::@{{.*}} blocks in
+// CHECK: %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK: gpu.launch_func @[[RED:.*]]::@{{.*}} blocks in (%c1, %c1, %c1) {{.*}} args(%arg0 : memref<?x8xf32>, %arg1 : memref<8xf32>, %[[B]] : index)
+// CHECK-NOT: scf.for
+// CHECK: return
+// CHECK: gpu.module @[[RED]]
+// CHECK: gpu.func {{.*}}(%[[X:.*]]: memref<?x8xf32>, %[[O:.*]]: memref<8xf32>, %[[KB:.*]]: index) kernel
+// CHECK: %[[COL:.*]] = arith.addi %{{.*}}thread_id_x
+// CHECK: scf.for %[[I:.*]] = %c0 to %[[KB]] step %c1
+// CHECK: memref.load %[[X]][%[[I]], %[[COL]]]
+// CHECK: arith.maximumf
+// SPIRV-LABEL: func.func @column_max
+// SPIRV-COUNT-2: gpu.launch_func
+// SPIRV-NOT: scf.for
+// SPIRV: return
+func.func @column_max(%x: !relax.tensor<["b", 8], f32>) -> !relax.tensor<[8], f32> {
+  %s = "relax.max"(%x) {axes = [0], keepdims = false} : (!relax.tensor<["b", 8], f32>) -> !relax.tensor<[8], f32>
+  return %s : !relax.tensor<[8], f32>
+}
+
+// -----
+
+// A scalar result: its init (a rank-0 fill) runs as a one-thread kernel, not as a host store
+// into device memory.
+// CHECK-LABEL: func.func @total
+// CHECK-NOT: memref.store
+// CHECK: gpu.launch_func
+// CHECK-NOT: memref.store
+// CHECK: return
+// CHECK: gpu.func
+// CHECK: memref.store %cst, %{{.*}}[] : memref<f32>
+// SPIRV-LABEL: func.func @total
+// SPIRV-NOT: memref.store
+// SPIRV: return
+func.func @total(%x: !relax.tensor<["n"], f32>) -> !relax.tensor<[], f32> {
+  %s = "relax.sum"(%x) {axes = [0], keepdims = false} : (!relax.tensor<["n"], f32>) -> !relax.tensor<[], f32>
+  return %s : !relax.tensor<[], f32>
+}
+
+// -----
+
+// A concat: each piece is a kernel over the whole output buffer with its offset added to the
+// index; no strided view reaches a kernel or the host.
+// CHECK-LABEL: func.func @concat
+// CHECK-NOT: memref.subview
+// CHECK: %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK: gpu.launch_func {{.*}} args({{.*}}%arg2 : memref<?x8xf32>
+// CHECK: gpu.launch_func {{.*}} args({{.*}}%[[B]] : index{{.*}}%arg2 : memref<?x8xf32>
+// CHECK: return
+// CHECK: gpu.func
+// CHECK: gpu.func {{.*}}(%{{.*}}: memref<?x8xf32>, %[[OFF:.*]]: index, %[[OUT:.*]]: memref<?x8xf32>
+// CHECK: %[[ROW:.*]] = arith.addi %{{.*}}, %[[OFF]] : index
+// CHECK: memref.store %{{.*}}, %[[OUT]][%[[ROW]], %{{.*}}] : memref<?x8xf32>
+// SPIRV-LABEL: func.func @concat
+// SPIRV-NOT: memref.subview
+// SPIRV: return
+func.func @concat(%x: !relax.tensor<["b", 8], f32>, %y: !relax.tensor<["s", 8], f32>) -> !relax.tensor<["b + s", 8], f32> {
+  %c = "relax_v.concat"(%x, %y) {axis = 0} : (!relax.tensor<["b", 8], f32>, !relax.tensor<["s", 8], f32>) -> !relax.tensor<["b + s", 8], f32>
+  return %c : !relax.tensor<["b + s", 8], f32>
+}
+
+// -----
+
+// A boolean result: memref<i1> holds a byte per element, so the kernel stores a byte (NVVM's
+// memref lowering would abort the process on an i1 store).
+// PTX: .entry mask_kernel
+// PTX-SAME: setp.gt.f32
+// PTX-SAME: selp.b16 {{[^%]*}}%[[BYTE:rs[0-9]+]], 1, 0
+// PTX-SAME: st.b8 {{[^[]*}}[%rd{{[0-9]+}}], %[[BYTE]];
+func.func @mask(%x: !relax.tensor<["n"], f32>, %y: !relax.tensor<["n"], f32>) -> !relax.tensor<["n"], i1> {
+  %m = "relax.greater"(%x, %y) : (!relax.tensor<["n"], f32>, !relax.tensor<["n"], f32>) -> !relax.tensor<["n"], i1>
+  return %m : !relax.tensor<["n"], i1>
+}
