@@ -1,13 +1,15 @@
-"""Export examples/demo.py's models (the MLP and the transformer block, symbolic batch / sequence
-length) as target="cuda" artifacts, ONE compile each, plus numpy reference inputs and outputs at
-several shapes (jax.jit on this machine's CPU, highest matmul precision), for bench/gpu_check.py
-on a GPU machine without MLIR.
+"""Export every test model (test/python/model_zoo.py: the JAX test models and examples/demo.py's
+MLP, transformer block and KV-cache decoder, all with symbolic dims) as target="cuda" artifacts,
+ONE compile each, plus numpy reference inputs and outputs at several shapes (jax.jit on this
+machine's CPU, highest matmul precision), for bench/gpu_check.py on a GPU machine without MLIR.
 
-Run: .venv/bin/python bench/export_gpu_artifacts.py [OUT_DIR]   (default: /tmp/relax-mlir-gpu-artifacts;
-for a device run pick a folder inside the repo that git ignores, so that it travels)
+Run: .venv/bin/python bench/export_gpu_artifacts.py [OUT_DIR] [--target cuda|vulkan]
+(default: /tmp/relax-mlir-gpu-artifacts, cuda; for a device run pick a folder inside the repo that
+git ignores, so that it travels). With --target vulkan the same check runs here on lavapipe,
+which tries the whole check but CuPy before a GPU is lent.
 
 Layout: OUT_DIR/index.json; OUT_DIR/<model>/{manifest.json,host.json,kernels/*.ptx};
-OUT_DIR/<model>/ref_<n>.npz holding arg0..argK and out.
+OUT_DIR/<model>/ref_<n>.npz holding arg0..argK and out0..outM.
 """
 from __future__ import annotations
 
@@ -20,68 +22,57 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "test", "python"))
 
-D, H = 64, 128
-RTOL = ATOL = 1e-3
+RTOL, ATOL = 1e-3, 1e-3
+# The demo's models are also timed at larger shapes than the tests use.
+BENCH_SIZES = {"demo_mlp": (1, 7, 64, 256, 1024), "demo_transformer": (16, 31, 64, 128, 512),
+               "demo_decoder": (1, 16, 127, 512, 2048)}
 
 
-def models(jax, jnp) -> list[dict]:
-    """The demo's models: name, function, symbolic specs, inputs at a size n, shapes."""
-    rng = np.random.default_rng(0)
-    w1 = rng.standard_normal((D, H), dtype=np.float32) * 0.1
-    w2 = rng.standard_normal((H, D), dtype=np.float32) * 0.1
-    g = np.ones(D, np.float32)
-    wq, wk, wv = (rng.standard_normal((D, D), dtype=np.float32) * 0.1 for _ in range(3))
-
-    from models import mlp
-
-    from models import transformer_block as block
-
-    def x_of(n):
-        return np.random.default_rng(n).standard_normal((n, D), dtype=np.float32)
-
-    S = jax.ShapeDtypeStruct
-    f = jnp.float32
-    (b,) = jax.export.symbolic_shape("b")
-    (s,) = jax.export.symbolic_shape("s")
-    return [
-        {"name": "mlp", "fn": mlp, "specs": [S((b, D), f), S(w1.shape, f), S(w2.shape, f)],
-         "args": lambda n: [x_of(n), w1, w2], "shapes": (1, 7, 64, 256, 1024)},
-        {"name": "transformer", "fn": block,
-         "specs": [S((s, D), f), S(g.shape, f), S(wq.shape, f), S(wk.shape, f), S(wv.shape, f), S(w1.shape, f),
-                   S(w2.shape, f)],
-         "args": lambda n: [x_of(n), g, wq, wk, wv, w1, w2], "shapes": (16, 31, 64, 128)},
-    ]
+def sizes(name: str, zoo) -> tuple[int, ...]:
+    return BENCH_SIZES.get(name, zoo.MODELS[name].sizes)
 
 
 def main() -> None:
-    out_dir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "/tmp/relax-mlir-gpu-artifacts")
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out_dir", nargs="?", default="/tmp/relax-mlir-gpu-artifacts")
+    ap.add_argument("--target", choices=("cuda", "vulkan"), default="cuda")
+    ap.add_argument("--models", default=None, help="comma-separated names (default: all)")
+    a = ap.parse_args()
+    out_dir = os.path.abspath(a.out_dir)
     import jax
-    import jax.numpy as jnp
 
     jax.config.update("jax_platforms", "cpu")
     jax.config.update("jax_default_matmul_precision", "highest")
+    import model_zoo as zoo
+
     import relax_mlir
-    from relax_mlir.frontend.jax import from_jax
 
     os.makedirs(out_dir, exist_ok=True)
-    index = {"models": [], "rtol": RTOL, "atol": ATOL, "reference": f"jax {jax.__version__} cpu, highest precision"}
-    for m in models(jax, jnp):
+    index = {"models": [], "rtol": RTOL, "atol": ATOL, "target": a.target,
+             "reference": f"jax {jax.__version__} cpu, highest precision"}
+    names = a.models.split(",") if a.models else list(zoo.MODELS)
+    for name in names:
+        m = zoo.MODELS[name]
         t0 = time.perf_counter()
-        exe = relax_mlir.compile(from_jax(m["fn"], *m["specs"]), target="cuda")
-        path = os.path.join(out_dir, m["name"])
+        exe = relax_mlir.compile(zoo.relax_text(name), target=a.target)
+        kernels = len(exe.ptx if a.target == "cuda" else exe.artifacts["spirv"])
+        path = os.path.join(out_dir, name)
         exe.export(path)
         t_compile = time.perf_counter() - t0
-        jitted = jax.jit(m["fn"])
-        for n in m["shapes"]:
-            args = m["args"](n)
-            ref = np.asarray(jitted(*args))
-            np.savez(os.path.join(path, f"ref_{n}.npz"), out=ref, **{f"arg{i}": a for i, a in enumerate(args)})
-        index["models"].append({"name": m["name"], "shapes": list(m["shapes"]), "kernels": len(exe.ptx),
+        jitted = jax.jit(m.fn)
+        for n in sizes(name, zoo):
+            args = m.args(n)
+            outs = zoo.as_list(jitted(*args))
+            np.savez(os.path.join(path, f"ref_{n}.npz"), **{f"arg{i}": a for i, a in enumerate(args)},
+                     **{f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
+        index["models"].append({"name": name, "shapes": list(sizes(name, zoo)), "kernels": kernels,
                                 "compile_s": t_compile})
-        print(f"{m['name']:12s} {len(exe.ptx):3d} PTX kernels, compiled once in {t_compile:.2f} s, "
-              f"references at n = {', '.join(map(str, m['shapes']))} -> {path}")
+        print(f"{name:18s} {kernels:3d} {a.target} kernels, compiled once in {t_compile:.2f} s, "
+              f"references at n = {', '.join(map(str, sizes(name, zoo)))} -> {path}", flush=True)
     with open(os.path.join(out_dir, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
     print("wrote", os.path.join(out_dir, "index.json"))

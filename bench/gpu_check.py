@@ -22,7 +22,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "test", "python"))
 
 
 def median_ms(f, reps: int) -> float:
@@ -47,16 +47,15 @@ def main() -> int:
     from relax_mlir.runtime import load
 
     import jax
-    import jax.numpy as jnp
 
-    from export_gpu_artifacts import models
+    import model_zoo as zoo
 
     jax.config.update("jax_default_matmul_precision", "highest")
-    fns = {m["name"]: m["fn"] for m in models(jax, jnp)}
+    fns = {name: m.fn for name, m in zoo.MODELS.items()}
     rtol, atol = index["rtol"], index["atol"]
     rows, ok = [], True
     print(f"jax devices: {jax.devices()}")
-    print(f"{'model':12s} {'n':>5s} {'ours ms':>9s} {'jax(np) ms':>11s} {'jax(dev) ms':>12s} {'ours/jax':>9s} "
+    print(f"{'model':18s} {'n':>5s} {'ours ms':>9s} {'jax(np) ms':>11s} {'jax(dev) ms':>12s} {'ours/jax':>9s} "
           f"{'max|err|':>9s} {'ok':>3s}")
     for m in index["models"]:
         name = m["name"]
@@ -66,23 +65,26 @@ def main() -> int:
         jitted = jax.jit(fns[name])
         for n in m["shapes"]:
             ref = np.load(os.path.join(a.dir, name, f"ref_{n}.npz"))
-            args = [ref[f"arg{i}"] for i in range(len(ref.files) - 1)]
-            want = ref["out"]
+            args = [ref[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in ref.files))]
+            want = [ref[f"out{i}"] for i in range(sum(k.startswith("out") for k in ref.files))]
             t0 = time.perf_counter()
-            got = exe(*args)
+            got = zoo.as_list(exe(*args))
             t_first = time.perf_counter() - t0
-            err = float(np.max(np.abs(got - want))) if got.size else 0.0
-            good = bool(got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=atol))
-            jax_err = float(np.max(np.abs(np.asarray(jitted(*args)) - want)))
+            good = len(got) == len(want) and all(
+                g.shape == w.shape and np.allclose(g, w, rtol=rtol, atol=atol) for g, w in zip(got, want))
+            err = max((float(np.max(np.abs(g - w))) if w.size else 0.0 for g, w in zip(got, want)
+                       if g.shape == w.shape), default=float("inf"))
+            jax_err = max(float(np.max(np.abs(np.asarray(j) - w))) if w.size else 0.0
+                          for j, w in zip(zoo.as_list(jitted(*args)), want))
             ok &= good
             dev = [jax.device_put(x) for x in args]
             t_ours = median_ms(lambda: exe(*args), a.reps)
-            t_jax_np = median_ms(lambda: jitted(*args).block_until_ready(), a.reps)
-            t_jax_dev = median_ms(lambda: jitted(*dev).block_until_ready(), a.reps)
+            t_jax_np = median_ms(lambda: jax.block_until_ready(jitted(*args)), a.reps)
+            t_jax_dev = median_ms(lambda: jax.block_until_ready(jitted(*dev)), a.reps)
             rows.append({"model": name, "n": n, "ok": good, "max_abs_err": err, "jax_max_abs_err": jax_err,
                          "ours_ms": t_ours, "jax_numpy_in_ms": t_jax_np, "jax_device_in_ms": t_jax_dev,
                          "ours_first_call_s": t_first, "load_s": t_load})
-            print(f"{name:12s} {n:5d} {t_ours:9.3f} {t_jax_np:11.3f} {t_jax_dev:12.3f} {t_ours / t_jax_np:9.2f} "
+            print(f"{name:18s} {n:5d} {t_ours:9.3f} {t_jax_np:11.3f} {t_jax_dev:12.3f} {t_ours / t_jax_np:9.2f} "
                   f"{err:9.1e} {'yes' if good else 'NO':>3s}", flush=True)
     mlir_loaded = any(k == "mlir" or k.startswith("mlir.") for k in sys.modules)
     ok &= not mlir_loaded
