@@ -1,12 +1,11 @@
 """A CUDA host-program driver for machines without a GPU: it keeps buffers as numpy bytes,
 records every allocation and launch (packed exactly as the CuPy driver packs them) and runs no
 kernel. `check_launches` ties the launches to the PTX: every launched kernel is an `.entry` of
-its module, with as many parameters as were packed."""
+its module, with as many parameters as were packed, of the same sizes."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
+from fake_cupy import entry_param_sizes
 
 from relax_mlir.runtime import cuda
 
@@ -46,20 +45,15 @@ class RecordingDriver:
         pass
 
 
-def entry_params(ptx: str, kernel: str) -> int:
-    m = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)
-    assert m, f".entry {kernel} not in the PTX"
-    return m.group(1).count(".param")
-
-
 def check_launches(drv: RecordingDriver, ptx: dict) -> None:
-    """Each launch names an `.entry` of its module with as many parameters as were packed, and
-    has a grid and a block that cuLaunchKernel accepts (CUDA's limits: grid x < 2^31, y and z
-    <= 65535, at most 1024 threads a block, none of them 0)."""
+    """Each launch names an `.entry` of its module with as many parameters as were packed, each
+    of its `.param`'s byte size, and has a grid and a block that cuLaunchKernel accepts (CUDA's
+    limits: grid x < 2^31, y and z <= 65535, at most 1024 threads a block, none of them 0)."""
     assert drv.launches
     for ln in drv.launches:
         assert ln["module"] in ptx, ln["module"]
-        assert entry_params(ptx[ln["module"]], ln["kernel"]) == len(ln["params"]), ln
+        sizes = entry_param_sizes(ptx[ln["module"]], ln["kernel"])
+        assert sizes == [np.asarray(p).dtype.itemsize for p in ln["params"]], ln
         (gx, gy, gz), (bx, by, bz) = ln["grid"], ln["block"]
         assert 1 <= gx < 2**31 and 1 <= gy <= 65535 and 1 <= gz <= 65535, ln
         assert min(bx, by, bz) >= 1 and bx * by * bz <= 1024 and bz <= 64, ln

@@ -7,7 +7,8 @@ KV-cache decoder) on every target, each compiled ONCE and exported as an artifac
   imports mlir (wgpu on lavapipe) and matches jax.jit at each size;
 * cuda: every PTX module assembles with ptxas for sm_90; the artifact's host program runs at
   each size with a recording driver (no GPU here): every launch names an `.entry` with the
-  packed parameter count and a grid CUDA accepts, and the results have jax.jit's shapes.
+  packed parameter count and sizes and a grid CUDA accepts, and the results have jax.jit's
+  shapes; then the CuPy driver runs it against a strict fake of CuPy (fake_cupy.py).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
+import fake_cupy  # noqa: E402
 import model_zoo as zoo  # noqa: E402
 from recording_driver import RecordingDriver, check_launches  # noqa: E402
 
@@ -131,7 +133,7 @@ def test_cpu(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_cuda(name, tmp_path):
+def test_cuda(name, tmp_path, monkeypatch):
     exe = relax_mlir.compile(zoo.relax_text(name), target="cuda")
     ptx = exe.ptx
     assert ptx and all(".entry" in text for text in ptx.values())
@@ -156,5 +158,13 @@ def test_cuda(name, tmp_path):
         check_launches(drv, ptx)
         counts.append(len(drv.launches))
     assert len(set(counts)) == 1, f"{name}: the launch sequence changed with the size: {counts}"
+    # The CuPy driver itself, against a strict fake of CuPy (no kernel runs): the same launches.
+    fake_cupy.install(monkeypatch)
+    with_cupy = load(str(tmp_path / "artifact"))
+    for n, (args, want) in zip(zoo.MODELS[name].sizes, zoo.references(name)):
+        fake_cupy.LAUNCHES.clear()
+        got = zoo.as_list(with_cupy(*args))
+        assert [g.shape for g in got] == [w.shape for w in want], f"{name} n={n}"
+        assert len(fake_cupy.LAUNCHES) == counts[0]
     if ptxas is None:
         pytest.skip("ptxas is not installed: the PTX was not assembled")
