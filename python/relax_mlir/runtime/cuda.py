@@ -31,20 +31,34 @@ class CudaUnavailable(RuntimeError):
     """CuPy or a CUDA device is not available."""
 
 
+_DESCRIPTORS: dict = {}  # (address, shape) -> the memref descriptor's parameters
+
+
+def _descriptor(ptr: int, shape: tuple) -> list:
+    key = (ptr, shape)
+    d = _DESCRIPTORS.get(key)
+    if d is None:
+        if len(_DESCRIPTORS) > 4096:  # buffers come back from the pool at the same addresses; bound it
+            _DESCRIPTORS.clear()
+        rank = len(shape)
+        strides = [1] * rank
+        for k in range(rank - 1, 0, -1):
+            strides[k - 1] = strides[k] * shape[k]
+        p = np.uint64(ptr)
+        d = _DESCRIPTORS[key] = [p, p, np.int64(0)] + [np.int64(s) for s in shape] + [np.int64(s) for s in strides]
+    return d
+
+
 def pack_args(args, pointer) -> list:
     """The kernel parameters of a launch's (abi, value) arguments, as numpy scalars; `pointer(handle)`
-    gives a device buffer's address."""
+    gives a device buffer's address. A memref is its descriptor {pointer, pointer, offset 0, sizes,
+    row-major strides} (every buffer a kernel gets is whole: subviews are folded into indices)."""
     out = []
     for abi, v in args:
         if abi["kind"] == "memref":
-            ptr = np.uint64(pointer(v.handle))
-            strides, acc = [], 1
-            for s in reversed(v.shape):
-                strides.append(acc)
-                acc *= s
             if len(v.shape) != abi["rank"]:
                 raise ValueError(f"a rank-{abi['rank']} memref argument got a buffer of shape {v.shape}")
-            out += [ptr, ptr, np.int64(0)] + [np.int64(s) for s in v.shape] + [np.int64(s) for s in reversed(strides)]
+            out += _descriptor(pointer(v.handle), v.shape)
         else:
             out.append(_CTYPES[abi["ctype"]](v))
     return out

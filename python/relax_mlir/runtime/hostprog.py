@@ -357,8 +357,8 @@ class Buffer:
 
     def __init__(self, handle, shape, dtype, host: bool):
         self.handle = handle  # a numpy array when host, else the driver's handle
-        self.shape = tuple(int(s) for s in shape)
-        self.dtype = np.dtype(dtype)
+        self.shape = tuple(map(int, shape))
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.host = host
 
     @property
@@ -492,7 +492,9 @@ class HostProgram:
         """Run a list of instructions; returns the yielded values, or None."""
         for ins in body:
             op = ins["op"]
-            if op == "const":
+            if op == "launch":  # the most frequent instruction first
+                self._launch(ins, env, driver)
+            elif op == "const":
                 env[ins["out"]] = ins["value"]
             elif op == "arith":
                 fn = ins["fn"]
@@ -580,8 +582,6 @@ class HostProgram:
                 return [env[i] for i in ins["in"]]
             elif op == "return":
                 return "return"
-            elif op == "launch":
-                self._launch(ins, env, driver)
             else:
                 raise HostError(f"unknown host instruction {op!r}")
         return None
@@ -641,16 +641,15 @@ class HostProgram:
 
     @staticmethod
     def _launch(ins, env, driver) -> None:
-        grid = [int(env[i]) for i in ins["grid"]]
-        block = [int(env[i]) for i in ins["block"]]
+        gx, gy, gz = ins["grid"]
+        grid = (int(env[gx]), int(env[gy]), int(env[gz]))
+        bx, by, bz = ins["block"]
+        block = (int(env[bx]), int(env[by]), int(env[bz]))
         if min(grid) <= 0 or min(block) <= 0:
             return  # an empty iteration space
         shared = 0 if ins["shared"] is None else int(env[ins["shared"]])
-        args = []
-        for abi, i in zip(ins["abi"], ins["args"]):
-            v = env[i]
-            if abi["kind"] in ("buffer", "memref"):
-                if not isinstance(v, Buffer) or v.host:
-                    raise HostError(f"kernel @{ins['module']}::@{ins['kernel']} got a host value for a buffer")
-            args.append((abi, v))
-        driver.launch(ins["module"], ins["kernel"], tuple(grid), tuple(block), shared, args)
+        args = [(abi, env[i]) for abi, i in zip(ins["abi"], ins["args"])]
+        for abi, v in args:
+            if abi["kind"] in ("buffer", "memref") and (type(v) is not Buffer or v.host):
+                raise HostError(f"kernel @{ins['module']}::@{ins['kernel']} got a host value for a buffer")
+        driver.launch(ins["module"], ins["kernel"], grid, block, shared, args)
