@@ -121,6 +121,15 @@ def elementwise_zoo(x, y):
     return a + c + d, jnp.max(x, axis=0), jnp.min(y, axis=1), x.T
 
 
+_W24, _B40 = _weights(9, (24, 40), (40,))
+
+
+def matmul_epilogues(x, w, b):
+    """The product is returned and also feeds an epilogue (a GPU matmul kernel writes both)."""
+    y = x @ w
+    return y, jnp.tanh(y + b) * 2
+
+
 def reductions(x):
     """Every reduction layout: to a scalar, over the leading dim (a column reduction), over a
     middle dim, and over two dims that are not adjacent."""
@@ -168,6 +177,8 @@ def _catalog() -> list[Model]:
               _inputs(lambda r, n: [rnd(r, n, 1, 16), rnd(r, 1, 2 * n, 16)])),
         Model("elementwise_zoo", elementwise_zoo, lambda: [spec((b, 8)), spec((b, 8))],
               _inputs(lambda r, n: [rnd(r, n, 8), rnd(r, n, 8)])),
+        Model("matmul_epilogues", matmul_epilogues, lambda: [spec((b, 24)), spec((24, 40)), spec((40,))],
+              _inputs(lambda r, n: [rnd(r, n, 24), _W24, _B40])),
         Model("reductions", reductions, lambda: [spec((*bs, 4))], _inputs(lambda r, n: [rnd(r, n, n + 2, 4)]),
               rtol=1e-4, atol=1e-3),
         Model("demo_mlp", demo.mlp, lambda: [spec((b, _DD))] + _specs_of(_MLP_W),

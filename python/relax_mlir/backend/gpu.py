@@ -41,7 +41,10 @@ Cooperative kernels (`GPUOptions.reduce_threads`, `matmul_tile`; 0 turns one off
   B[.., k, n] indexing in f32 (broadcast batch dims allowed) -- runs a 16 x 16 block per
   `matmul_tile` x `matmul_tile` output tile (each thread r x r outputs, r = tile / 16), walking K
   in steps of 16 through an A and a B tile in workgroup memory, with bounds guards on M, N, K.
-  Grid = (ceildiv(N, tile), ceildiv(M, tile), min(batch, 65535)).
+  Grid = (ceildiv(N, tile), ceildiv(M, tile), min(batch, 65535)). The fill of C right before
+  the matmul and an elementwise generic right after it that reads C at its own position (bias,
+  activation: `_matmul_neighbours`) are done in the output write: the sums start at the fill
+  value, the epilogue's result is stored, and C itself only when something else reads it.
 
 Workgroup memory is a launch workgroup attribution here (NVVM: a `.shared` global) and a
 Workgroup-storage `memref.alloc` on SPIR-V (`WorkgroupMemory`). The tree is explicit rather than
@@ -380,6 +383,7 @@ _COMBINERS = {"arith.addf": 0.0, "arith.mulf": 1.0, "arith.maximumf": None, "ari
 _REDUCE_BLOCK = 256  # threads of a row-reduction block: 256 // reduce_threads rows at a time
 _MATMUL_THREADS = 16  # threads along each dim of a matmul block (fewer if the tile is smaller)
 _COOPERATIVE = "relax.cooperative"  # discardable attribute naming the strategy of a launch
+_FUSED = "relax.fused_into_launch"  # a linalg op whose work a cooperative kernel took
 
 
 @dataclass(frozen=True)
@@ -861,14 +865,150 @@ def _clone_region_ops(ops: list[ir.Operation], env: dict, ivs: dict) -> None:
             _clone_into([o], env)
 
 
-def _emit_matmul(v: _View, mm: _Matmul, sizes: list, tile: int, memory: WorkgroupMemory) -> None:
+_VIEW_OPS = ("memref.view", "memref.reshape", "memref.collapse_shape", "memref.expand_shape", "memref.cast")
+# Ops that neither read nor write buffer contents: a fill or an epilogue may be fused across them.
+_NO_MEMORY = _VIEW_OPS + ("memref.dim", "memref.get_global", "affine.apply")
+
+
+def _touches_no_memory(o: ir.Operation) -> bool:
+    return o.name in _NO_MEMORY or (o.name.startswith("arith.") and not len(o.regions))
+
+
+def _op_of(x) -> ir.Operation:
+    return x.operation if hasattr(x, "operation") else x
+
+
+@dataclass
+class _Epilogue:
+    """Work fused into a cooperative matmul's output write (`_matmul_neighbours`)."""
+
+    fill: ir.Operation | None  # the linalg.fill of C just before: the accumulator starts at its value
+    generic: ir.Operation | None  # the elementwise linalg.generic just after, reading C
+    store_c: bool  # C itself must still be written
+
+
+def _family(x: ir.Value) -> list[ir.Value]:
+    """`x` and every view derived from it."""
+    out, todo = [], [x]
+    while todo:
+        y = todo.pop()
+        out.append(y)
+        for u in y.uses:
+            o = _op_of(u.owner)
+            if o.name in _VIEW_OPS and o.operands[0] == y:
+                todo.extend(o.results)
+    return out
+
+
+def _elementwise_epilogue(g: ir.Operation, c: ir.Value) -> bool:
+    """A linalg.generic on memrefs with only parallel loops and one output, that reads `c` at the
+    output's own (identity) position, with a plain region."""
+    if g.results or "indexing_maps" not in g.attributes or len(g.regions[0].blocks) != 1:
+        return False
+    if any("parallel" not in str(a) for a in ir.ArrayAttr(g.attributes["iterator_types"])):
+        return False
+    segs = list(ir.DenseI32ArrayAttr(g.attributes["operandSegmentSizes"]))
+    if segs[1] != 1:
+        return False
+    ins, out = list(g.operands)[:segs[0]], g.operands[segs[0]]
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    rank = ir.MemRefType(out.type).rank
+    ident = ir.AffineMap.get_identity(rank)
+    if maps[-1] != ident or rank != ir.MemRefType(c.type).rank or any(m.n_symbols for m in maps):
+        return False
+    if not any(x == c and m == ident for x, m in zip(ins, maps)):
+        return False
+    if any(x == c and m != ident for x, m in zip(ins, maps)):
+        return False
+    if any(_dims_of(m) is None for m in maps):
+        return False
+    return all(not len(o.regions) for o in g.regions[0].blocks[0].operations)
+
+
+def _matmul_neighbours(v: _View) -> _Epilogue:
+    """The `linalg.fill` of the matmul's output C right before it and an elementwise generic that
+    reads C right after it (`_elementwise_epilogue`), with only ops that touch no memory between.
+    C is not written when the generic is fused and C is a temporary (a `memref.alloc`, or a
+    memory-plan view of a workspace block) that nothing else reads."""
+    op, c = v.op, v.out
+    ops = [_op_of(x) for x in op.block.operations]
+    at = next(i for i, x in enumerate(ops) if x == op)
+    fill = None
+    for x in reversed(ops[:at]):
+        if x.name == "linalg.fill" and not x.results and x.operands[len(x.operands) - 1] == c:
+            fill = x
+            break
+        if not _touches_no_memory(x):
+            break
+    generic = None
+    for x in ops[at + 1:]:
+        if x.name == "linalg.generic" and _elementwise_epilogue(x, c):
+            generic = x
+            break
+        if not _touches_no_memory(x):
+            break
+    store_c = True
+    if generic is not None and not isinstance(c.owner, ir.Block):
+        root = c
+        while not isinstance(root.owner, ir.Block) and _op_of(root.owner).name in _VIEW_OPS[1:]:
+            root = _op_of(root.owner).operands[0]  # through reshapes and casts, not through a view
+        temporary = not isinstance(root.owner, ir.Block) and _op_of(root.owner).name in ("memref.alloc",
+                                                                                           "memref.view")
+        if temporary:
+            store_c = False
+            for y in _family(root):
+                for u in y.uses:
+                    o = _op_of(u.owner)
+                    if o.name == "memref.dealloc" or (o.name in _VIEW_OPS and o.operands[0] == y):
+                        continue
+                    if not any(o == a for a in (op, generic, fill) if a is not None):
+                        store_c = True
+    return _Epilogue(fill, generic, store_c)
+
+
+def _is_positive_zero(x: ir.Value) -> bool:
+    if isinstance(x.owner, ir.Block) or _op_of(x.owner).name != "arith.constant":
+        return False
+    a = _op_of(x.owner).attributes["value"]
+    return isinstance(a, ir.FloatAttr) and ir.FloatAttr(a).value == 0.0 and \
+        math.copysign(1.0, ir.FloatAttr(a).value) > 0
+
+
+def _epilogue_value(g: ir.Operation, c: ir.Value, total: ir.Value, cidx: list) -> tuple[ir.Value, ir.Value, list]:
+    """Clone the body of the fused generic at C's index `cidx`; returns (result, output, index)."""
+    segs = list(ir.DenseI32ArrayAttr(g.attributes["operandSegmentSizes"]))
+    ins, out = list(g.operands)[:segs[0]], g.operands[segs[0]]
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    ivs = dict(enumerate(cidx))
+    body = g.regions[0].blocks[0]
+    env = {}
+    for arg, x, m in zip(body.arguments, ins + [out], maps):
+        if x == c:
+            env[arg] = total
+        elif _used(arg):
+            env[arg] = _load(x, _indices(m, ivs))
+    ops = [_op_of(o) for o in body.operations]
+    _clone_region_ops(ops[:-1], env, ivs)
+    res = ops[-1].operands[0]
+    return env.get(res, res), out, cidx
+
+
+def _emit_matmul(v: _View, mm: _Matmul, sizes: list, tile: int, memory: WorkgroupMemory,
+                 fuse: bool = True) -> list[ir.Operation]:
     """A block of s x s threads (s = min(tile, 16)) per `tile` x `tile` output tile, each thread
     computing r x r outputs (r = tile / s, rows and columns s apart); K in steps of s through an
-    A tile [tile, s] and a B tile [s, tile] in workgroup memory, loaded by all threads together."""
+    A tile [tile, s] and a B tile [s, tile] in workgroup memory, loaded by all threads together.
+    With `fuse`, the fill of C before it and an elementwise epilogue after it (`_matmul_neighbours`)
+    happen in the output write: C starts at the fill value instead of being read, and the
+    epilogue's result is stored where the epilogue would have stored it. Returns the fused ops
+    (marked, not yet erased)."""
     op = v.op
     s = min(tile, _MATMUL_THREADS)
     r = tile // s
-    with ir.InsertionPoint(op), op.location:
+    ep = _matmul_neighbours(v) if fuse else _Epilogue(None, None, True)
+    # At the epilogue when there is one: the views it reads may be made between the two (the
+    # ops between touch no memory, and the matmul's operands are defined before it).
+    with ir.InsertionPoint(ep.generic or op), op.location:
         m_size, n_size, k_size = sizes[mm.m], sizes[mm.n], sizes[mm.k]
         bsizes = [sizes[d] for d in mm.batch]
         nbatch = _prod(bsizes)
@@ -922,8 +1062,17 @@ def _emit_matmul(v: _View, mm: _Matmul, sizes: list, tile: int, memory: Workgrou
                     write = _if(_and(rows_ok[i], cols_ok[j]), [], False)
                     with ir.InsertionPoint(write.then_block):
                         cidx = _indices(v.maps[2], {**ivs, mm.m: rows[i], mm.n: cols[j]})
-                        cur = _load(v.out, cidx)
-                        _store(_mk("arith.addf", [f32], [cur, totals[i * r + j]]).results[0], v.out, cidx)
+                        if ep.fill is None:
+                            c = _mk("arith.addf", [f32], [_load(v.out, cidx), totals[i * r + j]]).results[0]
+                        elif _is_positive_zero(ep.fill.operands[0]):  # the sums start at +0.0 already
+                            c = totals[i * r + j]
+                        else:
+                            c = _mk("arith.addf", [f32], [ep.fill.operands[0], totals[i * r + j]]).results[0]
+                        if ep.store_c:
+                            _store(c, v.out, cidx)
+                        if ep.generic is not None:
+                            y, out, yidx = _epilogue_value(ep.generic, v.out, c, cidx)
+                            _store(y, out, yidx)
                         _yield([])
 
         if nbatch == 1:
@@ -935,6 +1084,10 @@ def _emit_matmul(v: _View, mm: _Matmul, sizes: list, tile: int, memory: Workgrou
                 _yield([])
         _mk("gpu.terminator", [], [])
     op.erase()
+    fused = [x for x in (ep.fill, ep.generic) if x is not None]
+    for x in fused:  # erased by map_cooperative_kernels, which may still hold it
+        x.attributes[_FUSED] = ir.UnitAttr.get()
+    return fused
 
 
 def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, matmul_tile: int,
@@ -954,7 +1107,10 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
     module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
     done = {"row-reduce": 0, "matmul": 0}
     with module_op.context, ir.Location.unknown():
+        fused = []
         for o in todo:
+            if any(o == x for x in fused):
+                continue
             v = _view(o)
             if v is None:
                 continue
@@ -967,11 +1123,14 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
             if sizes is None or any(isinstance(s, int) and s == 0 for s in sizes):
                 continue
             if mm is not None:
-                _emit_matmul(v, mm, sizes, matmul_tile, memory)
+                fused += _emit_matmul(v, mm, sizes, matmul_tile, memory)
                 done["matmul"] += 1
             else:
                 _emit_row_reduction(v, rr, sizes, reduce_threads, _REDUCE_BLOCK, memory)
                 done["row-reduce"] += 1
+        for o in fused:
+            o.erase()
+        done["fused"] = len(fused)
     return done
 
 
