@@ -29,21 +29,30 @@ func.func @column_max(%x: !relax.tensor<["b", 8], f32>) -> !relax.tensor<[8], f3
 
 // -----
 
-// A scalar result: its init (a rank-0 fill) runs as a one-thread kernel, not as a host store
-// into device memory.
-// CHECK-LABEL: func.func @total
+// Scalar work: a rank-0 elementwise op runs as a one-thread kernel, not as host code loading
+// and storing device memory; a sum to a scalar is one cooperative kernel with its init fused.
+// CHECK-LABEL: func.func @scalars
 // CHECK-NOT: memref.store
-// CHECK: gpu.launch_func
+// CHECK-NOT: memref.load
+// CHECK: gpu.launch_func @[[E:.*]]::@{{.*}} blocks in (%c1, %c1, %c1)
+// CHECK-NOT: memref.store
+// CHECK-NOT: memref.load
+// CHECK: gpu.launch_func @[[S:.*]]::@{{.*}} blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-NOT: memref.store
 // CHECK: return
-// CHECK: gpu.func
-// CHECK: memref.store %cst, %{{.*}}[] : memref<f32>
-// SPIRV-LABEL: func.func @total
+// CHECK: gpu.module @[[E]]
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %{{.*}}[] : memref<f32>
+// CHECK: gpu.module @[[S]]
+// CHECK: gpu.barrier
+// SPIRV-LABEL: func.func @scalars
 // SPIRV-NOT: memref.store
+// SPIRV-NOT: memref.load
 // SPIRV: return
-func.func @total(%x: !relax.tensor<["n"], f32>) -> !relax.tensor<[], f32> {
-  %s = "relax.sum"(%x) {axes = [0], keepdims = false} : (!relax.tensor<["n"], f32>) -> !relax.tensor<[], f32>
-  return %s : !relax.tensor<[], f32>
+func.func @scalars(%x: !relax.tensor<[], f32>, %y: !relax.tensor<["n"], f32>) -> (!relax.tensor<[], f32>, !relax.tensor<[], f32>) {
+  %e = "relax.exp"(%x) : (!relax.tensor<[], f32>) -> !relax.tensor<[], f32>
+  %s = "relax.sum"(%y) {axes = [0], keepdims = false} : (!relax.tensor<["n"], f32>) -> !relax.tensor<[], f32>
+  return %e, %s : !relax.tensor<[], f32>, !relax.tensor<[], f32>
 }
 
 // -----

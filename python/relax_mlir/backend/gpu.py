@@ -43,7 +43,7 @@ Cooperative kernels (`GPUOptions.reduce_threads`, `matmul_tile`; 0 turns one off
   in steps of 16 through an A and a B tile in workgroup memory, with bounds guards on M, N, K.
   Grid = (ceildiv(N, tile), ceildiv(M, tile), min(batch, 65535)). The fill of C right before
   the matmul and an elementwise generic right after it that reads C at its own position (bias,
-  activation: `_matmul_neighbours`) are done in the output write: the sums start at the fill
+  activation: `_output_neighbours`) are done in the output write: the sums start at the fill
   value, the epilogue's result is stored, and C itself only when something else reads it.
 
 Workgroup memory is a launch workgroup attribution here (NVVM: a `.shared` global) and a
@@ -757,114 +757,6 @@ def _external_constants(v: _View, ops: list[ir.Operation], env: dict) -> None:
                 env[x] = owner.clone().results[0]
 
 
-def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, block: int,
-                        memory: WorkgroupMemory) -> None:
-    """A block of `block` threads: `ty_n` rows at a time, `tx_n` (at most `threads`) threads striding
-    over each row, then a tree in workgroup memory."""
-    op = v.op
-    with ir.InsertionPoint(op), op.location:
-        par, red = sizes[:r.n_par], sizes[r.n_par:]
-        rows, ktot = _prod(par), _prod(red)
-        tx_n = min(threads, _pow2ceil(ktot)) if isinstance(ktot, int) else threads
-        ty_n = max(1, block // tx_n)
-        if isinstance(rows, int):
-            ty_n = min(ty_n, _pow2ceil(rows))
-        groups = _min(_ceildiv(rows, ty_n), _MAX_GRID)
-        launch, body, bufs = _new_launch([groups, 1, 1], [tx_n, ty_n, 1], [tx_n * ty_n] if tx_n > 1 else [],
-                                         memory, "row-reduce")
-    ops = _body_ops(v)[:-1]
-    args = list(v.body.arguments)
-    out_arg = args[len(v.ins)]
-    ident = _COMBINERS[r.combiner.name]
-    # Region values that do not depend on the reduced dims are computed once per row.
-    varying = {args[i] for i, m in enumerate(v.maps[:-1]) if any(d >= r.n_par for d in _dims_of(m))}
-    hoisted, inner = [], []
-    for o in ops:
-        if o == r.combiner:
-            continue
-        if o.name == "linalg.index":
-            dep = ir.IntegerAttr(o.attributes["dim"]).value >= r.n_par
-        else:
-            dep = any(x in varying for x in o.operands)
-        (inner if dep else hoisted).append(o)
-        if dep:
-            varying.update(o.results)
-    with ir.InsertionPoint(body), op.location:
-        env: dict = {}
-        _external_constants(v, ops, env)
-        bx, tx, gx = body.arguments[0], body.arguments[3], body.arguments[6]
-        ty = body.arguments[4] if ty_n > 1 else 0
-        rloop = _for(_mul(bx, ty_n), rows, _mul(gx, ty_n), [])
-        with ir.InsertionPoint(rloop.body):
-            row = _add(rloop.induction_variable, ty)
-            valid = _ult(row, rows)
-            pivs = dict(enumerate(_delinearize(row, par)))
-            oidx = _indices(v.maps[-1], pivs)
-            guard = _if(valid, [ir.F32Type.get()], True)
-            with ir.InsertionPoint(guard.then_block):
-                start = _cf32(ident) if ident is not None else _load(v.out, oidx)
-                renv = dict(env)
-                for i, m in enumerate(v.maps[:-1]):
-                    if args[i] not in varying and _used(args[i]):
-                        renv[args[i]] = _load(v.ins[i], _indices(m, pivs))
-                _clone_region_ops(hoisted, renv, pivs)
-
-                def accumulate(j, acc):
-                    kenv = dict(renv)
-                    ivs = dict(pivs)
-                    ivs.update({r.n_par + i: x for i, x in enumerate(_delinearize(j, red))})
-                    for i, m in enumerate(v.maps[:-1]):
-                        if args[i] in varying and _used(args[i]):
-                            kenv[args[i]] = _load(v.ins[i], _indices(m, ivs))
-                    _clone_region_ops(inner, kenv, ivs)
-                    return _combine(r.combiner, out_arg, acc, kenv.get(r.x, r.x))
-
-                _yield(_accumulate(tx, ktot, tx_n, [start], lambda j, acc: [accumulate(j, acc[0])]))
-            with ir.InsertionPoint(guard.else_block):
-                _yield([_cf32(0.0)])  # a row past the end: never written
-            acc = guard.results[0]
-            is_first = _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [tx, _cidx(0)],
-                           {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).results[0]
-            if tx_n > 1:
-                sm = bufs[0]
-                base = _mul(ty, tx_n)
-                slot = _add(base, tx)
-                _store(acc, sm, [slot])
-                _mk("gpu.barrier", [], [])
-                s = tx_n // 2
-                while s >= 1:
-                    step = _if(_ult(tx, s), [], False)
-                    with ir.InsertionPoint(step.then_block):
-                        a = _load(sm, [slot])
-                        b = _load(sm, [_add(slot, s)])
-                        _store(_combine(r.combiner, out_arg, a, b), sm, [slot])
-                        _yield([])
-                    _mk("gpu.barrier", [], [])
-                    s //= 2
-            write = _if(_and(is_first, valid), [], False)
-            with ir.InsertionPoint(write.then_block):
-                total = _load(bufs[0], [base]) if tx_n > 1 else acc
-                cur = _load(v.out, oidx)
-                _store(_combine(r.combiner, out_arg, cur, total), v.out, oidx)
-                _yield([])
-            _yield([])
-        _mk("gpu.terminator", [], [])
-    op.erase()
-
-
-def _used(x: ir.Value) -> bool:
-    return any(True for _ in x.uses)
-
-
-def _clone_region_ops(ops: list[ir.Operation], env: dict, ivs: dict) -> None:
-    """Clone region ops into the kernel; `linalg.index` becomes the loop iv of its dim."""
-    for o in ops:
-        if o.name == "linalg.index":
-            env[o.results[0]] = _val(ivs[ir.IntegerAttr(o.attributes["dim"]).value])
-        else:
-            _clone_into([o], env)
-
-
 _VIEW_OPS = ("memref.view", "memref.reshape", "memref.collapse_shape", "memref.expand_shape", "memref.cast")
 # Ops that neither read nor write buffer contents: a fill or an epilogue may be fused across them.
 _NO_MEMORY = _VIEW_OPS + ("memref.dim", "memref.get_global", "affine.apply")
@@ -880,7 +772,7 @@ def _op_of(x) -> ir.Operation:
 
 @dataclass
 class _Epilogue:
-    """Work fused into a cooperative matmul's output write (`_matmul_neighbours`)."""
+    """Work fused into a cooperative kernel's output write (`_output_neighbours`)."""
 
     fill: ir.Operation | None  # the linalg.fill of C just before: the accumulator starts at its value
     generic: ir.Operation | None  # the elementwise linalg.generic just after, reading C
@@ -925,9 +817,10 @@ def _elementwise_epilogue(g: ir.Operation, c: ir.Value) -> bool:
     return all(not len(o.regions) for o in g.regions[0].blocks[0].operations)
 
 
-def _matmul_neighbours(v: _View) -> _Epilogue:
-    """The `linalg.fill` of the matmul's output C right before it and an elementwise generic that
-    reads C right after it (`_elementwise_epilogue`), with only ops that touch no memory between.
+def _output_neighbours(v: _View) -> _Epilogue:
+    """The `linalg.fill` of a matmul's or row reduction's output C right before it and an
+    elementwise generic that reads C right after it (`_elementwise_epilogue`), with only ops that
+    touch no memory between.
     C is not written when the generic is fused and C is a temporary (a `memref.alloc`, or a
     memory-plan view of a workspace block) that nothing else reads."""
     op, c = v.op, v.out
@@ -993,19 +886,139 @@ def _epilogue_value(g: ir.Operation, c: ir.Value, total: ir.Value, cidx: list) -
     return env.get(res, res), out, cidx
 
 
+def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, block: int,
+                        memory: WorkgroupMemory, fuse: bool = True) -> list[ir.Operation]:
+    """A block of `block` threads: `ty_n` rows at a time, `tx_n` (at most `threads`) threads striding
+    over each row, then a tree in workgroup memory. With `fuse`, the fill of the output before it
+    and an elementwise epilogue after it are done in the row's write (as for the matmul); returns
+    the fused ops (marked, not yet erased)."""
+    op = v.op
+    ep = _output_neighbours(v) if fuse else _Epilogue(None, None, True)
+    with ir.InsertionPoint(ep.generic or op), op.location:
+        par, red = sizes[:r.n_par], sizes[r.n_par:]
+        rows, ktot = _prod(par), _prod(red)
+        tx_n = min(threads, _pow2ceil(ktot)) if isinstance(ktot, int) else threads
+        ty_n = max(1, block // tx_n)
+        if isinstance(rows, int):
+            ty_n = min(ty_n, _pow2ceil(rows))
+        groups = _min(_ceildiv(rows, ty_n), _MAX_GRID)
+        launch, body, bufs = _new_launch([groups, 1, 1], [tx_n, ty_n, 1], [tx_n * ty_n] if tx_n > 1 else [],
+                                         memory, "row-reduce")
+    ops = _body_ops(v)[:-1]
+    args = list(v.body.arguments)
+    out_arg = args[len(v.ins)]
+    ident = _COMBINERS[r.combiner.name]
+    # Region values that do not depend on the reduced dims are computed once per row.
+    varying = {args[i] for i, m in enumerate(v.maps[:-1]) if any(d >= r.n_par for d in _dims_of(m))}
+    hoisted, inner = [], []
+    for o in ops:
+        if o == r.combiner:
+            continue
+        if o.name == "linalg.index":
+            dep = ir.IntegerAttr(o.attributes["dim"]).value >= r.n_par
+        else:
+            dep = any(x in varying for x in o.operands)
+        (inner if dep else hoisted).append(o)
+        if dep:
+            varying.update(o.results)
+    with ir.InsertionPoint(body), op.location:
+        env: dict = {}
+        _external_constants(v, ops, env)
+        bx, tx, gx = body.arguments[0], body.arguments[3], body.arguments[6]
+        ty = body.arguments[4] if ty_n > 1 else 0
+        rloop = _for(_mul(bx, ty_n), rows, _mul(gx, ty_n), [])
+        with ir.InsertionPoint(rloop.body):
+            row = _add(rloop.induction_variable, ty)
+            valid = _ult(row, rows)
+            pivs = dict(enumerate(_delinearize(row, par)))
+            oidx = _indices(v.maps[-1], pivs)
+            guard = _if(valid, [ir.F32Type.get()], True)
+            with ir.InsertionPoint(guard.then_block):
+                if ident is not None:
+                    start = _cf32(ident)
+                else:  # max / min: the partials start at the output's initial value
+                    start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
+                renv = dict(env)
+                for i, m in enumerate(v.maps[:-1]):
+                    if args[i] not in varying and _used(args[i]):
+                        renv[args[i]] = _load(v.ins[i], _indices(m, pivs))
+                _clone_region_ops(hoisted, renv, pivs)
+
+                def accumulate(j, acc):
+                    kenv = dict(renv)
+                    ivs = dict(pivs)
+                    ivs.update({r.n_par + i: x for i, x in enumerate(_delinearize(j, red))})
+                    for i, m in enumerate(v.maps[:-1]):
+                        if args[i] in varying and _used(args[i]):
+                            kenv[args[i]] = _load(v.ins[i], _indices(m, ivs))
+                    _clone_region_ops(inner, kenv, ivs)
+                    return _combine(r.combiner, out_arg, acc, kenv.get(r.x, r.x))
+
+                _yield(_accumulate(tx, ktot, tx_n, [start], lambda j, acc: [accumulate(j, acc[0])]))
+            with ir.InsertionPoint(guard.else_block):
+                _yield([_cf32(0.0)])  # a row past the end: never written
+            acc = guard.results[0]
+            is_first = _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [tx, _cidx(0)],
+                           {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).results[0]
+            if tx_n > 1:
+                sm = bufs[0]
+                base = _mul(ty, tx_n)
+                slot = _add(base, tx)
+                _store(acc, sm, [slot])
+                _mk("gpu.barrier", [], [])
+                s = tx_n // 2
+                while s >= 1:
+                    step = _if(_ult(tx, s), [], False)
+                    with ir.InsertionPoint(step.then_block):
+                        a = _load(sm, [slot])
+                        b = _load(sm, [_add(slot, s)])
+                        _store(_combine(r.combiner, out_arg, a, b), sm, [slot])
+                        _yield([])
+                    _mk("gpu.barrier", [], [])
+                    s //= 2
+            write = _if(_and(is_first, valid), [], False)
+            with ir.InsertionPoint(write.then_block):
+                total = _load(bufs[0], [base]) if tx_n > 1 else acc
+                start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
+                value = _combine(r.combiner, out_arg, start, total)
+                if ep.store_c:
+                    _store(value, v.out, oidx)
+                if ep.generic is not None:
+                    y, out, yidx = _epilogue_value(ep.generic, v.out, value, oidx)
+                    _store(y, out, yidx)
+                _yield([])
+            _yield([])
+        _mk("gpu.terminator", [], [])
+    op.erase()
+    return _mark_fused(ep)
+
+
+def _used(x: ir.Value) -> bool:
+    return any(True for _ in x.uses)
+
+
+def _clone_region_ops(ops: list[ir.Operation], env: dict, ivs: dict) -> None:
+    """Clone region ops into the kernel; `linalg.index` becomes the loop iv of its dim."""
+    for o in ops:
+        if o.name == "linalg.index":
+            env[o.results[0]] = _val(ivs[ir.IntegerAttr(o.attributes["dim"]).value])
+        else:
+            _clone_into([o], env)
+
+
 def _emit_matmul(v: _View, mm: _Matmul, sizes: list, tile: int, memory: WorkgroupMemory,
                  fuse: bool = True) -> list[ir.Operation]:
     """A block of s x s threads (s = min(tile, 16)) per `tile` x `tile` output tile, each thread
     computing r x r outputs (r = tile / s, rows and columns s apart); K in steps of s through an
     A tile [tile, s] and a B tile [s, tile] in workgroup memory, loaded by all threads together.
-    With `fuse`, the fill of C before it and an elementwise epilogue after it (`_matmul_neighbours`)
+    With `fuse`, the fill of C before it and an elementwise epilogue after it (`_output_neighbours`)
     happen in the output write: C starts at the fill value instead of being read, and the
     epilogue's result is stored where the epilogue would have stored it. Returns the fused ops
     (marked, not yet erased)."""
     op = v.op
     s = min(tile, _MATMUL_THREADS)
     r = tile // s
-    ep = _matmul_neighbours(v) if fuse else _Epilogue(None, None, True)
+    ep = _output_neighbours(v) if fuse else _Epilogue(None, None, True)
     # At the epilogue when there is one: the views it reads may be made between the two (the
     # ops between touch no memory, and the matmul's operands are defined before it).
     with ir.InsertionPoint(ep.generic or op), op.location:
@@ -1084,6 +1097,10 @@ def _emit_matmul(v: _View, mm: _Matmul, sizes: list, tile: int, memory: Workgrou
                 _yield([])
         _mk("gpu.terminator", [], [])
     op.erase()
+    return _mark_fused(ep)
+
+
+def _mark_fused(ep: _Epilogue) -> list[ir.Operation]:
     fused = [x for x in (ep.fill, ep.generic) if x is not None]
     for x in fused:  # erased by map_cooperative_kernels, which may still hold it
         x.attributes[_FUSED] = ir.UnitAttr.get()
@@ -1126,7 +1143,7 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
                 fused += _emit_matmul(v, mm, sizes, matmul_tile, memory)
                 done["matmul"] += 1
             else:
-                _emit_row_reduction(v, rr, sizes, reduce_threads, _REDUCE_BLOCK, memory)
+                fused += _emit_row_reduction(v, rr, sizes, reduce_threads, _REDUCE_BLOCK, memory)
                 done["row-reduce"] += 1
         for o in fused:
             o.erase()

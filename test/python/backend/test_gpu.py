@@ -119,12 +119,15 @@ def test_ptx_assembles(name, tmp_path):
 
 def test_grid_from_dynamic_dims():
     """The grid is ceildiv(dim, tile) computed on the host: one module for every n."""
-    m = upstream(PROGRAMS["softmax"])
-    with m.context:
-        gpu.lower(m.op, gpu.GPUOptions(), until="map")
-        text = str(m.op)
-    assert "ceildiv 256" in text  # 1-D loops: 256 threads
-    assert "threads in (%c32, %c8, %c1)" in text  # 2-D loops: block (32, 8), x innermost
+    texts = []
+    v = T(["n"])
+    for src in (PROGRAMS["softmax"], program([("x", v)], [f'%e = "relax.exp"(%x) : ({v}) -> {v}'], ("%e", v))):
+        m = upstream(src)
+        with m.context:
+            gpu.lower(m.op, gpu.GPUOptions(), until="map")
+            texts.append(str(m.op))
+    assert "threads in (%c32, %c8, %c1)" in texts[0]  # 2-D loops: block (32, 8), x innermost
+    assert "ceildiv 256" in texts[1] and "threads in (%c256, %c1, %c1)" in texts[1]  # 1-D loops: 256 threads
 
 
 def kernels(op):
@@ -149,7 +152,7 @@ def test_row_reduction_grid_and_block():
     reduce_threads=32: 8 rows per block, grid min(ceildiv(n, 8), 65535)."""
     for opts, threads, grid in ((gpu.GPUOptions(), "threads in (%c256, %c1, %c1)", ["arith.minui"]),
                                 (gpu.GPUOptions(reduce_threads=32), "threads in (%c32, %c8, %c1)",
-                                 ["arith.addi %dim_0, %c7", "arith.divui", "arith.minui"])):
+                                 [", %c7 : index", "arith.divui", "arith.minui"])):
         m = upstream(PROGRAMS["row_sum"])
         with m.context:
             gpu.lower(m.op, opts, until="map")
