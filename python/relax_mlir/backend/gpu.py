@@ -36,7 +36,9 @@ Cooperative kernels (`GPUOptions.reduce_threads`, `matmul_tile`; 0 turns one off
   from the region -- runs `reduce_threads` threads per row (fewer for a short static row) and
   256 / that rows per block; each thread strides over the row accumulating a partial, then a
   tree over workgroup memory with a `gpu.barrier` per step; thread 0 combines the result into
-  the output. The block loops over rows (grid = min(ceildiv(rows, rows per block), 65535)).
+  the output. The block loops over rows (grid = min(ceildiv(rows, rows per block), 65535)). The
+  output's init fill and an elementwise epilogue on the reduced output are fused into that
+  write, as for the matmul below.
 * a matmul -- linalg.matmul, linalg.batch_matmul, or a generic with C[b.., m, n] += A[.., m, k] *
   B[.., k, n] indexing in f32 (broadcast batch dims allowed) -- runs a 16 x 16 block per
   `matmul_tile` x `matmul_tile` output tile (each thread r x r outputs, r = tile / 16), walking K
