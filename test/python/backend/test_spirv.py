@@ -1,13 +1,12 @@
 """SPIR-V backend: every binary passes spirv-val; wgpu (lavapipe) results match numpy."""
 from __future__ import annotations
 
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import relax_mlir
+import toolchecks
 from relax_mlir.backend import spirv
 
 UPSTREAM = ["relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream"]
@@ -79,15 +78,8 @@ def test_spirv_val(name, tmp_path):
         spirv.lower(m.op)
         bins = spirv.spirv_binaries(m.op)
     assert bins
-    val = shutil.which("spirv-val")
-    if val is None:
+    if not toolchecks.spirv_val(bins, tmp_path, name):
         pytest.skip("spirv-val (Debian spirv-tools) is not installed")
-    for k, data in bins.items():
-        assert data[:4] == b"\x03\x02\x23\x07"
-        p = tmp_path / f"{k}.spv"
-        p.write_bytes(data)
-        r = subprocess.run([val, "--target-env", "vulkan1.0", str(p)], capture_output=True, text=True)
-        assert r.returncode == 0, f"{name}/{k}: {r.stdout}{r.stderr}"
 
 
 def _vulkan():
@@ -207,14 +199,9 @@ def test_cooperative_spirv_val(name, tmp_path):
     with m.context:
         spirv.lower(m.op)
         bins = spirv.spirv_binaries(m.op)
-    val = shutil.which("spirv-val")
-    if val is None:
+    assert bins
+    if not toolchecks.spirv_val(bins, tmp_path, name):
         pytest.skip("spirv-val (Debian spirv-tools) is not installed")
-    for k, data in bins.items():
-        p = tmp_path / f"{k}.spv"
-        p.write_bytes(data)
-        r = subprocess.run([val, "--target-env", "vulkan1.0", str(p)], capture_output=True, text=True)
-        assert r.returncode == 0, f"{name}/{k}: {r.stdout}{r.stderr}"
 
 
 def _compile(src):

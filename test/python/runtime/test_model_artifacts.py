@@ -13,7 +13,6 @@ KV-cache decoder) on every target, each compiled ONCE and exported as an artifac
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ jax = pytest.importorskip("jax")
 
 import fake_cupy  # noqa: E402
 import model_zoo as zoo  # noqa: E402
+import toolchecks  # noqa: E402
 from recording_driver import RecordingDriver, check_launches  # noqa: E402
 
 import relax_mlir  # noqa: E402
@@ -114,14 +114,8 @@ def test_vulkan(name, tmp_path, vulkan_adapter):
     bins = exe.artifacts["spirv"]
     assert bins, "no SPIR-V kernels"
     _host_memory_ops_stay_on_the_host(exe.artifacts["hostprog"])
-    val = shutil.which("spirv-val")
-    if val is None:
+    if not toolchecks.spirv_val(bins, tmp_path, name):
         pytest.skip("spirv-val (Debian spirv-tools) is not installed")
-    for kname, blob in bins.items():
-        p = tmp_path / f"{kname}.spv"
-        p.write_bytes(blob)
-        r = subprocess.run([val, "--target-env", "vulkan1.0", str(p)], capture_output=True, text=True)
-        assert r.returncode == 0, f"{name}: {kname}: {r.stderr}{r.stdout}"
     if not vulkan_adapter:
         pytest.skip("wgpu or a Vulkan adapter (lavapipe) is not available")
     _run_artifact_without_mlir(name, exe, tmp_path)
@@ -138,14 +132,7 @@ def test_cuda(name, tmp_path, monkeypatch):
     ptx = exe.ptx
     assert ptx and all(".entry" in text for text in ptx.values())
     _host_memory_ops_stay_on_the_host(exe.artifacts["hostprog"])
-    ptxas = shutil.which("ptxas")
-    if ptxas is not None:
-        for kname, text in ptx.items():
-            p = tmp_path / f"{kname}.ptx"
-            p.write_text(text)
-            r = subprocess.run([ptxas, "-arch=sm_90", str(p), "-o", str(tmp_path / f"{kname}.cubin")],
-                               capture_output=True, text=True)
-            assert r.returncode == 0, f"{name}: {kname}: {r.stderr}"
+    assembled = toolchecks.ptxas(ptx, tmp_path, name)
     exe.export(str(tmp_path / "artifact"))
     drv = RecordingDriver()
     loaded = load(str(tmp_path / "artifact"), driver=drv)
@@ -166,5 +153,5 @@ def test_cuda(name, tmp_path, monkeypatch):
         got = zoo.as_list(with_cupy(*args))
         assert [g.shape for g in got] == [w.shape for w in want], f"{name} n={n}"
         assert len(fake_cupy.LAUNCHES) == counts[0]
-    if ptxas is None:
+    if not assembled:
         pytest.skip("ptxas is not installed: the PTX was not assembled")
