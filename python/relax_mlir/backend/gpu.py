@@ -1277,6 +1277,7 @@ def stage_map(module, options: GPUOptions) -> None:
     _run_pipeline(op, _TO_LAUNCH, "map")
     _sink_constants(op)
     _run_pipeline(op, _OUTLINE, "map")
+    drop_unused_workspace(op)
 
 
 def parallel_dims_first(module_op: ir.Operation) -> int:
@@ -1360,6 +1361,31 @@ def serial_linalg_in_one_thread(module_op: ir.Operation) -> int:
                 _mk("scf.reduce", [], [])
             o.move_before(body.operations[0])
     return len(todo)
+
+
+def drop_unused_workspace(module_op: ir.Operation) -> int:
+    """Size 0 for each workspace block (`relax.workspace`) an entry no longer uses after mapping: a
+    block that held a matmul's or reduction's output, when the kernel fused into its epilogue
+    never writes it. The blocks are the entry's arguments after its inputs and outputs, before
+    the error slot. Returns the number of blocks dropped."""
+    dropped = 0
+    for f in module_op.regions[0].blocks[0].operations:
+        f = f.operation
+        if f.name != "func.func" or "relax.workspace" not in f.attributes or not len(f.regions[0].blocks):
+            continue
+        sizes = list(ir.ArrayAttr(f.attributes["relax.workspace"]))
+        args = list(f.regions[0].blocks[0].arguments)
+        first = len(args) - 1 - len(sizes)
+        new = []
+        for k, size in enumerate(sizes):
+            unused = not any(True for _ in args[first + k].uses)
+            if unused and not (isinstance(size, ir.IntegerAttr) and ir.IntegerAttr(size).value == 0):
+                dropped += 1
+                size = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+            new.append(size)
+        with f.context:
+            f.attributes["relax.workspace"] = ir.ArrayAttr.get(new)
+    return dropped
 
 
 def _gpu_modules(module_op: ir.Operation) -> list[ir.Operation]:

@@ -40,13 +40,13 @@ from mlir import ir
 
 from relax_mlir.backend.cpu import LoweringError, _as_op, _run_pipeline, _top_funcs, _walk
 from relax_mlir.backend.gpu import (
-    _COOPERATIVE,
     _TO_LOOPS,
     WorkgroupMemory,
     _check_cooperative,
     _finite_constant,
     _sink_constants,
     copies_to_kernels,
+    drop_unused_workspace,
     fold_subviews,
     map_cooperative_kernels,
     parallel_dims_first,
@@ -311,6 +311,7 @@ def stage_map(module, options: SPIRVOptions) -> None:
     if leftover:
         raise LoweringError("map", "convert-parallel-loops-to-gpu",
                             f"{len(leftover)} parallel loop(s) were not mapped to the GPU")
+    drop_unused_workspace(op)
 
 
 def _is_workgroup(t: ir.Type) -> bool:

@@ -158,10 +158,10 @@ def compile_cuda(module, options=None) -> CudaExecutable:
     options = options or gpu.GPUOptions()
     op, ctx = module.op, module.context
     with ctx:
-        sigs = entry_signatures(op)
-        if not sigs:
+        if not entry_signatures(op):
             raise ValueError("the module has no public graph function to call")
         gpu.lower(op, options, until="map")
+        sigs = entry_signatures(op)  # after mapping: workspace blocks no kernel uses are dropped
         program = json.loads(json.dumps(extract(op, "cuda")))
         copy = ir.Module.parse(op.get_asm(enable_debug_info=False))
         gpu.stage_to_ptx(copy.operation, options)

@@ -193,9 +193,10 @@ def compile_vulkan(module):
 
     op, ctx = _module_op(module)
     with ctx:
-        sigs = entry_signatures(op)
-    if not sigs:
-        raise ValueError("the module has no public graph function to call")
+        if not entry_signatures(op):
+            raise ValueError("the module has no public graph function to call")
     _, _, program, bins = _lower(module)
+    with ctx:
+        sigs = entry_signatures(op)  # after mapping: workspace blocks no kernel uses are dropped
     program = json.loads(json.dumps(program))  # exactly what an artifact holds
     return gpu_executable("vulkan", sigs, program, {"spirv": bins}, lambda: WgpuDriver(bins))
