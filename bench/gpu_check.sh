@@ -4,6 +4,11 @@
 #   .venv/bin/python bench/export_gpu_artifacts.py /tmp/relax-mlir-gpu-artifacts
 # then, on the GPU machine:
 #   bench/gpu_check.sh /tmp/relax-mlir-gpu-artifacts [JSON_OUT]
+# With this workplace's device tool: export into build/gpu-artifacts (git ignores build/; all 14
+# models are about 13 MB), then run with carry ["build/gpu-artifacts"] and the command
+#   PYTHON=python3 bash bench/gpu_check.sh build/gpu-artifacts $OUT/gpu_check.json
+# (one call, well inside 10 minutes). Here, `--target vulkan` artifacts run the same check on
+# lavapipe.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dir=${1:?usage: bench/gpu_check.sh ARTIFACT_DIR [JSON_OUT]}
