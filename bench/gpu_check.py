@@ -35,6 +35,36 @@ def median_ms(f, reps: int) -> float:
     return float(np.median(ts)) * 1e3
 
 
+def check_one(exe, jitted, a, name, n, rtol, atol, t_load) -> dict:
+    """Run one model at one shape against its stored reference and time it; returns the row."""
+    import jax
+
+    import model_zoo as zoo
+
+    ref = np.load(os.path.join(a.dir, name, f"ref_{n}.npz"))
+    args = [ref[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in ref.files))]
+    want = [ref[f"out{i}"] for i in range(sum(k.startswith("out") for k in ref.files))]
+    t0 = time.perf_counter()
+    got = zoo.as_list(exe(*args))
+    t_first = time.perf_counter() - t0
+    good = len(got) == len(want) and all(
+        g.shape == w.shape and np.allclose(g, w, rtol=rtol, atol=atol) for g, w in zip(got, want))
+    err = max((float(np.max(np.abs(g - w))) if w.size else 0.0 for g, w in zip(got, want)
+               if g.shape == w.shape), default=float("inf"))
+    jax_err = max(float(np.max(np.abs(np.asarray(j) - w))) if w.size else 0.0
+                  for j, w in zip(zoo.as_list(jitted(*args)), want))
+    dev = [jax.device_put(x) for x in args]
+    t_ours = median_ms(lambda: exe(*args), a.reps)
+    t_jax_np = median_ms(lambda: jax.block_until_ready(jitted(*args)), a.reps)
+    t_jax_dev = median_ms(lambda: jax.block_until_ready(jitted(*dev)), a.reps)
+    row = {"model": name, "n": n, "ok": good, "max_abs_err": err, "jax_max_abs_err": jax_err,
+           "ours_ms": t_ours, "jax_numpy_in_ms": t_jax_np, "jax_device_in_ms": t_jax_dev,
+           "ours_first_call_s": t_first, "load_s": t_load}
+    print(f"{name:18s} {n:5d} {t_ours:9.3f} {t_jax_np:11.3f} {t_jax_dev:12.3f} {t_ours / t_jax_np:9.2f} "
+          f"{err:9.1e} {'yes' if good else 'NO':>3s}", flush=True)
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -45,6 +75,7 @@ def main() -> int:
         index = json.load(f)
 
     from relax_mlir.runtime import load
+    from relax_mlir.runtime.cuda import CudaUnavailable
 
     import jax
 
@@ -64,28 +95,15 @@ def main() -> int:
         t_load = time.perf_counter() - t0
         jitted = jax.jit(fns[name])
         for n in m["shapes"]:
-            ref = np.load(os.path.join(a.dir, name, f"ref_{n}.npz"))
-            args = [ref[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in ref.files))]
-            want = [ref[f"out{i}"] for i in range(sum(k.startswith("out") for k in ref.files))]
-            t0 = time.perf_counter()
-            got = zoo.as_list(exe(*args))
-            t_first = time.perf_counter() - t0
-            good = len(got) == len(want) and all(
-                g.shape == w.shape and np.allclose(g, w, rtol=rtol, atol=atol) for g, w in zip(got, want))
-            err = max((float(np.max(np.abs(g - w))) if w.size else 0.0 for g, w in zip(got, want)
-                       if g.shape == w.shape), default=float("inf"))
-            jax_err = max(float(np.max(np.abs(np.asarray(j) - w))) if w.size else 0.0
-                          for j, w in zip(zoo.as_list(jitted(*args)), want))
-            ok &= good
-            dev = [jax.device_put(x) for x in args]
-            t_ours = median_ms(lambda: exe(*args), a.reps)
-            t_jax_np = median_ms(lambda: jax.block_until_ready(jitted(*args)), a.reps)
-            t_jax_dev = median_ms(lambda: jax.block_until_ready(jitted(*dev)), a.reps)
-            rows.append({"model": name, "n": n, "ok": good, "max_abs_err": err, "jax_max_abs_err": jax_err,
-                         "ours_ms": t_ours, "jax_numpy_in_ms": t_jax_np, "jax_device_in_ms": t_jax_dev,
-                         "ours_first_call_s": t_first, "load_s": t_load})
-            print(f"{name:18s} {n:5d} {t_ours:9.3f} {t_jax_np:11.3f} {t_jax_dev:12.3f} {t_ours / t_jax_np:9.2f} "
-                  f"{err:9.1e} {'yes' if good else 'NO':>3s}", flush=True)
+            try:
+                row = check_one(exe, jitted, a, name, n, rtol, atol, t_load)
+            except CudaUnavailable:
+                raise
+            except Exception as e:  # a failing model must not hide the others
+                row = {"model": name, "n": n, "ok": False, "error": f"{type(e).__name__}: {e}"}
+                print(f"{name:18s} {n:5d} FAILED {row['error'][:300]}", flush=True)
+            ok &= row["ok"]
+            rows.append(row)
     mlir_loaded = any(k == "mlir" or k.startswith("mlir.") for k in sys.modules)
     ok &= not mlir_loaded
     print(f"mlir imported: {mlir_loaded}; all results within rtol={rtol} atol={atol}: {ok}")
