@@ -4,8 +4,9 @@
 backend lowering (backend/spirv.py up to `to-spirv`, backend/gpu.py up to `map`) and returns a
 plain JSON-able dict. `HostProgram(program).run(entry, arrays, driver)` (run time, numpy only)
 executes it: index arithmetic, dims, allocations, views, copies, `scf.if`/`scf.for`, kernel
-launches through a pluggable `driver`, error-slot writes. In-process executables and exported
-artifacts run the same interpreter.
+launches through a pluggable `driver`, error-slot writes. Each entry's body is turned into Python
+closures (one per instruction, its fields bound) on its first call. In-process executables and
+exported artifacts run the same interpreter.
 
 Program format ("relax-mlir-hostprog-1"):
 
@@ -437,6 +438,9 @@ def _affine(e, vals, n_dims):
     raise HostError(f"unknown affine expression kind {k!r}")
 
 
+_RETURN = object()  # what a block that ran `return` gives back
+
+
 class HostProgram:
     """Runs an extracted host program with numpy and a driver (no MLIR)."""
 
@@ -452,6 +456,7 @@ class HostProgram:
             dt = self._np_dtype(g["dtype"], True)
             self._globals[name] = np.frombuffer(base64.b64decode(g["data"]), dtype=dt).reshape(g["shape"])
         self._uploaded: dict = {}  # (id(driver), name) -> (driver, Buffer)
+        self._compiled: dict = {}  # entry -> its body as closures (`_compile_block`)
 
     def _np_dtype(self, dtype: str, host: bool) -> np.dtype:
         if dtype == "index":
@@ -480,7 +485,7 @@ class HostProgram:
             if e["n_in"] <= i < e["n_in"] + e.get("n_out", len(arrays) - 1 - e["n_in"]) or i == len(arrays) - 1:
                 down.append((b, a))
             env[spec["id"]] = b
-        self._block(e["body"], env, driver, err)
+        self._body(entry)(env, driver, err)
         for b, a in down:
             if a.nbytes:
                 data = driver.download(b.handle, b.nbytes)
@@ -488,103 +493,206 @@ class HostProgram:
         driver.sync()
         return int(err.reshape(-1)[0]) if err.size else 0
 
-    def _block(self, body, env, driver, err):
-        """Run a list of instructions; returns the yielded values, or None."""
-        for ins in body:
-            op = ins["op"]
-            if op == "launch":  # the most frequent instruction first
-                self._launch(ins, env, driver)
-            elif op == "const":
-                env[ins["out"]] = ins["value"]
-            elif op == "arith":
-                fn = ins["fn"]
-                a = [env[i] for i in ins["in"]]
-                if fn == "cmpi":
-                    env[ins["out"]] = _PRED[ins["pred"]](*a)
-                elif fn == "trunci":
-                    env[ins["out"]] = _trunc(int(a[0]), ins["bits"])
-                else:
-                    env[ins["out"]] = _FN[fn](*a)
-            elif op == "affine":
-                vals = [env[i] for i in ins["in"]]
-                res = [_affine(x, vals, ins["n_dims"]) for x in ins["exprs"]]
-                env[ins["out"]] = res[0] if ins["fn"] == "apply" else (min(res) if ins["fn"] == "min" else max(res))
-            elif op == "dim":
-                env[ins["out"]] = env[ins["src"]].shape[env[ins["index"]]]
-            elif op == "alloc":
-                shape = self._shape(ins["shape"], ins["dyn"], env)
-                dt = self._np_dtype(ins["dtype"], ins["host"])
-                if ins["host"]:
-                    env[ins["out"]] = Buffer(np.zeros(shape, dt), shape, dt, True)
+    # compiling: each instruction becomes a closure over its fields, run as f(env, driver, err);
+    # a block returns None, the values of its `yield`, or _RETURN.
+    def _body(self, entry: str):
+        f = self._compiled.get(entry)
+        if f is None:
+            f = self._compiled[entry] = self._compile_block(self.entries[entry]["body"])
+        return f
+
+    def _compile_block(self, body):
+        steps = [self._compile(ins) for ins in body]
+        final = steps[-1] if steps and body[-1]["op"] in ("yield", "return") else None
+        if final is not None:
+            steps = steps[:-1]
+
+        def run(env, driver, err):
+            for step in steps:
+                if step(env, driver, err) is _RETURN:
+                    return _RETURN
+            return final(env, driver, err) if final is not None else None
+        return run
+
+    def _compile(self, ins):  # noqa: C901 (one case an instruction)
+        op = ins["op"]
+        out = ins.get("out")
+        if op == "launch":
+            launch = self._launch
+            return lambda env, driver, err: launch(ins, env, driver)
+        if op == "const":
+            value = ins["value"]
+
+            def const(env, driver, err):
+                env[out] = value
+            return const
+        if op == "arith":
+            fn, ids = ins["fn"], ins["in"]
+            if fn == "cmpi":
+                f = _PRED[ins["pred"]]
+            elif fn == "trunci":
+                bits = ins["bits"]
+
+                def f(a):
+                    return _trunc(int(a), bits)
+            else:
+                f = _FN[fn]
+            if len(ids) == 2:
+                i0, i1 = ids
+
+                def arith2(env, driver, err):
+                    env[out] = f(env[i0], env[i1])
+                return arith2
+
+            def arith(env, driver, err):
+                env[out] = f(*[env[i] for i in ids])
+            return arith
+        if op == "affine":
+            ids, exprs, n_dims, kind = ins["in"], ins["exprs"], ins["n_dims"], ins["fn"]
+            pick = {"apply": lambda r: r[0], "min": min, "max": max}[kind]
+
+            def affine(env, driver, err):
+                vals = [env[i] for i in ids]
+                env[out] = pick([_affine(x, vals, n_dims) for x in exprs])
+            return affine
+        if op == "dim":
+            src, index = ins["src"], ins["index"]
+
+            def dim(env, driver, err):
+                env[out] = env[src].shape[env[index]]
+            return dim
+        if op == "alloc":
+            static, dyn, host = ins["shape"], ins["dyn"], ins["host"]
+            dt = self._np_dtype(ins["dtype"], host)
+            shape_of = self._shape
+
+            def alloc(env, driver, err):
+                shape = shape_of(static, dyn, env)
+                if host:
+                    env[out] = Buffer(np.zeros(shape, dt), shape, dt, True)
                 else:
                     b = Buffer(None, shape, dt, False)
                     b.handle = driver.alloc(b.nbytes)
-                    env[ins["out"]] = b
-            elif op == "global":
-                env[ins["out"]] = self._global(ins["name"], ins["host"], driver)
-            elif op == "view":
-                env[ins["out"]] = env[ins["src"]].view(self._shape(ins["shape"], ins["dyn"], env))
-            elif op == "byteview":
-                env[ins["out"]] = self._byteview(env[ins["src"]], int(env[ins["shift"]]), ins, env)
-            elif op == "collapse":
-                src = env[ins["src"]]
-                shape = [int(np.prod([src.shape[d] for d in g], dtype=np.int64)) for g in ins["groups"]]
-                env[ins["out"]] = src.view(shape)
-            elif op == "reshape":
-                sb = env[ins["shape_buf"]]
-                shape = [int(s) for s in self._read(sb, driver).reshape(-1)]
-                env[ins["out"]] = env[ins["src"]].view(shape)
-            elif op == "alias":
-                env[ins["out"]] = env[ins["src"]]
-            elif op == "copy":
-                self._copy(env[ins["src"]], env[ins["dst"]], driver)
-            elif op == "load":
-                src = env[ins["src"]]
-                idx = tuple(env[i] for i in ins["idx"])
-                env[ins["out"]] = (src.handle if src.host else self._read(src, driver))[idx].item()
-            elif op == "store":
-                dst = env[ins["dst"]]
-                idx = tuple(env[i] for i in ins["idx"])
-                if dst.host:
-                    dst.handle[idx] = env[ins["value"]]
+                    env[out] = b
+            return alloc
+        if op == "global":
+            name, host, get = ins["name"], ins["host"], self._global
+
+            def global_(env, driver, err):
+                env[out] = get(name, host, driver)
+            return global_
+        if op == "view":
+            src, static, dyn, shape_of = ins["src"], ins["shape"], ins["dyn"], self._shape
+
+            def view(env, driver, err):
+                env[out] = env[src].view(shape_of(static, dyn, env))
+            return view
+        if op == "byteview":
+            src, shift, byteview = ins["src"], ins["shift"], self._byteview
+
+            def byteview_(env, driver, err):
+                env[out] = byteview(env[src], int(env[shift]), ins, env)
+            return byteview_
+        if op == "collapse":
+            src, groups = ins["src"], ins["groups"]
+
+            def collapse(env, driver, err):
+                b = env[src]
+                shape = []
+                for g in groups:
+                    n = 1
+                    for d in g:
+                        n *= b.shape[d]
+                    shape.append(n)
+                env[out] = b.view(shape)
+            return collapse
+        if op == "reshape":
+            src, shape_buf, read = ins["src"], ins["shape_buf"], self._read
+
+            def reshape(env, driver, err):
+                shape = [int(x) for x in read(env[shape_buf], driver).reshape(-1)]
+                env[out] = env[src].view(shape)
+            return reshape
+        if op == "alias":
+            src = ins["src"]
+
+            def alias(env, driver, err):
+                env[out] = env[src]
+            return alias
+        if op == "copy":
+            src, dst, copy = ins["src"], ins["dst"], self._copy
+            return lambda env, driver, err: copy(env[src], env[dst], driver)
+        if op == "load":
+            src, idx, read = ins["src"], ins["idx"], self._read
+
+            def load(env, driver, err):
+                b = env[src]
+                at = tuple(env[i] for i in idx)
+                env[out] = (b.handle if b.host else read(b, driver))[at].item()
+            return load
+        if op == "store":
+            dst, idx, value, read = ins["dst"], ins["idx"], ins["value"], self._read
+
+            def store(env, driver, err):
+                b = env[dst]
+                at = tuple(env[i] for i in idx)
+                if b.host:
+                    b.handle[at] = env[value]
                 else:
-                    data = self._read(dst, driver).copy()
-                    data[idx] = env[ins["value"]]
-                    driver.upload(dst.handle, data.reshape(-1).view(np.uint8))
-            elif op == "error":
-                err.reshape(-1)[0] = env[ins["value"]]
-            elif op == "free":
-                b = env[ins["buf"]]
+                    data = read(b, driver).copy()
+                    data[at] = env[value]
+                    driver.upload(b.handle, data.reshape(-1).view(np.uint8))
+            return store
+        if op == "error":
+            value = ins["value"]
+
+            def error(env, driver, err):
+                err.reshape(-1)[0] = env[value]
+            return error
+        if op == "free":
+            buf = ins["buf"]
+
+            def free(env, driver, err):
+                b = env[buf]
                 if not b.host:
                     driver.free(b.handle)
-            elif op == "if":
-                res = self._block(ins["then"] if env[ins["cond"]] else ins["else"], env, driver, err)
-                if res == "return":
-                    return res
-                for o, v in zip(ins["out"], res or []):
+            return free
+        if op == "if":
+            cond, outs = ins["cond"], ins["out"]
+            then, else_ = self._compile_block(ins["then"]), self._compile_block(ins["else"])
+
+            def if_(env, driver, err):
+                res = (then if env[cond] else else_)(env, driver, err)
+                if res is _RETURN:
+                    return _RETURN
+                for o, v in zip(outs, res or ()):
                     env[o] = v
-            elif op == "for":
-                vals = [env[i] for i in ins["init"]]
-                iv = env[ins["lb"]]
-                ub, step = env[ins["ub"]], env[ins["step"]]
-                while iv < ub:
-                    env[ins["iv"]] = iv
-                    for k, v in zip(ins["iter"], vals):
+            return if_
+        if op == "for":
+            init, lb, ub, step, iv, iters, outs = (ins[k] for k in ("init", "lb", "ub", "step", "iv", "iter", "out"))
+            body = self._compile_block(ins["body"])
+
+            def for_(env, driver, err):
+                vals = [env[i] for i in init]
+                i, end, inc = env[lb], env[ub], env[step]
+                while i < end:
+                    env[iv] = i
+                    for k, v in zip(iters, vals):
                         env[k] = v
-                    res = self._block(ins["body"], env, driver, err)
-                    if res == "return":
-                        return res
+                    res = body(env, driver, err)
+                    if res is _RETURN:
+                        return _RETURN
                     vals = res or []
-                    iv += step
-                for o, v in zip(ins["out"], vals):
+                    i += inc
+                for o, v in zip(outs, vals):
                     env[o] = v
-            elif op == "yield":
-                return [env[i] for i in ins["in"]]
-            elif op == "return":
-                return "return"
-            else:
-                raise HostError(f"unknown host instruction {op!r}")
-        return None
+            return for_
+        if op == "yield":
+            ids = ins["in"]
+            return lambda env, driver, err: [env[i] for i in ids]
+        if op == "return":
+            return lambda env, driver, err: _RETURN
+        raise HostError(f"unknown host instruction {op!r}")
 
     @staticmethod
     def _shape(static, dyn, env):
