@@ -13,6 +13,7 @@ KV-cache decoder) on every target, each compiled ONCE and exported as an artifac
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -155,3 +156,51 @@ def test_cuda(name, tmp_path, monkeypatch):
         assert len(fake_cupy.LAUNCHES) == counts[0]
     if not assembled:
         pytest.skip("ptxas is not installed: the PTX was not assembled")
+
+
+_BARE = textwrap.dedent("""
+    # What the GPU machine has: numpy and CuPy (here the strict fake), no MLIR, no LLVM, no BLAS
+    # wheel, no wgpu, no JAX.
+    import importlib.abc, json, sys
+    BLOCKED = ("mlir", "scipy_openblas32", "scipy", "wgpu", "jax", "jaxlib", "hypothesis")
+
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{name} is not on the GPU machine")
+
+    sys.meta_path.insert(0, Block())
+    sys.path.insert(0, sys.argv[3])
+    import numpy as np
+    import fake_cupy
+
+    class Patch:
+        def setitem(self, d, k, v):
+            d[k] = v
+
+    fake_cupy.install(Patch())
+    from relax_mlir.runtime import load
+    ref = np.load(sys.argv[2])
+    exe = load(sys.argv[1])
+    out = exe(*[ref[f"n{n}_arg{i}"] for n in [int(ref["n"])] for i in range(int(ref["nargs"]))])
+    out = out if isinstance(out, (tuple, list)) else [out]
+    print(json.dumps({"shapes": [list(o.shape) for o in out], "launches": len(fake_cupy.LAUNCHES)}))
+""")
+
+
+def test_cuda_artifact_needs_only_numpy_and_cupy(tmp_path):
+    """The demo transformer's cuda artifact loads and runs its whole host program (through the
+    CuPy driver, against the fake) in a process where MLIR, the BLAS wheel, wgpu and JAX cannot
+    be imported: what the GPU machine of bench/gpu_check.sh provides."""
+    name = "demo_transformer"
+    exe = relax_mlir.compile(zoo.relax_text(name), target="cuda")
+    exe.export(str(tmp_path / "artifact"))
+    n = zoo.MODELS[name].sizes[1]
+    args = zoo.MODELS[name].args(n)
+    np.savez(tmp_path / "ref.npz", n=n, nargs=len(args), **{f"n{n}_arg{i}": a for i, a in enumerate(args)})
+    helpers = str(pathlib.Path(__file__).parents[1])
+    r = subprocess.run([sys.executable, "-c", _BARE, str(tmp_path / "artifact"), str(tmp_path / "ref.npz"), helpers],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["shapes"] == [[n, 64]] and report["launches"] > 10
