@@ -1,5 +1,6 @@
 // RUN: relax-opt %s --split-input-file --relax-infer-shapes --relax-legalize --relax-fuse-kernels --relax-lower-shapes --relax-to-upstream --relax-gpu-map | FileCheck %s
 // RUN: relax-opt %s --split-input-file --relax-infer-shapes --relax-legalize --relax-fuse-kernels --relax-lower-shapes --relax-to-upstream --relax-spirv-map | FileCheck %s --check-prefix=SPIRV
+// RUN: relax-opt %s --split-input-file --relax-infer-shapes --relax-legalize --relax-fuse-kernels --relax-plan-memory --relax-lower-shapes --relax-to-upstream --relax-gpu-map | FileCheck %s --check-prefix=PLAN
 
 // relu(x @ w + b): the zero fill, the shared-memory matmul and the bias + relu epilogue are one
 // kernel. Each thread adds the bias to its sums and stores max(., 0) into the result; the
@@ -47,4 +48,26 @@ func.func @both(%x: !relax.tensor<["n", 64], f32>, %w: !relax.tensor<[64, 32], f
   %m = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 64], f32>, !relax.tensor<[64, 32], f32>) -> !relax.tensor<["n", 32], f32>
   %e = "relax.exp"(%m) : (!relax.tensor<["n", 32], f32>) -> !relax.tensor<["n", 32], f32>
   return %m, %e : !relax.tensor<["n", 32], f32>, !relax.tensor<["n", 32], f32>
+}
+
+// -----
+
+// The memory plan puts relu's result in the block of the matmul's input t (dead after the
+// matmul). Fused, a block would write that block while other blocks still read rows of t: the
+// epilogue stays its own kernel (exp, matmul, relu, matmul).
+// PLAN-LABEL: func.func @shared_block
+// PLAN: %[[T:.*]] = memref.view %[[B0:arg[0-9]+]][%c0][%{{.*}}] : memref<?xi8> to memref<?x32xf32>
+// PLAN: gpu.launch_func
+// PLAN: %[[C:.*]] = memref.view %{{.*}}[%c0][%{{.*}}] : memref<?xi8> to memref<?x32xf32>
+// PLAN: gpu.launch_func {{.*}} args(%{{.*}} : index, %[[T]] : memref<?x32xf32>, %{{.*}} : memref<32x32xf32>, %[[C]] : memref<?x32xf32>)
+// PLAN: gpu.launch_func {{.*}} args(%{{.*}} : index, %[[C]] : memref<?x32xf32>, %[[T]] : memref<?x32xf32>)
+// PLAN: gpu.launch_func
+// PLAN-NOT: gpu.launch_func
+// PLAN: return
+func.func @shared_block(%x: !relax.tensor<["n", 32], f32>, %w: !relax.tensor<[32, 32], f32>, %w2: !relax.tensor<[32, 32], f32>) -> !relax.tensor<["n", 32], f32> {
+  %t = "relax.exp"(%x) : (!relax.tensor<["n", 32], f32>) -> !relax.tensor<["n", 32], f32>
+  %m = "relax.matmul"(%t, %w) : (!relax.tensor<["n", 32], f32>, !relax.tensor<[32, 32], f32>) -> !relax.tensor<["n", 32], f32>
+  %r = "relax.relu"(%m) : (!relax.tensor<["n", 32], f32>) -> !relax.tensor<["n", 32], f32>
+  %o = "relax.matmul"(%r, %w2) : (!relax.tensor<["n", 32], f32>, !relax.tensor<[32, 32], f32>) -> !relax.tensor<["n", 32], f32>
+  return %o : !relax.tensor<["n", 32], f32>
 }

@@ -819,10 +819,32 @@ def _elementwise_epilogue(g: ir.Operation, c: ir.Value) -> bool:
     return all(not len(o.regions) for o in g.regions[0].blocks[0].operations)
 
 
+def _storage(x: ir.Value) -> ir.Value:
+    """The buffer `x` is a view of: through every view op, a memory-plan view included, to a
+    function argument or an allocation."""
+    while not isinstance(x.owner, ir.Block) and _op_of(x.owner).name in _VIEW_OPS + ("memref.subview",):
+        x = _op_of(x.owner).operands[0]
+    return x
+
+
+def _epilogue_races(g: ir.Operation, v: _View) -> bool:
+    """Whether fusing epilogue `g` into `v`'s kernel could write memory another block still reads:
+    its output shares storage with an input of `v` (a block reads whole rows of those), or with
+    one of its own inputs read at another position (a broadcast). The memory plan may well have
+    put the epilogue's result where a dead input was."""
+    segs = list(ir.DenseI32ArrayAttr(g.attributes["operandSegmentSizes"]))
+    ins, out = list(g.operands)[:segs[0]], g.operands[segs[0]]
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(g.attributes["indexing_maps"])]
+    where = _storage(out)
+    if any(_storage(x) == where for x in v.ins):
+        return True
+    return any(_storage(x) == where and m != maps[-1] for x, m in zip(ins, maps))
+
+
 def _output_neighbours(v: _View) -> _Epilogue:
     """The `linalg.fill` of a matmul's or row reduction's output C right before it and an
-    elementwise generic that reads C right after it (`_elementwise_epilogue`), with only ops that
-    touch no memory between.
+    elementwise generic that reads C right after it (`_elementwise_epilogue`) and cannot race with
+    it (`_epilogue_races`), with only ops that touch no memory between.
     C is not written when the generic is fused and C is a temporary (a `memref.alloc`, or a
     memory-plan view of a workspace block) that nothing else reads."""
     op, c = v.op, v.out
@@ -837,7 +859,7 @@ def _output_neighbours(v: _View) -> _Epilogue:
             break
     generic = None
     for x in ops[at + 1:]:
-        if x.name == "linalg.generic" and _elementwise_epilogue(x, c):
+        if x.name == "linalg.generic" and _elementwise_epilogue(x, c) and not _epilogue_races(x, v):
             generic = x
             break
         if not _touches_no_memory(x):
@@ -1158,6 +1180,9 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
 # --------------------------------------------------------------------------------------------
 
 _TO_LOOPS = "func.func(convert-linalg-to-parallel-loops)"
+_TO_LAUNCH = "func.func(convert-parallel-loops-to-gpu)"
+_OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
+_TO_GPU = f"{_TO_LAUNCH},[sink constants],{_OUTLINE}"
 
 
 def fold_subviews(module_op: ir.Operation) -> int:
@@ -1238,9 +1263,6 @@ def copies_to_kernels(module_op: ir.Operation) -> int:
             linalg.copy(o.operands[0], outs=[o.operands[1]])
         o.erase()
     return len(todo)
-_TO_LAUNCH = "func.func(convert-parallel-loops-to-gpu)"
-_OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
-_TO_GPU = f"{_TO_LAUNCH},[sink constants],{_OUTLINE}"
 
 
 def _attach_pipeline(options: GPUOptions) -> str:
