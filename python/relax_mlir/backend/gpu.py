@@ -1500,8 +1500,9 @@ def pipeline_strings(options: GPUOptions | None = None) -> dict[str, str]:
         "bufferize": "relax-cpu-inline, relax-cpu-bufferize (backend/cpu.py)",
         "map": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
                 f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
-                f"[parallel dims first],[serial linalg in one thread],{_TO_LOOPS},[fold subviews into loads and stores],"
-                f"[tile + map scf.parallel: block={options.block}],{_TO_GPU}"),
+                f"[parallel dims first],[serial linalg in one thread],{_TO_LOOPS},"
+                "[fold subviews into loads and stores],"
+                f"[tile + map scf.parallel: block={options.block}],{_TO_GPU},[drop unused workspace]"),
         "to-ptx": f"{_attach_pipeline(options)},{_nvvm_pipeline(options)}",
     }
 

@@ -495,9 +495,10 @@ def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
         "bufferize": _BUFFERIZE,
         "loops": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
                   f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
-                  f"[parallel dims first],[serial linalg in one thread],convert-linalg-to-parallel-loops,cse,[fold subviews],[wrap host work],"
+                  "[parallel dims first],[serial linalg in one thread],convert-linalg-to-parallel-loops,cse,"
+                  "[fold subviews],[wrap host work],"
                   + _loops_pipeline(options)),
-        "map": "[map loops]," + _TO_GPU,
+        "map": "[map loops]," + _TO_GPU + ",[drop unused workspace]",
         "flatten": "[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + _OUTLINE,
         "to-spirv": _to_spirv_pipeline(options),
         "serialize": "[move spirv.module],gpu-module-to-binary{format=bin}",
