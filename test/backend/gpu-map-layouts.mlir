@@ -4,23 +4,29 @@
 
 // Layouts that a parallel-loop mapping alone would leave on the host.
 
-// A column reduction (over the leading dim): one kernel, a thread per output column, the
-// reduction an scf.for inside it -- not a host loop of one launch per row.
+// A column reduction (over the leading dim): one cooperative kernel, its init fused. 32 x 8
+// threads per 32 columns: thread (tx, ty) folds rows ty, ty + 8, ... of column tx (neighbouring
+// threads read neighbouring elements), then a tree over ty in workgroup memory -- not a host
+// loop of one launch per row, and not one thread per column walking the whole column.
 // CHECK-LABEL: func.func @column_max
-// CHECK: gpu.launch_func @[[INIT:.*]]::@{{.*}} blocks in
 // CHECK: %[[B:.*]] = memref.dim %arg0, %c0
-// CHECK: gpu.launch_func @[[RED:.*]]::@{{.*}} blocks in (%c1, %c1, %c1) {{.*}} args(%arg0 : memref<?x8xf32>, %arg1 : memref<8xf32>, %[[B]] : index)
-// CHECK-NOT: scf.for
+// CHECK: gpu.launch_func @[[RED:.*]]::@{{.*}} blocks in (%c1, %c1, %c1) threads in (%c32, %c8, %c1) args(%[[B]] : index, %arg0 : memref<?x8xf32>, %arg1 : memref<8xf32>)
+// CHECK-NOT: gpu.launch_func
 // CHECK: return
 // CHECK: gpu.module @[[RED]]
-// CHECK: gpu.func {{.*}}(%[[X:.*]]: memref<?x8xf32>, %[[O:.*]]: memref<8xf32>, %[[KB:.*]]: index) kernel
-// CHECK: %[[COL:.*]] = arith.addi %{{.*}}thread_id_x
-// CHECK: scf.for %[[I:.*]] = %c0 to %[[KB]] step %c1
+// CHECK: gpu.func {{.*}}(%[[KB:.*]]: index, %[[X:.*]]: memref<?x8xf32>, %[[O:.*]]: memref<8xf32>) workgroup(%[[SM:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK-DAG: %[[TX:.*]] = gpu.thread_id x
+// CHECK-DAG: %[[TY:.*]] = gpu.thread_id y
+// CHECK: %[[COL:.*]] = arith.addi %arg{{[0-9]+}}, %[[TX]] : index
+// CHECK: scf.for %[[I:.*]] = %[[TY]] to %[[KB]] step %c8 iter_args
 // CHECK: memref.load %[[X]][%[[I]], %[[COL]]]
 // CHECK: arith.maximumf
+// CHECK: memref.store %{{.*}}, %[[SM]]
+// CHECK-COUNT-3: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[O]][%[[COL]]]
 // SPIRV-LABEL: func.func @column_max
-// SPIRV-COUNT-2: gpu.launch_func
-// SPIRV-NOT: scf.for
+// SPIRV-COUNT-1: gpu.launch_func
+// SPIRV-NOT: gpu.launch_func
 // SPIRV: return
 func.func @column_max(%x: !relax.tensor<["b", 8], f32>) -> !relax.tensor<[8], f32> {
   %s = "relax.max"(%x) {axes = [0], keepdims = false} : (!relax.tensor<["b", 8], f32>) -> !relax.tensor<[8], f32>

@@ -39,6 +39,10 @@ Cooperative kernels (`GPUOptions.reduce_threads`, `matmul_tile`; 0 turns one off
   the output. The block loops over rows (grid = min(ceildiv(rows, rows per block), 65535)). The
   output's init fill and an elementwise epilogue on the reduced output are fused into that
   write, as for the matmul below.
+* a column reduction -- leading reduction dims, trailing parallel dims (`max(x, axis=0)`), the
+  last parallel dim contiguous -- runs 32 x 8 threads per 32 neighbouring outputs (grid-stride
+  over them): thread (tx, ty) folds reduced positions ty, ty + 8, ... of output tx, then a tree
+  over ty in workgroup memory; fill and epilogue fused likewise.
 * a matmul -- linalg.matmul, linalg.batch_matmul, or a generic with C[b.., m, n] += A[.., m, k] *
   B[.., k, n] indexing in f32 (broadcast batch dims allowed) -- runs a 16 x 16 block per
   `matmul_tile` x `matmul_tile` output tile (each thread r x r outputs, r = tile / 16), walking K
@@ -56,9 +60,10 @@ Any other reduction keeps `convert-linalg-to-parallel-loops`'s mapping: the redu
 an `scf.for` inside the parallel loop (one thread per output element, a sequential loop). Before
 that, three rewrites keep every piece of data work in a kernel, shared with backend/spirv.py:
 
-* `parallel_dims_first`: a generic whose reduction dims come before a parallel one (a column
-  reduction) has its loops interchanged, so the reduction is a loop inside each thread rather
-  than a host loop of one launch per step;
+* `parallel_dims_first`: a generic whose reduction dims come before a parallel one and that no
+  cooperative kernel took (reduction dims interleaved, `reduce_threads=0`) has its loops
+  interchanged, so the reduction is a loop inside each thread rather than a host loop of one
+  launch per step;
 * `serial_linalg_in_one_thread`: a linalg op with no parallel loop (a rank-0 fill, a reduction
   to a scalar that no cooperative kernel took) runs as a one-thread kernel, not as host code
   loading and storing device memory;
@@ -499,7 +504,37 @@ def _match_row_reduction(v: _View) -> _RowReduction | None:
     for m in v.maps[:-1]:
         dims = _dims_of(m)
         if dims is None or (n - 1 in dims and dims[-1] != n - 1):
-            return None  # a strided (column) reduction keeps one thread per output
+            return None  # strided: a column reduction (`_match_col_reduction`)
+    return _combiner(v, n_par)
+
+
+@dataclass
+class _ColReduction:
+    n_red: int  # the leading loop dims are the reduced ones
+    combiner: ir.Operation
+    x: ir.Value
+
+
+def _match_col_reduction(v: _View) -> _ColReduction | None:
+    """Leading reduction dims and trailing parallel dims (`max(x, axis=0)`), the output indexed by
+    the parallel dims in order, the last of them contiguous in every input that uses it, an
+    add/mul/max/min combiner."""
+    n = len(v.iters)
+    red = [d for d, t in enumerate(v.iters) if t == "reduction"]
+    if not red or red != list(range(len(red))) or len(red) == n:
+        return None
+    if _dims_of(v.maps[-1]) != list(range(len(red), n)) or not _f32(ir.MemRefType(v.out.type).element_type):
+        return None
+    for m in v.maps[:-1]:
+        dims = _dims_of(m)
+        if dims is None or (n - 1 in dims and dims[-1] != n - 1):
+            return None
+    r = _combiner(v, 0)
+    return None if r is None else _ColReduction(len(red), r.combiner, r.x)
+
+
+def _combiner(v: _View, n_par: int) -> _RowReduction | None:
+    """The region's `out = combine(out, x)` with an add/mul/max/min combiner, `out` used once."""
     ops = _body_ops(v)
     if ops is None or len(ops[-1].operands) != 1:
         return None
@@ -1017,6 +1052,111 @@ def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, b
     return _mark_fused(ep)
 
 
+_COL_X, _COL_Y = 32, 8  # a column-reduction block: 32 neighbouring columns, 8 threads along each
+
+
+def _emit_col_reduction(v: _View, r: _ColReduction, sizes: list, memory: WorkgroupMemory,
+                        fuse: bool = True) -> list[ir.Operation]:
+    """A block of 32 x 8 threads per 32 neighbouring outputs (grid-stride over them): thread
+    (tx, ty) combines the reduced positions ty, ty + 8, ... of output column tx (neighbouring
+    threads read neighbouring elements), then a tree over ty in workgroup memory; ty = 0 writes
+    the result, with the output's fill and an elementwise epilogue fused as for the rows."""
+    op = v.op
+    ep = _output_neighbours(v) if fuse else _Epilogue(None, None, True)
+    with ir.InsertionPoint(ep.generic or op), op.location:
+        red, par = sizes[:r.n_red], sizes[r.n_red:]
+        cols, ktot = _prod(par), _prod(red)
+        groups = _min(_ceildiv(cols, _COL_X), _MAX_GRID)
+        launch, body, bufs = _new_launch([groups, 1, 1], [_COL_X, _COL_Y, 1], [_COL_X * _COL_Y], memory,
+                                         "col-reduce")
+    ops = _body_ops(v)[:-1]
+    args = list(v.body.arguments)
+    out_arg = args[len(v.ins)]
+    ident = _COMBINERS[r.combiner.name]
+    # Region values that do not depend on the reduced dims are computed once per column.
+    varying = {args[i] for i, m in enumerate(v.maps[:-1]) if any(0 <= d < r.n_red for d in _dims_of(m))}
+    hoisted, inner = [], []
+    for o in ops:
+        if o == r.combiner:
+            continue
+        if o.name == "linalg.index":
+            dep = ir.IntegerAttr(o.attributes["dim"]).value < r.n_red
+        else:
+            dep = any(x in varying for x in o.operands)
+        (inner if dep else hoisted).append(o)
+        if dep:
+            varying.update(o.results)
+    f32 = ir.F32Type.get()
+    with ir.InsertionPoint(body), op.location:
+        env: dict = {}
+        _external_constants(v, ops, env)
+        bx, tx, ty, gx = body.arguments[0], body.arguments[3], body.arguments[4], body.arguments[6]
+        sm = bufs[0]
+        slot = _add(_mul(ty, _COL_X), tx)
+        cloop = _for(_mul(bx, _COL_X), cols, _mul(gx, _COL_X), [])
+        with ir.InsertionPoint(cloop.body):
+            col = _add(cloop.induction_variable, tx)
+            valid = _ult(col, cols)
+            pivs = {r.n_red + i: x for i, x in enumerate(_delinearize(col, par))}
+            oidx = _indices(v.maps[-1], pivs)
+            guard = _if(valid, [f32], True)
+            with ir.InsertionPoint(guard.then_block):
+                if ident is not None:
+                    start = _cf32(ident)
+                else:  # max / min: the partials start at the output's initial value
+                    start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
+                cenv = dict(env)
+                for i, m in enumerate(v.maps[:-1]):
+                    if args[i] not in varying and _used(args[i]):
+                        cenv[args[i]] = _load(v.ins[i], _indices(m, pivs))
+                _clone_region_ops(hoisted, cenv, pivs)
+
+                def accumulate(j, acc):
+                    kenv = dict(cenv)
+                    ivs = dict(pivs)
+                    ivs.update(dict(enumerate(_delinearize(j, red))))
+                    for i, m in enumerate(v.maps[:-1]):
+                        if args[i] in varying and _used(args[i]):
+                            kenv[args[i]] = _load(v.ins[i], _indices(m, ivs))
+                    _clone_region_ops(inner, kenv, ivs)
+                    return _combine(r.combiner, out_arg, acc, kenv.get(r.x, r.x))
+
+                _yield(_accumulate(ty, ktot, _COL_Y, [start], lambda j, acc: [accumulate(j, acc[0])]))
+            with ir.InsertionPoint(guard.else_block):
+                _yield([_cf32(0.0)])  # a column past the end: never written
+            _store(guard.results[0], sm, [slot])
+            _mk("gpu.barrier", [], [])
+            half = _COL_Y // 2
+            while half >= 1:
+                step = _if(_ult(ty, half), [], False)
+                with ir.InsertionPoint(step.then_block):
+                    a = _load(sm, [slot])
+                    b = _load(sm, [_add(slot, half * _COL_X)])
+                    _store(_combine(r.combiner, out_arg, a, b), sm, [slot])
+                    _yield([])
+                _mk("gpu.barrier", [], [])
+                half //= 2
+            first = _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [ty, _cidx(0)],
+                        {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).results[0]
+            write = _if(_and(first, valid), [], False)
+            with ir.InsertionPoint(write.then_block):
+                total = _load(sm, [tx])
+                start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
+                value = _combine(r.combiner, out_arg, start, total)
+                if ep.store_c:
+                    _store(value, v.out, oidx)
+                if ep.generic is not None:
+                    y, out, yidx = _epilogue_value(ep.generic, v.out, value, oidx)
+                    _store(y, out, yidx)
+                _yield([])
+            # Every thread is past the write's read of sm[tx] before the next tile stores into it.
+            _mk("gpu.barrier", [], [])
+            _yield([])
+        _mk("gpu.terminator", [], [])
+    op.erase()
+    return _mark_fused(ep)
+
+
 def _used(x: ir.Value) -> bool:
     return any(True for _ in x.uses)
 
@@ -1146,7 +1286,7 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
         return ir.WalkResult.ADVANCE
 
     module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    done = {"row-reduce": 0, "matmul": 0}
+    done = {"row-reduce": 0, "col-reduce": 0, "matmul": 0}
     with module_op.context, ir.Location.unknown():
         fused = []
         for o in todo:
@@ -1157,7 +1297,8 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
                 continue
             mm = _match_matmul(v) if matmul_tile else None
             rr = None if mm is not None or not reduce_threads else _match_row_reduction(v)
-            if mm is None and rr is None:
+            cr = None if mm is not None or rr is not None or not reduce_threads else _match_col_reduction(v)
+            if mm is None and rr is None and cr is None:
                 continue
             with ir.InsertionPoint(o), o.location:
                 sizes = _loop_sizes(v)
@@ -1166,9 +1307,12 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
             if mm is not None:
                 fused += _emit_matmul(v, mm, sizes, matmul_tile, memory)
                 done["matmul"] += 1
-            else:
+            elif rr is not None:
                 fused += _emit_row_reduction(v, rr, sizes, reduce_threads, _REDUCE_BLOCK, memory)
                 done["row-reduce"] += 1
+            else:
+                fused += _emit_col_reduction(v, cr, sizes, memory)
+                done["col-reduce"] += 1
         for o in fused:
             o.erase()
         done["fused"] = len(fused)

@@ -47,6 +47,9 @@ PROGRAMS = {
     "row_max": program([("x", T(["n", "k"]))],
                        [f'%s = "relax.max"(%x) {{axes = [1], keepdims = false}} : ({T(["n", "k"])}) -> {T(["n"])}'],
                        ("%s", T(["n"]))),
+    "col_mean": program([("x", T(["n", "k"]))],
+                        [f'%s = "relax.mean"(%x) {{axes = [0], keepdims = false}} : ({T(["n", "k"])}) -> {T(["k"])}'],
+                        ("%s", T(["k"]))),
     "softmax_dynamic": program([("x", T(["n", "k"]))],
                                [f'%s = "relax.softmax"(%x) {{axis = -1}} : ({T(["n", "k"])}) -> {T(["n", "k"])}'],
                                ("%s", T(["n", "k"]))),
@@ -92,7 +95,7 @@ def test_map_outlines_kernels(name):
 
 # Programs whose reductions / matmuls become cooperative kernels (shared memory, barriers).
 COOPERATIVE = {"softmax", "matmul_bias", "layer_norm", "row_sum", "row_max", "softmax_dynamic", "matmul",
-               "batch_matmul"}
+               "batch_matmul", "col_mean"}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -168,7 +171,9 @@ def test_matmul_tile_option():
 
 
 def test_cooperative_off_and_fallbacks():
-    """0 turns a strategy off; a column reduction keeps the generic mapping."""
+    """0 turns a strategy off. A column reduction is a cooperative kernel too: 32 x 8 threads
+    per 32 columns, a tree over the 8 in workgroup memory; with reduce_threads=0 it is one
+    thread per column looping over the rows."""
     for name in COOPERATIVE:
         m = upstream(PROGRAMS[name])
         with m.context:
@@ -177,10 +182,16 @@ def test_cooperative_off_and_fallbacks():
     col = program([("x", T(["n", "k"]))],
                   [f'%s = "relax.sum"(%x) {{axes = [0], keepdims = false}} : ({T(["n", "k"])}) -> {T(["k"])}'],
                   ("%s", T(["k"])))
-    m = upstream(col)
-    with m.context:
-        gpu.lower(m.op, gpu.GPUOptions(), until="map")
-        assert "gpu.barrier" not in str(m.op)
+    texts = []
+    for opts in (gpu.GPUOptions(), gpu.GPUOptions(reduce_threads=0)):
+        m = upstream(col)
+        with m.context:
+            gpu.lower(m.op, opts, until="map")
+            texts.append(str(m.op))
+    host = texts[0][:texts[0].index("gpu.module")]
+    assert host.count("gpu.launch_func") == 1 and "threads in (%c32, %c8, %c1)" in host
+    assert texts[0].count("gpu.barrier") == 5  # after the partials, then one per tree step, then before the next tile
+    assert "gpu.barrier" not in texts[1] and "scf.for" in texts[1]
 
 
 def test_block_option():

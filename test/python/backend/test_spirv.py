@@ -145,6 +145,16 @@ ROW_REDUCTIONS = {
     "softmax": (_unary("softmax", "{axis = 1}", ["n", "k"], ["n", "k"]),
                 lambda x: np.exp(x - x.max(1, keepdims=True)) / np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True)),
 }
+# Column reductions (leading reduced dims): [n, k] with n varying per call and k columns.
+COL_REDUCTIONS = {
+    "sum": (_unary("sum", "{axes = [0], keepdims = false}", ["n", "k"], ["k"]), lambda x: x.sum(0)),
+    "max": (_unary("max", "{axes = [0], keepdims = false}", ["n", "k"], ["k"]), lambda x: x.max(0)),
+    "mean": (_unary("mean", "{axes = [0], keepdims = false}", ["n", "k"], ["k"]), lambda x: x.mean(0)),
+    "sum_first_two": (_unary("sum", "{axes = [0, 1], keepdims = false}", ["n", 3, "k"], ["k"]),
+                      lambda x: x.sum((0, 1))),
+    "min_3d_columns": (_unary("min", "{axes = [0], keepdims = false}", ["n", 3, "k"], [3, "k"]), lambda x: x.min(0)),
+}
+COL_SHAPES = ((1, 1), (1, 70), (4099, 5), (131, 67))
 MATMULS = {
     "matmul": (_matmul(["m", "k"], ["k", "n"], ["m", "n"]), lambda m, n, k, f: (f(m, k), f(k, n))),
     "batch_matmul": (_matmul([2, "m", "k"], [2, "k", "n"], [2, "m", "n"]), lambda m, n, k, f: (f(2, m, k), f(2, k, n))),
@@ -157,6 +167,7 @@ MATMUL_SIZES = ((1, 1, 1), (1, 67, 13), (67, 1, 131), (131, 67, 1), (13, 131, 67
 
 def _cooperative_sources():
     out = {f"reduce_{k}": v[0] for k, v in ROW_REDUCTIONS.items()}
+    out.update({f"col_reduce_{k}": v[0] for k, v in COL_REDUCTIONS.items()})
     out.update({k: v[0] for k, v in MATMULS.items()})
     out["layer_norm"] = _LN
     return out
@@ -181,9 +192,9 @@ def test_cooperative_kernels_can_be_turned_off():
         assert "Workgroup>" not in text and "gpu.barrier" not in text
 
 
-def test_column_reduction_keeps_the_generic_mapping():
+def test_column_reduction_is_cooperative():
     text = _lower(_unary("sum", "{axes = [0], keepdims = false}", ["n", "k"], ["k"]))
-    assert "gpu.barrier" not in text
+    assert "Workgroup" in text and text.count("gpu.barrier") == 5
 
 
 @pytest.mark.parametrize("kw", [dict(reduce_threads=3), dict(reduce_threads=2048), dict(matmul_tile=24),
@@ -217,6 +228,17 @@ def test_wgpu_row_reduction_matches_numpy(name):
         shape = (ROWS, 2, k) if name == "sum_last_two" else (ROWS, k)
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(exe(x), ref(x), rtol=1e-4, atol=2e-3, err_msg=f"{name} k={k}")
+
+
+@pytest.mark.parametrize("name", sorted(COL_REDUCTIONS))
+def test_wgpu_column_reduction_matches_numpy(name):
+    src, ref = COL_REDUCTIONS[name]
+    exe = _compile(src)
+    rng = np.random.default_rng(2)
+    for n, k in COL_SHAPES:
+        shape = (n, 3, k) if name in ("sum_first_two", "min_3d_columns") else (n, k)
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(exe(x), ref(x), rtol=1e-4, atol=2e-3, err_msg=f"{name} {shape}")
 
 
 def test_wgpu_layer_norm_matches_numpy():
