@@ -40,9 +40,10 @@ Cooperative kernels (`GPUOptions.reduce_threads`, `matmul_tile`; 0 turns one off
   output's init fill and an elementwise epilogue on the reduced output are fused into that
   write, as for the matmul below.
 * a column reduction -- leading reduction dims, trailing parallel dims (`max(x, axis=0)`), the
-  last parallel dim contiguous -- runs 32 x 8 threads per 32 neighbouring outputs (grid-stride
-  over them): thread (tx, ty) folds reduced positions ty, ty + 8, ... of output tx, then a tree
-  over ty in workgroup memory; fill and epilogue fused likewise.
+  last parallel dim contiguous, fewer than 2048 static outputs or a dynamic count -- runs 32 x 8
+  threads per 32 neighbouring outputs (grid-stride over them): thread (tx, ty) folds reduced
+  positions ty, ty + 8, ... of output tx, then a tree over ty in workgroup memory; fill and
+  epilogue fused likewise. With more static outputs each output gets a thread of its own.
 * a matmul -- linalg.matmul, linalg.batch_matmul, or a generic with C[b.., m, n] += A[.., m, k] *
   B[.., k, n] indexing in f32 (broadcast batch dims allowed) -- runs a 16 x 16 block per
   `matmul_tile` x `matmul_tile` output tile (each thread r x r outputs, r = tile / 16), walking K
@@ -1053,6 +1054,19 @@ def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, b
 
 
 _COL_X, _COL_Y = 32, 8  # a column-reduction block: 32 neighbouring columns, 8 threads along each
+# From this many (static) columns on, one thread per column already fills a GPU and reads
+# coalesced; the cooperative kernel is for few, long columns, and for dynamic column counts.
+_COL_MANY = 2048
+
+
+def _static_prod(sizes: list) -> int:
+    """The product of the static sizes, 0 if any is dynamic."""
+    p = 1
+    for x in sizes:
+        if not isinstance(x, int):
+            return 0
+        p *= x
+    return p
 
 
 def _emit_col_reduction(v: _View, r: _ColReduction, sizes: list, memory: WorkgroupMemory,
@@ -1304,6 +1318,8 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
                 sizes = _loop_sizes(v)
             if sizes is None or any(isinstance(s, int) and s == 0 for s in sizes):
                 continue
+            if cr is not None and _static_prod(sizes[cr.n_red:]) >= _COL_MANY:
+                continue  # enough columns for a thread each (coalesced, no barriers): the generic mapping
             if mm is not None:
                 fused += _emit_matmul(v, mm, sizes, matmul_tile, memory)
                 done["matmul"] += 1

@@ -192,6 +192,13 @@ def test_cooperative_off_and_fallbacks():
     assert host.count("gpu.launch_func") == 1 and "threads in (%c32, %c8, %c1)" in host
     assert texts[0].count("gpu.barrier") == 5  # after the partials, then one per tree step, then before the next tile
     assert "gpu.barrier" not in texts[1] and "scf.for" in texts[1]
+    wide = program([("x", T(["n", 4096]))],
+                   [f'%s = "relax.sum"(%x) {{axes = [0], keepdims = false}} : ({T(["n", 4096])}) -> {T([4096])}'],
+                   ("%s", T([4096])))
+    m = upstream(wide)  # 4096 static columns: a thread each (coalesced), no barriers
+    with m.context:
+        gpu.lower(m.op, gpu.GPUOptions(), until="map")
+        assert "gpu.barrier" not in str(m.op) and "scf.for" in str(m.op)
 
 
 def test_block_option():
