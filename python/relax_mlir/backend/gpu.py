@@ -946,6 +946,96 @@ def _epilogue_value(g: ir.Operation, c: ir.Value, total: ir.Value, cidx: list) -
     return env.get(res, res), out, cidx
 
 
+class _ReductionRegion:
+    """A reduction's region split for a cooperative kernel: the values that depend on the reduced
+    dims (`inner`, recomputed at every reduced position) and the rest (`hoisted`, computed once
+    per output); emits a thread's partial and the output write."""
+
+    def __init__(self, v: _View, combiner: ir.Operation, x: ir.Value, reduced: Callable[[int], bool],
+                 ep: _Epilogue):
+        self.v, self.combiner, self.x, self.ep = v, combiner, x, ep
+        self.ops = _body_ops(v)[:-1]
+        self.args = list(v.body.arguments)
+        self.out_arg = self.args[len(v.ins)]
+        self.ident = _COMBINERS[combiner.name]
+        varying = {self.args[i] for i, m in enumerate(v.maps[:-1]) if any(d >= 0 and reduced(d) for d in _dims_of(m))}
+        self.hoisted, self.inner = [], []
+        for o in self.ops:
+            if o == combiner:
+                continue
+            if o.name == "linalg.index":
+                dep = reduced(ir.IntegerAttr(o.attributes["dim"]).value)
+            else:
+                dep = any(y in varying for y in o.operands)
+            (self.inner if dep else self.hoisted).append(o)
+            if dep:
+                varying.update(o.results)
+        self.varying = varying
+        self.env: dict = {}
+
+    def constants(self) -> None:
+        """Clone the constants the region uses into the kernel (at the insertion point)."""
+        _external_constants(self.v, self.ops, self.env)
+
+    def combine(self, acc: ir.Value, x: ir.Value) -> ir.Value:
+        return _combine(self.combiner, self.out_arg, acc, x)
+
+    def initial(self, oidx: list) -> ir.Value:
+        """The output's value before the reduction: the fused fill's, or what the output holds."""
+        return _load(self.v.out, oidx) if self.ep.fill is None else self.ep.fill.operands[0]
+
+    def partial(self, out_ivs: dict, oidx: list, red_dims: list[int], red_sizes: list, lb, step: int) -> ir.Value:
+        """This thread's partial over the reduced positions lb, lb + step, ... of output `oidx`."""
+        v, args = self.v, self.args
+        start = _cf32(self.ident) if self.ident is not None else self.initial(oidx)  # max/min: from the init
+        oenv = dict(self.env)
+        for i, m in enumerate(v.maps[:-1]):
+            if args[i] not in self.varying and _used(args[i]):
+                oenv[args[i]] = _load(v.ins[i], _indices(m, out_ivs))
+        _clone_region_ops(self.hoisted, oenv, out_ivs)
+
+        def accumulate(j, acc):
+            kenv = dict(oenv)
+            ivs = dict(out_ivs)
+            ivs.update(zip(red_dims, _delinearize(j, red_sizes)))
+            for i, m in enumerate(v.maps[:-1]):
+                if args[i] in self.varying and _used(args[i]):
+                    kenv[args[i]] = _load(v.ins[i], _indices(m, ivs))
+            _clone_region_ops(self.inner, kenv, ivs)
+            return self.combine(acc, kenv.get(self.x, self.x))
+
+        return _accumulate(lb, _prod(red_sizes), step, [start], lambda j, acc: [accumulate(j, acc[0])])[0]
+
+    def write(self, total: ir.Value, oidx: list) -> None:
+        """Store initial (+) total, and the fused epilogue's result."""
+        value = self.combine(self.initial(oidx), total)
+        if self.ep.store_c:
+            _store(value, self.v.out, oidx)
+        if self.ep.generic is not None:
+            y, out, yidx = _epilogue_value(self.ep.generic, self.v.out, value, oidx)
+            _store(y, out, yidx)
+
+
+def _tree(reg: _ReductionRegion, sm: ir.Value, slot, lane, width: int, stride: int) -> None:
+    """Combine `width` partials sm[slot + k * stride] (this thread's `lane` = k) into sm[slot]:
+    halving steps, a barrier after each."""
+    half = width // 2
+    while half >= 1:
+        step = _if(_ult(lane, half), [], False)
+        with ir.InsertionPoint(step.then_block):
+            a = _load(sm, [slot])
+            b = _load(sm, [_add(slot, half * stride)])
+            _store(reg.combine(a, b), sm, [slot])
+            _yield([])
+        _mk("gpu.barrier", [], [])
+        half //= 2
+
+
+def _is_zero(x) -> ir.Value:
+    return _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [x, _cidx(0)],
+               {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).results[0]
+
+
 def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, block: int,
                         memory: WorkgroupMemory, fuse: bool = True) -> list[ir.Operation]:
     """A block of `block` threads: `ty_n` rows at a time, `tx_n` (at most `threads`) threads striding
@@ -964,26 +1054,10 @@ def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, b
         groups = _min(_ceildiv(rows, ty_n), _MAX_GRID)
         launch, body, bufs = _new_launch([groups, 1, 1], [tx_n, ty_n, 1], [tx_n * ty_n] if tx_n > 1 else [],
                                          memory, "row-reduce")
-    ops = _body_ops(v)[:-1]
-    args = list(v.body.arguments)
-    out_arg = args[len(v.ins)]
-    ident = _COMBINERS[r.combiner.name]
     # Region values that do not depend on the reduced dims are computed once per row.
-    varying = {args[i] for i, m in enumerate(v.maps[:-1]) if any(d >= r.n_par for d in _dims_of(m))}
-    hoisted, inner = [], []
-    for o in ops:
-        if o == r.combiner:
-            continue
-        if o.name == "linalg.index":
-            dep = ir.IntegerAttr(o.attributes["dim"]).value >= r.n_par
-        else:
-            dep = any(x in varying for x in o.operands)
-        (inner if dep else hoisted).append(o)
-        if dep:
-            varying.update(o.results)
+    reg = _ReductionRegion(v, r.combiner, r.x, lambda d: d >= r.n_par, ep)
     with ir.InsertionPoint(body), op.location:
-        env: dict = {}
-        _external_constants(v, ops, env)
+        reg.constants()
         bx, tx, gx = body.arguments[0], body.arguments[3], body.arguments[6]
         ty = body.arguments[4] if ty_n > 1 else 0
         rloop = _for(_mul(bx, ty_n), rows, _mul(gx, ty_n), [])
@@ -994,58 +1068,20 @@ def _emit_row_reduction(v: _View, r: _RowReduction, sizes: list, threads: int, b
             oidx = _indices(v.maps[-1], pivs)
             guard = _if(valid, [ir.F32Type.get()], True)
             with ir.InsertionPoint(guard.then_block):
-                if ident is not None:
-                    start = _cf32(ident)
-                else:  # max / min: the partials start at the output's initial value
-                    start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
-                renv = dict(env)
-                for i, m in enumerate(v.maps[:-1]):
-                    if args[i] not in varying and _used(args[i]):
-                        renv[args[i]] = _load(v.ins[i], _indices(m, pivs))
-                _clone_region_ops(hoisted, renv, pivs)
-
-                def accumulate(j, acc):
-                    kenv = dict(renv)
-                    ivs = dict(pivs)
-                    ivs.update({r.n_par + i: x for i, x in enumerate(_delinearize(j, red))})
-                    for i, m in enumerate(v.maps[:-1]):
-                        if args[i] in varying and _used(args[i]):
-                            kenv[args[i]] = _load(v.ins[i], _indices(m, ivs))
-                    _clone_region_ops(inner, kenv, ivs)
-                    return _combine(r.combiner, out_arg, acc, kenv.get(r.x, r.x))
-
-                _yield(_accumulate(tx, ktot, tx_n, [start], lambda j, acc: [accumulate(j, acc[0])]))
+                _yield([reg.partial(pivs, oidx, list(range(r.n_par, len(sizes))), red, tx, tx_n)])
             with ir.InsertionPoint(guard.else_block):
                 _yield([_cf32(0.0)])  # a row past the end: never written
             acc = guard.results[0]
-            is_first = _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [tx, _cidx(0)],
-                           {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).results[0]
             if tx_n > 1:
                 sm = bufs[0]
                 base = _mul(ty, tx_n)
                 slot = _add(base, tx)
                 _store(acc, sm, [slot])
                 _mk("gpu.barrier", [], [])
-                s = tx_n // 2
-                while s >= 1:
-                    step = _if(_ult(tx, s), [], False)
-                    with ir.InsertionPoint(step.then_block):
-                        a = _load(sm, [slot])
-                        b = _load(sm, [_add(slot, s)])
-                        _store(_combine(r.combiner, out_arg, a, b), sm, [slot])
-                        _yield([])
-                    _mk("gpu.barrier", [], [])
-                    s //= 2
-            write = _if(_and(is_first, valid), [], False)
+                _tree(reg, sm, slot, tx, tx_n, 1)
+            write = _if(_and(_is_zero(tx), valid), [], False)
             with ir.InsertionPoint(write.then_block):
-                total = _load(bufs[0], [base]) if tx_n > 1 else acc
-                start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
-                value = _combine(r.combiner, out_arg, start, total)
-                if ep.store_c:
-                    _store(value, v.out, oidx)
-                if ep.generic is not None:
-                    y, out, yidx = _epilogue_value(ep.generic, v.out, value, oidx)
-                    _store(y, out, yidx)
+                reg.write(_load(bufs[0], [base]) if tx_n > 1 else acc, oidx)
                 _yield([])
             _yield([])
         _mk("gpu.terminator", [], [])
@@ -1079,31 +1115,14 @@ def _emit_col_reduction(v: _View, r: _ColReduction, sizes: list, memory: Workgro
     ep = _output_neighbours(v) if fuse else _Epilogue(None, None, True)
     with ir.InsertionPoint(ep.generic or op), op.location:
         red, par = sizes[:r.n_red], sizes[r.n_red:]
-        cols, ktot = _prod(par), _prod(red)
+        cols = _prod(par)
         groups = _min(_ceildiv(cols, _COL_X), _MAX_GRID)
         launch, body, bufs = _new_launch([groups, 1, 1], [_COL_X, _COL_Y, 1], [_COL_X * _COL_Y], memory,
                                          "col-reduce")
-    ops = _body_ops(v)[:-1]
-    args = list(v.body.arguments)
-    out_arg = args[len(v.ins)]
-    ident = _COMBINERS[r.combiner.name]
     # Region values that do not depend on the reduced dims are computed once per column.
-    varying = {args[i] for i, m in enumerate(v.maps[:-1]) if any(0 <= d < r.n_red for d in _dims_of(m))}
-    hoisted, inner = [], []
-    for o in ops:
-        if o == r.combiner:
-            continue
-        if o.name == "linalg.index":
-            dep = ir.IntegerAttr(o.attributes["dim"]).value < r.n_red
-        else:
-            dep = any(x in varying for x in o.operands)
-        (inner if dep else hoisted).append(o)
-        if dep:
-            varying.update(o.results)
-    f32 = ir.F32Type.get()
+    reg = _ReductionRegion(v, r.combiner, r.x, lambda d: d < r.n_red, ep)
     with ir.InsertionPoint(body), op.location:
-        env: dict = {}
-        _external_constants(v, ops, env)
+        reg.constants()
         bx, tx, ty, gx = body.arguments[0], body.arguments[3], body.arguments[4], body.arguments[6]
         sm = bufs[0]
         slot = _add(_mul(ty, _COL_X), tx)
@@ -1113,55 +1132,17 @@ def _emit_col_reduction(v: _View, r: _ColReduction, sizes: list, memory: Workgro
             valid = _ult(col, cols)
             pivs = {r.n_red + i: x for i, x in enumerate(_delinearize(col, par))}
             oidx = _indices(v.maps[-1], pivs)
-            guard = _if(valid, [f32], True)
+            guard = _if(valid, [ir.F32Type.get()], True)
             with ir.InsertionPoint(guard.then_block):
-                if ident is not None:
-                    start = _cf32(ident)
-                else:  # max / min: the partials start at the output's initial value
-                    start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
-                cenv = dict(env)
-                for i, m in enumerate(v.maps[:-1]):
-                    if args[i] not in varying and _used(args[i]):
-                        cenv[args[i]] = _load(v.ins[i], _indices(m, pivs))
-                _clone_region_ops(hoisted, cenv, pivs)
-
-                def accumulate(j, acc):
-                    kenv = dict(cenv)
-                    ivs = dict(pivs)
-                    ivs.update(dict(enumerate(_delinearize(j, red))))
-                    for i, m in enumerate(v.maps[:-1]):
-                        if args[i] in varying and _used(args[i]):
-                            kenv[args[i]] = _load(v.ins[i], _indices(m, ivs))
-                    _clone_region_ops(inner, kenv, ivs)
-                    return _combine(r.combiner, out_arg, acc, kenv.get(r.x, r.x))
-
-                _yield(_accumulate(ty, ktot, _COL_Y, [start], lambda j, acc: [accumulate(j, acc[0])]))
+                _yield([reg.partial(pivs, oidx, list(range(r.n_red)), red, ty, _COL_Y)])
             with ir.InsertionPoint(guard.else_block):
                 _yield([_cf32(0.0)])  # a column past the end: never written
             _store(guard.results[0], sm, [slot])
             _mk("gpu.barrier", [], [])
-            half = _COL_Y // 2
-            while half >= 1:
-                step = _if(_ult(ty, half), [], False)
-                with ir.InsertionPoint(step.then_block):
-                    a = _load(sm, [slot])
-                    b = _load(sm, [_add(slot, half * _COL_X)])
-                    _store(_combine(r.combiner, out_arg, a, b), sm, [slot])
-                    _yield([])
-                _mk("gpu.barrier", [], [])
-                half //= 2
-            first = _mk("arith.cmpi", [ir.IntegerType.get_signless(1)], [ty, _cidx(0)],
-                        {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).results[0]
-            write = _if(_and(first, valid), [], False)
+            _tree(reg, sm, slot, ty, _COL_Y, _COL_X)
+            write = _if(_and(_is_zero(ty), valid), [], False)
             with ir.InsertionPoint(write.then_block):
-                total = _load(sm, [tx])
-                start = _load(v.out, oidx) if ep.fill is None else ep.fill.operands[0]
-                value = _combine(r.combiner, out_arg, start, total)
-                if ep.store_c:
-                    _store(value, v.out, oidx)
-                if ep.generic is not None:
-                    y, out, yidx = _epilogue_value(ep.generic, v.out, value, oidx)
-                    _store(y, out, yidx)
+                reg.write(_load(sm, [tx]), oidx)
                 _yield([])
             # Every thread is past the write's read of sm[tx] before the next tile stores into it.
             _mk("gpu.barrier", [], [])
