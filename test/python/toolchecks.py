@@ -1,10 +1,22 @@
-"""The external validators of GPU binaries, shared by the tests: `spirv_val` (Debian
-spirv-tools) and `ptxas` (the CUDA assembler). Each returns False when its tool is not installed,
-so that the caller skips with its own reason; otherwise it asserts that every binary passes."""
+"""The external tools of the GPU tests: `spirv_val` (Debian spirv-tools) and `ptxas` (the CUDA
+assembler) validate binaries -- each returns False when its tool is not installed, so that the
+caller skips with its own reason, and otherwise asserts that every binary passes --, and
+`vulkan_adapter` says whether wgpu finds a Vulkan adapter (lavapipe)."""
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
+import sys
+
+
+@functools.cache
+def vulkan_adapter() -> bool:
+    """Asked once, in a child process: a lavapipe device created in the test process breaks the
+    CPU JIT (LLVM) of tests that run after it."""
+    code = "from relax_mlir.runtime import vulkan; print(vulkan.available())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return out.stdout.strip().endswith("True")
 
 
 def spirv_val(bins: dict[str, bytes], tmp_path, what: str) -> bool:

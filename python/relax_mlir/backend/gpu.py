@@ -1339,11 +1339,8 @@ def fold_subviews(module_op: ir.Operation) -> int:
     def visit(o):
         if o.name in ("memref.load", "memref.store"):
             mem = o.operands[0 if o.name == "memref.load" else 1]
-            owner = mem.owner
-            if not isinstance(owner, ir.Block):
-                owner = owner.operation if hasattr(owner, "operation") else owner
-                if owner.name == "memref.subview":
-                    todo.append((o, owner))
+            if not isinstance(mem.owner, ir.Block) and _op_of(mem.owner).name == "memref.subview":
+                todo.append((o, _op_of(mem.owner)))
         return ir.WalkResult.ADVANCE
 
     module_op.walk(visit, ir.WalkOrder.PRE_ORDER)

@@ -44,6 +44,7 @@ from relax_mlir.backend.gpu import (
     WorkgroupMemory,
     _check_cooperative,
     _finite_constant,
+    _identity_layout,
     _sink_constants,
     copies_to_kernels,
     drop_unused_workspace,
@@ -150,11 +151,6 @@ def _entries(module_op: ir.Operation):
     return [f.operation for f in _top_funcs(module_op) if len(f.regions[0].blocks)
             and not ("sym_visibility" in f.attributes
                      and ir.StringAttr(f.attributes["sym_visibility"]).value == "private")]
-
-
-def _identity(t: ir.MemRefType) -> bool:
-    text = str(t)
-    return "strided" not in text and "affine_map" not in text
 
 
 def _defined_outside(v: ir.Value, region_op: ir.Operation) -> bool:
@@ -340,7 +336,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
             if k == m:
                 return v
         t = ir.MemRefType(m.type)
-        if not _identity(t):
+        if not _identity_layout(t):
             raise LoweringError("flatten", "flatten buffers", f"a kernel buffer has a non-identity layout: {t}")
         if not _defined_outside(m, launch):
             raise LoweringError("flatten", "flatten buffers", "a kernel buffer is defined inside the kernel")
@@ -389,7 +385,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
         m = o.operands[0 if is_load else 1]
         indices = list(o.operands)[1 if is_load else 2:]
         t = ir.MemRefType(m.type)
-        if t.rank == 1 and _identity(t):
+        if t.rank == 1 and _identity_layout(t):
             continue
         fv, dims = flat_of(m)
         with ir.InsertionPoint(o), o.location:

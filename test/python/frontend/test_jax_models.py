@@ -6,23 +6,13 @@ import pytest
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
-from jax import export  # noqa: E402
 
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
 from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo  # noqa: E402
 
 import model_zoo as zoo  # noqa: E402
-
-F32 = jnp.float32
-
-
-def spec(shape, dtype=F32):
-    return jax.ShapeDtypeStruct(shape, dtype)
-
-
-def sym(names):
-    return export.symbolic_shape(names)
+from model_zoo import spec, sym  # noqa: E402
 
 
 def check(fn, specs, make_args, sizes=(1, 7, 33), rtol=1e-3, atol=1e-4):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
+import toolchecks
 from recording_driver import RecordingDriver, check_launches
 from relax_mlir.runtime import hostprog, load
 
@@ -73,20 +74,12 @@ case = _ref["case"]
 SHAPES = (1, 13, 257)
 
 
-def _vulkan_available() -> bool:
-    """Asked in a child process: a lavapipe device created in this one breaks the CPU JIT
-    (LLVM) of tests that run after it."""
-    code = "from relax_mlir.runtime import vulkan; print(vulkan.available())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    return out.stdout.strip().endswith("True")
-
-
 # ----------------------------------------------------------------------------------------------
 # vulkan: export here, load and run in a fresh process without MLIR
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not _vulkan_available(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
+@pytest.mark.skipif(not toolchecks.vulkan_adapter(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
 def test_vulkan_artifacts_run_without_mlir(tmp_path):
     for name, src in MODELS.items():
         exe = relax_mlir.compile(src, target="vulkan")  # lowering needs no adapter
@@ -226,7 +219,7 @@ def test_cuda_transformer_block_host_program(tmp_path):
     assert hostprog.FORMAT == program["format"]
 
 
-@pytest.mark.skipif(not _vulkan_available(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
+@pytest.mark.skipif(not toolchecks.vulkan_adapter(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
 def test_vulkan_transformer_block_runs_without_mlir(tmp_path):
     """examples/demo.py's transformer block on Vulkan (lavapipe), from its artifact in a fresh
     process without MLIR, against jax.jit computed here, at seq 1, 13 and 130 from one compile.

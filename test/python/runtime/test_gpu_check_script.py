@@ -11,17 +11,12 @@ import subprocess
 import sys
 
 import pytest
+import toolchecks
 
 ROOT = pathlib.Path(__file__).parents[3]
 
 
-def _vulkan_available() -> bool:
-    code = "from relax_mlir.runtime import vulkan; print(vulkan.available())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    return out.stdout.strip().endswith("True")
-
-
-@pytest.mark.skipif(not _vulkan_available(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
+@pytest.mark.skipif(not toolchecks.vulkan_adapter(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
 def test_gpu_check_runs_on_vulkan_artifacts(tmp_path):
     pytest.importorskip("jax")
     art = tmp_path / "artifacts"

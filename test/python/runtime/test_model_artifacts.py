@@ -98,26 +98,15 @@ def _host_memory_ops_stay_on_the_host(program) -> None:
         assert o["src" if o["op"] == "load" else "dst"] in host, f"host {o['op']} of device memory: {o}"
 
 
-def _vulkan_adapter() -> bool:
-    code = "from relax_mlir.runtime import vulkan; print(vulkan.available())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    return out.stdout.strip().endswith("True")
-
-
-@pytest.fixture(scope="module")
-def vulkan_adapter():
-    return _vulkan_adapter()
-
-
 @pytest.mark.parametrize("name", NAMES)
-def test_vulkan(name, tmp_path, vulkan_adapter):
+def test_vulkan(name, tmp_path):
     exe = relax_mlir.compile(zoo.relax_text(name), target="vulkan")
     bins = exe.artifacts["spirv"]
     assert bins, "no SPIR-V kernels"
     _host_memory_ops_stay_on_the_host(exe.artifacts["hostprog"])
     if not toolchecks.spirv_val(bins, tmp_path, name):
         pytest.skip("spirv-val (Debian spirv-tools) is not installed")
-    if not vulkan_adapter:
+    if not toolchecks.vulkan_adapter():
         pytest.skip("wgpu or a Vulkan adapter (lavapipe) is not available")
     _run_artifact_without_mlir(name, exe, tmp_path)
 
