@@ -21,6 +21,7 @@ from typing import ClassVar
 
 from mlir import ir
 
+from relax_mlir.analysis.kernel_alias import result_aliases
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass
 from relax_mlir.shape import Expr, const
@@ -47,7 +48,25 @@ class Interval:
     bound: int | None
 
 
-def plan_function(f: ir.Operation):
+def _kernel_table(f: ir.Operation) -> dict[str, ir.Operation]:
+    module = f.parent
+    table = {}
+    for op in module.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func":
+            table[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
+    return table
+
+
+def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = None):
+    """The planned intervals of `f` (lifetimes in op indices) and its symbol facts.
+
+    A kernel result that may share storage with one of the kernel's inputs (analysis/kernel_alias:
+    a copy that canonicalization turns into a view once kernels are inlined) keeps those inputs
+    alive as long as the result."""
+    if kernels is None:
+        kernels = _kernel_table(f)
+    alias_memo: dict[str, list] = {}
+    aliases: list[tuple[ir.Value, list[ir.Value]]] = []
     facts = function_facts(f)
     block = f.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
@@ -59,6 +78,16 @@ def plan_function(f: ir.Operation):
     escaping = set()
     for i, op in enumerate(ops):
         if op.name == "relax_v.call_tir":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            kernel = kernels.get(callee)
+            if callee not in alias_memo:
+                alias_memo[callee] = result_aliases(kernel, len(op.operands)) if kernel is not None \
+                    and kernel.regions[0].blocks else None
+            per_result = alias_memo[callee]
+            for k, r in enumerate(op.results):
+                srcs = range(len(op.operands)) if per_result is None else per_result[k]
+                if srcs:
+                    aliases.append((r, [op.operands[j] for j in srcs]))
             for r in op.results:
                 t = view(r.type)
                 if isinstance(t, TensorType) and t.known:
@@ -80,6 +109,13 @@ def plan_function(f: ir.Operation):
                         v = root.get(v, v)
                         if v in intervals:
                             intervals[v].end = max(intervals[v].end, i)
+    # Aliases, latest first: a result's lifetime is final before it extends its sources'.
+    for r, srcs in reversed(aliases):
+        end = intervals[r].end if r in intervals else len(ops)
+        for s in srcs:
+            s = root.get(s, s)
+            if s in intervals:
+                intervals[s].end = max(intervals[s].end, end)
     # Tensors without an upper bound are planned too: their blocks are sized per call by the
     # symbolic byte count, and shared only by tensors of exactly that symbolic size.
     planned = [iv for v, iv in intervals.items() if v not in escaping]

@@ -141,3 +141,30 @@ def test_workspace_is_reused_and_grown():
         held.append(f.workspace_bytes())
     assert held[0] == held[1]  # same shapes: nothing new
     assert held[2] > held[1] and held[3] >= held[2] and held[4] == held[3]  # grown only, then kept
+
+
+def _causal_mask(am):
+    import jax.numpy as jnp
+
+    idx = jnp.arange(128)
+    causal = idx[:, None] >= idx[None, :]  # bool[128, 128], sliced below: the slice is a view once inlined
+    am = am[:128]
+    n = am.shape[0]
+    return jnp.where(jnp.logical_and(causal[:n, :n], am[None, :] > 0), 1.0, 0.0)
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_sliced_tensor_keeps_its_block(symbolic):
+    """A slice of a planned tensor is a view of its block after inlining: the block may not be
+    reused while the slice is read (HF Flax causal masks read back wrong before)."""
+    import jax
+    import jax.numpy as jnp
+
+    from relax_mlir.frontend.jax import from_jax
+
+    dim = jax.export.symbolic_shape("n")[0] if symbolic else 13
+    exe = relax_mlir.compile(from_jax(_causal_mask, jax.ShapeDtypeStruct((dim,), jnp.int32)))
+    for n in ((1, 13, 128) if symbolic else (13,)):
+        am = np.ones(n, np.int32)
+        am[n // 2:] = np.arange(n - n // 2) % 2
+        np.testing.assert_array_equal(exe(am), np.asarray(jax.jit(_causal_mask)(am)))
