@@ -200,15 +200,137 @@ def _collect(cls: type, kind: type) -> tuple:
 
 
 def relax_op(cls: type[OpSpec]) -> type[OpSpec]:
-    """Register an op class: gathers its operand/result/attribute declarations."""
+    """Register an op class: gathers its operand/result/attribute declarations, and makes its
+    `deduce` check the attributes first (see `check_attributes`)."""
     assert cls.name.startswith(("relax.", "relax_v.")), cls.name
     cls.operands_ = _collect(cls, Operand)
     cls.results_ = _collect(cls, Result)
     cls.attributes_ = _collect(cls, Attr)
     cls.regions_ = _collect(cls, Region)
     assert cls.name not in OPS, f"duplicate op {cls.name}"
+    inner = getattr(cls.deduce.__func__, "__wrapped__", cls.deduce.__func__)
+
+    def deduce(klass, op: OpInfo, _inner=inner):
+        return _checked_deduce(klass, op, _inner)
+
+    deduce.__wrapped__ = inner
+    deduce.__doc__ = inner.__doc__
+    cls.deduce = classmethod(deduce)
     OPS[cls.name] = cls
     return cls
+
+
+# --- attribute checking ------------------------------------------------------------------------
+#
+# IRDL checks an attribute's kind (integer, array, ...) but not what an array holds; a deduction
+# rule that meets `axes = ["x"]` or `shape = [1.5]` would fail inside Python. The verifier checks
+# every attribute an op declares before its deduction rule runs, so each of those is a located
+# `'relax.<op>' op ...` diagnostic. What an array attribute holds follows from its name:
+
+INT_ARRAYS = frozenset({"axes", "indices", "strides", "lowered"})
+"""Array attributes of integers."""
+DIM_ARRAYS = frozenset({"shape", "begin", "end", "sym_args"})
+"""Array attributes of dims: integers or symbolic expression strings ("?" where the op allows it)."""
+DIM_SCALARS = frozenset({"start", "end", "value"})
+"""`any` attributes that are one dim (an integer or an expression string), where an op declares them so."""
+BOOL_SCALARS = frozenset({"keepdims"})
+
+
+def _kind_of(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "float"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return type(v).__name__ if not isinstance(v, ir.Attribute) else str(v)
+
+
+def _check_dim_value(name: str, v: Any, where: str) -> None:
+    from relax_mlir.dialect.types import MAX_DIM
+    from relax_mlir.shape import parse as parse_expr
+
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise DeduceError(f"attribute '{name}' {where}must be an integer or a symbolic expression string, "
+                          f"got {_kind_of(v)} {v!r}")
+    if isinstance(v, int):
+        if abs(v) > MAX_DIM:
+            raise DeduceError(f"attribute '{name}' {where}is {v}, beyond the largest dim {MAX_DIM}")
+        return
+    if v.strip() == "?":
+        return
+    try:
+        parse_expr(v)
+    except (ValueError, TypeError, RecursionError) as e:
+        raise DeduceError(f"attribute '{name}' {where}'{v}' is not a symbolic expression: {e}") from None
+
+
+def check_attributes(cls: type[OpSpec], op: OpInfo) -> None:
+    """Raise DeduceError unless every declared attribute present has the form its name promises."""
+    from relax_mlir.dialect.types import MAX_DIM
+
+    for a in cls.attributes_:
+        v = op.attr(a.name)
+        if v is None:
+            if not a.optional:
+                raise DeduceError(f"requires attribute '{a.name}'")
+            continue
+        if a.kind == "int" and (isinstance(v, bool) or not isinstance(v, int)):
+            raise DeduceError(f"attribute '{a.name}' must be an integer, got {_kind_of(v)}")
+        if a.kind == "int" and abs(v) > 2 ** 62:
+            raise DeduceError(f"attribute '{a.name}' = {v} is out of range")
+        if a.kind == "float" and not isinstance(v, (int, float)):
+            raise DeduceError(f"attribute '{a.name}' must be a float, got {_kind_of(v)}")
+        if a.kind == "array":
+            if not isinstance(v, list):
+                raise DeduceError(f"attribute '{a.name}' must be an array, got {_kind_of(v)}")
+            if a.name in INT_ARRAYS:
+                for i, x in enumerate(v):
+                    if isinstance(x, bool) or not isinstance(x, int):
+                        raise DeduceError(f"attribute '{a.name}' must hold integers, element {i} is "
+                                          f"{_kind_of(x)} {x!r}")
+                    if abs(x) > MAX_DIM:
+                        raise DeduceError(f"attribute '{a.name}' element {i} is {x}, out of range")
+            elif a.name in DIM_ARRAYS:
+                for i, x in enumerate(v):
+                    _check_dim_value(a.name, x, f"element {i} ")
+        if a.kind == "any" and a.name in DIM_SCALARS and not isinstance(v, (ir.Attribute, list, dict)):
+            if isinstance(v, (int, str)) and not isinstance(v, bool):
+                _check_dim_value(a.name, v, "")
+            elif not (cls.name == "relax.constant"):
+                raise DeduceError(f"attribute '{a.name}' must be an integer or a symbolic expression string, "
+                                  f"got {_kind_of(v)} {v!r}")
+        if a.kind == "any" and a.name in BOOL_SCALARS and not isinstance(v, bool):
+            raise DeduceError(f"attribute '{a.name}' must be a bool (true or false), got {_kind_of(v)} {v!r}")
+
+
+# Python errors a deduction rule can meet on operands or attributes that passed the checks above
+# but are still ill-formed; each becomes a diagnostic at the op rather than a traceback.
+_INPUT_ERRORS = (TypeError, IndexError, KeyError, ValueError, AttributeError, ZeroDivisionError, OverflowError)
+
+
+def _checked_deduce(cls: type[OpSpec], op: OpInfo, inner) -> list[RelaxType]:
+    from relax_mlir.dialect.types import TypeTextError, check_tensor_size
+
+    check_attributes(cls, op)
+    try:
+        out = inner(cls, op)
+    except (DeduceError, TypeTextError):
+        raise
+    except RecursionError:
+        raise DeduceError("operands or attributes nest too deeply") from None
+    except _INPUT_ERRORS as e:
+        raise DeduceError(f"has ill-formed operands or attributes ({type(e).__name__}: {e})") from None
+    for i, t in enumerate(out):
+        if isinstance(t, TensorType):
+            why = check_tensor_size(t)
+            if why:
+                raise DeduceError(f"result #{i} {why}")
+    return out
 
 
 # Ops with operands (or results) of differing types in one variadic group: IRDL in MLIR 22 binds

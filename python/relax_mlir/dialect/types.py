@@ -27,6 +27,14 @@ INT_DTYPES = frozenset({"i1", "i8", "i16", "i32", "i64"})
 
 Dim = Expr | None  # None is an unknown dim ("?")
 
+# Size limits, checked by the verifier where a type is read (and on every deduced result type):
+# a static dim lies in [0, MAX_DIM], and the static part of a tensor's size (the product of its
+# static dims times the element size) stays within MAX_BYTES, so that every size and offset
+# computed from it, in Python or in native code, fits in int64 with room for a symbolic factor.
+MAX_DIM = 2 ** 40 - 1
+MAX_BYTES = 2 ** 48
+ITEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+
 
 def _dim_text(d: Dim) -> str:
     if d is None:
@@ -187,14 +195,39 @@ def _split_last_comma(body: str) -> tuple[str, str]:
     return body[:i], body[i + 1 :].strip()
 
 
+def check_tensor_size(t: "TensorType") -> str | None:
+    """Why `t`'s static dims break the size limits (MAX_DIM, MAX_BYTES), or None."""
+    size = ITEM_BYTES.get(t.dtype, 8)
+    for j, d in enumerate(t.dims or ()):
+        if d is None or not d.is_const:
+            continue
+        v = d.value
+        if v < 0:
+            return f"has a negative dim {v} (dim {j})"
+        if v > MAX_DIM:
+            return f"has dim {j} = {v}, above the largest supported dim {MAX_DIM} (2^40 - 1)"
+        size *= v
+    if size > MAX_BYTES:
+        return f"has {size} bytes of static size, above the supported {MAX_BYTES} (2^48)"
+    return None
+
+
 def parse_type_text(text: str) -> RelaxType:
     if text.startswith("!relax.tensor<"):
         dims, dtype = _split_last_comma(text[len("!relax.tensor<") : -1])
-        return TensorType(_parse_dims(dims), dtype)
+        t = TensorType(_parse_dims(dims), dtype)
+        why = check_tensor_size(t)
+        if why:
+            raise ValueError(why)
+        return t
     if text.startswith("!relax.unranked_tensor<"):
         return TensorType(None, text[len("!relax.unranked_tensor<") : -1].strip())
     if text.startswith("!relax.shape<"):
-        return ShapeType(_parse_dims(text[len("!relax.shape<") : -1]))
+        st = ShapeType(_parse_dims(text[len("!relax.shape<") : -1]))
+        why = check_tensor_size(TensorType(st.dims, "i8"))
+        if why:
+            raise ValueError(why.replace("bytes of static size", "static elements"))
+        return st
     if text.startswith("!relax.prim<"):
         s = text[len("!relax.prim<") : -1].strip().strip('"')
         return PrimType(None if s == "?" else parse_expr(s))

@@ -28,15 +28,61 @@ class UnsupportedOpError(ValueError):
     def __init__(self, op_name: str, loc: str = "", why: str = ""):
         self.op_name = op_name
         self.loc = loc
-        msg = f"unsupported StableHLO op '{op_name}'"
-        if why:
-            msg += f": {why}"
+        self.why = why
+        msg = self.headline()
         if loc:
             msg += f" at {loc}"
         super().__init__(msg)
 
+    def headline(self) -> str:
+        return f"unsupported StableHLO op '{self.op_name}'" + (f": {self.why}" if self.why else "")
+
+
+class UnsupportedTypesError(UnsupportedOpError):
+    """Every op of a module whose element types relax does not support, found before importing."""
+
+    def __init__(self, items: list[UnsupportedOpError]):
+        self.items = items
+        ValueError.__init__(self, "\n".join(str(x) for x in items))
+        self.op_name, self.loc, self.why = items[0].op_name, items[0].loc, items[0].why
+
+
+class StableHLOParseError(ValueError):
+    """The text does not parse as MLIR (with jax's StableHLO dialects); `diagnostics` holds
+    (location text, message) pairs."""
+
+    def __init__(self, diagnostics: list[tuple[str, str]]):
+        self.diagnostics = diagnostics
+        super().__init__("; ".join(f"{loc}: {msg}" for loc, msg in diagnostics) or "the input does not parse")
+
 
 _DTYPES = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64"}
+
+_POS_RE = re.compile(r'"([^"]*)":(\d+):(\d+)')
+
+
+def _position(loc: str, source_name: str) -> str | None:
+    """'file:line:col' of the first file position in a location's text (a jax location names the
+    Python source inside name and callsite locations); "-" (no file name) is `source_name`."""
+    m = _POS_RE.search(loc or "")
+    if m is None:
+        return None
+    return f"{source_name if m.group(1) in ('-', '') else m.group(1)}:{m.group(2)}:{m.group(3)}"
+
+
+def render_error(e: Exception, source_name: str) -> str:
+    """An import error as compiler diagnostics: `file:line:col: error: ...` per problem (or
+    `file: error: ...` for one about the whole input)."""
+    if isinstance(e, UnsupportedTypesError):
+        return "\n".join(render_error(x, source_name) for x in e.items)
+    if isinstance(e, StableHLOParseError):
+        return "\n".join(f"{_position(loc, source_name) or source_name}: error: {msg}" for loc, msg in e.diagnostics)
+    if isinstance(e, UnsupportedOpError):
+        pos = _position(e.loc, source_name)
+        if pos is not None:
+            return f"{pos}: error: {e.headline()}"
+        return f"{source_name}: error: {e}"
+    return f"{source_name}: error: {e}"
 
 
 class Val:
@@ -744,18 +790,84 @@ CONVERTERS: dict[str, Callable] = {
 }
 
 
+def _element_type(t) -> str | None:
+    from jax._src.lib.mlir import ir
+    try:
+        return str(ir.ShapedType(t).element_type)
+    except (ValueError, TypeError):
+        return None
+
+
+def check_element_types(module) -> None:
+    """Raise UnsupportedTypesError naming every op (with its location) whose operands or results
+    have an element type relax does not support (ui64, i4, complex, f8 ...), all at once."""
+    items: list[UnsupportedOpError] = []
+    supported = ", ".join(sorted(_DTYPES))
+
+    def visit(op):
+        name = op.operation.name
+        if name == "func.func":
+            for r in op.regions:
+                for b in r.blocks:
+                    for i, a in enumerate(b.arguments):
+                        dt = _element_type(a.type)
+                        if dt is not None and dt not in _DTYPES:
+                            items.append(UnsupportedOpError(name, str(op.location), f"argument #{i} has element type "
+                                                                                     f"{dt} (supported: {supported})"))
+        else:
+            for i, r in enumerate(op.results):
+                dt = _element_type(r.type)
+                if dt is not None and dt not in _DTYPES:
+                    items.append(UnsupportedOpError(name, str(op.location), f"result #{i} has element type {dt} "
+                                                                             f"(supported: {supported})"))
+        for r in op.regions:
+            for b in r.blocks:
+                for inner in b.operations:
+                    visit(inner)
+
+    for op in module.body.operations:
+        visit(op)
+    if items:
+        raise UnsupportedTypesError(items)
+
+
 def import_module(module, dim_names=None) -> str:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) to relax text.
     `dim_names[i][j]`: the symbol name of dim j of @main's argument i (None: derive one)."""
+    check_element_types(module)
     return Importer(module, dim_names).run()
 
 
-def import_stablehlo(text: str, dim_names=None) -> str:
-    """StableHLO text (as `jax.export` prints it) -> relax IR text."""
+def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>") -> str:
+    """StableHLO text (as `jax.export` prints it) -> relax IR text. Errors: StableHLOParseError,
+    UnsupportedOpError (UnsupportedTypesError), ValueError; `render_error` formats any of them."""
     from jax._src.interpreters import mlir as jmlir
     from jax._src.lib.mlir import ir as jir
 
     ctx = jmlir.make_ir_context()
     with ctx, jir.Location.unknown():
-        module = jir.Module.parse(text)
+        try:
+            op = jir.Operation.parse(text, source_name=source_name)
+        except jir.MLIRError as e:
+            diags = [(str(d.location), d.message) for d in e.error_diagnostics]
+            if not any("single top-level operation" in m for _, m in diags):
+                raise StableHLOParseError(diags) from None
+            try:  # zero or several top-level ops: an implicit module (its locations say "-")
+                module = jir.Module.parse(text)
+            except jir.MLIRError as e2:
+                raise StableHLOParseError([(str(d.location), d.message) for d in e2.error_diagnostics]) from None
+        else:
+            if op.operation.name == "builtin.module":
+                module = _ModuleView(op)
+            else:
+                module = jir.Module.create()
+                module.body.append(op.operation)
         return import_module(module, dim_names)
+
+
+class _ModuleView:
+    """A parsed `builtin.module` operation seen through the `Module` attributes the importer uses."""
+
+    def __init__(self, op):
+        self.operation = op.operation
+        self.body = op.regions[0].blocks[0]

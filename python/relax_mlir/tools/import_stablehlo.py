@@ -10,22 +10,43 @@ def main(argv=None) -> int:
     p.add_argument("input", nargs="?", default="-", help="StableHLO file ('-' or none: stdin)")
     p.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     args = p.parse_args(argv)
-    from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo
+    from relax_mlir.frontend.stablehlo import import_stablehlo, render_error
+    from relax_mlir.tools.relax_opt import decode_source
 
-    text = sys.stdin.read() if args.input == "-" else open(args.input).read()
+    name = "<stdin>" if args.input == "-" else args.input
     try:
-        out = import_stablehlo(text)
-    except UnsupportedOpError as e:
-        print(f"error: {e}", file=sys.stderr)
+        if args.input == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.input, "rb") as f:
+                data = f.read()
+    except OSError as e:
+        print(f"relax-import-stablehlo: error: cannot read '{args.input}': {e.strerror}", file=sys.stderr)
         return 1
-    except Exception as e:  # parse errors from the MLIR parser, etc.
-        print(f"error: {e}", file=sys.stderr)
+    text, bad = decode_source(data, name)
+    if bad is not None:
+        print(bad.render(), file=sys.stderr)
         return 1
-    if args.output == "-":
-        sys.stdout.write(out)
-    else:
-        with open(args.output, "w") as f:
-            f.write(out)
+    try:
+        out = import_stablehlo(text, source_name=name)
+    except ValueError as e:  # parse errors, unsupported ops and element types, malformed modules
+        print(render_error(e, name), file=sys.stderr)
+        return 1
+    except RecursionError:
+        print(f"{name}: error: the input nests too deeply", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug in the importer: still a diagnostic, not a traceback
+        print(f"{name}: error: internal error in the importer: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    try:
+        if args.output == "-":
+            sys.stdout.write(out)
+        else:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(out)
+    except OSError as e:
+        print(f"relax-import-stablehlo: error: cannot write '{args.output}': {e.strerror}", file=sys.stderr)
+        return 1
     return 0
 
 

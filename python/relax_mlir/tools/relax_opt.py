@@ -39,12 +39,26 @@ _SEV = {"DiagnosticSeverity.ERROR": "error", "DiagnosticSeverity.WARNING": "warn
 _LOC_RE = re.compile(r'loc\("([^"]*)":(\d+):(\d+)')
 
 
+_NOTE_OP_RE = re.compile(r'see current operation: (?:[^=]*= )?"([\w.$]+)"')
+
+
 def _to_diag(d, default_file: str) -> Diag:
     loc_text = str(d.location)
     m = _LOC_RE.search(loc_text)
     file, line, col = (m.group(1), int(m.group(2)), int(m.group(3))) if m else (default_file, 0, 0)
-    return Diag(file, line, col, _SEV.get(str(d.severity), "error"), d.message,
-                [_to_diag(n, default_file) for n in d.notes])
+    if file == "-":  # parsed by ir.Module.parse, which names no file
+        file = default_file
+    notes = [_to_diag(n, default_file) for n in d.notes]
+    message = d.message
+    if message.startswith("op ") and notes:
+        # IRDL verifiers say "op expects exactly 2 operands"; name the op, as every other
+        # verifier does ("'relax.add' op expects ..."), from the "see current operation" note.
+        for n in notes:
+            mo = _NOTE_OP_RE.search(n.message)
+            if mo:
+                message = f"'{mo.group(1)}' {message}"
+                break
+    return Diag(file, line, col, _SEV.get(str(d.severity), "error"), message, notes)
 
 
 class Session:
@@ -75,12 +89,22 @@ class Session:
                 self.diags.append(nd)
 
 
+_TOP_LEVEL_COUNT = "source must contain a single top-level operation"
+_CUSTOM_FORM_RE = re.compile(r'(?:^|=)\s*(relax(?:_v)?\.[A-Za-z_][\w.]*)\b', re.M)
+
+
 def parse_module(session: Session, text: str):
+    """Parse `text` into a `builtin.module` (an implicit one around zero, one or several top-level
+    ops, as mlir-opt does). None, with located diagnostics recorded, when the text does not parse."""
     with session.ctx, ir.Location.unknown():
         try:
             op = ir.Operation.parse(text, source_name=session.source_name)
         except ir.MLIRError as e:
+            if any(_TOP_LEVEL_COUNT in d.message for d in e.error_diagnostics):
+                return _parse_implicit_module(session, text)
             session.add_error_diagnostics(e)
+            if not any(d.severity == "error" for d in session.diags):
+                session.diags.append(_silent_parse_failure(session.source_name, text))
             return None
         if op.operation.name != "builtin.module":
             # A single top-level op is returned as is: wrap it in a module, as mlir-opt does.
@@ -88,6 +112,33 @@ def parse_module(session: Session, text: str):
             m.body.append(op.operation)
             return m.operation
         return op.operation
+
+
+def _parse_implicit_module(session: Session, text: str):
+    # ir.Module.parse wraps any number of top-level ops in a module; it takes no source name, so
+    # its locations say "-", which _to_diag maps back to the session's file.
+    try:
+        return ir.Module.parse(text).operation
+    except ir.MLIRError as e:
+        session.add_error_diagnostics(e)
+        if not any(d.severity == "error" for d in session.diags):
+            session.diags.append(_silent_parse_failure(session.source_name, text))
+        return None
+
+
+def _silent_parse_failure(file: str, text: str) -> Diag:
+    """MLIR's parser fails without a diagnostic on an IRDL op written in custom form
+    (`relax.exp(%x)`, not `"relax.exp"(%x)`): point at the first such op if there is one."""
+    for m in _CUSTOM_FORM_RE.finditer(text):
+        start = m.start(1)
+        if start > 0 and text[start - 1] == '"':
+            continue
+        line = text.count("\n", 0, start) + 1
+        col = start - (text.rfind("\n", 0, start) + 1) + 1
+        name = m.group(1)
+        return Diag(file, line, col, "error", f"custom assembly form of '{name}' is not supported: relax ops are "
+                                              f"written in the generic form, \"{name}\"(...)")
+    return Diag(file, 0, 0, "error", "the input does not parse (the MLIR parser gave no diagnostic)")
 
 
 def run_pipeline(session: Session, module: ir.Operation, items: list[str], *, print_after_all=False,
@@ -184,6 +235,16 @@ def verify_diagnostics(diags: list[Diag], expects: list[Expect], file: str) -> l
 
 # --- main --------------------------------------------------------------------------------------
 
+def decode_source(data: bytes, file: str) -> tuple[str, Diag | None]:
+    """The input as text, or a diagnostic at the first byte that is not UTF-8 (line:col, col in bytes)."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return "", Diag(file, line, col, "error", f"the input is not valid UTF-8 (byte 0x{data[e.start]:02x})")
+
+
 HELP = """usage: relax-opt [options] [input-file]
 
   -o FILE                       write the output to FILE (default: stdout)
@@ -275,12 +336,20 @@ def _main(argv: list[str]) -> int:
         print("Any other upstream MLIR pass may be named in the same pipeline.")
         return 0
 
+    source_name = "<stdin>" if in_path == "-" else in_path
     try:
-        text = sys.stdin.read() if in_path == "-" else open(in_path, encoding="utf-8").read()
+        if in_path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(in_path, "rb") as f:
+                data = f.read()
     except OSError as e:
         print(f"relax-opt: error: cannot read '{in_path}': {e.strerror}", file=sys.stderr)
         return 1
-    source_name = "<stdin>" if in_path == "-" else in_path
+    text, bad = decode_source(data, source_name)
+    if bad is not None:
+        print(bad.render(), file=sys.stderr)
+        return 1
 
     chunks: list[tuple[str, int]] = []
     if "--split-input-file" in flags:
