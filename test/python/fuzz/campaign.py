@@ -1,0 +1,401 @@
+"""The differential fuzzer's driver: run generated JAX programs (fuzz/gen.py) through relax-mlir
+and compare with jax.jit.
+
+For each seed: the program is exported with jax.export (symbolic dims) and imported; it is
+compiled ONCE with the full pipeline (relax_mlir.OPTIMIZE_PIPELINE) and once with one optional
+pass removed (round robin over the seeds; `--all-variants`: once per optional pass), and each
+build runs at every binding of the symbols (gen.BINDINGS: 1, primes, larger) and must equal
+jax.jit: bit for bit for ints, bools and exact float chains, within a tolerance for inexact float
+chains (NaN positions and the sign of every Inf must still match).  A symbol bound to 0 is
+outside jax.export's assumption (every dimension variable >= 1): the executable must refuse it
+with ValueError; zero-size arrays come from static 0 dims instead.
+
+Programs run in a worker process (`--worker`), one per batch of seeds: a signal or a hang kills
+only the worker, the program it was running is reported as a crash, and a new worker runs the
+rest.  Vulkan programs always run in a worker (lavapipe in a process breaks later CPU-JIT calls).
+
+    python test/python/fuzz/campaign.py --programs 5000 --first-seed 100000 --vulkan 500
+    python test/python/fuzz/campaign.py --seeds 17,42 --all-variants      # replay some seeds
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # test/python: `import fuzz`
+
+from fuzz import gen  # noqa: E402
+
+REQUIRED = ("relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream")
+# Tolerance of an inexact float result, per dtype: |got - want| <= rtol * (|want| + scale), where
+# scale is the largest finite |want| of that result (a sum that cancels keeps its absolute error).
+RTOL = {"float64": 1e-6, "float32": 1e-3, "float16": 3e-2, "bfloat16": 1e-1}
+
+
+def optional_passes(target: str) -> list[str]:
+    import relax_mlir
+
+    out = [p for p in relax_mlir.OPTIMIZE_PIPELINE if p not in REQUIRED]
+    if target != "cpu":
+        out = [p for p in out if p != "relax-dispatch-library"]
+    return out
+
+
+def pipeline(target: str, removed: str | None) -> list[str]:
+    import relax_mlir
+
+    ps = [p for p in relax_mlir.OPTIMIZE_PIPELINE if p != removed]
+    if target != "cpu":
+        ps = [p for p in ps if p != "relax-dispatch-library"]
+    return ps
+
+
+def variants(seed: int, target: str, all_variants: bool) -> list[str | None]:
+    """None = the full pipeline; a pass name = the pipeline without it."""
+    opt = optional_passes(target)
+    return [None] + (opt if all_variants else [opt[seed % len(opt)]])
+
+
+# -- comparison --------------------------------------------------------------------------------
+
+def compare(got, want, exact: bool) -> str | None:
+    """None if `got` matches the jax.jit result `want`, else a description of the mismatch."""
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape:
+        return f"shape {g.shape}, want {w.shape}"
+    if g.dtype != w.dtype:
+        return f"dtype {g.dtype}, want {w.dtype}"
+    if w.dtype.kind in "biu":
+        bad = g != w
+    else:
+        gf, wf = g.astype(np.float64), w.astype(np.float64)
+        gn, wn = np.isnan(gf), np.isnan(wf)
+        bad = gn != wn
+        both = ~gn & ~wn
+        if exact:
+            bad |= both & (gf != wf)
+        else:
+            inf = np.isinf(gf) | np.isinf(wf)
+            bad |= both & inf & (gf != wf)
+            fin = both & ~inf
+            scale = float(np.max(np.abs(wf[fin]), initial=0.0))
+            tol = RTOL[str(w.dtype)]
+            with np.errstate(invalid="ignore", over="ignore"):
+                bad |= fin & (np.abs(gf - wf) > tol * (np.abs(wf) + scale))
+    if not bad.any():
+        return None
+    idx = np.argwhere(bad) if bad.ndim else np.zeros((1, 0), int)
+    first = tuple(int(i) for i in idx[0])
+    how = "exact" if exact or w.dtype.kind in "biu" else f"rtol {RTOL[str(w.dtype)]}"
+    return (f"{int(bad.sum())} of {w.size} elements differ ({how}); first at {first}: "
+            f"got {g[first]!r}, want {w[first]!r}")
+
+
+def as_list(x) -> list:
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+# -- one program (in a worker) -----------------------------------------------------------------
+
+def _short(e: BaseException) -> str:
+    s = f"{type(e).__name__}: {e}"
+    return s if len(s) < 1500 else s[:1500] + " ..."
+
+
+def check_program(prog: gen.Program, target: str, var_list, stop_early=False) -> dict:
+    """Export, import, compile each variant once, run every binding, compare. Returns
+    {"status": ok|fail|unsupported|generator, "failures": [...], ...}."""
+    import jax
+
+    import relax_mlir
+    from relax_mlir.frontend.jax import UnsupportedOpError, from_jax
+
+    res = {"seed": prog.seed, "target": target, "failures": [], "families": prog.families}
+    try:
+        fn = prog.function()
+        specs = prog.specs()
+        exported = jax.export.export(jax.jit(fn))(*specs)
+    except Exception as e:  # the generator wrote a program jax cannot export: a fuzzer bug
+        res.update(status="generator", detail=_short(e))
+        return res
+    from relax_mlir.frontend.jax import import_exported
+    try:
+        text = import_exported(exported)
+    except UnsupportedOpError as e:
+        res.update(status="unsupported", detail=_short(e))
+        return res
+    except Exception as e:
+        res["failures"].append({"variant": "import", "binding": None, "kind": "import-error", "detail": _short(e)})
+        res["status"] = "fail"
+        return res
+    del from_jax
+    jitted = jax.jit(fn)
+    exact = prog.exact_outputs()
+    refs = []
+    for env in prog.bindings():
+        args = gen.make_inputs(prog, env)
+        try:
+            want = [np.asarray(w) for w in as_list(jitted(*args))]
+        except Exception as e:
+            res.update(status="generator", detail=f"jax.jit failed at {env}: {_short(e)}")
+            return res
+        refs.append((env, args, want))
+    for var in var_list:
+        vname = "full" if var is None else f"-{var}"
+        try:
+            exe = relax_mlir.compile(text, target=target, passes=pipeline(target, var))
+        except Exception as e:
+            res["failures"].append({"variant": vname, "binding": None, "kind": "compile-error",
+                                    "detail": _short(e)})
+            if stop_early:
+                break
+            continue
+        for env, args, want in refs:
+            try:
+                got = as_list(exe(*args))
+            except Exception as e:
+                res["failures"].append({"variant": vname, "binding": env, "kind": "run-error", "detail": _short(e)})
+                continue
+            if len(got) != len(want):
+                res["failures"].append({"variant": vname, "binding": env, "kind": "mismatch",
+                                        "detail": f"{len(got)} results, want {len(want)}"})
+                continue
+            for i, (g, w) in enumerate(zip(got, want)):
+                msg = compare(g, w, exact[i])
+                if msg is not None:
+                    res["failures"].append({"variant": vname, "binding": env, "kind": "mismatch",
+                                            "detail": f"result #{i}: {msg}"})
+        if prog.symbols and var is None:
+            # a symbol bound to 0 is outside jax.export's assumption (>= 1): must be refused
+            env0 = {s: 0 for s in prog.symbols}
+            try:
+                exe(*gen.make_inputs(prog, env0))
+                res["failures"].append({"variant": vname, "binding": env0, "kind": "not-refused",
+                                        "detail": "a symbol bound to 0 (below its lower bound 1) was not refused"})
+            except ValueError:
+                pass
+            except Exception as e:
+                res["failures"].append({"variant": vname, "binding": env0, "kind": "run-error",
+                                        "detail": f"want ValueError, got {_short(e)}"})
+        if stop_early and res["failures"]:
+            break
+    res["status"] = "fail" if res["failures"] else "ok"
+    return res
+
+
+def minimize(prog: gen.Program, target: str, res: dict) -> gen.Program:
+    """The shortest prefix of the program (one output: the first statement whose value is
+    wrong) that still fails with the same kind in the same variant."""
+    f0 = res["failures"][0]
+    var = None if f0["variant"] in ("full", "import") else f0["variant"][1:]
+    for name, _ in prog.stmts:
+        sub = prog.restricted([name])
+        if len(sub.stmts) >= len(prog.stmts) and sub.outputs == prog.outputs:
+            break
+        r = check_program(sub, target, [var], stop_early=True)
+        if r.get("status") == "fail" and any(f["kind"] == f0["kind"] for f in r["failures"]):
+            return sub
+    return prog
+
+
+def repro(prog: gen.Program, target: str, failure: dict) -> str:
+    """A self-contained script reproducing one failure."""
+    var = failure["variant"]
+    removed = None if var in ("full", "import") else var[1:]
+    env = failure.get("binding") or (prog.bindings()[0] if prog.bindings() else {})
+    lines = [f"# relax-mlir differential fuzzer: seed {prog.seed}, target {target}, "
+             f"{'full pipeline' if removed is None else 'pipeline without ' + removed}",
+             f"# {failure['kind']} at {env or 'static shapes'}: " + failure["detail"][:600].replace("\n", "\n# "),
+             "import jax, jax.numpy as jnp, numpy as np, ml_dtypes", "from jax import lax",
+             "import relax_mlir", "from relax_mlir.frontend.jax import from_jax",
+             "jax.config.update('jax_enable_x64', True)", "nan, inf = np.nan, np.inf", ""]
+    lines.append(prog.source().rstrip())
+    lines.append(prog.specs_source().rstrip())
+    if failure["kind"] == "import-error":
+        lines.append("print(from_jax(f, *specs))")
+        return "\n".join(lines) + "\n"
+    lines.append(f"exe = relax_mlir.compile(from_jax(f, *specs), target={target!r}, "
+                 f"passes={pipeline(target, removed)!r})")
+    if failure["kind"] == "compile-error":
+        return "\n".join(lines) + "\n"
+    args = gen.make_inputs(prog, env)
+    if sum(a.size for a in args) <= 600:
+        for a in args:
+            dt = "ml_dtypes.bfloat16" if str(a.dtype) == "bfloat16" else f"np.{a.dtype}"
+            vals = a.astype(np.float64).tolist() if str(a.dtype) == "bfloat16" else a.tolist()
+            lines.append(f"args.append(np.array({vals!r}, dtype={dt}).reshape({a.shape}))"
+                         if lines[-1].startswith("args") else
+                         f"args = [np.array({vals!r}, dtype={dt}).reshape({a.shape})]")
+        if not args:
+            lines.append("args = []")
+    else:
+        lines.append("import sys; sys.path.insert(0, 'test/python')  # run from the repository root")
+        lines.append(f"from fuzz import gen; p = gen.generate({prog.seed}); "
+                     f"args = [a for a, s in zip(gen.make_inputs(p, {env!r}), p.args) "
+                     f"if s.name in {[a.name for a in prog.args]!r}]")
+    lines.append("got, want = exe(*args), jax.jit(f)(*args)")
+    lines.append("print('relax-mlir:', got); print('jax.jit:   ', want)")
+    return "\n".join(lines) + "\n"
+
+
+def worker(seeds, target, all_variants, do_minimize):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    out = sys.stdout
+    for seed in seeds:
+        out.write(f"@@START {seed}\n")
+        out.flush()
+        t0 = time.time()
+        try:
+            prog = gen.generate(seed)
+            res = check_program(prog, target, variants(seed, target, all_variants))
+            if res["status"] == "fail":
+                small = prog
+                if do_minimize and res["failures"][0]["kind"] != "import-error":
+                    small = minimize(prog, target, res)
+                res["repro"] = repro(small, target, res["failures"][0])
+        except Exception:
+            res = {"seed": seed, "target": target, "status": "generator", "detail": traceback.format_exc()[-2000:],
+                   "failures": []}
+        res["seconds"] = round(time.time() - t0, 2)
+        out.write("@@RESULT " + json.dumps(res, default=str) + "\n")
+        out.flush()
+
+
+# -- batches in worker processes ---------------------------------------------------------------
+
+def _signal_name(rc: int) -> str:
+    if rc < 0:
+        try:
+            return signal.Signals(-rc).name
+        except ValueError:
+            return f"signal {-rc}"
+    return f"exit status {rc}"
+
+
+def run_batch(seeds, target="cpu", all_variants=False, do_minimize=True, hang_s=300.0) -> list[dict]:
+    """Run the seeds in worker processes (a new one after each crash); a result per seed."""
+    results: dict[int, dict] = {}
+    todo = list(seeds)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(HERE) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("RELAX_MLIR_NUM_THREADS", "1")
+    env.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    while todo:
+        with tempfile.TemporaryFile("w+") as outf, tempfile.TemporaryFile("w+") as errf:
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--target", target,
+                   "--seeds", ",".join(map(str, todo))]
+            if all_variants:
+                cmd.append("--all-variants")
+            if not do_minimize:
+                cmd.append("--no-minimize")
+            p = subprocess.Popen(cmd, stdout=outf, stderr=errf, env=env)
+            last_size, last_change = 0, time.time()
+            while p.poll() is None:
+                time.sleep(0.2)
+                size = os.fstat(outf.fileno()).st_size
+                if size != last_size:
+                    last_size, last_change = size, time.time()
+                elif time.time() - last_change > hang_s:
+                    p.kill()
+                    p.wait()
+                    break
+            rc = p.returncode
+            outf.seek(0)
+            started = None
+            for line in outf:
+                if line.startswith("@@START "):
+                    started = int(line.split()[1])
+                elif line.startswith("@@RESULT "):
+                    r = json.loads(line[len("@@RESULT "):])
+                    results[r["seed"]] = r
+                    started = None
+            todo = [s for s in todo if s not in results]
+            if not todo:
+                break
+            errf.seek(0)
+            err = errf.read()[-3000:]
+            if started is None:  # died before starting a program: report every remaining seed
+                for s in todo:
+                    results[s] = {"seed": s, "target": target, "status": "fail", "failures": [
+                        {"variant": "?", "binding": None, "kind": "worker-died",
+                         "detail": f"worker {_signal_name(rc)} before any program: {err}"}]}
+                break
+            hung = rc == -signal.SIGKILL
+            kind = "hang" if hung else "crash"
+            detail = (f"no progress for {hang_s:.0f} s" if hung else f"worker died: {_signal_name(rc)}") + \
+                f"; stderr tail:\n{err}"
+            prog = gen.generate(started)
+            fail = {"variant": "? (the worker was compiling or running it)", "binding": None, "kind": kind,
+                    "detail": detail}
+            results[started] = {"seed": started, "target": target, "status": "fail", "failures": [fail],
+                                "families": prog.families,
+                                "repro": repro(prog, target, dict(fail, variant="full", kind="crash"))}
+            todo = [s for s in todo if s != started]
+    return [results[s] for s in seeds]
+
+
+def describe(r: dict) -> str:
+    """A failed result, for a test's failure message: every failure line and the repro."""
+    lines = [f"seed {r['seed']} ({r['target']}):"]
+    for f in r["failures"][:6]:
+        lines.append(f"  [{f['variant']}] {f['kind']} at {f['binding']}: {f['detail'][:800]}")
+    if len(r["failures"]) > 6:
+        lines.append(f"  ... {len(r['failures']) - 6} more")
+    if r.get("repro"):
+        lines.append("  repro:\n    " + r["repro"].rstrip().replace("\n", "\n    "))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--programs", type=int, default=5000, help="CPU programs (seeds first-seed ...)")
+    ap.add_argument("--first-seed", type=int, default=100000)
+    ap.add_argument("--seeds", help="comma-separated seeds instead of a range")
+    ap.add_argument("--vulkan", type=int, default=500, help="how many of the programs also run on Vulkan")
+    ap.add_argument("--all-variants", action="store_true", help="compile each program once per removed pass")
+    ap.add_argument("--batch", type=int, default=50, help="programs per worker process")
+    ap.add_argument("--no-minimize", action="store_true")
+    ap.add_argument("--out", default="fuzz-results.jsonl", help="every result, one JSON line each")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--target", default="cpu", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else list(range(a.first_seed, a.first_seed + a.programs))
+    if a.worker:
+        worker(seeds, a.target, a.all_variants, not a.no_minimize)
+        return 0
+    jobs = [("cpu", seeds)]
+    if a.vulkan:
+        jobs.append(("vulkan", seeds[:a.vulkan]))
+    counts: dict[str, dict[str, int]] = {}
+    failed = []
+    t0 = time.time()
+    with open(a.out, "w") as out:
+        for target, ss in jobs:
+            c = counts.setdefault(target, {})
+            for i in range(0, len(ss), a.batch):
+                for r in run_batch(ss[i:i + a.batch], target, a.all_variants, not a.no_minimize):
+                    c[r["status"]] = c.get(r["status"], 0) + 1
+                    out.write(json.dumps(r, default=str) + "\n")
+                    if r["status"] in ("fail", "generator"):
+                        failed.append(r)
+                        print(describe(r) if r["status"] == "fail" else f"seed {r['seed']}: GENERATOR {r['detail']}",
+                              flush=True)
+                print(f"[{time.time() - t0:7.0f} s] {target}: {min(i + a.batch, len(ss))}/{len(ss)} {c}", flush=True)
+    print(f"done in {time.time() - t0:.0f} s: {counts}; results in {a.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

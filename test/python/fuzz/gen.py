@@ -1,0 +1,784 @@
+"""The program generator of the differential fuzzer: a seed -> a random JAX program (as Python
+source, so that a failure prints a self-contained repro), its argument specs with symbolic dims,
+and its inputs at each binding of the symbols.
+
+A program is a list of statements `vK = <jax expression>` over the arguments `a0, a1, ...`; each
+statement is drawn from an op family (elementwise unary/binary, comparisons, logic, where, clip,
+broadcasting, reshape, transpose, slicing, concat, reductions, dot/matmul/einsum, gather/take,
+iota/arange, astype, softmax-like patterns).  The generator tracks each value's dims as Python
+expressions over the symbols (`"n"`, `"n*3"`, `"len(range(n)[1:-1])"`), compared by evaluating them
+at a few points, so every program it writes is well-shaped and exports with `jax.export`.
+
+Float values also carry an `exact` flag: a value is exact when it is an input or comes from exact
+ops (negation, max, select, reshape, ...).  Ops whose result jumps on a tiny change of a float
+operand (floor, ceil, sign, comparisons, float->int casts, remainder) only take exact operands,
+so a difference of an ulp in `exp` between XLA and us never turns into a difference of 1 in an
+integer -- a float mismatch is then judged with a tolerance, an exact one bit for bit.
+
+The generator is not restricted to avoid known compiler bugs; it only leaves out what the
+importer rejects with a clean `UnsupportedOpError` (UNSUPPORTED below) and forms whose result
+jax itself leaves implementation-defined (out-of-range float->int casts, out-of-bounds indices
+without a mode).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SYMBOLS = ("n", "m")
+# Bindings of the symbols each program runs at (one compile): 1, primes, a larger size.
+BINDINGS = ({"n": 1, "m": 1}, {"n": 7, "m": 3}, {"n": 33, "m": 17})
+# Extra points at which dim expressions are compared (not run).
+_PROBE = BINDINGS + ({"n": 4, "m": 9}, {"n": 12, "m": 5}, {"n": 2, "m": 2})
+
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+INTS = ("int8", "int16", "int32", "int64")
+DTYPES = ("bool",) + INTS + FLOATS
+
+# jax constructs the importer rejects with a clean UnsupportedOpError (so they are not generated).
+UNSUPPORTED = {
+    "jnp.argmax/argmin": "stablehlo.reduce with two results (variadic reduce)",
+    "jnp.cumsum/cumprod": "stablehlo.reduce_window / dynamic_reduce_window custom_call",
+    "jnp.round": "stablehlo.round_nearest_even",
+    "jnp.isfinite, jax.nn.logsumexp": "stablehlo.is_finite",
+    "x ^ y (bool xor)": "stablehlo.xor",
+    "~x, x & y on integers": "stablehlo.not/and/or on integers",
+    "x << k, x >> k": "stablehlo.shift_*",
+    "x[::-1], jnp.flip": "stablehlo.reverse",
+    "x.at[i].set(...)": "stablehlo.scatter",
+    "jnp.take_along_axis": "batched stablehlo.gather",
+    "x[::2] on a symbolic dim": "stablehlo.dynamic_iota of an unknown shape",
+    "jnp.split on a symbolic dim": "stablehlo.real_dynamic_slice",
+    "jnp.pad": "stablehlo.pad",
+    "jnp.sort": "stablehlo.sort",
+    "jnp.arctan2, jnp.tan, jnp.cbrt": "stablehlo.atan2 / tan / cbrt",
+    "jax.scipy.special.erf": "stablehlo.composite (jax.nn.gelu(approximate=False) reaches chlo.erf)",
+    "lax.dynamic_slice / dynamic_update_slice": "jax cannot export them on symbolic dims here",
+    "uint8/16/32/64 arguments": "unsigned element types",
+}
+
+_DT_SHORT = {"bool": "jnp.bool_", "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32",
+             "int64": "jnp.int64", "float16": "jnp.float16", "bfloat16": "jnp.bfloat16",
+             "float32": "jnp.float32", "float64": "jnp.float64"}
+
+
+def is_float(dt: str) -> bool:
+    return dt in FLOATS
+
+
+def is_int(dt: str) -> bool:
+    return dt in INTS
+
+
+def dim_value(expr: str, env: dict) -> int:
+    return int(eval(expr, {"len": len, "range": range, "max": max, "min": min}, dict(env)))  # noqa: S307
+
+
+def _fp(expr: str) -> tuple:
+    return tuple(dim_value(expr, e) for e in _PROBE)
+
+
+@dataclass
+class Value:
+    name: str
+    dims: tuple[str, ...]  # python expressions over SYMBOLS
+    dtype: str
+    exact: bool = True
+    deps: tuple[str, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    def fp(self, i: int) -> tuple:
+        return _fp(self.dims[i])
+
+    def min_dim(self, i: int) -> int:
+        return min(_fp(self.dims[i]))
+
+    def size_can_be_zero(self) -> bool:
+        return any(0 in _fp(d) for d in self.dims)
+
+
+@dataclass
+class Arg:
+    name: str
+    dims: tuple  # ints and symbol names
+    dtype: str
+    index_into: str | None = None  # a dim expression: the values are indices in [-d, d)
+    index_mode: str = "in_bounds"  # or "any": indices anywhere in [-2d-1, 2d+1]
+
+
+@dataclass
+class Program:
+    seed: int
+    args: list[Arg]
+    stmts: list[tuple[str, str]]  # (name, expression)
+    values: dict[str, Value]
+    outputs: list[str]
+    specials: bool  # inputs include NaN/Inf/extremes
+    families: list[str] = field(default_factory=list)
+
+    @property
+    def symbols(self) -> list[str]:
+        return sorted({d for a in self.args for d in a.dims if isinstance(d, str)})
+
+    def source(self) -> str:
+        """The jax function as Python source (jax, jnp and lax in scope)."""
+        lines = [f"def f({', '.join(a.name for a in self.args)}):"]
+        lines += [f"    {n} = {e}" for n, e in self.stmts]
+        outs = ", ".join(self.outputs)
+        lines.append(f"    return ({outs},)" if len(self.outputs) == 1 else f"    return {outs}")
+        return "\n".join(lines) + "\n"
+
+    def function(self):
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+        ns = {"jax": jax, "jnp": jnp, "lax": lax, "np": np}
+        exec(self.source(), ns)  # noqa: S102
+        return ns["f"]
+
+    def specs_source(self) -> str:
+        syms = self.symbols
+        lines = []
+        if syms:
+            lines.append(f"{', '.join(syms)}{',' if len(syms) == 1 else ''} = "
+                         f"jax.export.symbolic_shape({', '.join(syms)!r})")
+        specs = ", ".join(f"jax.ShapeDtypeStruct(({', '.join(str(d) for d in a.dims)}{',' if len(a.dims) == 1 else ''}),"
+                          f" {_DT_SHORT[a.dtype]})" for a in self.args)
+        lines.append(f"specs = [{specs}]")
+        return "\n".join(lines) + "\n"
+
+    def specs(self):
+        import jax
+        import jax.numpy as jnp
+
+        ns = {"jax": jax, "jnp": jnp}
+        exec(self.specs_source(), ns)  # noqa: S102
+        return ns["specs"]
+
+    def bindings(self) -> list[dict]:
+        syms = self.symbols
+        if not syms:
+            return [{}]
+        return [{s: b[s] for s in syms} for b in BINDINGS]
+
+    def exact_outputs(self) -> list[bool]:
+        return [self.values[o].exact for o in self.outputs]
+
+    def restricted(self, outputs: list[str]) -> "Program":
+        """The same program computing only `outputs` (statements and arguments they need)."""
+        need, stack = set(), list(outputs)
+        while stack:
+            v = stack.pop()
+            if v in need:
+                continue
+            need.add(v)
+            stack.extend(self.values[v].deps)
+        args = [a for a in self.args if a.name in need]
+        stmts = [(n, e) for n, e in self.stmts if n in need]
+        return Program(self.seed, args, stmts, self.values, list(outputs), self.specials, self.families)
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+_FLOAT_SPECIALS = (np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e30, -1e30, 1e-30, 65504.0, 100.0)
+
+
+def _int_extremes(dt):
+    info = np.iinfo(dt)
+    return (info.min, info.max, 0, -1, 1, info.min + 1)
+
+
+def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
+    """The arguments at one binding (deterministic in the seed and the binding)."""
+    import ml_dtypes  # noqa: F401  (numpy bfloat16)
+
+    key = [prog.seed] + [env.get(s, 0) for s in SYMBOLS]
+    rng = np.random.default_rng(key)
+    out = []
+    for a in prog.args:
+        shape = tuple(d if isinstance(d, int) else env[d] for d in a.dims)
+        if a.index_into is not None:
+            d = dim_value(a.index_into, env)
+            if a.index_mode == "any":
+                x = rng.integers(-2 * d - 1, 2 * d + 2, size=shape)
+            else:
+                x = rng.integers(-d, d, size=shape) if d > 0 else np.zeros(shape, np.int64)
+            out.append(x.astype(a.dtype))
+        elif a.dtype == "bool":
+            out.append(rng.random(shape) < 0.5)
+        elif is_int(a.dtype):
+            x = rng.integers(-9, 10, size=shape)
+            if prog.specials:
+                ext = np.array(_int_extremes(a.dtype), dtype=np.int64)
+                mask = rng.random(shape) < 0.2
+                x = np.where(mask, ext[rng.integers(0, len(ext), size=shape)], x)
+            out.append(x.astype(a.dtype))
+        else:
+            x = rng.standard_normal(shape) * (3.0 if rng.random() < 0.3 else 1.0)
+            if prog.specials:
+                sp = np.array(_FLOAT_SPECIALS)
+                mask = rng.random(shape) < 0.2
+                x = np.where(mask, sp[rng.integers(0, len(sp), size=shape)], x)
+            dt = np.dtype("bfloat16") if a.dtype == "bfloat16" else np.dtype(a.dtype)
+            with np.errstate(over="ignore"):
+                out.append(x.astype(dt))
+    return out
+
+
+# -- the generator -----------------------------------------------------------------------------
+
+class _Gen:
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.r = random.Random(seed)
+        self.args: list[Arg] = []
+        self.stmts: list[tuple[str, str]] = []
+        self.values: dict[str, Value] = {}
+        self.pool: list[str] = []
+        self.families: list[str] = []
+        nsym = self.r.choice((0, 1, 1, 2, 2))
+        self.syms = list(SYMBOLS[:nsym])
+        self.zero_dims = self.r.random() < 0.08
+
+    # values and arguments
+
+    def atom(self) -> int | str:
+        r = self.r.random()
+        if self.syms and r < 0.5:
+            return self.r.choice(self.syms)
+        if self.zero_dims and r < 0.6:
+            return 0
+        return self.r.choice((1, 1, 2, 3, 4, 5, 6))
+
+    def new_arg(self, dims, dtype, index_into=None, index_mode="in_bounds") -> Value:
+        name = f"a{len(self.args)}"
+        self.args.append(Arg(name, tuple(dims), dtype, index_into, index_mode))
+        v = Value(name, tuple(str(d) for d in dims), dtype, True, ())
+        self.values[name] = v
+        self.pool.append(name)
+        return v
+
+    def emit(self, expr, dims, dtype, exact, deps, family) -> Value:
+        name = f"v{len(self.stmts)}"
+        self.stmts.append((name, expr))
+        v = Value(name, tuple(dims), dtype, exact, tuple(d.name for d in deps))
+        self.values[name] = v
+        self.pool.append(name)
+        self.families.append(family)
+        return v
+
+    def pick(self, pred=lambda v: True) -> Value | None:
+        cands = [self.values[n] for n in self.pool if pred(self.values[n])]
+        if not cands:
+            return None
+        # prefer recent values, so programs are chains rather than fans
+        if self.stmts and cands[-1].name == self.stmts[-1][0] and self.r.random() < 0.5:
+            return cands[-1]
+        w = [(1.0 + i) ** 2 for i in range(len(cands))]
+        return self.r.choices(cands, weights=w)[0]
+
+    def some_arg(self, dtype=None) -> Value:
+        dt = dtype or self.r.choice(DTYPES)
+        rank = self.r.choice((0, 1, 1, 2, 2, 2, 3))
+        return self.new_arg([self.atom() for _ in range(rank)], dt)
+
+    def operand(self, pred=lambda v: True, dtype=None) -> Value:
+        v = self.pick(pred) if self.r.random() < 0.85 else None
+        return v if v is not None else self.some_arg(dtype)
+
+    def same_dims(self, a: Value, b: Value) -> bool:
+        return a.rank == b.rank and all(a.fp(i) == b.fp(i) for i in range(a.rank))
+
+    def bcast_dims(self, a: Value, b: Value):
+        """numpy broadcast of a and b's dims, or None."""
+        ra, rb = a.rank, b.rank
+        r = max(ra, rb)
+        out = []
+        for i in range(r):
+            da = a.dims[i - (r - ra)] if i >= r - ra else None
+            db = b.dims[i - (r - rb)] if i >= r - rb else None
+            if da is None:
+                out.append(db)
+            elif db is None:
+                out.append(da)
+            elif _fp(da) == _fp(db):
+                out.append(da)
+            elif da == "1":
+                out.append(db)
+            elif db == "1":
+                out.append(da)
+            else:
+                return None
+        return tuple(out)
+
+    def partner(self, a: Value, dtype=None) -> Value:
+        """A value of a's dtype (or `dtype`) broadcastable with a: an existing one, a new argument
+        of a's shape with some dims 1, or a scalar."""
+        dt = dtype or a.dtype
+        c = self.pick(lambda v: v.dtype == dt and v.name != a.name and self.bcast_dims(a, v) is not None)
+        if c is not None and self.r.random() < 0.6:
+            return c
+        if self.r.random() < 0.15:
+            return self.new_arg([], dt)
+        dims = []
+        for d in a.dims[self.r.randint(0, a.rank):] if self.r.random() < 0.3 else a.dims:
+            atom = d if _is_atom(d) else None
+            if atom is None or self.r.random() < 0.25:
+                dims.append(1)
+            else:
+                dims.append(int(atom) if atom.isdigit() else atom)
+        return self.new_arg(dims, dt)
+
+    # op families
+
+    def f_unary(self):
+        x = self.operand()
+        dt = x.dtype
+        if dt == "bool":
+            return self.emit(f"jnp.logical_not({x.name})" if self.r.random() < 0.5 else f"~{x.name}",
+                             x.dims, dt, True, [x], "unary")
+        if is_int(dt):
+            op = self.r.choice(("-{}", "jnp.abs({})", "jnp.sign({})", "{0} * {0}", "jnp.square({})"))
+            return self.emit(op.format(x.name), x.dims, dt, True, [x], "unary")
+        exact_ops = ["-{}", "jnp.abs({})", "jax.nn.relu({})", "jnp.clip({}, 0, 6)",
+                     "jnp.where({0} > 0, {0}, 0.01 * {0})"]
+        jumpy = ["jnp.floor({})", "jnp.ceil({})", "jnp.sign({})"]
+        smooth = ["jnp.exp({})", "jnp.expm1({})", "jnp.log({})", "jnp.log1p({})", "jnp.tanh({})",
+                  "jax.nn.sigmoid({})", "jnp.sqrt({})", "lax.rsqrt({})", "jnp.sin({})", "jnp.cos({})",
+                  "jnp.square({})", "jnp.reciprocal({})", "jnp.exp2({})", "jnp.log2({})",
+                  "jax.nn.gelu({}, approximate=False)", "jax.nn.gelu({})", "jax.nn.silu({})",
+                  "jax.nn.softplus({})", "1.0 / (1.0 + jnp.exp(-{}))", "jnp.isnan({})"]
+        ops = exact_ops + smooth + (jumpy if x.exact else [])
+        op = self.r.choice(ops)
+        if op == "jnp.isnan({})":
+            return self.emit(op.format(x.name), x.dims, "bool", True, [x], "unary")
+        exact = x.exact and (op in exact_ops or op in jumpy) and "0.01" not in op
+        return self.emit(op.format(x.name), x.dims, dt, exact, [x], "unary")
+
+    def f_binary(self):
+        a = self.operand(lambda v: v.dtype != "bool")
+        if a.dtype == "bool":
+            return self.f_logic()
+        b = self.partner(a)
+        dims = self.bcast_dims(a, b)
+        dt = a.dtype
+        if is_int(dt):
+            op = self.r.choice(("{} + {}", "{} - {}", "{} * {}", "jnp.maximum({}, {})", "jnp.minimum({}, {})",
+                                "{} // {}", "{} % {}", "lax.div({}, {})", "lax.rem({}, {})",
+                                "jnp.clip({}, {}, None)"))
+            if op.startswith("lax.") and self.same_dims(a, b) is False:
+                # lax ops do not broadcast: broadcast both first
+                op = "lax.%s(*jnp.broadcast_arrays({}, {}))" % op[4:7]
+            return self.emit(op.format(a.name, b.name), dims, dt, True, [a, b], "binary")
+        ops = ["{} + {}", "{} - {}", "{} * {}", "{} / {}", "jnp.maximum({}, {})", "jnp.minimum({}, {})",
+               "jnp.power({}, {})", "{} - 2.5 * {}"]
+        if a.exact and b.exact:
+            ops += ["jnp.remainder({}, {})", "jnp.fmod({}, {})"]
+        op = self.r.choice(ops)
+        exact = a.exact and b.exact and op.startswith("jnp.m")
+        if self.r.random() < 0.15:  # a python scalar operand (weakly typed)
+            c = self.r.choice((0.5, -1.0, 2.0, 3.0, 1e-3))
+            return self.emit(op.format(a.name, repr(c)), a.dims, dt, exact, [a], "binary")
+        return self.emit(op.format(a.name, b.name), dims, dt, exact, [a, b], "binary")
+
+    def f_power_int(self):
+        a = self.operand(lambda v: is_int(v.dtype) or is_float(v.dtype))
+        if a.dtype == "bool":
+            a = self.some_arg("int32")
+        k = self.r.choice((0, 1, 2, 3, 5))
+        return self.emit(f"{a.name} ** {k}", a.dims, a.dtype, a.exact and is_int(a.dtype), [a], "binary")
+
+    def f_compare(self):
+        a = self.operand(lambda v: v.exact)
+        b = self.partner(a)
+        if not b.exact:
+            b = self.new_arg([d if not d.isdigit() else int(d) for d in a.dims] if all(_is_atom(d) for d in a.dims)
+                             else [], a.dtype)
+        dims = self.bcast_dims(a, b)
+        op = self.r.choice(("==", "!=", "<", "<=", ">", ">="))
+        if self.r.random() < 0.2:
+            return self.emit(f"{a.name} {op} 0", a.dims, "bool", True, [a], "compare")
+        return self.emit(f"{a.name} {op} {b.name}", dims, "bool", True, [a, b], "compare")
+
+    def f_logic(self):
+        a = self.pick(lambda v: v.dtype == "bool") or self.some_arg("bool")
+        b = self.partner(a, "bool")
+        dims = self.bcast_dims(a, b)
+        op = self.r.choice(("{} & {}", "{} | {}", "jnp.logical_and({}, {})", "jnp.logical_or({}, {})",
+                            "jnp.maximum({}, {})", "jnp.minimum({}, {})", "{} == {}", "{} != {}",
+                            "{} < {}", "{} >= {}"))
+        return self.emit(op.format(a.name, b.name), dims, "bool", True, [a, b], "logic")
+
+    def f_where(self):
+        a = self.operand()
+        b = self.partner(a)
+        dims = self.bcast_dims(a, b)
+        tmp = Value("_", dims, "bool")
+        c = self.pick(lambda v: v.dtype == "bool" and self.bcast_dims(tmp, v) is not None)
+        if c is None:
+            c = self.partner(tmp, "bool")
+        out = self.bcast_dims(tmp, c)
+        if self.r.random() < 0.2:
+            fill = self.r.choice(("0", "1", "-1e9", "-jnp.inf", "jnp.nan")) if is_float(a.dtype) else "0"
+            return self.emit(f"jnp.where({c.name}, {a.name}, {fill})", self.bcast_dims(c, a), a.dtype, a.exact,
+                             [c, a], "where")
+        return self.emit(f"jnp.where({c.name}, {a.name}, {b.name})", out, a.dtype, a.exact and b.exact,
+                         [c, a, b], "where")
+
+    def f_clip(self):
+        x = self.operand(lambda v: v.dtype != "bool")
+        if x.dtype == "bool":
+            x = self.some_arg("float32")
+        lo, hi = sorted((self.r.randint(-5, 3), self.r.randint(-3, 5)))
+        if is_float(x.dtype) and self.r.random() < 0.5:
+            lo, hi = lo * 0.5, hi * 0.5
+        if self.r.random() < 0.5:
+            e = f"jnp.clip({x.name}, {lo}, {hi})"
+        else:
+            e = f"lax.clamp(jnp.asarray({lo}, {x.name}.dtype), {x.name}, jnp.asarray({hi}, {x.name}.dtype))"
+        return self.emit(e, x.dims, x.dtype, x.exact, [x], "clip")
+
+    def f_broadcast(self):
+        x = self.operand(lambda v: v.rank <= 3)
+        r = self.r.random()
+        if r < 0.35 and x.rank < 4:
+            ax = self.r.randint(0, x.rank)
+            dims = x.dims[:ax] + ("1",) + x.dims[ax:]
+            e = f"jnp.expand_dims({x.name}, {ax})" if self.r.random() < 0.5 else \
+                f"{x.name}[{', '.join([':'] * ax + ['None'])}]"
+            return self.emit(e, dims, x.dtype, x.exact, [x], "broadcast")
+        # broadcast_to a new leading dim, and size-1 dims to some other value's dims
+        other = self.pick(lambda v: v.rank >= 1 and v.name != x.name)
+        if other is not None and self.r.random() < 0.6:
+            j = self.r.randrange(other.rank)
+            lead, lead_src = other.dims[j], f"{other.name}.shape[{j}]"
+            deps = [x, other]
+        else:
+            k = self.r.choice((1, 2, 3))
+            lead, lead_src, deps = str(k), str(k), [x]
+        tgt, tgt_src = [], []
+        for i, d in enumerate(x.dims):
+            if d == "1" and other is not None and self.r.random() < 0.5:
+                tgt.append(lead)
+                tgt_src.append(lead_src)
+            else:
+                tgt.append(d)
+                tgt_src.append(f"{x.name}.shape[{i}]")
+        shape = "(" + ", ".join([lead_src] + tgt_src) + ",)"
+        return self.emit(f"jnp.broadcast_to({x.name}, {shape})", (lead, *tgt), x.dtype, x.exact, deps, "broadcast")
+
+    def f_reshape(self):
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            return self.emit(f"{x.name}.reshape(1, 1)", ("1", "1"), x.dtype, x.exact, [x], "reshape")
+        opts = ["flatten"]
+        if x.rank >= 2:
+            opts += ["merge", "lead"]
+        if any(d == "1" for d in x.dims):
+            opts.append("squeeze")
+        if any(d.isdigit() and int(d) % 2 == 0 and int(d) > 0 for d in x.dims):
+            opts.append("split")
+        opts.append("unit")
+        k = self.r.choice(opts)
+        if k == "flatten":
+            return self.emit(f"{x.name}.reshape(-1)" if self.r.random() < 0.5 else f"jnp.ravel({x.name})",
+                             ("*".join(f"({d})" for d in x.dims),), x.dtype, x.exact, [x], "reshape")
+        if k == "merge":
+            i = self.r.randrange(x.rank - 1)
+            shp = [f"{x.name}.shape[{j}]" for j in range(x.rank)]
+            shp[i:i + 2] = [f"{shp[i]} * {shp[i + 1]}"]
+            dims = list(x.dims)
+            dims[i:i + 2] = [f"({x.dims[i]})*({x.dims[i + 1]})"]
+            return self.emit(f"{x.name}.reshape({', '.join(shp)})", dims, x.dtype, x.exact, [x], "reshape")
+        if k == "lead":
+            return self.emit(f"{x.name}.reshape({x.name}.shape[0], -1)",
+                             (x.dims[0], "*".join(f"({d})" for d in x.dims[1:])), x.dtype, x.exact, [x], "reshape")
+        if k == "squeeze":
+            i = self.r.choice([j for j, d in enumerate(x.dims) if d == "1"])
+            return self.emit(f"jnp.squeeze({x.name}, {i})", x.dims[:i] + x.dims[i + 1:], x.dtype, x.exact, [x],
+                             "reshape")
+        if k == "split":
+            i = self.r.choice([j for j, d in enumerate(x.dims) if d.isdigit() and int(d) % 2 == 0 and int(d) > 0])
+            h = int(x.dims[i]) // 2
+            shp = [f"{x.name}.shape[{j}]" for j in range(x.rank)]
+            shp[i:i + 1] = ["2", str(h)]
+            dims = list(x.dims)
+            dims[i:i + 1] = ["2", str(h)]
+            return self.emit(f"{x.name}.reshape({', '.join(shp)})", dims, x.dtype, x.exact, [x], "reshape")
+        return self.emit(f"{x.name}.reshape({x.name}.shape + (1,))", x.dims + ("1",), x.dtype, x.exact, [x], "reshape")
+
+    def f_transpose(self):
+        x = self.operand(lambda v: v.rank >= 2)
+        if x.rank < 2:
+            x = self.some_arg()
+            if x.rank < 2:
+                return self.f_unary()
+        perm = list(range(x.rank))
+        self.r.shuffle(perm)
+        r = self.r.random()
+        if r < 0.3:
+            return self.emit(f"{x.name}.T", x.dims[::-1], x.dtype, x.exact, [x], "transpose")
+        if r < 0.5:
+            i, j = self.r.sample(range(x.rank), 2)
+            d = list(x.dims)
+            d[i], d[j] = d[j], d[i]
+            return self.emit(f"jnp.swapaxes({x.name}, {i}, {j})", d, x.dtype, x.exact, [x], "transpose")
+        return self.emit(f"jnp.transpose({x.name}, {tuple(perm)})", [x.dims[p] for p in perm], x.dtype, x.exact,
+                         [x], "transpose")
+
+    def f_slice(self):
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            return self.f_broadcast()
+        ax = self.r.randrange(x.rank)
+        d = x.dims[ax]
+        static = d.isdigit()
+        if static:
+            n = int(d)
+            a = self.r.choice((None, self.r.randint(-n - 1, n + 1)))
+            b = self.r.choice((None, self.r.randint(-n - 1, n + 1)))
+            s = self.r.choice((None, 1, 2, 3))
+        else:
+            a, b = self.r.choice(((1, None), (None, -1), (1, -1), (None, 1), (-1, None), (None, 2), (-2, None),
+                                  (0, None)))
+            s = None
+        sl = f"{'' if a is None else a}:{'' if b is None else b}{'' if s is None else f':{s}'}"
+        if self.r.random() < 0.25 and (static and int(d) > 0 or not static):
+            # an integer index drops the axis
+            k = self.r.randint(-int(d), int(d) - 1) if static else self.r.choice((0, -1))
+            idx = [":"] * ax + [str(k)]
+            dims = x.dims[:ax] + x.dims[ax + 1:]
+            return self.emit(f"{x.name}[{', '.join(idx)}]", dims, x.dtype, x.exact, [x], "slice")
+        idx = [":"] * ax + [sl]
+        dims = list(x.dims)
+        dims[ax] = f"len(range({d})[{sl}])"
+        return self.emit(f"{x.name}[{', '.join(idx)}]", dims, x.dtype, x.exact, [x], "slice")
+
+    def f_concat(self):
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            return self.f_broadcast()
+        ax = self.r.randrange(x.rank)
+
+        def fits(v):
+            return v.dtype == x.dtype and v.rank == x.rank and all(
+                i == ax or v.fp(i) == x.fp(i) for i in range(x.rank))
+
+        ys = [v for v in (self.pick(fits), self.pick(fits)) if v is not None]
+        if not ys or self.r.random() < 0.3:
+            if all(_is_atom(dd) for dd in x.dims):
+                dims = [int(dd) if dd.isdigit() else dd for dd in x.dims]
+                dims[ax] = self.atom()
+                ys.append(self.new_arg(dims, x.dtype))
+            else:
+                ys.append(x)
+        parts = [x] + ys
+        if self.r.random() < 0.2 and all(self.same_dims(x, y) for y in ys):
+            dims = x.dims[:ax] + (str(len(parts)),) + x.dims[ax:]
+            return self.emit(f"jnp.stack([{', '.join(p.name for p in parts)}], axis={ax})", dims, x.dtype,
+                             all(p.exact for p in parts), parts, "concat")
+        dims = list(x.dims)
+        dims[ax] = " + ".join(f"({p.dims[ax]})" for p in parts)
+        return self.emit(f"jnp.concatenate([{', '.join(p.name for p in parts)}], axis={ax})", dims, x.dtype,
+                         all(p.exact for p in parts), parts, "concat")
+
+    def f_reduce(self):
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            x = self.some_arg()
+        r = self.r.random()
+        if r < 0.3 or x.rank == 0:
+            axes = None
+        elif r < 0.8:
+            axes = (self.r.randrange(x.rank),)
+        else:
+            axes = tuple(sorted(self.r.sample(range(x.rank), min(2, x.rank))))
+        keep = self.r.random() < 0.3
+        red = list(range(x.rank)) if axes is None else list(axes)
+        empty = any(0 in x.fp(i) for i in red)
+        dt = x.dtype
+        if dt == "bool":
+            ops = ["jnp.any", "jnp.all", "jnp.sum"]
+        elif is_int(dt):
+            ops = ["jnp.sum", "jnp.prod", "jnp.max", "jnp.min"]
+        else:
+            ops = ["jnp.sum", "jnp.prod", "jnp.max", "jnp.min", "jnp.mean"]
+        if any(0 in (x.fp(i) if i < x.rank else ()) for i in red) and any(d.isdigit() and d == "0"
+                                                                           for d in (x.dims[i] for i in red)):
+            # max/min of a statically empty axis is a jax error (no identity)
+            ops = [o for o in ops if o not in ("jnp.max", "jnp.min")]
+        op = self.r.choice(ops)
+        ax_s = "" if axes is None else f", axis={axes[0] if len(axes) == 1 else axes}"
+        e = f"{op}({x.name}{ax_s}{', keepdims=True' if keep else ''})"
+        dims = [("1" if keep else None) if i in red else d for i, d in enumerate(x.dims)]
+        dims = tuple(d for d in dims if d is not None)
+        if op in ("jnp.any", "jnp.all"):
+            odt = "bool"
+        elif op == "jnp.sum" and dt == "bool":
+            odt = "int64"
+        elif op in ("jnp.sum", "jnp.prod") and dt in ("int8", "int16", "int32"):
+            odt = "int64"  # numpy promotion under x64
+        elif op == "jnp.mean" and not is_float(dt):
+            odt = "float64"
+        else:
+            odt = dt
+        exact = x.exact and (op in ("jnp.max", "jnp.min", "jnp.any", "jnp.all") or not is_float(odt))
+        del empty
+        return self.emit(e, dims, odt, exact, [x], "reduce")
+
+    def f_norm(self):
+        """softmax, log_softmax, a layer norm, variance: reductions feeding elementwise ops."""
+        x = self.operand(lambda v: v.rank >= 1 and is_float(v.dtype))
+        if x.rank == 0 or not is_float(x.dtype):
+            x = self.some_arg(self.r.choice(FLOATS))
+            if x.rank == 0:
+                return self.f_unary()
+        ax = self.r.choice((-1, 0, x.rank - 1))
+        k = self.r.choice(("softmax", "log_softmax", "layernorm", "var", "masked_softmax"))
+        if k == "softmax":
+            e = f"jax.nn.softmax({x.name}, axis={ax})"
+        elif k == "log_softmax":
+            e = f"jax.nn.log_softmax({x.name}, axis={ax})"
+        elif k == "layernorm":
+            e = (f"({x.name} - jnp.mean({x.name}, axis={ax}, keepdims=True)) * "
+                 f"lax.rsqrt(jnp.var({x.name}, axis={ax}, keepdims=True) + 1e-5)")
+        elif k == "var":
+            e = f"jnp.var({x.name}, axis={ax}, keepdims=True)"
+            dims = list(x.dims)
+            dims[ax] = "1"
+            return self.emit(e, dims, x.dtype, False, [x], "norm")
+        else:
+            if x.rank < 2 or x.fp(x.rank - 1) != x.fp(x.rank - 2):
+                e = f"jax.nn.softmax(jnp.where({x.name} > 0, {x.name}, -jnp.inf), axis=-1)"
+            else:  # a causal mask from iotas
+                nn = f"{x.name}.shape[-1]"
+                e = (f"jax.nn.softmax(jnp.where(jnp.arange({nn})[:, None] >= jnp.arange({nn})[None, :], "
+                     f"{x.name}, -1e9), axis=-1)")
+        return self.emit(e, x.dims, x.dtype, False, [x], "norm")
+
+    def f_dot(self):
+        x = self.operand(lambda v: 1 <= v.rank <= 3)
+        if x.rank == 0 or x.rank > 3:
+            x = self.some_arg()
+            if x.rank == 0:
+                return self.f_unary()
+        dt = x.dtype
+        k = x.dims[-1]
+
+        def rows(v):
+            return v.dtype == dt and v.rank == 2 and v.fp(0) == x.fp(x.rank - 1)
+
+        y = self.pick(rows)
+        r = self.r.random()
+        exact = not is_float(dt)
+        if x.rank == 1 and r < 0.3:
+            y = self.pick(lambda v: v.dtype == dt and v.rank == 1 and v.fp(0) == x.fp(0)) or x
+            return self.emit(f"jnp.dot({x.name}, {y.name})", (), dt, exact, [x, y], "dot")
+        if y is None and _is_atom(k):
+            y = self.new_arg([int(k) if k.isdigit() else k, self.atom()], dt)
+        if y is not None and r < 0.6:
+            e = f"{x.name} @ {y.name}" if self.r.random() < 0.6 else f"jnp.matmul({x.name}, {y.name})"
+            return self.emit(e, x.dims[:-1] + y.dims[1:], dt, exact, [x, y], "dot")
+        if x.rank >= 2:
+            if r < 0.8:  # x @ x^T
+                e = f"jnp.einsum('...ij,...kj->...ik', {x.name}, {x.name})"
+                return self.emit(e, x.dims[:-1] + (x.dims[-2],), dt, exact, [x], "dot")
+            if x.rank == 3:
+                return self.emit(f"jnp.einsum('bij,bij->bi', {x.name}, {x.name})", x.dims[:2], dt, exact, [x], "dot")
+            return self.emit(f"jnp.tensordot({x.name}, {x.name}, axes=([0, 1], [0, 1]))", (), dt, exact, [x], "dot")
+        return self.emit(f"jnp.einsum('i,j->ij', {x.name}, {x.name})", (x.dims[0], x.dims[0]), dt, exact, [x], "dot")
+
+    def f_gather(self):
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            x = self.some_arg()
+            if x.rank == 0:
+                return self.f_unary()
+        ax = self.r.randrange(x.rank) if self.r.random() < 0.5 else 0
+        d = x.dims[ax]
+        can_be_empty = 0 in _fp(d)
+        idt = self.r.choice(("int32", "int32", "int64", "int8", "int16"))
+        idims = [self.atom() for _ in range(self.r.choice((0, 1, 1, 2)))]
+        form = self.r.choice(("index", "take", "take_clip", "take_fill"))
+        if can_be_empty and form in ("index", "take"):
+            form = "take_clip"
+        mode = "any" if form in ("take_clip", "take_fill") else "in_bounds"
+        if d == "0":  # jax: "cannot do a non-empty jnp.take() from an empty axis"
+            idims = [0] + idims[1:]
+        i = self.new_arg(idims, idt, index_into=d, index_mode=mode)
+        dims = x.dims[:ax] + i.dims + x.dims[ax + 1:]
+        if form == "index":
+            e = f"{x.name}[{', '.join([':'] * ax + [i.name])}]"
+        elif form == "take":
+            e = f"jnp.take({x.name}, {i.name}, axis={ax})"
+        elif form == "take_clip":
+            e = f"jnp.take({x.name}, {i.name}, axis={ax}, mode='clip')"
+        else:
+            e = f"jnp.take({x.name}, {i.name}, axis={ax}, mode='fill')"
+        return self.emit(e, dims, x.dtype, x.exact, [x, i], "gather")
+
+    def f_iota(self):
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            return self.emit(f"jnp.arange(5) + {x.name}" if x.dtype != "bool" else "jnp.arange(5)", ("5",),
+                             "int64" if x.dtype == "bool" or not is_float(x.dtype) else x.dtype,
+                             x.exact, [x], "iota")
+        ax = self.r.randrange(x.rank)
+        dt = self.r.choice(("int32", "int64", "float32", x.dtype if x.dtype != "bool" else "int8"))
+        r = self.r.random()
+        if r < 0.4:
+            return self.emit(f"jnp.arange({x.name}.shape[{ax}], dtype={_DT_SHORT[dt]})", (x.dims[ax],), dt, True,
+                             [x], "iota")
+        if r < 0.7:
+            return self.emit(f"lax.broadcasted_iota({_DT_SHORT[dt]}, {x.name}.shape, {ax})", x.dims, dt, True, [x],
+                             "iota")
+        nn = f"{x.name}.shape[{ax}]"
+        return self.emit(f"jnp.arange({nn})[:, None] >= jnp.arange({nn})[None, :]", (x.dims[ax], x.dims[ax]), "bool",
+                         True, [x], "iota")
+
+    def f_astype(self):
+        x = self.operand()
+        to = self.r.choice(DTYPES)
+        if is_float(x.dtype) and (is_int(to) or to == "bool"):
+            if not x.exact:
+                to = self.r.choice(FLOATS)
+            elif is_int(to):
+                info = np.iinfo(to)
+                lo, hi = max(info.min, -1000), min(info.max, 1000)
+                e = f"jnp.where(jnp.isnan({x.name}), 0, jnp.clip({x.name}, {lo}, {hi})).astype({_DT_SHORT[to]})"
+                return self.emit(e, x.dims, to, True, [x], "astype")
+        exact = x.exact
+        return self.emit(f"{x.name}.astype({_DT_SHORT[to]})", x.dims, to, exact, [x], "astype")
+
+    FAMILIES = (("unary", 14), ("binary", 16), ("power_int", 2), ("compare", 6), ("logic", 4), ("where", 6),
+                ("clip", 3), ("broadcast", 6), ("reshape", 6), ("transpose", 4), ("slice", 8), ("concat", 5),
+                ("reduce", 8), ("norm", 4), ("dot", 6), ("gather", 5), ("iota", 3), ("astype", 6))
+
+    def generate(self) -> Program:
+        for _ in range(self.r.choice((1, 1, 2, 3))):
+            self.some_arg()
+        nstmt = self.r.randint(1, 7)
+        names, weights = zip(*self.FAMILIES)
+        while len(self.stmts) < nstmt:
+            fam = self.r.choices(names, weights=weights)[0]
+            getattr(self, "f_" + fam)()
+        # every value no other statement reads is a result (at most 3), so nothing is dead code
+        used = {d for v in self.values.values() for d in v.deps}
+        outs = [n for n, _ in self.stmts if n not in used][-3:]
+        prog = Program(self.seed, self.args, self.stmts, self.values, outs, self.r.random() < 0.35, self.families)
+        return prog.restricted(outs)
+
+
+def _is_atom(d: str) -> bool:
+    return d.isdigit() or d in SYMBOLS
+
+
+def generate(seed: int) -> Program:
+    """The program of a seed (deterministic)."""
+    return _Gen(seed).generate()
