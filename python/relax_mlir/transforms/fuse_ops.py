@@ -26,6 +26,9 @@ matmul+epilogue kernel would lose the fast schedule.
 """
 from __future__ import annotations
 
+import ctypes
+import heapq
+from collections import Counter
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -49,6 +52,12 @@ _TRANSCENDENTAL_COST = {f"math.{f}": SMALL_KERNEL_OPS for f in ("exp", "exp2", "
                                                                  "rsqrt", "sqrt")}
 _SCRATCH_PIPELINE = "builtin.module(inline,func.func(linalg-fuse-elementwise-ops,cse))"
 _MAX_NAME = 48
+
+
+def _asm(op: ir.Operation) -> str:
+    """The text of one kernel. Local scope: the printer numbers only this function, not the whole
+    module (a print that numbered the module made fusing a chain of N ops cost O(N^2) prints)."""
+    return op.get_asm(use_local_scope=True)
 
 
 def _body_ops(func: ir.Operation) -> list[ir.Operation]:
@@ -238,6 +247,17 @@ class _Fuser:
     def kernel(self, name: str) -> ir.Operation | None:
         return self.syms.get(name)
 
+    def note_kernel(self, name: str) -> None:
+        """Record the kernel `name` that the kernel table returned: an existing one, or the one
+        it just appended to the module (its last operation; no walk over the module)."""
+        if name in self.syms:
+            return
+        last = self.module.regions[0].blocks[0].operations[-1].operation
+        if "sym_name" in last.attributes and ir.StringAttr(last.attributes["sym_name"]).value == name:
+            self.syms[name] = last
+        else:
+            self.syms[name] = module_symbols(self.module)[name]
+
     def is_reduction(self, name: str) -> bool:
         if name not in self.reduction:
             k = self.kernel(name)
@@ -252,7 +272,7 @@ class _Fuser:
         return self.elementwise[name]
 
     # -- legality -------------------------------------------------------------------------------
-    def candidate(self, c: ir.Operation, block_ops: set) -> tuple[ir.Operation, int] | None:
+    def candidate(self, c: ir.Operation, block_ops) -> tuple[ir.Operation, int] | None:
         if c.name != "relax_v.call_tir" or "lowered" in c.attributes or len(c.results) != 1:
             return None
         if "callee" not in c.attributes:
@@ -360,7 +380,7 @@ class _Fuser:
                    f"attributes {{relax.kernel = \"{base}\", relax.fused_out = {len(in_types)} : i64}} {{\n" + "\n".join(lines) + "\n}")
 
         def renamed(k: ir.Operation, new: str) -> str:
-            t = k.get_asm()
+            t = _asm(k)
             name = ir.StringAttr(k.attributes["sym_name"]).value
             t2 = t.replace(f"@{name}(", f"@{new}(", 1)
             if t2 == t:
@@ -378,15 +398,16 @@ class _Fuser:
             ok = (_tidy_reduction(f) and is_reduction_kernel(f)) if reduction else \
                 (_tidy(f) and is_elementwise_kernel(f))
             if f is not None and ok:
-                ftext = f.get_asm().replace("func.func @__KERNEL__(", "func.func private @__KERNEL__(", 1)
+                ftext = _asm(f).replace("func.func @__KERNEL__(", "func.func private @__KERNEL__(", 1)
                 result = self.table.get(base, lambda n: ftext.replace("@__KERNEL__", "@" + n, 1))
-                self.syms[result] = module_symbols(self.module)[result]
+                self.note_kernel(result)
         except Exception:  # noqa: BLE001 - a fusion that cannot be built is skipped, never fatal
             result = None
         self.cache[key] = result
         return result
 
-    def fuse(self, p: ir.Operation, c: ir.Operation, j: int) -> bool:
+    def fuse(self, p: ir.Operation, c: ir.Operation, j: int) -> tuple[ir.Operation, bool] | None:
+        """Replace `c` by a call of the fused kernel: (the new call, whether `p` survives), or None."""
         ins: list[ir.Value] = []
 
         def index(v: ir.Value) -> int:
@@ -415,7 +436,7 @@ class _Fuser:
         ck = [k for k in range(len(c.operands)) if k != j]
         for k, m in zip(ck, ins_map_c):
             if in_types[m] is not None and str(in_types[m]) != str(tc.inputs[k]):
-                return False
+                return None
             in_types[m] = tc.inputs[k]
         shape_from = None
         if self.is_reduction(_callee(c)):
@@ -427,12 +448,12 @@ class _Fuser:
                 shape_from = srcs[0]
             elif not ir.RankedTensorType(tint).has_static_shape:
                 self.failed.add((_callee(p), _callee(c), j))
-                return False
+                return None
         name = self.fused_kernel(p, c, j, ins_map_p, ins_map_c, len(ins), in_types,
                                  sym_map_p, sym_map_c, len(syms), shape_from)
         if name is None:
             self.failed.add((_callee(p), _callee(c), j))
-            return False
+            return None
         attrs = {"callee": ir.FlatSymbolRefAttr.get(name)}
         if syms:
             attrs["sym_args"] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in syms])
@@ -444,25 +465,221 @@ class _Fuser:
         c.erase()
         if not list(p.results[0].uses):
             p.erase()
-        return True
+            return new, False
+        return new, True
+
+    def chain_from(self, p: ir.Operation, c: ir.Operation, j: int, pos) -> list[tuple[ir.Operation, int]]:
+        """[(c, j), (d, k), ...]: `c` and the elementwise consumers that the step-by-step scan
+        would fuse next, each the only user of the one before it and fusing with it through its
+        first legal operand. Fused in one build, a chain of N ops costs O(N), not O(N^2)."""
+        chain = [(c, j)]
+        if not self.is_ew(_callee(c)) or not self.is_ew(_callee(p)):
+            return chain
+        cur = c
+        while True:
+            uses = list(cur.results[0].uses)
+            if len(uses) != 1:
+                return chain
+            d = uses[0].owner
+            d = d.operation if hasattr(d, "operation") else d
+            if id_of(d) not in pos or d.name != "relax_v.call_tir" or "callee" not in d.attributes \
+                    or not self.is_ew(_callee(d)):
+                return chain
+            found = self.candidate(d, pos)
+            if found is None or id_of(found[0]) != id_of(cur):
+                return chain
+            chain.append((d, found[1]))
+            cur = d
+
+    def fuse_chain(self, p: ir.Operation, chain: list[tuple[ir.Operation, int]]) -> tuple[ir.Operation, bool] | None:
+        """Fuse the elementwise producer `p` and the consumer chain (each consuming the one before
+        at its slot) into one kernel, built once; replaces the last consumer. None: not fusable
+        in one piece (the caller fuses step by step)."""
+        ins: list[ir.Value] = []
+
+        def index(v: ir.Value) -> int:
+            for k, w in enumerate(ins):
+                if w == v:
+                    return k
+            ins.append(v)
+            return len(ins) - 1
+
+        syms: list[str] = []
+
+        def sindex(s: str) -> int:
+            if s not in syms:
+                syms.append(s)
+            return syms.index(s)
+
+        ops = [(p, None)] + chain
+        steps = []  # (kernel name, operand refs: input index or None for the previous result, sym refs)
+        in_types: dict[int, ir.Type] = {}
+        for o, slot in ops:
+            k = self.kernel(_callee(o))
+            t = _func_type(k)
+            if len(t.inputs) != len(o.operands) + 1 + len(_sym_args(o)) or len(t.results) != 1:
+                return None
+            refs = []
+            for m, v in enumerate(o.operands):
+                if m == slot:
+                    refs.append(None)
+                    continue
+                x = index(v)
+                if x in in_types and str(in_types[x]) != str(t.inputs[m]):
+                    return None
+                in_types[x] = t.inputs[m]
+                refs.append(x)
+            steps.append((_callee(o), refs, [sindex(s) for s in _sym_args(o)]))
+        name = self.chain_kernel(steps, [in_types[k] for k in range(len(ins))], len(syms))
+        if name is None:
+            return None
+        last = chain[-1][0]
+        attrs = {"callee": ir.FlatSymbolRefAttr.get(name)}
+        if syms:
+            attrs["sym_args"] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in syms])
+        with ir.InsertionPoint(last), last.location:
+            new = ir.Operation.create("relax_v.call_tir", results=[last.results[0].type], operands=ins,
+                                      attributes=attrs)
+        last.results[0].replace_all_uses_with(new.results[0])
+        self.touched.update(_callee(o) for o, _ in ops)
+        for o, _ in reversed(chain):
+            o.erase()
+        if not list(p.results[0].uses):
+            p.erase()
+            return new, False
+        return new, True
+
+    def chain_kernel(self, steps, in_types, n_syms: int) -> str | None:
+        """The kernel computing `steps` in sequence (each writes a `tensor.empty`, the last the out
+        argument), inlined and fused by upstream into one elementwise generic; None if it is not."""
+        key = ("chain", tuple((n, tuple(r), tuple(s)) for n, r, s in steps))
+        if key in self.cache:
+            return self.cache[key]
+        kernels = [self.kernel(n) for n, _, _ in steps]
+        types = [_func_type(k) for k in kernels]
+        tout = types[-1].results[0]
+        args = [f"%i{k}: {t}" for k, t in enumerate(in_types)] + [f"%o0: {tout}"] + \
+               [f"%s{k}: index" for k in range(n_syms)]
+        lines = []
+        out = ir.RankedTensorType(tout)
+        dyn = []
+        for d in range(out.rank):
+            if out.is_dynamic_dim(d):
+                lines.append(f"  %c{d} = arith.constant {d} : index")
+                lines.append(f"  %d{d} = tensor.dim %o0, %c{d} : {tout}")
+                dyn.append(f"%d{d}")
+        prev = None
+        for t, ((_, refs, srefs), ft) in enumerate(zip(steps, types)):
+            res = ft.results[0]
+            if t + 1 < len(steps):
+                if ir.RankedTensorType(res).shape != out.shape:
+                    self.cache[key] = None
+                    return None
+                lines.append(f"  %e{t} = tensor.empty({', '.join(dyn)}) : {res}")
+                dest = f"%e{t}"
+            else:
+                dest = "%o0"
+            a = [prev if r is None else f"%i{r}" for r in refs] + [dest] + [f"%s{k}" for k in srefs]
+            lines.append(f"  %t{t} = func.call @__K{t}({', '.join(a)}) : "
+                         f"({', '.join(str(x) for x in ft.inputs)}) -> {res}")
+            prev = f"%t{t}"
+        lines.append(f"  return {prev} : {tout}")
+        base = "fused_" + "_".join(b[len("fused_"):] if b.startswith("fused_") else b
+                                   for b in (_kernel_base(k) for k in kernels))
+        base = base[:_MAX_NAME]
+        wrapper = (f"func.func @__KERNEL__({', '.join(args)}) -> ({tout}) "
+                   f"attributes {{relax.kernel = \"{base}\", relax.fused_out = {len(in_types)} : i64}} {{\n"
+                   + "\n".join(lines) + "\n}")
+        texts = [wrapper]
+        for t, k in enumerate(kernels):
+            name = ir.StringAttr(k.attributes["sym_name"]).value
+            text = _asm(k)
+            renamed = text.replace(f"@{name}(", f"@__K{t}(", 1)
+            if renamed == text:
+                renamed = text.replace(f'@"{name}"(', f"@__K{t}(", 1)
+            texts.append(renamed)
+        result = None
+        try:
+            scratch = ir.Module.parse("\n".join(texts))
+            PassManager.parse(_SCRATCH_PIPELINE).run(scratch.operation)
+            f = next((o.operation for o in scratch.body.operations if o.operation.name == "func.func"
+                      and ir.StringAttr(o.operation.attributes["sym_name"]).value == "__KERNEL__"), None)
+            if f is not None and _tidy(f) and is_elementwise_kernel(f):
+                ftext = _asm(f).replace("func.func @__KERNEL__(", "func.func private @__KERNEL__(", 1)
+                result = self.table.get(base, lambda n: ftext.replace("@__KERNEL__", "@" + n, 1))
+                self.note_kernel(result)
+        except Exception:  # noqa: BLE001 - a chain that cannot be built is fused step by step
+            result = None
+        self.cache[key] = result
+        return result
 
     def run_function(self, f: ir.Operation) -> None:
-        changed = True
-        while changed:
-            changed = False
-            for b in list(_blocks(f)):
-                ops = [o.operation for o in b.operations]
-                ids = {id_of(o) for o in ops}
-                for c in ops:
-                    found = self.candidate(c, ids)
-                    if found is None:
-                        continue
-                    p, j = found
-                    if self.fuse(p, c, j):
-                        changed = True
-                        break
-                if changed:
+        for b in list(_blocks(f)):
+            self.run_block(b)
+
+    def run_block(self, b: ir.Block) -> None:
+        """Fuse in `b` until no candidate is left, in the order of a scan that restarts from the
+        block's first op after each fusion (the first op in block order with a candidate fuses
+        next), without the rescans: a worklist ordered by position holds the ops not yet
+        examined and those whose candidacy a fusion may have changed (the fused op itself; the
+        users of a producer that survives, and of every value the fusion reads with fewer uses
+        than before). Blocks are independent: a producer must be in its consumer's block."""
+        pos: dict = {}          # id_of(op) -> position in the block
+        at: dict[int, ir.Operation] = {}  # position -> op (the fused op takes its consumer's)
+        for i, o in enumerate(b.operations):
+            o = o.operation
+            pos[id_of(o)] = i
+            at[i] = o
+        heap = list(range(len(at)))  # already a heap
+        queued = set(heap)
+        retry: list[int] = []   # ops whose fusion failed: re-examined after the next fusion
+        while heap:
+            i = heapq.heappop(heap)
+            queued.discard(i)
+            c = at.get(i)
+            if c is None:
+                continue
+            found = self.candidate(c, pos)
+            if found is None:
+                continue
+            p, j = found
+            chain = self.chain_from(p, c, j, pos)
+            fused = None
+            while fused is None:
+                before = Counter(list(p.operands))
+                for o, k in chain:
+                    before.update(v for m, v in enumerate(o.operands) if m != k)
+                pid, cids = id_of(p), [id_of(o) for o, _ in chain]
+                if len(chain) > 1:
+                    fused = self.fuse_chain(p, chain)
+                    chain = [(c, j)]
+                else:
+                    fused = self.fuse(p, c, j)
                     break
+            if fused is None:
+                retry.append(i)
+                continue
+            new, p_alive = fused
+            i = pos[cids[-1]]   # the fused call stands where the chain's last consumer stood
+            for cid in cids:
+                del at[pos.pop(cid)]
+            pos[id_of(new)] = i
+            at[i] = new
+            after = Counter(new.operands)
+            dirty = [i] + retry
+            if p_alive:  # one use fewer (c's); an erased `p` had no other use
+                after.update(p.operands)
+                dirty += [pos[id_of(u.owner)] for u in p.results[0].uses if id_of(u.owner) in pos]
+            else:
+                del at[pos.pop(pid)]
+            retry = []
+            for v, n in before.items():
+                if after.get(v, 0) < n:
+                    dirty += [pos[id_of(u.owner)] for u in v.uses if id_of(u.owner) in pos]
+            for d in dirty:
+                if d not in queued and d in at:
+                    queued.add(d)
+                    heapq.heappush(heap, d)
 
     def drop_dead_kernels(self) -> None:
         used: set[str] = set()
@@ -480,8 +697,9 @@ class _Fuser:
             if o.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value in self.touched:
                 continue
             _walk(o, visit)
+        syms = module_symbols(self.module)
         for name in self.touched:
-            k = module_symbols(self.module).get(name)
+            k = syms.get(name)
             if k is not None and name not in used and "relax.kernel" in k.attributes:
                 k.erase()
 
@@ -553,7 +771,7 @@ def _n_syms(g: ir.Operation, ins) -> int:
 
 def _folded_kernel(fuser: "_Fuser", k: ir.Operation, consts: dict) -> str | None:
     try:
-        scratch = ir.Module.parse(k.get_asm())
+        scratch = ir.Module.parse(_asm(k))
         g = scratch.body.operations[0].operation
         block = g.regions[0].blocks[0]
         first = block.operations[0]
@@ -598,15 +816,21 @@ def _folded_kernel(fuser: "_Fuser", k: ir.Operation, consts: dict) -> str | None
         text = g.get_asm()
         base = _kernel_base(k)
         result = fuser.table.get(base, lambda n: text.replace(f"@{name}(", f"@{n}(", 1))
-        fuser.syms[result] = module_symbols(fuser.module)[result]
+        fuser.note_kernel(result)
         return result
     except Exception:  # noqa: BLE001 - a variant that cannot be built keeps the arguments
         return None
 
 
-def id_of(op: ir.Operation):
-    """A hashable identity for an operation (its C++ pointer via the capsule-backed hash)."""
-    return hash(op)
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def id_of(op: ir.Operation) -> int:
+    """A hashable identity for a live operation: its C++ pointer. (`hash(op)` is not one: it
+    changes when the op's operands are replaced.)"""
+    return _capsule_pointer(op.operation._CAPIPtr, b"mlir.ir.Operation._CAPIPtr")
 
 
 @dataclass(frozen=True)
