@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from relax_mlir.shape import Expr, const, floordiv, max_, min_, sym
+from relax_mlir.shape import Expr, Facts, const, floordiv, max_, min_, sym
 
 __all__ = ["import_stablehlo", "import_module", "UnsupportedOpError", "CONVERTERS"]
 
@@ -383,11 +383,48 @@ def _known_ok(vals):
     return all(v.known is not None for v in vals)
 
 
+def _wrap(e: Expr, dt: str) -> Expr:
+    """A constant wrapped to the signed range of `dt` (XLA's two's-complement integers)."""
+    if not e.is_const:
+        return e
+    w = int(dt[1:])
+    v = e.value & ((1 << w) - 1)
+    return const(v - (1 << w) if v >> (w - 1) else v)
+
+
+def _fold_divide(a: Expr, b: Expr) -> Expr | None:
+    """StableHLO integer divide: truncating, x / 0 = -1 (INT_MIN / -1 wraps, see _wrap). A symbolic
+    quotient is kept only where truncation is floor division: a >= 0 and b > 0; None otherwise."""
+    if a.is_const and b.is_const:
+        x, y = a.value, b.value
+        if y == 0:
+            return const(-1)
+        q = abs(x) // abs(y)
+        return const(-q if (x < 0) != (y < 0) else q)
+    facts = Facts()
+    if facts.prove_ge(a, 0) and facts.prove_positive(b):
+        return floordiv(a, b)
+    return None
+
+
+def _fold_remainder(a: Expr, b: Expr) -> Expr | None:
+    """StableHLO integer remainder: the sign of a, x % 0 = x; constants only."""
+    if not (a.is_const and b.is_const):
+        return None
+    x, y = a.value, b.value
+    if y == 0:
+        return a
+    r = abs(x) % abs(y)
+    return const(-r if x < 0 else r)
+
+
+# Folds of known integer values (None: not foldable, emit the op); results wrap to the dtype.
 _INT_FOLD: dict[str, Callable] = {
     "stablehlo.add": lambda a, b: a + b,
     "stablehlo.subtract": lambda a, b: a - b,
     "stablehlo.multiply": lambda a, b: a * b,
-    "stablehlo.divide": lambda a, b: floordiv(a, b),
+    "stablehlo.divide": _fold_divide,
+    "stablehlo.remainder": _fold_remainder,
     "stablehlo.maximum": lambda a, b: max_(a, b),
     "stablehlo.minimum": lambda a, b: min_(a, b),
 }
@@ -400,7 +437,9 @@ def _binary(relax_name, int_fold=None):
         dims = _merge_dims(dims, a.dims, b.dims)
         if int_fold is not None and dt not in ("f16", "bf16", "f32", "f64", "i1") and _known_ok(ins) \
                 and len(a.known) == len(b.known):
-            return Val(None, dt, dims, [int_fold(x, y) for x, y in zip(a.known, b.known)])
+            folded = [int_fold(x, y) for x, y in zip(a.known, b.known)]
+            if all(f is not None for f in folded):
+                return Val(None, dt, dims, [_wrap(f, dt) for f in folded])
         return im.emit(relax_name, [a, b], len(dims), dt, dims=dims)
     return conv
 
@@ -410,7 +449,7 @@ def _unary(relax_name):
         (a,) = ins
         dims, dt = _res(op)
         if relax_name == "relax.negative" and a.known is not None:
-            return Val(None, dt, _merge_dims(dims, a.dims), [-x for x in a.known])
+            return Val(None, dt, _merge_dims(dims, a.dims), [_wrap(-x, dt) for x in a.known])
         return im.emit(relax_name, [a], len(dims), dt, dims=_merge_dims(dims, a.dims))
     return conv
 
@@ -457,7 +496,7 @@ def _convert(im, op, ins):
     dims, dt = _res(op)
     dims = _merge_dims(dims, x.dims)
     if x.known is not None and dt.startswith("i") and dt != "i1":
-        return Val(None, dt, dims, list(x.known))
+        return Val(None, dt, dims, [_wrap(e, dt) for e in x.known])
     if dt == x.dtype:
         return x
     return im.emit("relax.astype", [x], len(dims), dt, f"dtype = {dt}", dims=dims)
@@ -627,26 +666,70 @@ def _expm1(im, op, ins):
 
 _REDUCE_KIND = {"stablehlo.add": "relax.sum", "stablehlo.maximum": "relax.max", "stablehlo.minimum": "relax.min",
                 "stablehlo.multiply": "relax.prod", "stablehlo.or": "relax.max", "stablehlo.and": "relax.min"}
+# On i1 (StableHLO): add is or, multiply is and; relax.max / relax.min on i1 are or / and.
+_REDUCE_KIND_I1 = {"stablehlo.add": "relax.max", "stablehlo.maximum": "relax.max", "stablehlo.or": "relax.max",
+                   "stablehlo.multiply": "relax.min", "stablehlo.minimum": "relax.min", "stablehlo.and": "relax.min"}
+# The elementwise op that combines the init value with the reduced value.
+_REDUCE_COMBINE = {"relax.sum": "relax.add", "relax.prod": "relax.multiply", "relax.max": "relax.maximum",
+                   "relax.min": "relax.minimum"}
+
+
+def _splat_value(v):
+    """The Python value of a splat stablehlo.constant defining `v`, or None."""
+    from jax._src.lib.mlir import ir
+    owner = v.owner
+    if getattr(owner, "name", None) != "stablehlo.constant":
+        return None
+    attr = owner.attributes["value"]
+    if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
+        return None
+    s = attr.get_splat_value()  # attributes come back downcast
+    if isinstance(s, ir.BoolAttr):
+        return bool(s.value)
+    if isinstance(s, (ir.FloatAttr, ir.IntegerAttr)):
+        return s.value
+    return None
+
+
+def _is_identity(kind: str, dt: str, v) -> bool:
+    """Whether `v` is the identity of the relax reduction `kind` on `dt` (so the init can go)."""
+    import math
+    if v is None:
+        return False
+    if dt == "i1":
+        return bool(v) == (kind == "relax.min")
+    if kind == "relax.sum":
+        return v == 0
+    if kind == "relax.prod":
+        return v == 1
+    lo = kind == "relax.max"
+    if dt in ("f16", "bf16", "f32", "f64"):
+        return math.isinf(v) and (v < 0) == lo
+    w = int(dt[1:])
+    return v == (-(1 << (w - 1)) if lo else (1 << (w - 1)) - 1)
 
 
 def _reduce(im, op, ins):
     if len(op.results) != 1:
         raise ValueError("variadic reduce (e.g. argmax) is not supported")
-    x = ins[0]
+    x, init = ins[0], ins[1]
     body = [o for o in op.regions[0].blocks[0].operations]
     kinds = [o.operation.name for o in body if o.operation.name != "stablehlo.return"]
-    if len(kinds) != 1 or kinds[0] not in _REDUCE_KIND:
+    table = _REDUCE_KIND_I1 if x.dtype == "i1" else _REDUCE_KIND
+    if len(kinds) != 1 or kinds[0] not in table:
         raise ValueError(f"reduce body {kinds} is not a single add/max/min/mul/and/or")
+    if kinds[0] in ("stablehlo.and", "stablehlo.or") and x.dtype != "i1":
+        raise ValueError(f"reduce with {kinds[0]} on {x.dtype} (bitwise) is not supported")
     axes = _ints_of(op.attributes["dimensions"])
     rdims, dt = _res(op)
     dims = [d for i, d in enumerate(x.dims) if i not in axes]
     dims = _merge_dims(rdims, dims)
-    if dt == "i1":
-        # relax's i1 min/max kernels print `arith.constant true : i1` (unparsable): reduce in i32.
-        xi = im.emit("relax.astype", [x], len(x.dims), "i32", "dtype = i32", dims=x.dims)
-        r = im.emit(_REDUCE_KIND[kinds[0]], [xi], len(rdims), "i32", f"axes = {axes}, keepdims = false", dims=dims)
-        return im.emit("relax.astype", [r], len(rdims), "i1", "dtype = i1", dims=dims)
-    return im.emit(_REDUCE_KIND[kinds[0]], [x], len(rdims), dt, f"axes = {axes}, keepdims = false", dims=dims)
+    kind = table[kinds[0]]
+    r = im.emit(kind, [x], len(rdims), dt, f"axes = {axes}, keepdims = false", dims=dims)
+    if _is_identity(kind, dt, _splat_value(op.operands[1])):
+        return r
+    # reduce(x, init) = init (+) reduce(x): the init counts once, also over zero elements
+    return im.emit(_REDUCE_COMBINE[kind], [r, init], len(rdims), dt, dims=dims)
 
 
 def _dot_general(im, op, ins):
@@ -746,7 +829,7 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.maximum": _binary("relax.maximum", _INT_FOLD["stablehlo.maximum"]),
     "stablehlo.minimum": _binary("relax.minimum", _INT_FOLD["stablehlo.minimum"]),
     "stablehlo.power": _binary("relax.power"),
-    "stablehlo.remainder": _binary("relax.remainder"),
+    "stablehlo.remainder": _binary("relax.remainder", _INT_FOLD["stablehlo.remainder"]),
     "stablehlo.negate": _unary("relax.negative"),
     "stablehlo.abs": _unary("relax.abs"),
     "stablehlo.exponential": _unary("relax.exp"),

@@ -13,10 +13,16 @@ from relax_mlir.dialect.spec import (DeduceError, OpInfo, OpSpec, TENSOR, attr, 
 from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType
 from relax_mlir.dialect.spec import short_name
 from relax_mlir.ops.common import broadcast_shapes, require_float, require_rank, require_same_dtype
-from relax_mlir.ops.kernel import Kernel, Legalized, broadcast_map, identity_map, scalar_body
+from relax_mlir.ops.kernel import (Kernel, Legalized, broadcast_map, highest_literal, identity_map,
+                                   scalar_body)
 
 
 # --- unary -------------------------------------------------------------------------------------
+# Scalar semantics follow StableHLO/XLA (and numpy where StableHLO has no opinion) on every target.
+# Integer templates avoid the ops whose meaning a Vulkan driver may take from the *signedness* of
+# the SPIR-V type (MLIR emits signless ints as `OpTypeInt 32 0`, which wgpu's naga reads as u32):
+# signed max/min/abs/div/rem and int<->float conversions are spelled with compares, selects and
+# unsigned magnitudes, which every target reads alike (LLVM folds them back to smax, abs, ...).
 
 class UnaryOp(OpSpec):
     x = operand(TENSOR)
@@ -26,6 +32,9 @@ class UnaryOp(OpSpec):
     bool_only: ClassVar[bool] = False
     # Scalar body: a list of lines using %x (the input) and assigning %r; `{t}` is the dtype.
     scalar: ClassVar[tuple[str, ...]] = ()
+    int_scalar: ClassVar[tuple[str, ...]] = ()
+    # On i1 (bool); None: the op is not defined on i1 (StableHLO and numpy reject it too).
+    bool_scalar: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -34,17 +43,30 @@ class UnaryOp(OpSpec):
             require_float(x, "operand")
         if cls.bool_only and x.dtype != "i1":
             raise DeduceError(f"operand must be i1, got {x.dtype}")
+        if x.dtype == "i1" and not cls.bool_only and cls.bool_scalar is None:
+            raise DeduceError(f"{short_name(cls.name)} is not defined on i1 (booleans); "
+                              f"cast with relax.astype first")
         return [TensorType(x.dims, "i1") if cls.bool_result else x]
+
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        if dtype in FLOAT_DTYPES:
+            return cls.scalar
+        if dtype == "i1" and cls.bool_scalar is not None:
+            return cls.bool_scalar
+        return cls.int_scalar or cls.scalar
 
 
 def _unary(opname: str, doc: str, scalar: tuple[str, ...], *, float_only=True, bool_result=False,
-           bool_only=False, int_scalar: tuple[str, ...] = ()):
+           bool_only=False, int_scalar: tuple[str, ...] = (), bool_scalar: tuple[str, ...] | None = None):
     cls = type(opname.split(".")[1].title().replace("_", "") + "Op", (UnaryOp,), {
         "__doc__": doc, "name": opname, "scalar": scalar, "float_only": float_only,
         "bool_result": bool_result, "bool_only": bool_only, "int_scalar": int_scalar,
-        "__module__": __name__})
+        "bool_scalar": bool_scalar, "__module__": __name__})
     return relax_op(cls)
 
+
+_IDENTITY = ("%true = arith.constant true", "%r = arith.select %true, %x, %x : {t}")
 
 ExpOp = _unary("relax.exp", "e**x, elementwise.", ("%r = math.exp %x : {t}",))
 LogOp = _unary("relax.log", "Natural logarithm, elementwise.", ("%r = math.log %x : {t}",))
@@ -57,23 +79,29 @@ CosOp = _unary("relax.cos", "Cosine, elementwise.", ("%r = math.cos %x : {t}",))
 ErfOp = _unary("relax.erf", "Error function, elementwise.", ("%r = math.erf %x : {t}",))
 FloorOp = _unary("relax.floor", "Round down, elementwise.", ("%r = math.floor %x : {t}",))
 CeilOp = _unary("relax.ceil", "Round up, elementwise.", ("%r = math.ceil %x : {t}",))
-NegativeOp = _unary("relax.negative", "-x, elementwise.", ("%r = arith.negf %x : {t}",),
+NegativeOp = _unary("relax.negative", "-x, elementwise (integers wrap: -INT_MIN = INT_MIN).",
+                    ("%r = arith.negf %x : {t}",),
                     float_only=False, int_scalar=("%z = arith.constant 0 : {t}", "%r = arith.subi %z, %x : {t}"))
-AbsOp = _unary("relax.abs", "|x|, elementwise.", ("%r = math.absf %x : {t}",),
-               float_only=False, int_scalar=("%r = math.absi %x : {t}",))
-SignOp = _unary("relax.sign", "Sign of x (-1, 0, 1), elementwise.", (
-    "%z = arith.constant 0.0 : {t}", "%o = arith.constant 1.0 : {t}", "%m = arith.constant -1.0 : {t}",
-    "%gt = arith.cmpf ogt, %x, %z : {t}", "%lt = arith.cmpf olt, %x, %z : {t}",
-    "%a = arith.select %gt, %o, %z : {t}", "%r = arith.select %lt, %m, %a : {t}"), float_only=False,
+AbsOp = _unary("relax.abs", "|x|, elementwise (integers wrap: |INT_MIN| = INT_MIN; i1: x).",
+               ("%r = math.absf %x : {t}",), float_only=False, int_scalar=(
+                   "%z = arith.constant 0 : {t}", "%n = arith.cmpi slt, %x, %z : {t}",
+                   "%m = arith.subi %z, %x : {t}", "%r = arith.select %n, %m, %x : {t}"), bool_scalar=_IDENTITY)
+SignOp = _unary("relax.sign", "Sign of x (-1, 0, 1; floats: +-0 and NaN give x), elementwise.", (
+    # ueq is true for NaN and +-0, where the result is x itself; elsewhere copysign(1, x).
+    "%z = arith.constant 0.0 : {t}", "%o = arith.constant 1.0 : {t}", "%s = math.copysign %o, %x : {t}",
+    "%e = arith.cmpf oeq, %x, %z : {t}", "%q = arith.cmpf oeq, %x, %x : {t}", "%t = arith.constant true",
+    "%nan = arith.xori %q, %t : i1", "%keep = arith.ori %e, %nan : i1", "%r = arith.select %keep, %x, %s : {t}"),
+    float_only=False,
     int_scalar=("%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}", "%m = arith.constant -1 : {t}",
                 "%gt = arith.cmpi sgt, %x, %z : {t}", "%lt = arith.cmpi slt, %x, %z : {t}",
                 "%a = arith.select %gt, %o, %z : {t}", "%r = arith.select %lt, %m, %a : {t}"))
 SigmoidOp = _unary("relax.sigmoid", "1 / (1 + e**-x), elementwise.", (
     "%o = arith.constant 1.0 : {t}", "%n = arith.negf %x : {t}", "%e = math.exp %n : {t}",
     "%d = arith.addf %o, %e : {t}", "%r = arith.divf %o, %d : {t}"))
-ReluOp = _unary("relax.relu", "max(x, 0), elementwise.", (
+ReluOp = _unary("relax.relu", "max(x, 0), elementwise (i1: x).", (
     "%z = arith.constant 0.0 : {t}", "%r = arith.maximumf %x, %z : {t}"), float_only=False,
-    int_scalar=("%z = arith.constant 0 : {t}", "%r = arith.maxsi %x, %z : {t}"))
+    int_scalar=("%z = arith.constant 0 : {t}", "%p = arith.cmpi sgt, %x, %z : {t}",
+                "%r = arith.select %p, %x, %z : {t}"), bool_scalar=_IDENTITY)
 GeluOp = _unary("relax.gelu", "x * Phi(x) (the exact, erf form of GELU), elementwise.", (
     "%h = arith.constant 0.5 : {t}", "%o = arith.constant 1.0 : {t}", "%s = arith.constant 0.70710678118654752 : {t}",
     "%a = arith.mulf %x, %s : {t}", "%e = math.erf %a : {t}", "%b = arith.addf %o, %e : {t}",
@@ -84,12 +112,12 @@ GeluTanhOp = _unary("relax.gelu_tanh", "GELU, tanh approximation, elementwise.",
     "%a = arith.mulf %x3, %q : {t}", "%b = arith.addf %x, %a : {t}", "%c = arith.mulf %b, %k : {t}",
     "%th = math.tanh %c : {t}", "%d = arith.addf %o, %th : {t}", "%e = arith.mulf %x, %h : {t}",
     "%r = arith.mulf %e, %d : {t}"))
-SiluOp = _unary("relax.silu", "x * sigmoid(x), elementwise.", (
+SiluOp = _unary("relax.silu", "x * sigmoid(x), elementwise (silu(-inf) = NaN, as jax.nn.silu).", (
     "%o = arith.constant 1.0 : {t}", "%n = arith.negf %x : {t}", "%e = math.exp %n : {t}",
     "%d = arith.addf %o, %e : {t}", "%r = arith.divf %x, %d : {t}"))
 IsFiniteOp = _unary("relax.isfinite", "True where x is neither inf nor nan, elementwise.", (
-    "%a = math.absf %x : {t}", "%inf = arith.constant 0x7F800000 : f32", "%af = arith.extf %a : {t} to f64",
-    "%inf64 = arith.extf %inf : f32 to f64", "%r = arith.cmpf olt, %af, %inf64 : f64"), bool_result=True)
+    "%a = math.absf %x : {t}", "%inf = arith.constant {inf} : {t}", "%r = arith.cmpf olt, %a, %inf : {t}"),
+    bool_result=True)
 LogicalNotOp = _unary("relax.logical_not", "Boolean not, elementwise.", (
     "%o = arith.constant true", "%r = arith.xori %x, %o : i1"), float_only=False, bool_only=True)
 
@@ -100,9 +128,11 @@ class BinaryOp(OpSpec):
     lhs = operand(TENSOR)
     rhs = operand(TENSOR)
     result = result_(TENSOR)
-    # Scalar body on %a, %b assigning %r; float and integer variants.
+    # Scalar body on %a, %b assigning %r; float, integer and i1 variants (bool_scalar None: the
+    # op is not defined on i1, as in StableHLO and numpy).
     float_scalar: ClassVar[tuple[str, ...]] = ()
     int_scalar: ClassVar[tuple[str, ...]] = ()
+    bool_scalar: ClassVar[tuple[str, ...] | None] = None
     bool_result: ClassVar[bool] = False
     bool_only: ClassVar[bool] = False
 
@@ -116,39 +146,97 @@ class BinaryOp(OpSpec):
             raise DeduceError(f"operands must have a floating-point element type, got {dt}")
         if not cls.float_scalar and dt in FLOAT_DTYPES:
             raise DeduceError(f"operands must have an integer element type, got {dt}")
+        if dt == "i1" and cls.bool_scalar is None:
+            raise DeduceError(f"{short_name(cls.name)} is not defined on i1 (booleans); "
+                              f"cast with relax.astype first")
         dims = broadcast_shapes([require_rank(a, "lhs"), require_rank(b, "rhs")], ["lhs", "rhs"], op.facts)
         return [TensorType(dims, "i1" if cls.bool_result else dt)]
 
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        if dtype in FLOAT_DTYPES:
+            return cls.float_scalar
+        if dtype == "i1" and cls.bool_scalar is not None:
+            return cls.bool_scalar
+        return cls.int_scalar
 
-def _binary(opname: str, doc: str, float_scalar, int_scalar, *, bool_result=False, bool_only=False):
+
+def _binary(opname: str, doc: str, float_scalar, int_scalar, *, bool_scalar=None, bool_result=False,
+            bool_only=False):
     cls = type("".join(p.title() for p in opname.split(".")[1].split("_")) + "Op", (BinaryOp,), {
         "__doc__": doc, "name": opname, "float_scalar": float_scalar, "int_scalar": int_scalar,
-        "bool_result": bool_result, "bool_only": bool_only, "__module__": __name__})
+        "bool_scalar": bool_scalar, "bool_result": bool_result, "bool_only": bool_only, "__module__": __name__})
     return relax_op(cls)
 
 
-AddOp = _binary("relax.add", "a + b with numpy broadcasting.", ("%r = arith.addf %a, %b : {t}",), ("%r = arith.addi %a, %b : {t}",))
-SubtractOp = _binary("relax.subtract", "a - b with numpy broadcasting.", ("%r = arith.subf %a, %b : {t}",), ("%r = arith.subi %a, %b : {t}",))
-MultiplyOp = _binary("relax.multiply", "a * b with numpy broadcasting.", ("%r = arith.mulf %a, %b : {t}",), ("%r = arith.muli %a, %b : {t}",))
-DivideOp = _binary("relax.divide", "a / b with numpy broadcasting (integers: truncating).", ("%r = arith.divf %a, %b : {t}",), ("%r = arith.divsi %a, %b : {t}",))
+# |a| and |b| as unsigned magnitudes (|INT_MIN| = 2**(w-1) fits), and a divisor that is never 0.
+_MAGNITUDES = (
+    "%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}",
+    "%an = arith.cmpi slt, %a, %z : {t}", "%bn = arith.cmpi slt, %b, %z : {t}",
+    "%na = arith.subi %z, %a : {t}", "%nb = arith.subi %z, %b : {t}",
+    "%ua = arith.select %an, %na, %a : {t}", "%ub = arith.select %bn, %nb, %b : {t}",
+    "%b0 = arith.cmpi eq, %b, %z : {t}", "%sb = arith.select %b0, %o, %ub : {t}")
+# XLA's integer division: truncating, x / 0 = -1, INT_MIN / -1 = INT_MIN (the magnitude quotient
+# 2**(w-1) negated wraps to INT_MIN); never a trap.
+_INT_DIV = _MAGNITUDES + (
+    "%m1 = arith.constant -1 : {t}", "%uq = arith.divui %ua, %sb : {t}", "%neg = arith.xori %an, %bn : i1",
+    "%nq = arith.subi %z, %uq : {t}", "%q = arith.select %neg, %nq, %uq : {t}",
+    "%r = arith.select %b0, %m1, %q : {t}")
+# XLA's integer remainder: the sign of a, x % 0 = x, INT_MIN % -1 = 0; never a trap.
+_INT_REM = _MAGNITUDES + (
+    "%ur = arith.remui %ua, %sb : {t}", "%nr = arith.subi %z, %ur : {t}",
+    "%sr = arith.select %an, %nr, %ur : {t}", "%r = arith.select %b0, %a, %sr : {t}")
+
+
+def _select_by(pred: str) -> tuple[str, ...]:
+    return (f"%c = arith.cmpi {pred}, %a, %b : {{t}}", "%r = arith.select %c, %a, %b : {t}")
+
+
+# On i1 (StableHLO): add is OR, multiply AND, maximum OR, minimum AND; false < true.
+AddOp = _binary("relax.add", "a + b with numpy broadcasting (i1: or; integers wrap).",
+                ("%r = arith.addf %a, %b : {t}",), ("%r = arith.addi %a, %b : {t}",),
+                bool_scalar=("%r = arith.ori %a, %b : i1",))
+SubtractOp = _binary("relax.subtract", "a - b with numpy broadcasting (integers wrap).",
+                     ("%r = arith.subf %a, %b : {t}",), ("%r = arith.subi %a, %b : {t}",))
+MultiplyOp = _binary("relax.multiply", "a * b with numpy broadcasting (i1: and; integers wrap).",
+                     ("%r = arith.mulf %a, %b : {t}",), ("%r = arith.muli %a, %b : {t}",),
+                     bool_scalar=("%r = arith.andi %a, %b : i1",))
+DivideOp = _binary("relax.divide", "a / b with numpy broadcasting (integers: truncating, as XLA: "
+                   "x / 0 = -1, INT_MIN / -1 = INT_MIN).", ("%r = arith.divf %a, %b : {t}",), _INT_DIV)
 PowerOp = _binary("relax.power", "a ** b with numpy broadcasting.", ("%r = math.powf %a, %b : {t}",), ())
-MaximumOp = _binary("relax.maximum", "max(a, b) with numpy broadcasting.", ("%r = arith.maximumf %a, %b : {t}",), ("%r = arith.maxsi %a, %b : {t}",))
-MinimumOp = _binary("relax.minimum", "min(a, b) with numpy broadcasting.", ("%r = arith.minimumf %a, %b : {t}",), ("%r = arith.minsi %a, %b : {t}",))
-RemainderOp = _binary("relax.remainder", "C-style remainder (sign of a) with numpy broadcasting.", ("%r = arith.remf %a, %b : {t}",), ("%r = arith.remsi %a, %b : {t}",))
+MaximumOp = _binary("relax.maximum", "max(a, b) with numpy broadcasting (NaN wins; i1: or).",
+                    ("%r = arith.maximumf %a, %b : {t}",), _select_by("sgt"),
+                    bool_scalar=("%r = arith.ori %a, %b : i1",))
+MinimumOp = _binary("relax.minimum", "min(a, b) with numpy broadcasting (NaN wins; i1: and).",
+                    ("%r = arith.minimumf %a, %b : {t}",), _select_by("slt"),
+                    bool_scalar=("%r = arith.andi %a, %b : i1",))
+RemainderOp = _binary("relax.remainder", "C-style remainder (sign of a) with numpy broadcasting "
+                      "(integers, as XLA: x % 0 = x, INT_MIN % -1 = 0).", ("%r = arith.remf %a, %b : {t}",),
+                      _INT_REM)
 
 
-def _cmp(opname, doc, f, i):
-    return _binary(opname, doc, (f"%r = arith.cmpf {f}, %a, %b : {{t}}",), (f"%r = arith.cmpi {i}, %a, %b : {{t}}",), bool_result=True)
+def _cmp(opname, doc, f, i, u):
+    if f == "une":  # NaN != x is true; spelled not(oeq), which every target reads alike
+        fl = ("%e = arith.cmpf oeq, %a, %b : {t}", "%t = arith.constant true", "%r = arith.xori %e, %t : i1")
+    else:
+        fl = (f"%r = arith.cmpf {f}, %a, %b : {{t}}",)
+    return _binary(opname, doc, fl, (f"%r = arith.cmpi {i}, %a, %b : {{t}}",),
+                   bool_scalar=(f"%r = arith.cmpi {u}, %a, %b : i1",), bool_result=True)
 
 
-EqualOp = _cmp("relax.equal", "a == b (i1) with numpy broadcasting.", "oeq", "eq")
-NotEqualOp = _cmp("relax.not_equal", "a != b (i1) with numpy broadcasting.", "une", "ne")
-LessOp = _cmp("relax.less", "a < b (i1) with numpy broadcasting.", "olt", "slt")
-LessEqualOp = _cmp("relax.less_equal", "a <= b (i1) with numpy broadcasting.", "ole", "sle")
-GreaterOp = _cmp("relax.greater", "a > b (i1) with numpy broadcasting.", "ogt", "sgt")
-GreaterEqualOp = _cmp("relax.greater_equal", "a >= b (i1) with numpy broadcasting.", "oge", "sge")
-LogicalAndOp = _binary("relax.logical_and", "Boolean and (i1) with numpy broadcasting.", (), ("%r = arith.andi %a, %b : {t}",), bool_only=True)
-LogicalOrOp = _binary("relax.logical_or", "Boolean or (i1) with numpy broadcasting.", (), ("%r = arith.ori %a, %b : {t}",), bool_only=True)
+EqualOp = _cmp("relax.equal", "a == b (i1) with numpy broadcasting.", "oeq", "eq", "eq")
+NotEqualOp = _cmp("relax.not_equal", "a != b (i1) with numpy broadcasting (true where either is NaN).",
+                  "une", "ne", "ne")
+LessOp = _cmp("relax.less", "a < b (i1) with numpy broadcasting (i1: false < true).", "olt", "slt", "ult")
+LessEqualOp = _cmp("relax.less_equal", "a <= b (i1) with numpy broadcasting.", "ole", "sle", "ule")
+GreaterOp = _cmp("relax.greater", "a > b (i1) with numpy broadcasting.", "ogt", "sgt", "ugt")
+GreaterEqualOp = _cmp("relax.greater_equal", "a >= b (i1) with numpy broadcasting.", "oge", "sge", "uge")
+LogicalAndOp = _binary("relax.logical_and", "Boolean and (i1) with numpy broadcasting.", (),
+                       ("%r = arith.andi %a, %b : {t}",), bool_scalar=("%r = arith.andi %a, %b : i1",),
+                       bool_only=True)
+LogicalOrOp = _binary("relax.logical_or", "Boolean or (i1) with numpy broadcasting.", (),
+                      ("%r = arith.ori %a, %b : {t}",), bool_scalar=("%r = arith.ori %a, %b : i1",),
+                      bool_only=True)
 
 
 @relax_op
@@ -205,14 +293,15 @@ def _elementwise(op: OpInfo, short: str, operands: list[TensorType], template, r
 
 def _unary_legalize(cls, op: OpInfo) -> Legalized:
     x = op.tensor(0)
-    tmpl = cls.scalar if (x.dtype in FLOAT_DTYPES or not getattr(cls, "int_scalar", ())) else cls.int_scalar
+    tmpl = cls.template(x.dtype)
+    if x.dtype in FLOAT_DTYPES:
+        tmpl = tuple(line.replace("{inf}", highest_literal(x.dtype)) for line in tmpl)
     return _elementwise(op, short_name(cls.name), [x], tmpl, ["x"])
 
 
 def _binary_legalize(cls, op: OpInfo) -> Legalized:
     a, b = op.tensor(0), op.tensor(1)
-    tmpl = cls.float_scalar if a.dtype in FLOAT_DTYPES else cls.int_scalar
-    return _elementwise(op, short_name(cls.name), [a, b], tmpl, ["a", "b"])
+    return _elementwise(op, short_name(cls.name), [a, b], cls.template(a.dtype), ["a", "b"])
 
 
 UnaryOp.legalize = classmethod(_unary_legalize)
@@ -227,16 +316,21 @@ def _where_legalize(cls, op: OpInfo) -> Legalized:
 WhereOp.legalize = classmethod(_where_legalize)
 
 
+_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
 def convert_scalar(src: str, dst: str) -> tuple[str, ...]:
-    """Scalar conversion %x : src -> %r : dst."""
+    """Scalar conversion %x : src -> %r : dst, with XLA's semantics on every target: float -> int
+    truncates toward zero and saturates (NaN -> 0, +-inf -> INT_MAX / INT_MIN); float -> i1 is
+    x != 0 (NaN -> true); int -> int wraps; i1 is unsigned (true -> 1)."""
     fsrc, fdst = src in FLOAT_DTYPES, dst in FLOAT_DTYPES
-    width = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+    width = _WIDTH
     if src == dst:
         return ("%true = arith.constant true", f"%r = arith.select %true, %x, %x : {src}")
     if fsrc and fdst:
-        if width[src] < width[dst] or (src, dst) == ("bf16", "f16") or (src, dst) == ("f16", "bf16"):
-            if (src, dst) in (("bf16", "f16"), ("f16", "bf16")):
-                return (f"%w = arith.extf %x : {src} to f32", f"%r = arith.truncf %w : f32 to {dst}")
+        if (src, dst) in (("bf16", "f16"), ("f16", "bf16")):
+            return (f"%w = arith.extf %x : {src} to f32", f"%r = arith.truncf %w : f32 to {dst}")
+        if width[src] < width[dst]:
             return (f"%r = arith.extf %x : {src} to {dst}",)
         return (f"%r = arith.truncf %x : {src} to {dst}",)
     if not fsrc and not fdst:
@@ -247,11 +341,38 @@ def convert_scalar(src: str, dst: str) -> tuple[str, ...]:
             return (f"%z = arith.constant 0 : {src}", f"%r = arith.cmpi ne, %x, %z : {src}")
         return (f"%r = arith.trunci %x : {src} to {dst}",)
     if not fsrc and fdst:
-        op = "uitofp" if src == "i1" else "sitofp"
-        return (f"%r = arith.{op} %x : {src} to {dst}",)
+        if src == "i1":
+            return (f"%r = arith.uitofp %x : i1 to {dst}",)
+        # sign and unsigned magnitude (|INT_MIN| fits): uitofp rounds |x| as sitofp would.
+        return (f"%z = arith.constant 0 : {src}", f"%n = arith.cmpi slt, %x, %z : {src}",
+                f"%m = arith.subi %z, %x : {src}", f"%ax = arith.select %n, %m, %x : {src}",
+                f"%f = arith.uitofp %ax : {src} to {dst}", f"%nf = arith.negf %f : {dst}",
+                f"%r = arith.select %n, %nf, %f : {dst}")
     if dst == "i1":
-        return (f"%z = arith.constant 0.0 : {src}", f"%r = arith.cmpf une, %x, %z : {src}")
-    return (f"%r = arith.fptosi %x : {src} to {dst}",)
+        # not(x == 0): true for NaN (an unordered `une` is not read alike by every target)
+        return (f"%z = arith.constant 0.0 : {src}", f"%e = arith.cmpf oeq, %x, %z : {src}",
+                "%t = arith.constant true", "%r = arith.xori %e, %t : i1")
+    lines: list[str] = []
+    x, s = "%x", src
+    if src in ("f16", "bf16"):  # exact in f32, whose range holds every integer bound
+        lines.append(f"%x32 = arith.extf %x : {src} to f32")
+        x, s = "%x32", "f32"
+    w = width[dst]
+    wide = "i64" if w == 64 else "i32"
+    # The magnitude, clamped to 2**(w-1) (exact in every float type), converts unsigned; negate it
+    # for negatives (-2**(w-1) wraps to INT_MIN); x >= 2**(w-1) saturates to INT_MAX; NaN -> 0.
+    lines += [f"%fz = arith.constant 0.0 : {s}", f"%ok = arith.cmpf oeq, {x}, {x} : {s}",
+              f"%xs = arith.select %ok, {x}, %fz : {s}", f"%neg = arith.cmpf olt, %xs, %fz : {s}",
+              f"%ax = math.absf %xs : {s}", f"%lim = arith.constant {float(2 ** (w - 1))!r} : {s}",
+              f"%c = arith.minimumf %ax, %lim : {s}", f"%u = arith.fptoui %c : {s} to {wide}",
+              f"%iz = arith.constant 0 : {wide}", f"%nu = arith.subi %iz, %u : {wide}",
+              f"%v = arith.select %neg, %nu, %u : {wide}", f"%over = arith.cmpf oge, %xs, %lim : {s}",
+              f"%imax = arith.constant {2 ** (w - 1) - 1} : {wide}"]
+    if wide == dst:
+        lines.append(f"%r = arith.select %over, %imax, %v : {wide}")
+    else:
+        lines += [f"%sat = arith.select %over, %imax, %v : {wide}", f"%r = arith.trunci %sat : {wide} to {dst}"]
+    return tuple(lines)
 
 
 def _astype_legalize(cls, op: OpInfo) -> Legalized:

@@ -127,7 +127,9 @@ class Kernel:
 
     def fill(self, value_literal: str, dest: str, t: TensorType) -> str:
         c = self.fresh("cst")
-        self.emit(f"{c} = arith.constant {value_literal} : {t.dtype}")
+        # `arith.constant true : i1` does not parse: a bool literal carries its type
+        typ = "" if t.dtype == "i1" else f" : {t.dtype}"
+        self.emit(f"{c} = arith.constant {value_literal}{typ}")
         r = self.fresh("f")
         self.emit(f"{r} = linalg.fill ins({c} : {t.dtype}) outs({dest} : {self.ty(t)}) -> {self.ty(t)}")
         return r
@@ -195,11 +197,19 @@ def scalar_body(template: Sequence[str], dtype: str, renames: dict[str, str], ou
 # LLVM lowers vector math.exp/tanh/erf to scalar libm calls. For f32 we expand them into plain
 # arith (range reduction + polynomial + exponent bit tricks), which the vectorizer keeps in SIMD
 # registers; this is what XLA's CPU backend does too. Max relative error ~2e-7 (exp). Results
-# below e**-87 are flushed to 0 (as libm underflows): denormals would make every later op ~100x
+# below FLT_MIN are flushed to 0 (as XLA's CPU backend does): denormals would make every later op ~100x
 # slower (measured: a masked softmax, exp(-1e9), took the transformer block from 5 to 15 ms).
 
-_EXP = """{r}_c = arith.constant 88.3762626647949 : f32
-{r}_cl = arith.constant -87.3365478515625 : f32
+# exp: n = round(x / ln 2), r = x - n ln 2 (two-part ln 2), e**r by a degree-7 polynomial, times
+# 2**n built from exponent bits in two halves (2**n1 * 2**n2, n1 + n2 = n) so that n = 128 (x up to
+# ln(FLT_MAX)) does not overflow the exponent field. x is clamped to [_EXP_LO, _EXP_HI] first, so
+# the polynomial never sees inf/NaN, and the special cases are selected at the end: x > _EXP_HI
+# (exp(x) > FLT_MAX) -> +inf, x < _EXP_LO (exp(x) < FLT_MIN, a denormal) -> 0 (XLA's CPU backend
+# flushes denormals too), NaN -> NaN. exp(0) = 1 exactly.
+_EXP_HI = "88.72283172607422"   # the largest f32 with exp(x) <= FLT_MAX
+_EXP_LO = "-87.33654022216797"  # the smallest f32 with exp(x) >= FLT_MIN
+_EXP = """{r}_c = arith.constant %s : f32
+{r}_cl = arith.constant %s : f32
 {r}_x0 = arith.minimumf {x}, {r}_c : f32
 {r}_x = arith.maximumf {r}_x0, {r}_cl : f32
 {r}_l2e = arith.constant 1.44269504088896341 : f32
@@ -230,15 +240,26 @@ _EXP = """{r}_c = arith.constant 88.3762626647949 : f32
 {r}_y = arith.addf {r}_q0, {r}_one : f32
 {r}_ni = arith.fptosi {r}_n : f32 to i32
 {r}_b = arith.constant 127 : i32
-{r}_nb = arith.addi {r}_ni, {r}_b : i32
 {r}_s = arith.constant 23 : i32
-{r}_e = arith.shli {r}_nb, {r}_s : i32
-{r}_sc = arith.bitcast {r}_e : i32 to f32
-{r}_v = arith.mulf {r}_y, {r}_sc : f32
-{r}_lo0 = arith.constant -87.0 : f32
+{r}_one_i = arith.constant 1 : i32
+{r}_n1 = arith.shrsi {r}_ni, {r}_one_i : i32
+{r}_n2 = arith.subi {r}_ni, {r}_n1 : i32
+{r}_nb1 = arith.addi {r}_n1, {r}_b : i32
+{r}_nb2 = arith.addi {r}_n2, {r}_b : i32
+{r}_e1 = arith.shli {r}_nb1, {r}_s : i32
+{r}_e2 = arith.shli {r}_nb2, {r}_s : i32
+{r}_sc1 = arith.bitcast {r}_e1 : i32 to f32
+{r}_sc2 = arith.bitcast {r}_e2 : i32 to f32
+{r}_v1 = arith.mulf {r}_y, {r}_sc1 : f32
+{r}_v = arith.mulf {r}_v1, {r}_sc2 : f32
 {r}_z = arith.constant 0.0 : f32
-{r}_under = arith.cmpf olt, {x}, {r}_lo0 : f32
-{r} = arith.select {r}_under, {r}_z, {r}_v : f32"""
+{r}_inf = arith.constant 0x7F800000 : f32
+{r}_under = arith.cmpf olt, {x}, {r}_cl : f32
+{r}_over = arith.cmpf ogt, {x}, {r}_c : f32
+{r}_u = arith.select {r}_under, {r}_z, {r}_v : f32
+{r}_o = arith.select {r}_over, {r}_inf, {r}_u : f32
+{r}_ord = arith.cmpf oeq, {x}, {x} : f32
+{r} = arith.select {r}_ord, {r}_o, {x} : f32""" % (_EXP_HI, _EXP_LO)
 
 # erf(x) as x * P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4) = 1 in f32): one division and no
 # exp. Coefficients of the rational approximation that XLA and Eigen use for f32. The earlier

@@ -54,14 +54,20 @@ from relax_mlir.ops.kernel import (Kernel, Legalized, affine_map, highest_litera
 _INIT = {"sum": zero_literal, "mean": zero_literal, "prod": one_literal, "max": lowest_literal, "min": highest_literal}
 
 
-def combine(kind: str, dtype: str, a: str, b: str, r: str) -> str:
-    f = dtype in FLOAT_DTYPES
-    op = {"sum": ("arith.addf", "arith.addi"), "mean": ("arith.addf", "arith.addi"),
-          "prod": ("arith.mulf", "arith.muli"), "max": ("arith.maximumf", "arith.maxsi"),
-          "min": ("arith.minimumf", "arith.minsi")}[kind][0 if f else 1]
+def combine(kind: str, dtype: str, a: str, b: str, r: str) -> list[str]:
+    """Lines computing r = a <kind> b. i1: max is or, min is and (false < true); integer max/min are
+    a compare and a select (`arith.maxsi` reaches Vulkan as a signedness-dependent SMax)."""
+    if dtype in FLOAT_DTYPES:
+        op = {"sum": "arith.addf", "mean": "arith.addf", "prod": "arith.mulf", "max": "arith.maximumf",
+              "min": "arith.minimumf"}[kind]
+        return [f"{r} = {op} {a}, {b} : {dtype}"]
     if dtype == "i1" and kind in ("max", "min"):
-        op = "arith.ori" if kind == "max" else "arith.andi"
-    return f"{r} = {op} {a}, {b} : {dtype}"
+        return [f"{r} = {'arith.ori' if kind == 'max' else 'arith.andi'} {a}, {b} : i1"]
+    if kind in ("max", "min"):
+        c = f"{r}_c"
+        return [f"{c} = arith.cmpi {'sgt' if kind == 'max' else 'slt'}, {a}, {b} : {dtype}",
+                f"{r} = arith.select {c}, {a}, {b} : {dtype}"]
+    return [f"{r} = {'arith.muli' if kind == 'prod' else 'arith.addi'} {a}, {b} : {dtype}"]
 
 
 def reduce_into(k: Kernel, kind: str, src: str, src_t: TensorType, axes: list[int], keep: bool,
@@ -95,7 +101,7 @@ def reduce_into(k: Kernel, kind: str, src: str, src_t: TensorType, axes: list[in
     its = ["reduction" if i in axes else "parallel" for i in range(rank)]
     body = list(prologue or [])
     o = "%o0"
-    body.append(combine(kind, src_t.dtype, "%x" if prologue else "%a0", o, "%y"))
+    body += combine(kind, src_t.dtype, "%x" if prologue else "%a0", o, "%y")
     ins = [(src, src_t, identity_map(rank))] + list(extra_ins)
     return k.generic(ins, [(f, dest_t, affine_map(rank, omap))], its, body, ["%y"])[0]
 
