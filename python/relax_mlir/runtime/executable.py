@@ -19,6 +19,31 @@ from relax_mlir.shape import Expr, parse as parse_expr
 
 NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
                 "i16": np.int16, "i32": np.int32, "i64": np.int64}
+try:  # numpy has no bfloat16; ml_dtypes (installed with jax) is what jax uses for numpy bf16 arrays
+    import ml_dtypes as _ml_dtypes
+
+    NUMPY_DTYPES["bf16"] = _ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover - without ml_dtypes, bf16 entries are refused at compile time
+    pass
+
+
+def numpy_dtype(dtype: str, where: str = "") -> np.dtype:
+    """The numpy dtype of a relax element type; ValueError when the runtime has none (bf16 without
+    ml_dtypes)."""
+    t = NUMPY_DTYPES.get(dtype)
+    if t is None:
+        raise ValueError(f"element type {dtype}{where} is not supported by this runtime"
+                         + (" (bf16 needs the ml_dtypes package)" if dtype == "bf16" else ""))
+    return np.dtype(t)
+
+
+def _raw(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """bf16 arrays as uint16 views (same bytes): ml_dtypes arrays do not export the buffer
+    protocol that native calls read pointers through."""
+    bf16 = NUMPY_DTYPES.get("bf16")
+    if bf16 is None:
+        return arrays
+    return [a.view(np.uint16) if a.dtype == bf16 else a for a in arrays]
 
 
 @dataclass(frozen=True)
@@ -75,8 +100,8 @@ class Function:
     def __init__(self, sig: Signature, invoke: Callable[..., None]):
         self.sig = sig
         self._invoke = invoke
-        self._np = [np.dtype(NUMPY_DTYPES[p.dtype]) for p in sig.params]
-        self._np_out = [np.dtype(NUMPY_DTYPES[r.dtype]) for r in sig.results]
+        self._np = [numpy_dtype(p.dtype, f" of @{sig.name} {n}") for p, n in zip(sig.params, sig.arg_names)]
+        self._np_out = [numpy_dtype(r.dtype, f" of @{sig.name} result #{i}") for i, r in enumerate(sig.results)]
         self._ws = threading.local()
         # per parameter: (axis, the dim if it is a constant, its expression), known dims only
         self._dim_checks = [[(j, d.value if d.is_const else None, d) for j, d in enumerate(p.dims) if d is not None]
@@ -128,29 +153,45 @@ class Function:
                                  f"(relax.symbol_bounds)")
         return env
 
+    def as_array(self, i: int, a: Any) -> np.ndarray:
+        """Argument `i` as a plain ndarray with the signature's dtype and rank, or ValueError
+        naming it. Nothing is copied here: a huge broadcast view is refused by the shape and
+        bound checks before `__call__` makes it contiguous. An ndarray subclass is read through
+        a base-class view (np.matrix, a user subclass); a masked array is refused (its masked
+        entries hold arbitrary values)."""
+        sig, p, dt = self.sig, self.sig.params[i], self._np[i]
+        name = sig.arg_names[i]
+        if isinstance(a, np.ma.MaskedArray):
+            raise ValueError(f"@{sig.name}: {name} is a masked array; pass plain data (a.filled(value))")
+        if isinstance(a, np.ndarray):
+            if type(a) is not np.ndarray:
+                a = a.view(np.ndarray)
+        elif isinstance(a, (list, tuple, int, float, bool, np.generic)):
+            try:
+                a = np.asarray(a)
+            except (ValueError, TypeError, OverflowError) as e:
+                raise ValueError(f"@{sig.name}: {name} cannot be made a numpy array: {e}") from None
+        else:
+            raise ValueError(f"@{sig.name}: {name} must be a numpy array, got {type(a).__name__}")
+        if a.dtype != dt:
+            raise ValueError(f"@{sig.name}: {name} has dtype {a.dtype}, expected {dt} ({p.dtype})")
+        if a.ndim != len(p.dims):
+            raise ValueError(f"@{sig.name}: {name} has rank {a.ndim} (shape {tuple(a.shape)}), "
+                             f"expected rank {len(p.dims)}: {p}")
+        return a
+
     def __call__(self, *args: Any):
         sig = self.sig
         if len(args) != len(sig.params):
             raise ValueError(f"@{sig.name} takes {len(sig.params)} arguments, got {len(args)}")
-        arrays = []
-        for i, (a, p, dt) in enumerate(zip(args, sig.params, self._np)):
-            if not isinstance(a, np.ndarray):
-                if isinstance(a, (list, tuple, int, float, bool, np.generic)):
-                    a = np.asarray(a)
-                else:
-                    raise ValueError(f"@{sig.name}: {sig.arg_names[i]} must be a numpy array, got {type(a).__name__}")
-            if a.dtype != dt:
-                raise ValueError(f"@{sig.name}: {sig.arg_names[i]} has dtype {a.dtype}, expected {dt} ({p.dtype})")
-            if a.ndim != len(p.dims):
-                raise ValueError(f"@{sig.name}: {sig.arg_names[i]} has rank {a.ndim} (shape {tuple(a.shape)}), "
-                                 f"expected rank {len(p.dims)}: {p}")
-            arrays.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
-        env = self.bind(arrays)
+        arrays = [self.as_array(i, a) for i, a in enumerate(args)]
+        env = self.bind(arrays)  # shapes, symbols and their bounds, before any copy
+        arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
         for s, e in sig.derived:
             env[s] = e.evaluate(env)
         outs = [np.empty(tuple(d.evaluate(env) for d in r.dims), dtype=dt) for r, dt in zip(sig.results, self._np_out)]
         err = np.zeros(1, dtype=np.int32)
-        self._invoke(*arrays, *outs, *self.workspace(env), err)
+        self._invoke(*_raw(arrays), *_raw(outs), *self.workspace(env), err)
         if err[0]:
             code = int(err[0])
             msg = sig.messages[code - 1] if 0 < code <= len(sig.messages) else f"check {code}"
