@@ -53,3 +53,27 @@ func.func @cast_never(%x: !relax.tensor<["n", 4], f32>) {
   %0 = "relax.match_cast"(%x) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 8], f32>
   return
 }
+
+// -----
+
+func.func @reshape_two_unknown(%x: !relax.tensor<["?", "?"], f32>) {
+  // expected-error @+1 {{'relax.reshape' op operand #0 dim 0 is unknown ('?') and the op cannot check it at run time; refine it with relax.match_cast}}
+  %0 = "relax.reshape"(%x) {shape = [12]} : (!relax.tensor<["?", "?"], f32>) -> !relax.tensor<["?"], f32>
+  return
+}
+
+// -----
+
+func.func @reshape_never(%x: !relax.tensor<["?", 3], f32>) {
+  // expected-error @+1 {{'relax.reshape' op cannot reshape [?, 3] to [10]: 10 elements are not a multiple of 3}}
+  %0 = "relax.reshape"(%x) {shape = [10]} : (!relax.tensor<["?", 3], f32>) -> !relax.tensor<["?"], f32>
+  return
+}
+
+// -----
+
+func.func @matmul_both_unknown(%a: !relax.tensor<[4, "?"], f32>, %b: !relax.tensor<["?", 3], f32>) {
+  // expected-error @+1 {{'relax.matmul' op operand #0 ('lhs') dim 1 is unknown ('?') and the op cannot check it at run time}}
+  %0 = "relax.matmul"(%a, %b) : (!relax.tensor<[4, "?"], f32>, !relax.tensor<["?", 3], f32>) -> !relax.tensor<["?", "?"], f32>
+  return
+}

@@ -119,3 +119,48 @@ def product(dims: Sequence[Dim]) -> Dim:
 
 def symbols_note(*dims: Dim) -> str:
     return _symbols_note(*dims)
+
+
+# --- unknown ("?") operand dims --------------------------------------------------------------
+# An op's deduction may meet a "?" operand dim and still produce a known result (a broadcast
+# against a known dim, a reshape, a matmul's inner dim). `relax-infer-shapes` then asks the op
+# what each "?" operand dim must be, and refines the operand with a `relax.match_cast` (checked
+# at run time by relax-lower-shapes) before the op: no kernel ever reads an operand at a size
+# nobody checked. Per operand, per dim, a rule returns one of:
+#   an Expr  the dim must equal it (the match_cast pattern);
+#   FREE     the op's kernel reads the dim at run time and is correct for every value;
+#   None     unresolved: the op cannot say (the program is refused if its results are known).
+
+class _Free:
+    def __repr__(self):
+        return "FREE"
+
+
+FREE = _Free()
+
+
+def aligned_requirements(dims: Sequence[Dim] | None, result: Sequence[Dim] | None) -> tuple:
+    """Numpy broadcasting: a "?" operand dim must equal the result dim it is aligned with (a "?"
+    that is 1 at run time is refused rather than broadcast)."""
+    if dims is None:
+        return ()
+    if result is None or len(result) < len(dims):
+        return (None,) * len(dims)
+    off = len(result) - len(dims)
+    return tuple(result[off + j] for j in range(len(dims)))
+
+
+def has_division(e: Expr) -> bool:
+    """True when evaluating e divides by a symbolic value (floordiv/mod/ceildiv of a symbol)."""
+    from relax_mlir.shape.expr import _CALLS
+
+    for mono, _ in e.terms:
+        for a in mono:
+            node = _CALLS.get(a)
+            if node is None:
+                continue
+            if node.kind in ("floordiv", "mod") and not (node.args[1].is_const):
+                return True
+            if any(has_division(x) for x in node.args):
+                return True
+    return False

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from relax_mlir.dialect.spec import INDEX, DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim
-from relax_mlir.ops.common import (ONE, ZERO, broadcast_shapes, dims_equal, fmt_dims,
-                                   normalize_axis, product, require_rank, require_same_dtype, symbols_note)
+from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, broadcast_shapes, dims_equal, fmt_dims,
+                                   has_division, normalize_axis, product, require_rank, require_same_dtype,
+                                   symbols_note)
 from relax_mlir.shape import Expr, ceildiv, const, min_, max_
 
 
@@ -37,6 +38,26 @@ class MatmulOp(OpSpec):
         if len(bd) > 1:
             dims.append(lb[-1])
         return [TensorType(tuple(dims), dt)]
+
+    @classmethod
+    def unknown_dims(cls, op: OpInfo, results):
+        """Batch dims follow the result (broadcast), M and N are the result's, an unknown K must
+        equal the other operand's K."""
+        ad, bd = op.tensor(0).dims, op.tensor(1).dims
+        r = results[0].dims
+        ka, kb = ad[-1], (bd[0] if len(bd) == 1 else bd[-2])
+        nb = len(r) - (len(ad) > 1) - (len(bd) > 1)
+        batch = r[:nb]
+
+        def side(d, is_lhs):
+            if len(d) == 1:
+                return ((kb if is_lhs else ka),)
+            out = list(aligned_requirements(d[:-2], batch)) if len(d) > 2 else []
+            mn = r[nb] if is_lhs else r[-1]
+            out += [mn, kb, ] if is_lhs else [ka, mn]
+            return tuple(out)
+
+        return [side(ad, True), side(bd, False)]
 
 
 @relax_op
@@ -126,6 +147,34 @@ class ReshapeOp(OpSpec):
                 f"are not provably equal" + symbols_note(n_in, n_out))
         return [TensorType(tuple(dims), x.dtype)]
 
+    @classmethod
+    def unknown_dims(cls, op: OpInfo, results):
+        """One unknown dim is the element count over the known ones (an element-count check);
+        with two or more the count cannot be checked dim by dim: unresolved."""
+        from relax_mlir.shape import floordiv
+
+        d = op.tensor(0).dims
+        unknown = [j for j, v in enumerate(d) if v is None]
+        n_out = product(results[0].dims)
+        if len(unknown) != 1 or n_out is None:
+            return [(None,) * len(d)]
+        known = product([v for v in d if v is not None])
+        if known.is_const and known.value == 0:
+            # Zero elements whatever the unknown dim is: only a zero-element result can match.
+            if op.facts.prove_eq(n_out, ZERO):
+                return [tuple(FREE if v is None else v for v in d)]
+            raise DeduceError(f"cannot reshape {fmt_dims(d)} (no elements) to {fmt_dims(results[0].dims)}")
+        if known.is_const and n_out.is_const:
+            if n_out.value % known.value:
+                raise DeduceError(f"cannot reshape {fmt_dims(d)} to {fmt_dims(results[0].dims)}: {n_out.value} "
+                                  f"elements are not a multiple of {known.value}")
+            q = const(n_out.value // known.value)
+        else:
+            q = floordiv(n_out, known)
+            if not op.facts.prove_eq(q * known, n_out) or has_division(q):
+                return [(None,) * len(d)]
+        return [tuple(q if v is None else v for v in d)]
+
 
 @relax_op
 class BroadcastToOp(OpSpec):
@@ -149,6 +198,11 @@ class BroadcastToOp(OpSpec):
                 continue
             raise DeduceError(f"cannot broadcast dim {i} of size {s} to {t}" + symbols_note(s, t))
         return [TensorType(tuple(target), x.dtype)]
+
+    @classmethod
+    def unknown_dims(cls, op: OpInfo, results):
+        """An unknown dim must be the target dim (it is not broadcast from 1 at run time)."""
+        return [aligned_requirements(op.tensor(0).dims, results[0].dims)]
 
 
 @relax_op
@@ -185,6 +239,13 @@ class ConcatOp(OpSpec):
             total = None if (total is None or t.dims[axis] is None) else total + t.dims[axis]
         dims[axis] = total
         return [TensorType(tuple(dims), dt)]
+
+    @classmethod
+    def unknown_dims(cls, op: OpInfo, results):
+        """Dims off the axis must be the result's; the axis dims only add up (unresolved)."""
+        r = results[0].dims
+        axis = normalize_axis(op.attr("axis", 0), len(r))
+        return [tuple(None if j == axis else r[j] for j in range(len(r))) for _ in op.operand_types]
 
 
 @relax_op
@@ -322,6 +383,13 @@ class TakeOp(OpSpec):
         d = require_rank(x, "operand")
         axis = normalize_axis(op.attr("axis", 0), len(d))
         return [TensorType(d[:axis] + require_rank(idx, "indices") + d[axis + 1:], x.dtype)]
+
+    @classmethod
+    def unknown_dims(cls, op: OpInfo, results):
+        """The table's axis dim is read at run time (the clamp bound); the others are the result's."""
+        d = op.tensor(0).dims
+        axis = normalize_axis(op.attr("axis", 0), len(d))
+        return [tuple(FREE if j == axis else None for j in range(len(d))), (None,) * len(op.tensor(1).dims)]
 
 
 
@@ -549,7 +617,10 @@ def _take_legalize(cls, op: OpInfo) -> Legalized:
     body = [f"%i{j} = linalg.index {j} : index" for j in range(rank)]
     body += [f"%iv = arith.index_cast %a0 : {idx.dtype} to index", "%zero = arith.constant 0 : index",
              "%one = arith.constant 1 : index", f"%last = arith.subi {n}, %one : index",
-             "%lo = arith.maxsi %iv, %zero : index", "%cl = arith.minsi %lo, %last : index"]
+             # clamp(iv, 0, n - 1) as compares and selects: GL.SMax/SMin on lavapipe returned the
+             # last row for a negative index (a sign problem on i32); SLessThan/SGreaterThan do not.
+             "%neg = arith.cmpi slt, %iv, %zero : index", "%lo = arith.select %neg, %zero, %iv : index",
+             "%big = arith.cmpi sgt, %lo, %last : index", "%cl = arith.select %big, %last, %lo : index"]
     coords = [f"%i{j}" for j in range(axis)] + ["%cl"] + [f"%i{axis + ri + j}" for j in range(len(x.dims) - axis - 1)]
     body.append(f"%v = tensor.extract {k.inp(0)}[{', '.join(coords)}] : {k.ty(x)}")
     g = k.generic([(k.inp(1), idx, imap)], [(k.out(0), r, identity_map(rank))], ["parallel"] * rank, body, ["%v"])

@@ -14,9 +14,10 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
 from relax_mlir.dialect.types import TypeTextError, OtherType, RelaxType, ShapeType, TensorType, view
-from relax_mlir.ops.common import dims_differ, dims_equal
+from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, dims_differ, dims_equal,
+                                   normalize_axis, product)
 from relax_mlir.passes import ModulePass, PassError
-from relax_mlir.shape import Expr, Facts, parse as parse_expr, sym
+from relax_mlir.shape import Expr, Facts, min_, parse as parse_expr, sym
 
 
 # --- symbol facts on functions -----------------------------------------------------------------
@@ -202,7 +203,98 @@ class _Checker:
             self.call_tir(op, info)
         if spec.results_are_declared:
             return
+        if self.infer and _computes(spec) and _has_unknown_dims(info.operand_types):
+            try:
+                rules = unknown_dim_rules(spec, info, deduced)
+            except DeduceError as e:
+                raise PassError(op, f"'{name}' op {e}") from None
+            if self.refine_operands(op, info.operand_types, rules, deduced):
+                info = OpInfo(op, self.facts, [self.type_of(v) for v in op.operands])
+                try:
+                    deduced = spec.deduce(info)
+                except DeduceError as e:
+                    raise PassError(op, f"'{name}' op {e}") from None
+        if self.infer and name == "relax.take":
+            self.take_rows(op, info, deduced)
         self.set_results(op, deduced)
+
+    def take_rows(self, op: ir.Operation, info: OpInfo, results: list):
+        """`relax.take` reads a row of its table for every index: a table with no rows along the
+        axis and a non-empty index tensor (jax refuses it) must raise before its kernel runs. When
+        the facts cannot prove it impossible, record the requirement min(count, 1) <= rows on the
+        function; relax-lower-shapes checks it in the entry prologue."""
+        x, idx = info.tensor(0), info.tensor(1)
+        if x.dims is None or idx.dims is None:
+            return
+        axis = normalize_axis(info.attr("axis", 0), len(x.dims))
+        rows, count = x.dims[axis], product(idx.dims)
+        if count is None:
+            return  # the result is unknown: legalization refuses the op
+        if self.facts.prove_eq(count, ZERO) or (rows is not None and self.facts.prove_ge(rows, ONE)):
+            return
+        need = min_(count, ONE)
+        entry = {"lhs": ir.StringAttr.get(str(need))}
+        if rows is None:
+            v = op.operands[0]
+            if not _is_entry_argument(v, self.func):
+                raise PassError(op, "'relax.take' op table has an unknown ('?') dim on the gathered axis and is "
+                                    "not a function parameter; refine it with relax.match_cast")
+            i64 = ir.IntegerType.get_signless(64)
+            entry["rhs_dim"] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v.arg_number), ir.IntegerAttr.get(i64, axis)])
+            what = "?"
+        else:
+            entry["rhs"] = ir.StringAttr.get(str(rows))
+            what = str(rows)
+        from relax_mlir.transforms.lower_shapes import _where
+
+        entry["message"] = ir.StringAttr.get(
+            f"'relax.take' op at {_where(op)}: the table has no rows along axis {axis} (dim {what}) but "
+            f"{count} indices; there is no row to clamp an index into")
+        _add_requirement(self.func, ir.DictAttr.get(entry))
+
+    def refine_operands(self, op: ir.Operation, types: list, rules: list, results: list) -> bool:
+        """Refine each "?" operand dim the op's rule pins down with a `relax.match_cast` before the
+        op (checked at run time, before any kernel, by relax-lower-shapes). A "?" the rule cannot
+        pin down is refused when the op's results are nevertheless known: then its kernel would
+        read the operand at a size nobody checked."""
+        results_known = all(not isinstance(r, TensorType) or r.known for r in results)
+        spec = OPS.get(op.name)
+        names = [o.name for o in spec.operands_] if spec is not None and not any(
+            o.variadic for o in spec.operands_) else []
+        changed = False
+        for i, t in enumerate(types):
+            if not isinstance(t, TensorType) or t.dims is None or all(d is not None for d in t.dims):
+                continue
+            rule = rules[i] if rules is not None and i < len(rules) else ()
+            what = f"operand #{i}" + (f" ('{names[i]}')" if i < len(names) and names[i] else "")
+            pattern = list(t.dims)
+            for j, d in enumerate(t.dims):
+                if d is not None:
+                    continue
+                want = rule[j] if j < len(rule) else None
+                if want is FREE:
+                    continue
+                if want is None:
+                    if results_known:
+                        raise PassError(op, f"'{op.name}' op {what} dim {j} is unknown ('?') and the op cannot "
+                                            f"check it at run time; refine it with relax.match_cast")
+                    continue
+                pattern[j] = want
+            if pattern == list(t.dims):
+                continue
+            v = op.operands[i]
+            if not _is_entry_argument(v, self.func):
+                raise PassError(op, f"'{op.name}' op {what} has unknown ('?') dims {t}, and it is not a "
+                                    f"function parameter; refine it with relax.match_cast")
+            pat = TensorType(tuple(pattern), t.dtype)
+            self.check_bound(op, pat)
+            with ir.InsertionPoint(op), op.location:
+                mc = ir.Operation.create("relax.match_cast", results=[pat.to_mlir()], operands=[v], attributes={
+                    "relax.origin": ir.StringAttr.get(f"'{op.name}' op {what}"),
+                    "relax.reason": ir.StringAttr.get(_reason(spec))})
+            op.operands[i] = mc.results[0]
+            changed = True
+        return changed
 
     def type_of(self, v: ir.Value) -> RelaxType:
         t = self.types.get(v)
@@ -359,6 +451,61 @@ class _Checker:
             else:
                 deduced.append(r)
         self.set_results(op, deduced)
+
+
+def _reason(spec) -> str:
+    if spec.name == "relax.reshape":
+        return "the element counts must be equal"
+    if spec.name in ("relax.broadcast_to", "relax.matmul") or spec.__module__.endswith(".elementwise"):
+        return "a '?' dim is not broadcast from 1 at run time"
+    return "the op's kernel reads the operand at that size"
+
+
+def _add_requirement(func: ir.Operation, req: ir.DictAttr) -> None:
+    """Record `lhs <= rhs` (symbolic; `rhs_dim` = [parameter, dim] for a '?' dim) on the function,
+    for relax-lower-shapes to check at entry; once per message."""
+    have = list(ir.ArrayAttr(func.attributes[REQUIRES])) if REQUIRES in func.attributes else []
+    msg = ir.StringAttr(req["message"]).value
+    if any(ir.StringAttr(ir.DictAttr(a)["message"]).value == msg for a in have):
+        return
+    func.attributes[REQUIRES] = ir.ArrayAttr.get(have + [req])
+
+
+REQUIRES = "relax.requires"
+
+
+def _computes(spec) -> bool:
+    """Graph ops whose legalized kernel reads its operands at their typed sizes."""
+    return hasattr(spec, "legalize") or spec.name == "relax.reshape"
+
+
+def _has_unknown_dims(types) -> bool:
+    return any(isinstance(t, TensorType) and t.dims is not None and any(d is None for d in t.dims) for t in types)
+
+
+def _is_entry_argument(v: ir.Value, func: ir.Operation) -> bool:
+    return isinstance(v, ir.BlockArgument) and v.owner == func.regions[0].blocks[0]
+
+
+def unknown_dim_rules(spec, info: OpInfo, results: list) -> list | None:
+    """Per operand, per dim: what a "?" dim must be (see ops/common.py: an Expr, FREE, or None)."""
+    hook = getattr(spec, "unknown_dims", None)
+    if hook is not None:
+        return hook(info, results)
+    mod = spec.__module__.rsplit(".", 1)[-1]
+    if mod == "elementwise" and len(results) == 1 and isinstance(results[0], TensorType):
+        return [aligned_requirements(t.dims, results[0].dims) if isinstance(t, TensorType) else ()
+                for t in info.operand_types]
+    if mod == "reduce" and hasattr(spec, "reduced_axes"):
+        d = info.tensor(0).dims
+        axes = set(spec.reduced_axes(info, len(d)))
+        return [tuple(FREE if j in axes else None for j in range(len(d)))]
+    if hasattr(spec, "norm_axes"):  # layer_norm / rms_norm: parameters have the normalized dims
+        x = info.tensor(0)
+        want = tuple(x.dims[a] for a in spec.norm_axes(info, len(x.dims)))
+        return [(None,) * len(x.dims)] + [aligned_requirements(t.dims, want) if isinstance(t, TensorType) else ()
+                                          for t in info.operand_types[1:]]
+    return None
 
 
 def check_module(module: ir.Operation, *, infer: bool) -> None:

@@ -20,7 +20,7 @@ from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.shape import Expr, parse as parse_expr
 from relax_mlir.shape.expr import _CALLS
-from relax_mlir.transforms.infer_shapes import check_module, graph_functions, param_bindings
+from relax_mlir.transforms.infer_shapes import REQUIRES, check_module, graph_functions, param_bindings
 
 
 class Materializer:
@@ -99,7 +99,7 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
         anchor = ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
                                      attributes={"value": ir.IntegerAttr.get(ir.IndexType.get(), 0)})
     m = Materializer(ir.InsertionPoint(anchor), f.location)
-    m.consts[0] = anchor.results[0]
+    # (the anchor is not the cached 0: checks go before it, and a check may compare with 0)
     names = _arg_names(f, len(params))
 
     def dim_of(value: ir.Value, axis: int) -> ir.Value:
@@ -154,8 +154,7 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
                     missing = [s for s in b.symbols() if s not in m.values]
                     if missing:
                         raise PassError(op, f"'relax.match_cast' op cannot compute symbol '{missing[0]}' of {b}")
-                    check(actual, m.expr(b), f"match_cast at {_where(op)}: dim {j} is {a if a is not None else '?'}"
-                                             f", the pattern requires {b}")
+                    check(actual, m.expr(b), _match_cast_message(op, j, a, b, block, names))
             elif op.name == "relax_v.call_tir":
                 _lower_call_tir(op, m)
             elif op.name == "relax.reshape" and len(op.operands) == 1:
@@ -170,6 +169,18 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
 
     try:
         walk(block)
+        # Requirements recorded by relax-infer-shapes (lhs <= rhs), now that every symbol has a value.
+        if REQUIRES in f.attributes:
+            for req in ir.ArrayAttr(f.attributes[REQUIRES]):
+                req = ir.DictAttr(req)
+                lhs = m.expr(parse_expr(ir.StringAttr(req["lhs"]).value))
+                if "rhs_dim" in req:
+                    i, j = (ir.IntegerAttr(a).value for a in ir.ArrayAttr(req["rhs_dim"]))
+                    rhs = dim_of(block.arguments[i], j)
+                else:
+                    rhs = m.expr(parse_expr(ir.StringAttr(req["rhs"]).value))
+                check(lhs, rhs, ir.StringAttr(req["message"]).value, 3)  # sle
+            del f.attributes[REQUIRES]
     except KeyError as e:
         raise PassError(f, f"symbol '{e.args[0]}' has no run-time value in this function") from None
 
@@ -212,6 +223,20 @@ def _arg_names(f: ir.Operation, n: int) -> list[str]:
 def _bound_by(d: Expr, binds, names) -> str:
     parts = [f"{s} from {names[binds[s][0]]} dim {binds[s][1]}" for s in sorted(d.symbols()) if s in binds]
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def _match_cast_message(op: ir.Operation, j: int, a, b: Expr, entry: ir.Block, names: list[str]) -> str:
+    if "relax.origin" not in op.attributes:
+        return f"match_cast at {_where(op)}: dim {j} is {a if a is not None else '?'}, the pattern requires {b}"
+    # Inserted by relax-infer-shapes: an op's deduction needs this "?" dim to be b.
+    origin = ir.StringAttr(op.attributes["relax.origin"]).value
+    src = op.operands[0]
+    arg = ""
+    if isinstance(src, ir.BlockArgument) and src.owner == entry:
+        arg = f" = {names[src.arg_number]}"
+    reason = ir.StringAttr(op.attributes["relax.reason"]).value if "relax.reason" in op.attributes else ""
+    return (f"{origin}{arg} at {_where(op)}: dim {j} must be {b} (it is '?' in the signature"
+            + (f"; {reason}" if reason else "") + ")")
 
 
 def _where(op: ir.Operation) -> str:
