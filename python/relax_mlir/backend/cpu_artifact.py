@@ -59,7 +59,9 @@ def export(upstream_text: str, signatures, main: str, path: str, cpu: str | None
 
         utils = os.path.join(list(mlir.__path__)[0], "lib", "libmlir_c_runner_utils.so")
         cmd = [shutil.which("cc") or "cc", "-shared", obj, "-o", os.path.join(path, "kernels.so"), "-lm"]
+        files = ["kernels.so"]
         if os.path.exists(utils):
+            files.append("libmlir_c_runner_utils.so")
             shutil.copy(utils, os.path.join(path, "libmlir_c_runner_utils.so"))
             cmd += [os.path.join(path, "libmlir_c_runner_utils.so"), "-Wl,-rpath,$ORIGIN"]
         if "@scipy_cblas_" in llvm_dialect:  # relax.call_library kernels: ship the BLAS beside it
@@ -69,9 +71,10 @@ def export(upstream_text: str, signatures, main: str, path: str, cpu: str | None
             if blas is None:
                 raise RuntimeError("the module calls BLAS (relax-dispatch-library) but scipy-openblas32 is not installed")
             shutil.copy(blas, os.path.join(path, os.path.basename(blas)))
+            files.append(os.path.basename(blas))
             cmd += [os.path.join(path, os.path.basename(blas)), "-Wl,-rpath,$ORIGIN"]
         subprocess.run(cmd, check=True, capture_output=True)
-    write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures))
+    write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures), files)
 
 
 def manifest(fmt: str, main: str, signatures, **extra) -> dict:
@@ -95,6 +98,11 @@ def manifest(fmt: str, main: str, signatures, **extra) -> dict:
     }
 
 
-def write_manifest(path: str, data: dict) -> None:
+def write_manifest(path: str, data: dict, files: list[str]) -> None:
+    """Write manifest.json with a size and SHA-256 record of each of `files` (paths relative to
+    the artifact), which `runtime.load` checks before it reads or maps any of them."""
+    from relax_mlir.runtime.loader import file_record
+
+    data = dict(data, files={rel: file_record(os.path.join(path, rel)) for rel in files})
     with open(os.path.join(path, "manifest.json"), "w") as f:
         json.dump(data, f, indent=1)

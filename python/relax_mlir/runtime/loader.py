@@ -8,10 +8,15 @@ The manifest's `format` says which:
   `host.json` (the host program, runtime/hostprog.py) and `kernels/<gpu.module>.spv` / `.ptx`; the
   host program runs with a wgpu driver (runtime/vulkan.py) or a CuPy driver (runtime/cuda.py),
   created on the first call.
+
+The manifest's `files` records the size and SHA-256 of every other file of the artifact; `load`
+checks them all before it reads, maps or runs any (a truncated `kernels.so` would otherwise
+fault inside the dynamic loader), and raises ValueError naming the file that does not match.
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import threading
@@ -26,6 +31,44 @@ MANIFEST = "manifest.json"
 LIBRARY = "kernels.so"
 HOST_PROGRAM = "host.json"
 GPU_FORMATS = {"vulkan": ("relax-mlir-vulkan-1", "spirv", ".spv"), "cuda": ("relax-mlir-cuda-1", "ptx", ".ptx")}
+
+
+def file_record(path: str) -> dict:
+    """{"size": bytes, "sha256": hex digest} of the file at `path`."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+def _check_files(path: str, manifest: dict, needed: list[str]) -> None:
+    """Every file the manifest records (and each of `needed`) is present, inside the artifact,
+    of the recorded size and SHA-256; else ValueError naming it."""
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise ValueError(f"{path}: {MANIFEST} records no file sizes and hashes (an artifact from an older "
+                         f"relax-mlir, or an edited manifest): export it again")
+    for rel in needed:
+        if rel not in files:
+            raise ValueError(f"{path}: {MANIFEST} has no size and hash for {rel}")
+    root = os.path.realpath(path)
+    for rel, rec in files.items():
+        full = os.path.realpath(os.path.join(root, str(rel)))
+        if os.path.isabs(str(rel)) or not full.startswith(root + os.sep):
+            raise ValueError(f"{path}: {MANIFEST} names a file outside the artifact: {rel!r}")
+        if not isinstance(rec, dict) or not isinstance(rec.get("size"), int) or not isinstance(rec.get("sha256"), str):
+            raise ValueError(f"{path}: {MANIFEST}: malformed record for {rel}")
+        if not os.path.isfile(full):
+            raise ValueError(f"{path}: {rel} is missing")
+        size = os.path.getsize(full)
+        if size != rec["size"]:
+            raise ValueError(f"{path}: {rel} has {size} bytes, the manifest records {rec['size']} "
+                             f"(a truncated or modified file)")
+        if file_record(full)["sha256"] != rec["sha256"]:
+            raise ValueError(f"{path}: {rel} does not match the SHA-256 the manifest records (a modified file)")
 
 
 def _sig(entry: dict) -> Signature:
@@ -117,10 +160,12 @@ def write_gpu_artifact(path: str, artifacts: dict, signatures, main: str) -> Non
         files[module] = rel
     with open(os.path.join(path, HOST_PROGRAM), "w") as f:
         json.dump(artifacts["hostprog"], f)
-    write_manifest(path, manifest(fmt, main, signatures, host_program=HOST_PROGRAM, kernels=files))
+    write_manifest(path, manifest(fmt, main, signatures, host_program=HOST_PROGRAM, kernels=files),
+                   [HOST_PROGRAM, *files.values()])
 
 
 def _load_gpu(path: str, target: str, manifest: dict, driver=None) -> Executable:
+    _check_files(path, manifest, [manifest.get("host_program", HOST_PROGRAM), *manifest["kernels"].values()])
     with open(os.path.join(path, manifest.get("host_program", HOST_PROGRAM)), encoding="utf-8") as f:
         program = json.load(f)
     files = {m: os.path.join(path, rel) for m, rel in manifest["kernels"].items()}
@@ -157,8 +202,13 @@ def _load_gpu(path: str, target: str, manifest: dict, driver=None) -> Executable
 def load(path: str, *, driver=None) -> Executable:
     """Load an artifact written by `Executable.export`. `driver` replaces the GPU driver of a
     vulkan or cuda artifact (any object with the runtime/hostprog.py driver protocol)."""
-    with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
-        manifest = json.load(f)
+    try:
+        with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: {MANIFEST} is not valid JSON ({e})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: {MANIFEST} is not a relax-mlir manifest")
     fmt = manifest.get("format")
     for target, (name, _, _) in GPU_FORMATS.items():
         if fmt == name:
@@ -166,6 +216,7 @@ def load(path: str, *, driver=None) -> Executable:
     if fmt != "relax-mlir-cpu-1":
         raise ValueError(f"{path}: not a relax-mlir artifact (format {fmt!r}; known: relax-mlir-cpu-1, "
                          + ", ".join(n for n, _, _ in GPU_FORMATS.values()) + ")")
+    _check_files(path, manifest, [LIBRARY])
     lib = ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))
     funcs = {}
     for entry in manifest["entries"]:

@@ -1,0 +1,121 @@
+"""Artifact integrity: the manifest records each file's size and SHA-256, and `runtime.load`
+checks them before it maps or reads anything. A truncated or edited `kernels.so` (which used to
+fault inside the dynamic loader: SIGBUS/SIGSEGV) or kernel file raises ValueError naming the
+file, in a fresh process that exits cleanly."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import relax_mlir
+
+SRC = """
+func.func @main(%x: !relax.tensor<["n", 4], f32>, %y: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %a = "relax.add"(%x, %y) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %e = "relax.exp"(%a) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  return %e : !relax.tensor<["n", 4], f32>
+}
+"""
+
+_LOAD = """
+import sys
+import numpy as np
+from relax_mlir.runtime import load
+try:
+    exe = load({path!r})
+except ValueError as e:
+    print("ValueError:", e)
+    sys.exit(3)
+x = np.ones((5, 4), np.float32)
+assert np.allclose(exe(x, x), np.exp(2.0)), "wrong result"
+print("ran")
+"""
+
+
+def _load_in_child(path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(_LOAD.format(path=str(path)))],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cpu_artifact(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cpu") / "art"
+    relax_mlir.compile(SRC).export(str(path))
+    return path
+
+
+def _copy(src, tmp_path):
+    dst = tmp_path / "copy"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_manifest_records_sizes_and_hashes(cpu_artifact):
+    files = json.loads((cpu_artifact / "manifest.json").read_text())["files"]
+    assert "kernels.so" in files
+    for rel, rec in files.items():
+        assert rec["size"] == (cpu_artifact / rel).stat().st_size
+        assert len(rec["sha256"]) == 64
+    r = _load_in_child(cpu_artifact)
+    assert r.returncode == 0 and "ran" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+def test_damaged_kernels_so_is_refused(cpu_artifact, tmp_path, damage):
+    art = _copy(cpu_artifact, tmp_path)
+    lib = art / "kernels.so"
+    data = bytearray(lib.read_bytes())
+    if damage == "truncate":
+        lib.write_bytes(bytes(data[: len(data) // 2]))
+    elif damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+        lib.write_bytes(bytes(data))
+    else:
+        lib.unlink()
+    r = _load_in_child(art)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)   # not a signal (negative)
+    assert "ValueError" in r.stdout and "kernels.so" in r.stdout
+
+
+def test_manifest_without_records_or_escaping_path_is_refused(cpu_artifact, tmp_path):
+    art = _copy(cpu_artifact, tmp_path)
+    m = json.loads((art / "manifest.json").read_text())
+    files = m.pop("files")
+    (art / "manifest.json").write_text(json.dumps(m))
+    r = _load_in_child(art)
+    assert r.returncode == 3 and "records no file sizes" in r.stdout, r.stdout + r.stderr
+    m["files"] = dict(files, **{"../x.so": files["kernels.so"]})
+    (art / "manifest.json").write_text(json.dumps(m))
+    r = _load_in_child(art)
+    assert r.returncode == 3 and "outside the artifact" in r.stdout, r.stdout + r.stderr
+    (art / "manifest.json").write_text('{"format": "relax-mlir-cpu-1", "entr')
+    r = _load_in_child(art)
+    assert r.returncode == 3 and "not valid JSON" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("target", ["vulkan", "cuda"])
+def test_damaged_gpu_artifact_is_refused(tmp_path, target):
+    exe = relax_mlir.compile(SRC, target=target)
+    art = tmp_path / target
+    exe.export(str(art))
+    m = json.loads((art / "manifest.json").read_text())
+    assert set(m["files"]) == {"host.json", *m["kernels"].values()}
+    from relax_mlir.runtime import load
+
+    load(str(art))  # intact: loads (the driver is created on the first call)
+    kernel = art / next(iter(m["kernels"].values()))
+    good = kernel.read_bytes()
+    kernel.write_bytes(good[:-4])
+    with pytest.raises(ValueError, match=kernel.name):
+        load(str(art))
+    kernel.write_bytes(good)
+    host = art / "host.json"
+    host.write_text(host.read_text().replace('"', "'", 1))
+    with pytest.raises(ValueError, match="host.json"):
+        load(str(art))
