@@ -302,8 +302,10 @@ class SplitOp(OpSpec):
 
 @relax_op
 class StridedSliceOp(OpSpec):
-    """Slice `begin:end:stride` on the given axes. Attributes: axes, begin, end (arrays of int or
-    expression strings; negative constants count from the end), strides (array of positive int)."""
+    """Slice `begin:end:stride` on the given axes (numpy semantics for constant positions: a negative
+    constant counts from the end, positions clamp into [0, dim]). Attributes: axes (distinct),
+    begin, end (arrays of int or expression strings; a symbolic position that is negative at run
+    time counts from the end too), strides (array of positive int)."""
 
     name = "relax.strided_slice"
     x = operand(TENSOR)
@@ -323,6 +325,8 @@ class StridedSliceOp(OpSpec):
         out = {}
         for ax, b, e, s in zip(axes, begin, end, strides):
             ax = normalize_axis(ax, len(dims))
+            if ax in out:
+                raise DeduceError(f"axes {list(axes)} repeat axis {ax}")
             if not isinstance(s, int) or s < 1:
                 raise DeduceError(f"strides must be positive integers, got {s}")
             dim = dims[ax]
@@ -350,9 +354,18 @@ class StridedSliceOp(OpSpec):
                 return const(max(v.value, 0))
             return v if op.facts.prove_ge(v, ZERO) else max_(v, ZERO)
         if dim is None:
-            return v
+            return None  # the slice depends on the unknown dim: the result dim is unknown too
         if dim.is_const and v.is_const:
             return const(min(v.value, dim.value))
+        # A symbolic position that may be negative at run time counts from the end there, as in
+        # numpy: v + dim * [v < 0], with [v < 0] = 1 - min(max(v + 1, 0), 1) for an integer v.
+        if not op.facts.prove_ge(v, ZERO):
+            if op.facts.prove_lt(v, ZERO):
+                v = v + dim
+            else:
+                v = v + dim * (ONE - min_(max_(v + ONE, ZERO), ONE))
+            if not op.facts.prove_ge(v, ZERO):
+                v = max_(v, ZERO)
         return v if op.facts.prove_le(v, dim) else min_(v, dim)
 
     @classmethod
@@ -367,7 +380,10 @@ class StridedSliceOp(OpSpec):
 @relax_op
 class TakeOp(OpSpec):
     """Gather along an axis: result dims are x's with the axis replaced by the indices' dims.
-    Attribute: axis (int, default 0). Indices are clamped into range."""
+    Attribute: axis (int, default 0). Semantics of StableHLO's gather (what jax's `x[idx]` imports
+    to): each index is clamped into [0, n - 1], so a negative index reads row 0 and one >= n row
+    n - 1 on every target (jax wraps negative indices itself before its gather). A table with no
+    rows along the axis and a non-empty index tensor raises ValueError at run time (jax refuses it)."""
 
     name = "relax.take"
     x = operand(TENSOR)
@@ -598,6 +614,9 @@ def _strided_slice_legalize(cls, op: OpInfo) -> Legalized:
             offs.append("0")
             strides.append("1")
     k.n_syms = len(syms)
+    if any(d is not None and d.is_const and d.value == 0 for d in r.dims):
+        # An empty result: nothing to copy (and a static slice at offset 0 of a 0 dim is invalid IR).
+        return Legalized(k, [k.out(0)], syms)
     sizes = _sizes(k, k.out(0), r)
     s = k.fresh("sl")
     k.emit(f"{s} = tensor.extract_slice {k.inp(0)}{_slice_text(k, offs, sizes, strides)} : {k.ty(x)} to {k.ty(r)}")
