@@ -94,3 +94,22 @@ func.func @add_one_operand(%x: !relax.tensor<["n", 4], f32>) {
   %0 = "relax.add"(%x) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["?", "?"], f32>
   return
 }
+
+// -----
+
+func.func @call_tir_callee_array(%x: !relax.tensor<[4], f32>) -> !relax.tensor<[4], f32> {
+  // expected-error @+1 {{'relax_v.call_tir' op attribute 'callee' must be a symbol reference (@name), got array}}
+  %0 = "relax_v.call_tir"(%x) {callee = []} : (!relax.tensor<[4], f32>) -> !relax.tensor<[4], f32>
+  return %0 : !relax.tensor<[4], f32>
+}
+func.func private @k(%in0: tensor<4xf32>, %out0: tensor<4xf32>) -> (tensor<4xf32>) attributes {relax.kernel = "exp"} {
+  return %in0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @astype_dtype_int(%x: !relax.tensor<[4], f32>) {
+  // expected-error @+1 {{'relax.astype' op expected base attribute 'builtin.type' but got 'builtin.integer'}}
+  %0 = "relax.astype"(%x) {dtype = 3} : (!relax.tensor<[4], f32>) -> !relax.tensor<[4], f32>
+  return
+}

@@ -285,6 +285,13 @@ def check_attributes(cls: type[OpSpec], op: OpInfo) -> None:
             raise DeduceError(f"attribute '{a.name}' = {v} is out of range")
         if a.kind == "float" and not isinstance(v, (int, float)):
             raise DeduceError(f"attribute '{a.name}' must be a float, got {_kind_of(v)}")
+        if a.kind in ("str", "symbol") and not isinstance(v, str):
+            what = "a string" if a.kind == "str" else "a symbol reference (@name)"
+            raise DeduceError(f"attribute '{a.name}' must be {what}, got {_kind_of(v)}")
+        if a.kind == "type" and not isinstance(v, ir.Type):
+            raise DeduceError(f"attribute '{a.name}' must be a type, got {_kind_of(v)}")
+        if a.kind == "dict" and not isinstance(v, dict):
+            raise DeduceError(f"attribute '{a.name}' must be a dictionary, got {_kind_of(v)}")
         if a.kind == "array":
             if not isinstance(v, list):
                 raise DeduceError(f"attribute '{a.name}' must be an array, got {_kind_of(v)}")

@@ -50,13 +50,14 @@ def _to_diag(d, default_file: str) -> Diag:
         file = default_file
     notes = [_to_diag(n, default_file) for n in d.notes]
     message = d.message
-    if message.startswith("op ") and notes:
-        # IRDL verifiers say "op expects exactly 2 operands"; name the op, as every other
-        # verifier does ("'relax.add' op expects ..."), from the "see current operation" note.
+    if notes and not message.startswith("'"):
+        # IRDL verifiers say "op expects exactly 2 operands" or "expected base attribute ...";
+        # name the op, as every other verifier does ("'relax.add' op expects ..."), from the
+        # "see current operation" note.
         for n in notes:
             mo = _NOTE_OP_RE.search(n.message)
             if mo:
-                message = f"'{mo.group(1)}' {message}"
+                message = f"'{mo.group(1)}' " + (message if message.startswith("op ") else f"op {message}")
                 break
     return Diag(file, line, col, _SEV.get(str(d.severity), "error"), message, notes)
 
