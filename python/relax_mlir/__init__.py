@@ -84,20 +84,64 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
         passes = [p for p in pipeline if p in PASSES]
         if target != "cpu":  # BLAS is a CPU library
             passes = [p for p in passes if p != "relax-dispatch-library"]
+    if target not in ("cpu", "vulkan", "cuda"):
+        raise CompileError(f"unknown target '{target}' (available: cpu, vulkan, cuda)")
+    _check_entries(module)
     run_passes(module, passes)
-    if target == "cpu":
-        from relax_mlir.backend.cpu_runtime import build_cpu_executable
+    try:
+        if target == "cpu":
+            from relax_mlir.backend.cpu_runtime import build_cpu_executable
 
-        return build_cpu_executable(module, options)
-    if target == "vulkan":
-        from relax_mlir.runtime.vulkan import compile_vulkan
+            return build_cpu_executable(module, options)
+        if target == "vulkan":
+            from relax_mlir.runtime.vulkan import compile_vulkan
 
-        return compile_vulkan(module)
-    if target == "cuda":
+            return compile_vulkan(module)
         from relax_mlir.runtime.cuda import compile_cuda
 
         return compile_cuda(module, options)
-    raise CompileError(f"unknown target '{target}' (available: cpu, vulkan, cuda)")
+    except CompileError:
+        raise
+    except (RuntimeError, ValueError) as e:
+        # a backend failure the backend did not diagnose: still a CompileError, never bare
+        if target == "cuda" and "needs a CUDA device" in str(e):
+            raise
+        raise CompileError(f"the {target} backend cannot compile this module: {e}") from e
+
+
+def _check_entries(module: Module) -> None:
+    """A public function that is not a kernel (no `relax_v.call_tir` names it) is an entry point:
+    it must take and return relax types. A builtin `tensor<4xf32>` there has no runtime ABI (the
+    CPU ExecutionEngine used to fail with a bare RuntimeError)."""
+    from mlir import ir
+
+    with module.context:
+        top = [o.operation for o in module.op.regions[0].blocks[0].operations]
+        callees: set[str] = set()
+
+        def visit(o):
+            if "callee" in o.attributes and isinstance(o.attributes["callee"], ir.FlatSymbolRefAttr):
+                callees.add(o.attributes["callee"].value)
+            return ir.WalkResult.ADVANCE
+
+        module.op.walk(visit)
+        for f in top:
+            if f.name != "func.func" or "sym_name" not in f.attributes:
+                continue
+            name = ir.StringAttr(f.attributes["sym_name"]).value
+            vis = f.attributes["sym_visibility"] if "sym_visibility" in f.attributes else None
+            if (vis is not None and ir.StringAttr(vis).value != "public") or name in callees \
+                    or "relax.kernel" in f.attributes:
+                continue
+            ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+            for what, types in (("argument", ft.inputs), ("result", ft.results)):
+                for i, t in enumerate(types):
+                    if not str(t).startswith("!relax."):
+                        f.location.emit_error(
+                            f"'func.func' op @{name}: a public function is an entry point and takes and returns "
+                            f"relax types, but its {what} #{i} has type {t} (write !relax.tensor<[...], dtype>, "
+                            f"or make a kernel-level function private)")
+                        _fail(module.session, f"@{name}: {what} #{i} has type {t}")
 
 
 from_jax = None  # replaced by relax_mlir.frontend.jax when jax is importable

@@ -48,6 +48,8 @@ import numpy as np
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from relax_mlir import CompileError
+
 from relax_mlir.passes import ModulePass
 
 __all__ = [
@@ -125,14 +127,16 @@ class CPUOptions:
 # --------------------------------------------------------------------------------------------
 
 
-class LoweringError(RuntimeError):
-    """A CPU lowering step failed: names the stage, the failing pass and MLIR's diagnostics."""
+class LoweringError(CompileError):
+    """A lowering step failed (any target): names the stage, the failing pass and MLIR's
+    diagnostics. A CompileError: every target's compile raises CompileError for what it cannot
+    compile."""
 
     def __init__(self, stage: str, pipeline: str, diagnostics: str):
         self.stage = stage
         self.pipeline = pipeline  # the failing pass (or step), as pipeline text
         self.diagnostics = diagnostics
-        super().__init__(f"CPU stage {stage!r} failed in {pipeline!r}:\n{diagnostics}")
+        super().__init__(f"stage {stage!r} failed in {pipeline!r}:\n{diagnostics}")
 
 
 def _as_op(module: ir.Module | ir.Operation | ir.OpView) -> ir.Operation:

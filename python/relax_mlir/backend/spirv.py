@@ -405,9 +405,68 @@ def _flatten_launch(launch: ir.Operation) -> None:
         o.erase()
 
 
+def _expand_erf(op: ir.Operation) -> None:
+    """f32 math.erf as the CPU's rational approximation in arith (ops/kernel.py), since
+    convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu). Only erf: the exp/tanh
+    expansions build 2**n through a float-to-int conversion of negatives, which Vulkan gets
+    wrong today (issue 14, item 5); GLSL's Exp/Tanh serve those. Done on the module text, like
+    backend/cpu.py `_expand_math`, whose body is then replaced."""
+    import re
+
+    from relax_mlir.ops.kernel import _expand_one
+
+    pattern = re.compile(r"^(\s*)(%[A-Za-z0-9_]+) = math\.erf (%[A-Za-z0-9_#]+) : f32$", re.M)
+    text = op.get_asm()
+    if not pattern.search(text):
+        return
+
+    def sub(m):
+        indent, r, x = m.groups()
+        base = "%xm_" + r[1:]
+        lines = _expand_one("erf", base, x).splitlines()
+        lines[-1] = r + lines[-1][len(base):]
+        return "\n".join(indent + line for line in lines)
+
+    with op.context:
+        parsed = ir.Module.parse(pattern.sub(sub, text))
+    body = op.regions[0].blocks[0]
+    for o in list(body.operations):
+        o.operation.erase()
+    for o in list(parsed.body.operations):
+        body.append(o.operation)
+
+
+def _refuse_unsupported(op: ir.Operation) -> None:
+    """What this Vulkan lowering cannot compile, refused at compile time (a LoweringError, so a
+    CompileError) instead of failing in the driver's shader validation at the first call: f64
+    (Vulkan's Shader capability has no Float64 here) and f32 `math.powf` (its SPIR-V lowering
+    puts a NaN literal in the shader, which naga rejects)."""
+    found: list[str] = []
+
+    def check(o):
+        if found:
+            return
+        where = str(o.location)
+        for v in list(o.operands) + list(o.results):
+            t = v.type
+            e = t.element_type if isinstance(t, ir.ShapedType) else t
+            if isinstance(e, ir.F64Type):
+                found.append(f"f64 is not supported on Vulkan (no Float64 capability): '{o.name}' at {where}")
+                return
+        if o.name == "math.powf":
+            found.append(f"'math.powf' (relax.power on floats) is not supported on Vulkan yet: at {where}")
+
+    # (raised after the walk: an exception inside a walk callback comes back as a RuntimeError)
+    _walk(op, lambda o: check(o) if o.name.startswith(("math.", "arith.", "memref.load", "memref.store")) else None)
+    if found:
+        raise LoweringError("flatten", "check types and ops", found[0])
+
+
 def stage_flatten(module, options: SPIRVOptions) -> None:
     """Pass 1-D buffers and host-computed dims to every launch; outline the kernels."""
     op = _as_op(module)
+    _expand_erf(op)
+    _refuse_unsupported(op)
     with op.context, ir.Location.unknown():
         launches = []
         _walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
