@@ -193,9 +193,9 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
     return res
 
 
-def minimize(prog: gen.Program, target: str, res: dict) -> gen.Program:
+def minimize(prog: gen.Program, target: str, res: dict) -> tuple[gen.Program, dict]:
     """The shortest prefix of the program (one output: the first statement whose value is
-    wrong) that still fails with the same kind in the same variant."""
+    wrong) that still fails with the same kind in the same variant, and its first failure."""
     f0 = res["failures"][0]
     var = None if f0["variant"] in ("full", "import") else f0["variant"][1:]
     for name, _ in prog.stmts:
@@ -203,9 +203,11 @@ def minimize(prog: gen.Program, target: str, res: dict) -> gen.Program:
         if len(sub.stmts) >= len(prog.stmts) and sub.outputs == prog.outputs:
             break
         r = check_program(sub, target, [var], stop_early=True)
-        if r.get("status") == "fail" and any(f["kind"] == f0["kind"] for f in r["failures"]):
-            return sub
-    return prog
+        if r.get("status") == "fail":
+            same = [f for f in r["failures"] if f["kind"] == f0["kind"]]
+            if same:
+                return sub, same[0]
+    return prog, f0
 
 
 def repro(prog: gen.Program, target: str, failure: dict) -> str:
@@ -261,10 +263,10 @@ def worker(seeds, target, all_variants, do_minimize):
             prog = gen.generate(seed)
             res = check_program(prog, target, variants(seed, target, all_variants))
             if res["status"] == "fail":
-                small = prog
-                if do_minimize and res["failures"][0]["kind"] != "import-error":
-                    small = minimize(prog, target, res)
-                res["repro"] = repro(small, target, res["failures"][0])
+                small, first = prog, res["failures"][0]
+                if do_minimize and first["kind"] != "import-error":
+                    small, first = minimize(prog, target, res)
+                res["repro"] = repro(small, target, first)
         except Exception:
             res = {"seed": seed, "target": target, "status": "generator", "detail": traceback.format_exc()[-2000:],
                    "failures": []}
