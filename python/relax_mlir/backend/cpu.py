@@ -959,9 +959,25 @@ def _strip_schedule_attrs(op: ir.Operation) -> None:
             del op.attributes[name]
 
 
+def _has_static_zero_extent(kernel: ir.Operation) -> bool:
+    """Some linalg op of the kernel has an operand or result with a static 0 dim: its iteration
+    space is empty (or a reduction over nothing). Upstream tiling asserts on a 0 extent (an abort
+    of the user's process), so such a kernel keeps the plain loop lowering, whose loops run 0
+    times (a reduction then leaves its fill: sum -> 0, max -> -inf)."""
+    for op in _linalg_ops(kernel.operation if hasattr(kernel, "operation") else kernel):
+        for v in list(op.operation.operands) + list(op.operation.results):
+            t = v.type
+            if isinstance(t, ir.ShapedType) and t.has_rank and any(
+                    not t.is_dynamic_dim(d) and t.shape[d] == 0 for d in range(t.rank)):
+                return True
+    return False
+
+
 def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
     """Schedule every linalg op of one kernel in place; returns one label per op."""
     kname = _sym_name(kernel)
+    if _has_static_zero_extent(kernel):
+        return ["empty"]
     scratch = _Scratch(kernel)
     whole = _try_kernel_schedule(scratch, options, kname)
     if whole is not None:
