@@ -28,3 +28,16 @@ func.func @result_negative(%x: !relax.tensor<["n", 4], f32>) {
   %0 = "relax.exp"(%x) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<[-1, 4], f32>
   return
 }
+
+// -----
+
+// MLIR verifies no dominance in an unregistered op's region: the relax verifier does.
+func.func @dataflow_use_before_def(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %d = "relax_v.dataflow"() ({
+    // expected-error @+1 {{'relax.negative' op operand #0 is used before its definition in the relax_v.dataflow body}}
+    %n = "relax.negative"(%e) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+    %e = "relax.exp"(%x) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+    gpu.yield %n : !relax.tensor<["n", 4], f32>
+  }) : () -> !relax.tensor<["n", 4], f32>
+  return %d : !relax.tensor<["n", 4], f32>
+}

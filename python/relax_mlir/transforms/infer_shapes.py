@@ -172,6 +172,7 @@ class _Checker:
     def _op(self, op: ir.Operation):
         name = op.name
         if name == "relax_v.dataflow":
+            _check_order(op.regions[0].blocks[0])
             self.block(op.regions[0].blocks[0])
             term = op.regions[0].blocks[0].operations[len(op.regions[0].blocks[0].operations) - 1]
             if term.operation.name != "gpu.yield":
@@ -506,6 +507,20 @@ def unknown_dim_rules(spec, info: OpInfo, results: list) -> list | None:
         return [(None,) * len(x.dims)] + [aligned_requirements(t.dims, want) if isinstance(t, TensorType) else ()
                                           for t in info.operand_types[1:]]
     return None
+
+
+def _check_order(block: ir.Block) -> None:
+    """MLIR checks no dominance in the region of an unregistered op (relax_v.dataflow): a value
+    of the block must be defined before its first use."""
+    later = {r for o in block.operations for r in o.operation.results}
+    for o in block.operations:
+        o = o.operation
+        for i, v in enumerate(o.operands):
+            if v in later:
+                raise PassError(o, f"'{o.name}' op operand #{i} is used before its definition in the "
+                                   f"relax_v.dataflow body")
+        for r in o.results:
+            later.discard(r)
 
 
 def check_module(module: ir.Operation, *, infer: bool) -> None:
