@@ -657,11 +657,27 @@ def _clamp(im, op, ins):
 
 
 def _expm1(im, op, ins):
+    """e**x - 1 accurate near 0 (Kahan): u = e**x; u == 1 -> x (keeps -0); u - 1 == -1 -> -1;
+    u == inf -> inf; else (u - 1) * (x / log(u))."""
     (x,) = ins
     rdims, dt = _res(op)
-    e = im.emit("relax.exp", [x], len(rdims), dt, dims=_merge_dims(rdims, x.dims))
-    one = im.emit("relax.constant", [], 0, dt, f"value = dense<1.0> : tensor<{dt}>", dims=[])
-    return im.emit("relax.subtract", [e, one], len(rdims), dt, dims=e.dims)
+    dims = _merge_dims(rdims, x.dims)
+    rank = len(rdims)
+
+    def c(v):
+        return im.emit("relax.constant", [], 0, dt, f"value = dense<{v}> : tensor<{dt}>", dims=[])
+
+    def e(name, *args, rdt=None):
+        return im.emit(name, list(args), rank, rdt or dt, dims=dims)
+
+    one, m1, inf = c("1.0"), c("-1.0"), c("0x7F800000" if dt == "f32" else "0x7FF0000000000000"
+                                          if dt == "f64" else "0x7C00" if dt == "f16" else "0x7F80")
+    u = e("relax.exp", x)
+    um1 = e("relax.subtract", u, one)
+    k = e("relax.multiply", um1, e("relax.divide", x, e("relax.log", u)))
+    r = e("relax.where", e("relax.equal", um1, m1, rdt="i1"), um1, k)
+    r = e("relax.where", e("relax.equal", u, inf, rdt="i1"), u, r)
+    return e("relax.where", e("relax.equal", u, one, rdt="i1"), x, r)
 
 
 _REDUCE_KIND = {"stablehlo.add": "relax.sum", "stablehlo.maximum": "relax.max", "stablehlo.minimum": "relax.min",

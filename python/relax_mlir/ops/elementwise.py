@@ -70,7 +70,13 @@ _IDENTITY = ("%true = arith.constant true", "%r = arith.select %true, %x, %x : {
 
 ExpOp = _unary("relax.exp", "e**x, elementwise.", ("%r = math.exp %x : {t}",))
 LogOp = _unary("relax.log", "Natural logarithm, elementwise.", ("%r = math.log %x : {t}",))
-Log1pOp = _unary("relax.log1p", "log(1 + x), elementwise.", ("%r = math.log1p %x : {t}",))
+# log1p accurate near 0 (Kahan): u = 1 + x; u == 1 -> x (keeps -0); u == inf -> inf;
+# else log(u) * (x / (u - 1)). (math.log1p's CPU expansion was log(1 + x): 5e-5 off at 1e-3.)
+Log1pOp = _unary("relax.log1p", "log(1 + x), elementwise.", (
+    "%o = arith.constant 1.0 : {t}", "%inf = arith.constant {inf} : {t}", "%u = arith.addf %o, %x : {t}",
+    "%l = math.log %u : {t}", "%d = arith.subf %u, %o : {t}", "%q = arith.divf %x, %d : {t}",
+    "%k = arith.mulf %l, %q : {t}", "%e = arith.cmpf oeq, %u, %o : {t}", "%i = arith.cmpf oeq, %u, %inf : {t}",
+    "%k2 = arith.select %i, %u, %k : {t}", "%r = arith.select %e, %x, %k2 : {t}"))
 TanhOp = _unary("relax.tanh", "Hyperbolic tangent, elementwise.", ("%r = math.tanh %x : {t}",))
 SqrtOp = _unary("relax.sqrt", "Square root, elementwise.", ("%r = math.sqrt %x : {t}",))
 RsqrtOp = _unary("relax.rsqrt", "1 / sqrt(x), elementwise.", ("%r = math.rsqrt %x : {t}",))
@@ -204,11 +210,18 @@ MultiplyOp = _binary("relax.multiply", "a * b with numpy broadcasting (i1: and; 
 DivideOp = _binary("relax.divide", "a / b with numpy broadcasting (integers: truncating, as XLA: "
                    "x / 0 = -1, INT_MIN / -1 = INT_MIN).", ("%r = arith.divf %a, %b : {t}",), _INT_DIV)
 PowerOp = _binary("relax.power", "a ** b with numpy broadcasting.", ("%r = math.powf %a, %b : {t}",), ())
+# max(+0, -0) = +0 and min(+0, -0) = -0 (as XLA): arith.maximumf's CPU expansion returns b for
+# equal operands, so equal operands pick by a's sign bit.
+_SIGN_OF_A = ("%one = arith.constant 1.0 : {t}", "%zero = arith.constant 0.0 : {t}",
+              "%sa = math.copysign %one, %a : {t}", "%an = arith.cmpf olt, %sa, %zero : {t}",
+              "%eq = arith.cmpf oeq, %a, %b : {t}")
 MaximumOp = _binary("relax.maximum", "max(a, b) with numpy broadcasting (NaN wins; i1: or).",
-                    ("%r = arith.maximumf %a, %b : {t}",), _select_by("sgt"),
+                    _SIGN_OF_A + ("%m = arith.maximumf %a, %b : {t}", "%pa = arith.select %an, %b, %a : {t}",
+                                  "%r = arith.select %eq, %pa, %m : {t}"), _select_by("sgt"),
                     bool_scalar=("%r = arith.ori %a, %b : i1",))
 MinimumOp = _binary("relax.minimum", "min(a, b) with numpy broadcasting (NaN wins; i1: and).",
-                    ("%r = arith.minimumf %a, %b : {t}",), _select_by("slt"),
+                    _SIGN_OF_A + ("%m = arith.minimumf %a, %b : {t}", "%pa = arith.select %an, %a, %b : {t}",
+                                  "%r = arith.select %eq, %pa, %m : {t}"), _select_by("slt"),
                     bool_scalar=("%r = arith.andi %a, %b : i1",))
 RemainderOp = _binary("relax.remainder", "C-style remainder (sign of a) with numpy broadcasting "
                       "(integers, as XLA: x % 0 = x, INT_MIN % -1 = 0).", ("%r = arith.remf %a, %b : {t}",),
