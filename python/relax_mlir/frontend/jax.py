@@ -25,6 +25,25 @@ def _dim_names(avals):
     return out
 
 
+_JAX_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "bool": "i1",
+               "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64"}
+
+
+def _unused_args(exported, names) -> dict:
+    """position -> (dims, dtype) of the arguments jax.export dropped from @main (unused ones)."""
+    from relax_mlir.shape import const, sym
+
+    kept = set(exported.module_kept_var_idx)
+    out = {}
+    for i, a in enumerate(exported.in_avals):
+        if i in kept:
+            continue
+        dims = [const(d) if isinstance(d, int) else (sym(names[i][j]) if names[i][j] else None)
+                for j, d in enumerate(a.shape)]
+        out[i] = (dims, _JAX_DTYPES.get(str(a.dtype), str(a.dtype)))
+    return out
+
+
 def import_exported(exported) -> str:
     """A `jax.export.Exported` -> relax IR text (symbols named after jax's dimension variables).
 
@@ -32,7 +51,7 @@ def import_exported(exported) -> str:
     `relax.symbol_lower`, so that shape deduction proves what jax proved (x[:, :1] of an [s, s]
     array has dim min(1, s) = 1, and broadcasts to s)."""
     names = _dim_names(exported.in_avals)
-    text = import_stablehlo(exported.mlir_module(), names)
+    text = import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names))
     syms = sorted({n for ns in names for n in ns if n is not None})
     if not syms:
         return text

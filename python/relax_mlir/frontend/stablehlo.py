@@ -141,9 +141,12 @@ def _field(text: str, key: str) -> list[int]:
 
 
 class Importer:
-    def __init__(self, module, dim_names=None):
+    def __init__(self, module, dim_names=None, unused_args=None):
         self.module = module
         self.dim_names = dim_names or []
+        # position -> (dims, dtype) of an argument the exported function does not use (jax.export
+        # drops it from @main); the relax function still takes it, so callers pass every argument.
+        self.unused_args = dict(unused_args or {})
         self.lines: list[str] = []
         self.n = 0
         self.funcs = {}
@@ -238,8 +241,12 @@ class Importer:
             raise ValueError("no @main function")
         block = main.regions[0].blocks[0]
         params, args = [], []
-        for i, a in enumerate(block.arguments):
-            dims, dt = self.ttype(a.type)
+        kept = iter(block.arguments)
+        for i in range(len(block.arguments) + len(self.unused_args)):
+            if i in self.unused_args:
+                dims, dt = self.unused_args[i]
+            else:
+                dims, dt = self.ttype(next(kept).type)
             if dt not in _DTYPES:
                 raise UnsupportedOpError("func.func", str(main.location), f"argument element type {dt}")
             names = self.dim_names[i] if i < len(self.dim_names) else None
@@ -254,7 +261,8 @@ class Importer:
                 sdims.append(d)
             v = Val(f"%arg{i}", dt, sdims, rtype=_ttype(sdims, dt))
             params.append((v, sdims, dt))
-            args.append(v)
+            if i not in self.unused_args:
+                args.append(v)
         results = self.run_func(main, args)
         # resolve placeholder symbol names
         for a, b in self.unions:
@@ -930,14 +938,16 @@ def check_element_types(module) -> None:
         raise UnsupportedTypesError(items)
 
 
-def import_module(module, dim_names=None) -> str:
+def import_module(module, dim_names=None, unused_args=None) -> str:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) to relax text.
-    `dim_names[i][j]`: the symbol name of dim j of @main's argument i (None: derive one)."""
+    `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
+    position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
+    which the relax function takes and ignores."""
     check_element_types(module)
-    return Importer(module, dim_names).run()
+    return Importer(module, dim_names, unused_args).run()
 
 
-def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>") -> str:
+def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None) -> str:
     """StableHLO text (as `jax.export` prints it) -> relax IR text. Errors: StableHLOParseError,
     UnsupportedOpError (UnsupportedTypesError), ValueError; `render_error` formats any of them."""
     from jax._src.interpreters import mlir as jmlir
@@ -961,7 +971,7 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>") -
             else:
                 module = jir.Module.create()
                 module.body.append(op.operation)
-        return import_module(module, dim_names)
+        return import_module(module, dim_names, unused_args)
 
 
 class _ModuleView:

@@ -431,7 +431,8 @@ def _matmul_legalize(cls, op: OpInfo) -> Legalized:
     float_ = a.dtype in FLOAT_DTYPES
     lead_dynamic = sum(1 for d in r.dims[:-1] if not d.is_const)
     # (memref.expand_shape lowering allows at most one dynamic size per reassociation group.)
-    if len(b.dims) == 2 and len(a.dims) >= 2 and lead_dynamic <= 1:
+    boolean = a.dtype == "i1"  # StableHLO dot on i1: or of ands (linalg.matmul would add with xor)
+    if len(b.dims) == 2 and len(a.dims) >= 2 and lead_dynamic <= 1 and not boolean:
         # Collapse the leading dims of lhs into M: one 2-D linalg.matmul (library- and schedule-friendly).
         lhs, out = k.inp(0), k.out(0)
         groups = [list(range(len(a.dims) - 1)), [len(a.dims) - 1]]
@@ -479,7 +480,8 @@ def _matmul_legalize(cls, op: OpInfo) -> Legalized:
     bmap = batch_map(lb) + ([k_, n_] if n_ else [k_])
     omap = [f"d{i}" for i in range(nb)] + ([m_] if m_ else []) + ([n_] if n_ else [])
     f = k.fill(zero_literal(a.dtype), k.out(0), r)
-    mul, add = ("arith.mulf", "arith.addf") if float_ else ("arith.muli", "arith.addi")
+    mul, add = ("arith.mulf", "arith.addf") if float_ else \
+        ("arith.andi", "arith.ori") if boolean else ("arith.muli", "arith.addi")
     g = k.generic([(k.inp(0), a, affine_map(nloops, amap)), (k.inp(1), b, affine_map(nloops, bmap))],
                   [(f, r, affine_map(nloops, omap))], ["parallel"] * (nloops - 1) + ["reduction"],
                   [f"%p = {mul} %a0, %a1 : {a.dtype}", f"%s = {add} %o0, %p : {a.dtype}"], ["%s"])
@@ -528,8 +530,12 @@ def _concat_legalize(cls, op: OpInfo) -> Legalized:
     axis = normalize_axis(op.attr("axis", 0), len(r.dims))
     k = Kernel("concat", ts, [r])
     acc = k.out(0)
+    if any(d.is_const and d.value == 0 for d in r.dims):  # an empty result: nothing to copy
+        return Legalized(k, [acc])
     offset = "0"
     for i, t in enumerate(ts):
+        if t.dims[axis].is_const and t.dims[axis].value == 0:  # an empty piece (its slice may start at the end)
+            continue
         sizes = _sizes(k, k.inp(i), t)
         offs = ["0"] * len(r.dims)
         offs[axis] = offset

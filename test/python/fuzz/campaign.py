@@ -68,8 +68,9 @@ def variants(seed: int, target: str, all_variants: bool) -> list[str | None]:
 
 # -- comparison --------------------------------------------------------------------------------
 
-def compare(got, want, exact: bool) -> str | None:
-    """None if `got` matches the jax.jit result `want`, else a description of the mismatch."""
+def compare(got, want, exact: bool, precision: str | None = None) -> str | None:
+    """None if `got` matches the jax.jit result `want`, else a description of the mismatch.
+    `precision`: the coarsest float dtype the value went through (its tolerance, when coarser)."""
     g, w = np.asarray(got), np.asarray(want)
     if g.shape != w.shape:
         return f"shape {g.shape}, want {w.shape}"
@@ -89,14 +90,14 @@ def compare(got, want, exact: bool) -> str | None:
             bad |= both & inf & (gf != wf)
             fin = both & ~inf
             scale = float(np.max(np.abs(wf[fin]), initial=0.0))
-            tol = RTOL[str(w.dtype)]
+            tol = max(RTOL[str(w.dtype)], RTOL.get(precision, 0.0))
             with np.errstate(invalid="ignore", over="ignore"):
                 bad |= fin & (np.abs(gf - wf) > tol * (np.abs(wf) + scale))
     if not bad.any():
         return None
     idx = np.argwhere(bad) if bad.ndim else np.zeros((1, 0), int)
     first = tuple(int(i) for i in idx[0])
-    how = "exact" if exact or w.dtype.kind in "biu" else f"rtol {RTOL[str(w.dtype)]}"
+    how = "exact" if exact or w.dtype.kind in "biu" else f"rtol {max(RTOL[str(w.dtype)], RTOL.get(precision, 0.0))}"
     return (f"{int(bad.sum())} of {w.size} elements differ ({how}); first at {first}: "
             f"got {g[first]!r}, want {w[first]!r}")
 
@@ -141,6 +142,7 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
     del from_jax
     jitted = jax.jit(fn)
     exact = prog.exact_outputs()
+    precision = prog.output_precisions()
     refs = []
     for env in prog.bindings():
         args = gen.make_inputs(prog, env)
@@ -171,7 +173,7 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
                                         "detail": f"{len(got)} results, want {len(want)}"})
                 continue
             for i, (g, w) in enumerate(zip(got, want)):
-                msg = compare(g, w, exact[i])
+                msg = compare(g, w, exact[i], precision[i])
                 if msg is not None:
                     res["failures"].append({"variant": vname, "binding": env, "kind": "mismatch",
                                             "detail": f"result #{i}: {msg}"})

@@ -172,6 +172,24 @@ class Program:
     def exact_outputs(self) -> list[bool]:
         return [self.values[o].exact for o in self.outputs]
 
+    def output_precisions(self) -> list[str | None]:
+        """For each output, the coarsest float dtype its value passed through inexactly (a bf16
+        layer norm cast to f64 is only as close to jax as bf16 allows), or None."""
+        order = {"bfloat16": 0, "float16": 1, "float32": 2, "float64": 3}
+        memo: dict[str, str | None] = {}
+
+        def coarsest(name: str) -> str | None:
+            if name not in memo:
+                memo[name] = None
+                v = self.values.get(name)
+                if v is not None:
+                    cands = [coarsest(d) for d in v.deps] + ([v.dtype] if is_float(v.dtype) and not v.exact else [])
+                    cands = [c for c in cands if c is not None]
+                    memo[name] = min(cands, key=order.__getitem__) if cands else None
+            return memo[name]
+
+        return [coarsest(o) for o in self.outputs]
+
     def restricted(self, outputs: list[str]) -> "Program":
         """The same program computing only `outputs` (statements and arguments they need)."""
         need, stack = set(), list(outputs)
