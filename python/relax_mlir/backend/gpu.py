@@ -1365,7 +1365,13 @@ def fold_subviews(module_op: ir.Operation) -> int:
             o.operands[0 if is_load else 1] = src
         views.append(view)
         done += 1
-    for view in {id(v): v for v in views}.values():
+    # (one op, several Python wrappers: dedupe by identity of the op, not of the wrapper, or a
+    # subview used by two accesses was erased twice -- a SIGSEGV, fuzzer seed 23)
+    unique: list = []
+    for view in views:
+        if not any(view == u for u in unique):
+            unique.append(view)
+    for view in unique:
         if not list(view.results[0].uses):
             view.erase()
     return done

@@ -66,8 +66,11 @@ class SPIRVOptions:
     # Invocations per workgroup along the tiled dims: the parallel-loop tile sizes, in order of
     # the loop dims (a 1-D loop uses the first, a 2-D loop the first two, further dims 1).
     tile_sizes: tuple[int, ...] = (32, 8)
-    caps: tuple[str, ...] = ("Shader",)
-    exts: tuple[str, ...] = ("SPV_KHR_storage_buffer_storage_class",)
+    # Float16 / Int64 (and 16-bit storage) are declared by a SPIR-V module only where it uses them
+    # (spirv-update-vce); runtime/vulkan.py requests wgpu's shader-f16 / shader-int64 features.
+    # No Int8 / Int16: naga has no 8- or 16-bit integers; MLIR emulates them in 32 bits.
+    caps: tuple[str, ...] = ("Shader", "Float16", "StorageBuffer16BitAccess", "Int64")
+    exts: tuple[str, ...] = ("SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage")
     spirv_version: str = "v1.0"
     # Cooperative kernels (backend/gpu.py `map_cooperative_kernels`): invocations striding over
     # one row of a row reduction (a power of two; a 256-invocation workgroup takes 256 / this rows;
@@ -118,10 +121,31 @@ _TO_GPU = "func.func(convert-parallel-loops-to-gpu),lower-affine,canonicalize,cs
 _OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
 
 
-def _to_spirv_pipeline(options: SPIRVOptions) -> str:
-    caps = ",".join(options.caps)
+# Capabilities a kernel with i16 buffers must not declare: with 16-bit storage MLIR keeps i16
+# buffers as i16 (no Int16 capability, so no emulation), which naga cannot read.
+_SIXTEEN_BIT = ("Float16", "StorageBuffer16BitAccess")
+
+
+def _attach_target(options: SPIRVOptions, narrow: bool = False, modules: str | None = None) -> str:
+    caps = ",".join(c for c in options.caps if not (narrow and c in _SIXTEEN_BIT))
     exts = ",".join(options.exts)
-    return (f"spirv-attach-target{{ver={options.spirv_version} caps={caps} exts={exts} client_api=Vulkan}},"
+    sel = f" module={modules}" if modules is not None else ""
+    return f"spirv-attach-target{{ver={options.spirv_version} caps={caps} exts={exts} client_api=Vulkan{sel}}}"
+
+
+def _to_spirv_pipeline(options: SPIRVOptions, narrow_modules: tuple[str, ...] = (),
+                       all_modules: tuple[str, ...] = ()) -> str:
+    if narrow_modules:
+        import re
+
+        wide = [m for m in all_modules if m not in narrow_modules]
+        attach = _attach_target(options, True, "^(" + "|".join(re.escape(m) for m in narrow_modules) + ")$")
+        if wide:
+            attach += "," + _attach_target(options, False, "^(" + "|".join(re.escape(m) for m in wide) + ")$")
+    else:
+        attach = _attach_target(options)
+    return (f"{attach},"
+            "[copy the target env to spirv.target_env],"
             "map-memref-spirv-storage-class{client-api=vulkan},"
             "gpu.module(convert-math-to-spirv),"
             "convert-gpu-to-spirv,"
@@ -453,13 +477,132 @@ def _refuse_unsupported(op: ir.Operation) -> None:
             if isinstance(e, ir.F64Type):
                 found.append(f"f64 is not supported on Vulkan (no Float64 capability): '{o.name}' at {where}")
                 return
+            if isinstance(e, ir.BF16Type):
+                found.append(f"bf16 is not supported on Vulkan (no bfloat16 type in its shaders): '{o.name}' at {where}")
+                return
         if o.name == "math.powf":
             found.append(f"'math.powf' (relax.power on floats) is not supported on Vulkan yet: at {where}")
 
     # (raised after the walk: an exception inside a walk callback comes back as a RuntimeError)
-    _walk(op, lambda o: check(o) if o.name.startswith(("math.", "arith.", "memref.load", "memref.store")) else None)
+    _walk(op, lambda o: check(o) if o.name.startswith(("math.", "arith.", "memref.", "gpu.launch")) else None)
     if found:
         raise LoweringError("flatten", "check types and ops", found[0])
+    launches = []
+    _walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
+    for l in launches:
+        if not _touches_i16_memory(l):
+            continue
+        f16 = []
+
+        def visit(o, f16=f16):
+            for v in list(o.operands) + list(o.results):
+                if isinstance(_elem_of(v.type), ir.F16Type):
+                    f16.append(o)
+                    return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        l.walk(visit, ir.WalkOrder.PRE_ORDER)
+        if f16:
+            raise LoweringError("flatten", "check types and ops",
+                                f"a Vulkan kernel cannot hold both i16 buffers and f16 values (i16 is emulated in "
+                                f"32 bits, f16 needs 16-bit storage): '{f16[0].name}' at {l.location}")
+
+
+def _expand_copysign(op: ir.Operation) -> None:
+    """math.copysign (no SPIR-V lowering) as select(sign bit of y, -|x|, |x|), f16 via f32."""
+    todo = []
+    _walk(op, lambda o: todo.append(o) if o.name == "math.copysign" else None)
+    for o in todo:
+        t = o.results[0].type
+        if not isinstance(t, (ir.F32Type, ir.F16Type)):
+            continue  # refused elsewhere (f64) or left to the conversion
+        with ir.InsertionPoint(o), o.location:
+            x, y = o.operands
+            f32, i32 = ir.F32Type.get(), ir.IntegerType.get_signless(32)
+            y32 = y if isinstance(t, ir.F32Type) else _create("arith.extf", [f32], [y]).results[0]
+            bits = _create("arith.bitcast", [i32], [y32]).results[0]
+            zero = _create("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+            neg = _create("arith.cmpi", [ir.IntegerType.get_signless(1)], [bits, zero],
+                          {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)}).results[0]
+            ax = _create("math.absf", [t], [x]).results[0]
+            nax = _create("arith.negf", [t], [ax]).results[0]
+            new = _create("arith.select", [t], [neg, nax, ax]).results[0]
+        o.results[0].replace_all_uses_with(new)
+        o.erase()
+
+
+def _elem_of(t: ir.Type) -> ir.Type:
+    return ir.ShapedType(t).element_type if isinstance(t, ir.ShapedType) else t
+
+
+def _is_int(t: ir.Type, widths) -> bool:
+    return isinstance(t, ir.IntegerType) and ir.IntegerType(t).width in widths
+
+
+def _touches_i16_memory(op: ir.Operation) -> bool:
+    found = []
+
+    def visit(o):
+        for v in list(o.operands) + list(o.results):
+            if isinstance(v.type, ir.MemRefType) and _is_int(_elem_of(v.type), (16,)):
+                found.append(o)
+                return ir.WalkResult.INTERRUPT
+        if o.name == "gpu.func":
+            ft = ir.FunctionType(ir.TypeAttr(o.attributes["function_type"]).value)
+            if any(isinstance(t, ir.MemRefType) and _is_int(_elem_of(t), (16,)) for t in ft.inputs):
+                found.append(o)
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return bool(found)
+
+
+# arith ops whose result on i8 / i16 depends on the bits above the width in MLIR's 32-bit
+# emulation of those types (or which the emulation does not implement: divui, remui)
+_WIDEN_SIGNED = {"arith.divsi", "arith.remsi", "arith.maxsi", "arith.minsi", "arith.shrsi", "arith.sitofp",
+                 "arith.ceildivsi", "arith.floordivsi"}
+_WIDEN_UNSIGNED = {"arith.divui", "arith.remui", "arith.maxui", "arith.minui", "arith.shrui", "arith.uitofp",
+                   "arith.ceildivui"}
+_SIGNED_PRED = {2, 3, 4, 5}  # cmpi slt, sle, sgt, sge (eq 0, ne 1, ult 6, ule 7, ugt 8, uge 9)
+
+
+def _widen_narrow_ints(op: ir.Operation) -> None:
+    """In the GPU kernels, the i8 / i16 ops whose value depends on the sign or on the bits above
+    the width compute on i32 operands (sign- or zero-extended as the op reads them) and truncate
+    back: MLIR emulates i8 / i16 in 32 bits (no Int8 / Int16 capability) and keeps wrapped
+    results unnormalized (127 + 1 compared as 128), and has no emulation of divui / remui."""
+    todo = []
+
+    def visit(o):
+        if o.name == "gpu.launch":
+            def inner(k):
+                if (k.name in _WIDEN_SIGNED or k.name in _WIDEN_UNSIGNED or k.name == "arith.cmpi") \
+                        and len(k.operands) and _is_int(k.operands[0].type, (8, 16)):
+                    todo.append(k)
+                return ir.WalkResult.ADVANCE
+
+            o.walk(inner, ir.WalkOrder.PRE_ORDER)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    i32 = ir.IntegerType.get_signless(32)
+    for k in todo:
+        if k.name == "arith.cmpi":
+            signed = ir.IntegerAttr(k.attributes["predicate"]).value in _SIGNED_PRED
+        else:
+            signed = k.name in _WIDEN_SIGNED
+        with ir.InsertionPoint(k), k.location:
+            ops = [_create("arith.extsi" if signed else "arith.extui", [i32], [v]).results[0] for v in k.operands]
+            rt = k.results[0].type
+            narrow_result = _is_int(rt, (8, 16))
+            attrs = {k.attributes[i].name: k.attributes[i].attr for i in range(len(k.attributes))}
+            new = _create(k.name, [i32 if narrow_result else rt], ops, attrs).results[0]
+            if narrow_result:
+                new = _create("arith.trunci", [rt], [new]).results[0]
+        k.results[0].replace_all_uses_with(new)
+        k.erase()
 
 
 def stage_flatten(module, options: SPIRVOptions) -> None:
@@ -468,6 +611,8 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
     _expand_erf(op)
     _refuse_unsupported(op)
     with op.context, ir.Location.unknown():
+        _expand_copysign(op)
+        _widen_narrow_ints(op)
         launches = []
         _walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
         for l in launches:
@@ -496,9 +641,82 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
                     f"#spirv.entry_point_abi<workgroup_size = [{size[0]}, {size[1]}, {size[2]}]>")
 
 
+def _spv_const(t: ir.Type, v: int) -> ir.Value:
+    w = ir.IntegerType(t).width
+    v &= (1 << w) - 1
+    if v >= 1 << (w - 1):
+        v -= 1 << w
+    return _create("spirv.Constant", [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
+
+
+def _signless_fixups(module_op: ir.Operation) -> None:
+    """Rewrite the SPIR-V integer ops whose sign comes from the opcode into ops whose meaning does
+    not depend on the signedness of the operand type. MLIR emits signless ints as `OpTypeInt w 0`,
+    which wgpu's shader translator (naga) reads as unsigned and then translates OpSConvert and
+    OpShiftRightArithmetic as a zero extension and a logical shift (MLIR's sub-32-bit emulation
+    sign-extends with shifts: int8 -7 became 249). Sign extension is spelled as
+    ((x zero-extended) ^ m) - m with m the sign bit, which reads alike either way."""
+    todo = []
+
+    def visit(o):
+        if o.name in ("spirv.SConvert", "spirv.ShiftRightArithmetic"):
+            todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    _as_op(module_op).walk(visit, ir.WalkOrder.PRE_ORDER)
+    for o in todo:
+        rt = o.results[0].type
+        if not isinstance(rt, ir.IntegerType):
+            raise LoweringError("to-spirv", "signless fixups", f"unsupported vector operand of {o.name}")
+        with ir.InsertionPoint(o), o.location:
+            x = o.operands[0]
+            w = ir.IntegerType(rt).width
+            if o.name == "spirv.SConvert":
+                src_w = ir.IntegerType(x.type).width
+                if src_w >= w:  # a truncation: the low bits, either way
+                    new = _create("spirv.UConvert", [rt], [x]).results[0]
+                else:
+                    u = _create("spirv.UConvert", [rt], [x]).results[0]
+                    m = _spv_const(rt, 1 << (src_w - 1))
+                    new = _create("spirv.ISub", [rt], [_create("spirv.BitwiseXor", [rt], [u, m]).results[0], m]).results[0]
+            else:
+                s = o.operands[1]
+                u = _create("spirv.ShiftRightLogical", [rt], [x, s]).results[0]
+                sign = _spv_const(rt, 1 << (w - 1))
+                if s.type != rt:
+                    s = _create("spirv.UConvert" if ir.IntegerType(s.type).width != w else "spirv.Bitcast", [rt], [s]).results[0]
+                m = _create("spirv.ShiftRightLogical", [rt], [sign, s]).results[0]
+                new = _create("spirv.ISub", [rt], [_create("spirv.BitwiseXor", [rt], [u, m]).results[0], m]).results[0]
+        o.results[0].replace_all_uses_with(new)
+        o.erase()
+
+
 def stage_to_spirv(module, options: SPIRVOptions) -> None:
-    """gpu.func -> spirv.func in spirv.module, ABI lowered, VCE triple deduced."""
-    _run_pipeline(module, _to_spirv_pipeline(options), "to-spirv")
+    """gpu.func -> spirv.func in spirv.module, ABI lowered, VCE triple deduced; signed integer
+    extensions and shifts spelled so that naga reads them as meant (`_signless_fixups`)."""
+    op = _as_op(module)
+    names, narrow = [], []
+    for o in op.regions[0].blocks[0].operations:
+        o = o.operation
+        if o.name == "gpu.module":
+            name = ir.StringAttr(o.attributes["sym_name"]).value
+            names.append(name)
+            if _touches_i16_memory(o):
+                narrow.append(name)
+    attach, rest = _to_spirv_pipeline(options, tuple(narrow), tuple(names)).split(
+        ",[copy the target env to spirv.target_env],")
+    _run_pipeline(module, attach, "to-spirv")
+    with op.context:
+        # convert-math-to-spirv reads the target env from a `spirv.target_env` attribute (not from
+        # the gpu.module's `targets`); without it, it takes a default env without Float16 and
+        # leaves unrealized f16 -> f32 casts behind (math.absf on f16).
+        for o in op.regions[0].blocks[0].operations:
+            o = o.operation
+            if o.name == "gpu.module" and "targets" in o.attributes:
+                o.attributes["spirv.target_env"] = ir.ArrayAttr(o.attributes["targets"])[0]
+    _run_pipeline(module, rest, "to-spirv")
+    with _as_op(module).context, ir.Location.unknown():
+        _signless_fixups(_as_op(module))
 
 
 def stage_serialize(module, options: SPIRVOptions) -> None:

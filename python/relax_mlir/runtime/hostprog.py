@@ -69,7 +69,8 @@ _ARITH = {"addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi
           "extf", "truncf", "select", "cmpi"}
 _CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 _VIEW_USES = ("memref.collapse_shape", "memref.expand_shape", "memref.reshape", "memref.cast", "memref.view")
-_SCALAR_PACK = {"index": "<i", "i32": "<i", "i16": "<i", "i8": "<i", "i1": "<i", "f32": "<f"}
+_SCALAR_PACK = {"index": "<i", "i32": "<i", "i16": "<i", "i8": "<i", "i1": "<i", "f32": "<f", "f16": "<e",
+                "i64": "<q"}
 _SCALAR_CTYPE = {"index": "i64", "i64": "i64", "i32": "i32", "i16": "i16", "i8": "i8", "i1": "i8",
                  "f32": "f32", "f64": "f64", "f16": "f16"}
 
@@ -312,7 +313,7 @@ class _Extractor:
                 raise HostError(f"unsupported scalar kernel argument of type {s}")
             return {"kind": "scalar", "type": s, "ctype": _SCALAR_CTYPE[s], "params": 1}
         if s not in _SCALAR_PACK:
-            raise HostError(f"unsupported scalar kernel argument of type {s} (a Vulkan binding holds i32 or f32)")
+            raise HostError(f"unsupported scalar kernel argument of type {s} (a Vulkan binding holds i1, i8, i16, i32, i64, f16 or f32)")
         return {"kind": "scalar", "type": s, "pack": _SCALAR_PACK[s]}
 
 

@@ -48,7 +48,9 @@ def _get_device():
         if adapter is None:
             raise VulkanUnavailable("no Vulkan adapter")
         try:
-            _device = adapter.request_device_sync()
+            # f16 and i64 kernels (backend/spirv.py declares Float16 / Int64 where used)
+            wanted = [f for f in ("shader-f16", "shader-int64") if f in adapter.features]
+            _device = adapter.request_device_sync(required_features=wanted)
         except Exception as e:
             raise VulkanUnavailable(f"cannot create a device: {e}") from None
         return _device
@@ -132,7 +134,8 @@ class WgpuDriver:
                 buf, size = v.handle, _round4(v.nbytes)
             else:
                 fmt = abi["pack"]
-                buf, size = self._buffer_with(struct.pack(fmt, float(v) if fmt == "<f" else int(v))), 4
+                data = struct.pack(fmt, float(v) if fmt in ("<f", "<e") else int(v))
+                buf, size = self._buffer_with(data), _round4(len(data))
             entries.append({"binding": i, "resource": {"buffer": buf, "offset": 0, "size": size}})
         bg = self.device.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=entries)
         enc = self.device.create_command_encoder()
