@@ -1,0 +1,207 @@
+"""Every element type on Vulkan (lavapipe through wgpu): each op runs with jax.jit's result
+(bit-exact for ints and bools), or compile() refuses the dtype up front with a CompileError that
+names it and Vulkan.
+
+bool, i8, i16, i32, i64, f16 and f32 run: f16 and i64 natively (Float16 / Int64 where a kernel
+uses them), i8 and i16 emulated in 32 bits (naga has no narrower ints), with the sign-dependent
+ops spelled so that naga, which reads MLIR's signless ints as unsigned, keeps their meaning.
+f64 and bf16 are refused. Each program has a symbolic dim n, is compiled ONCE (in a child process:
+a lavapipe device breaks the CPU JIT of later tests) and runs at n = 1, 13, 64; the reference is
+jax.jit at each size.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import relax_mlir
+import toolchecks
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+jax.config.update("jax_enable_x64", True)
+
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+
+SIZES = (1, 13, 64)
+RUN = ("bool", "int8", "int16", "int32", "int64", "float16", "float32")
+# float tolerance of the f16 / f32 results (a chain of two roundings may fuse differently)
+RTOL = {"float16": 2e-3, "float32": 1e-6}
+
+
+def _ops(dt: str) -> dict:
+    """name -> (function, argument kinds): 'm' an (n, 3) array, 's' a 0-d scalar."""
+    if dt == "bool":
+        return {
+            "and_or": (lambda a, b: (a & b) | ~a, "mm"),
+            "compare": (lambda a, b: (a != b, a == b, a < b), "mm"),
+            "where": (lambda a, b: jnp.where(a, b, ~b), "mm"),
+            "to_int": (lambda a, b: (a.astype(jnp.int32), a.astype(jnp.int8), a.astype(jnp.float16),
+                                     a.astype(jnp.float32), a.astype(jnp.int64)), "mm"),
+            "from_int": (lambda a, b: (a.astype(jnp.int32) - 1).astype(jnp.bool_), "mm"),
+            "reduce": (lambda a, b: (jnp.any(a, axis=1), jnp.all(b, axis=0), jnp.any(a & b)), "mm"),
+            "scalar": (lambda s, a: (~s, a & s), "sm"),
+        }
+    ops = {
+        "arith": (lambda a, b: (a + b, a * b - a, a - b), "mm"),
+        "compare": (lambda a, b: (a > b, a <= b, a == b, a != b), "mm"),
+        "where": (lambda a, b: jnp.where(a > b, a, b), "mm"),
+        "abs_neg": (lambda a, b: (jnp.abs(a), -b, jnp.maximum(a, b), jnp.minimum(a, b)), "mm"),
+        "convert_to": (lambda a, b: (a.astype(jnp.int32), a.astype(jnp.float32), a.astype(jnp.bool_),
+                                     a.astype(jnp.int64)), "mm"),
+        "convert_from": (lambda a, b: ((a.astype(jnp.int32) * 3).astype(dt),
+                                       (a.astype(jnp.float32) * 0.5).astype(dt),
+                                       (a > b).astype(dt)), "mm"),
+        "reduce": (lambda a, b: (jnp.max(a, axis=1), jnp.min(b, axis=0), jnp.sum(a, axis=1, dtype=dt),
+                                 jnp.max(a)), "mm"),
+        "scalar": (lambda s, a: (s * s - s, jnp.abs(s), a + s, jnp.where(a > s, a, s)), "sm"),
+    }
+    if dt.startswith("int"):
+        ops["div_rem"] = (lambda a, b: (a // b, a % b), "mm")
+    else:
+        ops["leaky_relu"] = (lambda a, b: (jnp.where(a > 0, a, 0.01 * a), a / b, jnp.sign(a)), "mm")
+    if dt == "int16":  # i16 emulated in 32 bits together with f16 values is refused
+        del ops["convert_from"]
+    if dt == "float16":
+        del ops["convert_to"]  # the i16 / i8 cases of it are below; these run
+        ops["convert_to"] = (lambda a, b: (a.astype(jnp.int32), a.astype(jnp.float32), a.astype(jnp.bool_),
+                                           a.astype(jnp.int8), a.astype(jnp.int64)), "mm")
+    return ops
+
+
+def _inputs(dt: str, kinds: str, n: int, rng) -> list[np.ndarray]:
+    out = []
+    for k in kinds:
+        shape = (n, 3) if k == "m" else ()
+        if dt == "bool":
+            a = rng.integers(0, 2, shape).astype(np.bool_)
+        elif dt.startswith("int"):
+            info = np.iinfo(dt)
+            a = rng.integers(-9, 10, shape).astype(dt)
+            if k == "m" and n > 1:  # the extremes too: wrapping, |INT_MIN|, sign of -x
+                a.reshape(-1)[:4] = [info.min, info.max, -1, 0]
+            a = np.where(a == 0, np.asarray(3, dt), a) if kinds == "mm" and len(out) == 1 else a
+        else:
+            a = (rng.standard_normal(shape) * 4).astype(dt)
+            if k == "m" and n > 1:
+                a.reshape(-1)[:4] = [np.nan, np.inf, -0.0, -np.inf]
+        out.append(np.asarray(a))
+    return out
+
+
+_N, = jax.export.symbolic_shape("n")
+
+
+def _spec(dt, k):
+    n = _N
+    return jax.ShapeDtypeStruct((n, 3) if k == "m" else (), jnp.dtype(dt))
+
+
+def _cases():
+    return [(dt, name) for dt in RUN for name in _ops(dt)]
+
+
+@pytest.fixture(scope="module")
+def vulkan_results(tmp_path_factory):
+    """Compile every case once and run it at each size, all in one child process."""
+    if not toolchecks.vulkan_adapter():
+        pytest.skip("no Vulkan adapter (lavapipe)")
+    d = tmp_path_factory.mktemp("vk_dtypes")
+    jobs, refs = [], {}
+    for dt, name in _cases():
+        fn, kinds = _ops(dt)[name]
+        text = str(from_jax(fn, *[_spec(dt, k) for k in kinds]))
+        rng = np.random.default_rng(len(name) * 7 + len(dt))
+        key = f"{dt}.{name}"
+        per_n = {}
+        for n in SIZES:
+            args = _inputs(dt, kinds, n, rng)
+            np.savez(d / f"{key}.{n}.in.npz", *args)
+            want = jax.jit(fn)(*args)
+            per_n[n] = [np.asarray(w) for w in (want if isinstance(want, (tuple, list)) else (want,))]
+        refs[key] = per_n
+        jobs.append({"key": key, "text": text})
+    (d / "jobs.json").write_text(json.dumps(jobs))
+    script = textwrap.dedent(f"""
+        import json, traceback, numpy as np, relax_mlir
+        d = {str(d)!r}
+        for job in json.load(open(d + "/jobs.json")):
+            try:
+                exe = relax_mlir.compile(job["text"], target="vulkan")
+                for n in {SIZES!r}:
+                    ins = np.load(d + "/%s.%d.in.npz" % (job["key"], n))
+                    got = exe(*[ins["arr_%d" % i] for i in range(len(ins.files))])
+                    got = got if isinstance(got, (tuple, list)) else (got,)
+                    np.savez(d + "/%s.%d.out.npz" % (job["key"], n), *got)
+            except Exception:
+                open(d + "/%s.err" % job["key"], "w").write(traceback.format_exc())
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=1500)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), (out.returncode, out.stderr[-3000:])
+    return d, refs
+
+
+def _assert_same(got, want, rtol, what):
+    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.shape, want.shape, got.dtype, want.dtype)
+    if want.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{what}: NaN")
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want), err_msg=f"{what}: +inf")
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want), err_msg=f"{what}: -inf")
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin].astype(np.float64), want[fin].astype(np.float64), rtol=rtol,
+                               atol=rtol * 1e-2, err_msg=what)
+
+
+@pytest.mark.parametrize("dt,name", _cases())
+def test_vulkan_matches_jax(vulkan_results, dt, name):
+    d, refs = vulkan_results
+    key = f"{dt}.{name}"
+    err = d / f"{key}.err"
+    assert not err.exists(), err.read_text()[-3000:]
+    for n in SIZES:
+        got = np.load(d / f"{key}.{n}.out.npz")
+        want = refs[key][n]
+        assert len(got.files) == len(want), (key, n)
+        for i, w in enumerate(want):
+            rtol = RTOL.get(str(w.dtype), 0) if w.dtype.kind == "f" else 0
+            rtol = max(rtol, RTOL["float16"]) if dt == "float16" and w.dtype.kind == "f" else rtol
+            _assert_same(got[f"arr_{i}"], w, rtol, f"vulkan {key} n={n} result #{i}")
+
+
+# --- refused up front: a CompileError naming the dtype and Vulkan (no device needed) -------------
+
+REFUSED = {
+    "f64": (lambda a, b: a + b, "float64"),
+    "bf16": (lambda a, b: a * b, "bfloat16"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(REFUSED))
+def test_refused_dtypes(what):
+    fn, dt = REFUSED[what]
+    text = str(from_jax(fn, _spec(dt, "m"), _spec(dt, "m")))
+    with pytest.raises(relax_mlir.CompileError, match=rf"(?s){what}.*Vulkan"):
+        relax_mlir.compile(text, target="vulkan")
+
+
+def test_refused_bf16_inside_a_program():
+    """bf16 only between f32 ops (no bf16 argument): refused too, not an internal error."""
+    fn = lambda a: (a.astype(jnp.bfloat16) * 2).astype(jnp.float32)  # noqa: E731
+    text = str(from_jax(fn, _spec("float32", "m")))
+    with pytest.raises(relax_mlir.CompileError, match=r"(?s)bf16.*Vulkan"):
+        relax_mlir.compile(text, target="vulkan")
+
+
+def test_refused_i16_with_f16_in_one_kernel():
+    fn = lambda a: a.astype(jnp.float16)  # noqa: E731
+    text = str(from_jax(fn, _spec("int16", "m")))
+    with pytest.raises(relax_mlir.CompileError, match=r"(?s)i16.*f16"):
+        relax_mlir.compile(text, target="vulkan")
