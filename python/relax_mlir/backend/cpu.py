@@ -1198,9 +1198,35 @@ def _expand_math(op: ir.Operation) -> None:
         body.append(o.operation)
 
 
+def _has_bf16(op: ir.Operation) -> bool:
+    found = []
+
+    def visit(o):
+        for v in list(o.results) + list(o.operands):
+            t = v.type
+            et = t.element_type if isinstance(t, ir.ShapedType) else t
+            if isinstance(et, ir.BF16Type):
+                found.append(o)
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return bool(found)
+
+
+# bf16 arithmetic computes in f32 (rounded back to bf16 after each op, as XLA's CPU backend does):
+# x86 LLVM has no bf16 vector arithmetic and aborts the process on some of it ("Do not know how to
+# soft promote this operator's operand"). At to-llvm the remaining bf16 <-> f32 conversions become
+# integer bit operations.
+_BF16_ARITH = "func.func(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})"
+_BF16_CONVERT = "func.func(arith-expand{include-bf16=true})"
+
+
 def stage_vectorize(module, options: CPUOptions) -> None:
     """Tile (and, if `options.vectorize`, vectorize) every kernel with per-op fallbacks."""
     op = _as_op(module)
+    if _has_bf16(op):
+        _run_pipeline(op, _BF16_ARITH, "vectorize")
     _expand_math(op)
     for kernel in _kernels(op):
         if "relax.library" in kernel.attributes:  # a library call (backend/cpu_library.py)
@@ -1244,6 +1270,8 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
     op = _as_op(module)
     _record_entry_signatures(op)
     _run_pipeline(op, _TO_LLVM_LOOPS, "to-llvm")
+    if _has_bf16(op):  # after linalg became loops (an expansion inside a linalg body breaks it)
+        _run_pipeline(op, _BF16_CONVERT, "to-llvm")
     _legalize_i1_memory(op)
     _run_pipeline(op, _TO_LLVM_CONVERT, "to-llvm")
 

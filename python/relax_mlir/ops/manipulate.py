@@ -432,6 +432,7 @@ def _matmul_legalize(cls, op: OpInfo) -> Legalized:
     lead_dynamic = sum(1 for d in r.dims[:-1] if not d.is_const)
     # (memref.expand_shape lowering allows at most one dynamic size per reassociation group.)
     boolean = a.dtype == "i1"  # StableHLO dot on i1: or of ands (linalg.matmul would add with xor)
+    half = a.dtype in ("f16", "bf16")
     if len(b.dims) == 2 and len(a.dims) >= 2 and lead_dynamic <= 1 and not boolean:
         # Collapse the leading dims of lhs into M: one 2-D linalg.matmul (library- and schedule-friendly).
         lhs, out = k.inp(0), k.out(0)
@@ -442,9 +443,16 @@ def _matmul_legalize(cls, op: OpInfo) -> Legalized:
             k.emit(f"{lhs} = tensor.collapse_shape {k.inp(0)} {_reassoc(groups)} : {k.ty(a)} into {k.ty(a2)}")
             out = k.fresh("o")
             k.emit(f"{out} = tensor.collapse_shape {k.out(0)} {_reassoc(groups)} : {k.ty(r)} into {k.ty(r2)}")
-        f = k.fill(zero_literal(a.dtype), out, r2)
+        if half:  # products and sums in f32, rounded once at the end (XLA's dot on f16/bf16)
+            acc_t = TensorType(r2.dims, "f32")
+            f = k.fill("0.0", k.empty(acc_t, (out, r2)), acc_t)
+        else:
+            acc_t, f = r2, k.fill(zero_literal(a.dtype), out, r2)
         m = k.fresh("mm")
-        k.emit(f"{m} = linalg.matmul ins({lhs}, {k.inp(1)} : {k.ty(a2)}, {k.ty(b)}) outs({f} : {k.ty(r2)}) -> {k.ty(r2)}")
+        k.emit(f"{m} = linalg.matmul ins({lhs}, {k.inp(1)} : {k.ty(a2)}, {k.ty(b)}) outs({f} : {k.ty(acc_t)}) -> {k.ty(acc_t)}")
+        if half:
+            m = k.generic([(m, acc_t, identity_map(2))], [(out, r2, identity_map(2))], ["parallel"] * 2,
+                          [f"%t = arith.truncf %a0 : f32 to {a.dtype}"], ["%t"])[0]
         if len(a.dims) > 2:
             sizes = [k.dim(k.out(0), r, i) if not (r.dims[i] is not None and r.dims[i].is_const) else str(r.dims[i].value)
                      for i in range(len(r.dims))]
@@ -479,12 +487,22 @@ def _matmul_legalize(cls, op: OpInfo) -> Legalized:
     amap = batch_map(la) + ([m_, k_] if m_ else [k_])
     bmap = batch_map(lb) + ([k_, n_] if n_ else [k_])
     omap = [f"d{i}" for i in range(nb)] + ([m_] if m_ else []) + ([n_] if n_ else [])
-    f = k.fill(zero_literal(a.dtype), k.out(0), r)
     mul, add = ("arith.mulf", "arith.addf") if float_ else \
         ("arith.andi", "arith.ori") if boolean else ("arith.muli", "arith.addi")
+    if half:  # products and sums in f32, rounded once at the end (XLA's dot on f16/bf16)
+        acc_t = TensorType(r.dims, "f32")
+        f = k.fill("0.0", k.empty(acc_t, (k.out(0), r)), acc_t)
+        body = [f"%x = arith.extf %a0 : {a.dtype} to f32", f"%y = arith.extf %a1 : {a.dtype} to f32",
+                "%p = arith.mulf %x, %y : f32", "%s = arith.addf %o0, %p : f32"]
+    else:
+        acc_t, f = r, k.fill(zero_literal(a.dtype), k.out(0), r)
+        body = [f"%p = {mul} %a0, %a1 : {a.dtype}", f"%s = {add} %o0, %p : {a.dtype}"]
     g = k.generic([(k.inp(0), a, affine_map(nloops, amap)), (k.inp(1), b, affine_map(nloops, bmap))],
-                  [(f, r, affine_map(nloops, omap))], ["parallel"] * (nloops - 1) + ["reduction"],
-                  [f"%p = {mul} %a0, %a1 : {a.dtype}", f"%s = {add} %o0, %p : {a.dtype}"], ["%s"])
+                  [(f, acc_t, affine_map(nloops, omap))], ["parallel"] * (nloops - 1) + ["reduction"], body, ["%s"])
+    if half:
+        rank = len(r.dims)
+        g = k.generic([(g[0], acc_t, identity_map(rank))], [(k.out(0), r, identity_map(rank))], ["parallel"] * rank,
+                      [f"%t = arith.truncf %a0 : f32 to {a.dtype}"], ["%t"])
     return Legalized(k, g)
 
 

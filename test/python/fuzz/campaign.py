@@ -113,9 +113,18 @@ def _short(e: BaseException) -> str:
     return s if len(s) < 1500 else s[:1500] + " ..."
 
 
+def refused_by_target(e: Exception, target: str) -> bool:
+    """A GPU target's clean refusal of an element type or op it does not support (f64 on Vulkan):
+    a CompileError that names the target and is not an internal error. The CPU refuses nothing."""
+    msg = str(e)
+    return target != "cpu" and f"not supported on {target.capitalize()}" in msg \
+        and "internal error" not in msg and "failed to legalize" not in msg
+
+
 def check_program(prog: gen.Program, target: str, var_list, stop_early=False) -> dict:
     """Export, import, compile each variant once, run every binding, compare. Returns
-    {"status": ok|fail|unsupported|generator, "failures": [...], ...}."""
+    {"status": ok|fail|unsupported|refused|generator, "failures": [...], ...}; "refused": the
+    target refused the program cleanly at compile time (refused_by_target)."""
     import jax
 
     import relax_mlir
@@ -156,6 +165,15 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
         vname = "full" if var is None else f"-{var}"
         try:
             exe = relax_mlir.compile(text, target=target, passes=pipeline(target, var))
+        except relax_mlir.CompileError as e:
+            if var is None and refused_by_target(e, target):
+                res.update(status="refused", detail=_short(e))  # a clean, documented refusal
+                return res
+            res["failures"].append({"variant": vname, "binding": None, "kind": "compile-error",
+                                    "detail": _short(e)})
+            if stop_early:
+                break
+            continue
         except Exception as e:
             res["failures"].append({"variant": vname, "binding": None, "kind": "compile-error",
                                     "detail": _short(e)})

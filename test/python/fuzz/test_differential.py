@@ -48,6 +48,10 @@ def _check(seeds, target):
         msg += [f"seed {r['seed']}: {r['detail']}" for r in gen_bugs]
     assert not msg, "\n".join(msg)
     # the generator writes programs the importer takes: at most a few hit an unsupported form
+    # a GPU target may refuse an element type it lacks (f64 on Vulkan) with a clean CompileError
+    # naming it; most programs must still run there
+    refused = [r for r in results if r["status"] == "refused"]
+    assert len(refused) <= len(seeds) // 2, "\n".join(f"seed {r['seed']}: {r['detail']}" for r in refused)
     unsupported = [r for r in results if r["status"] == "unsupported"]
     assert len(unsupported) <= max(2, len(seeds) // 10), "\n".join(f"seed {r['seed']}: {r['detail']}"
                                                                   for r in unsupported)

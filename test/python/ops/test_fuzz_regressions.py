@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
@@ -29,32 +28,60 @@ CASES = textwrap.dedent("""
         "concat_empty_last": (lambda a, b: jnp.concatenate([a, b], axis=1), [S((n, 3), jnp.float32), S((n, 0), jnp.float32)]),
         "concat_empty_around": (lambda a, b: jnp.concatenate([b, a, b], axis=1),
                                 [S((n, 3), jnp.float32), S((n, 0), jnp.float32)]),
+        # f16/bf16 products and sums in f32, rounded once (a product of 65504 and -3.9 is finite,
+        # so a row with +inf stays +inf instead of inf - inf = NaN)
+        "f16_matmul_with_inf": (lambda a: jnp.concatenate([a, a], axis=0) @ a, [S((n, n), jnp.float16)]),
+        "bf16_batched_matmul": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), [S((2, n, 5), jnp.bfloat16),
+                                                                               S((2, 5, 3), jnp.bfloat16)]),
+        # bf16 vector arithmetic aborted LLVM on x86 (soft promotion of a bf16 broadcast)
+        "bf16_broadcast_mul": (lambda a, s: jnp.concatenate([a, a, a]) * s, [S((3,), jnp.bfloat16), S((), jnp.bfloat16)]),
     }
+
+    def same(got, want, name):
+        if want.dtype.kind == "f" and want.dtype.itemsize == 2 or str(want.dtype) == "bfloat16":
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            assert np.array_equal(np.isnan(g), np.isnan(w)) and np.array_equal(np.isinf(g), np.isinf(w)), name
+            fin = np.isfinite(w)
+            assert np.array_equal(g[~fin & ~np.isnan(w)], w[~fin & ~np.isnan(w)]), name
+            np.testing.assert_allclose(g[fin], w[fin], rtol=2e-2, atol=1e-2, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=name)
 
     def check(target):
         import relax_mlir
         for name, (f, specs) in CASES.items():
-            exe = relax_mlir.compile(from_jax(f, *specs), target=target)
+            try:
+                exe = relax_mlir.compile(from_jax(f, *specs), target=target)
+            except relax_mlir.CompileError as e:  # a GPU target's clean refusal of a type it lacks
+                if target != "cpu" and f"not supported on {target.capitalize()}" in str(e):
+                    continue
+                raise
             for k in (1, 3, 17):
                 rng = np.random.default_rng(k)
-                args = [(rng.random(tuple(k if not isinstance(d, int) else d for d in s.shape)) * 10).astype(s.dtype)
-                        if s.dtype != jnp.bool_ else rng.random(tuple(k if not isinstance(d, int) else d for d in s.shape)) < 0.3
-                        for s in specs]
+                shapes = [tuple(k if not isinstance(d, int) else d for d in s.shape) for s in specs]
+                args = [rng.random(sh) < 0.3 if s.dtype == jnp.bool_ else
+                        (rng.standard_normal(sh) * (100 if s.dtype.itemsize == 2 else 10)).astype(s.dtype)
+                        for s, sh in zip(specs, shapes)]
+                if name == "f16_matmul_with_inf":
+                    args[0][0, -1] = np.inf
                 got, want = exe(*args), np.asarray(jax.jit(f)(*args))
                 assert got.shape == want.shape, (name, k, got.shape, want.shape)
-                np.testing.assert_array_equal(got, want, err_msg=f"{name} at n = {k}")
+                same(got, want, f"{name} at n = {k}")
 """)
 
 
+def _run(target: str) -> None:
+    """In a child process: some of these aborted the process."""
+    r = subprocess.run([sys.executable, "-c", CASES + f"\ncheck({target!r})\nprint('ok')"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and "ok" in r.stdout, (r.returncode, r.stderr[-3000:])
+
+
 def test_cpu():
-    scope: dict = {}
-    exec(CASES, scope)
-    scope["check"]("cpu")
+    _run("cpu")
 
 
 def test_vulkan():
     if not vulkan_adapter():
         pytest.skip("no Vulkan adapter (Debian mesa-vulkan-drivers provides lavapipe)")
-    r = subprocess.run([sys.executable, "-c", CASES + "\ncheck('vulkan')\nprint('ok')"], capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+    _run("vulkan")
