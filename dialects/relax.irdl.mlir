@@ -43,14 +43,14 @@ irdl.dialect @relax {
   // A storage block of the memory planner.
   irdl.type @storage {
   }
-  // |x|, elementwise.
+  // |x|, elementwise (integers wrap: |INT_MIN| = INT_MIN; i1: x).
   irdl.operation @abs {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // a + b with numpy broadcasting.
+  // a + b with numpy broadcasting (i1: or; integers wrap).
   irdl.operation @add {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -135,7 +135,7 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     irdl.attributes {"axis" = %2}
   }
-  // a / b with numpy broadcasting (integers: truncating).
+  // a / b with numpy broadcasting (integers: truncating, as XLA: x / 0 = -1, INT_MIN / -1 = INT_MIN).
   irdl.operation @divide {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -232,7 +232,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0, gamma: %1, beta: %2)
     irdl.results(result: %3)
   }
-  // a < b (i1) with numpy broadcasting.
+  // a < b (i1) with numpy broadcasting (i1: false < true).
   irdl.operation @less {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -314,7 +314,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // max(a, b) with numpy broadcasting.
+  // max(a, b) with numpy broadcasting (NaN wins; i1: or).
   irdl.operation @maximum {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -336,7 +336,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // min(a, b) with numpy broadcasting.
+  // min(a, b) with numpy broadcasting (NaN wins; i1: and).
   irdl.operation @minimum {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -344,7 +344,7 @@ irdl.dialect @relax {
     irdl.operands(lhs: %0, rhs: %1)
     irdl.results(result: %2)
   }
-  // a * b with numpy broadcasting.
+  // a * b with numpy broadcasting (i1: and; integers wrap).
   irdl.operation @multiply {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -352,14 +352,14 @@ irdl.dialect @relax {
     irdl.operands(lhs: %0, rhs: %1)
     irdl.results(result: %2)
   }
-  // -x, elementwise.
+  // -x, elementwise (integers wrap: -INT_MIN = INT_MIN).
   irdl.operation @negative {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // a != b (i1) with numpy broadcasting.
+  // a != b (i1) with numpy broadcasting (true where either is NaN).
   irdl.operation @not_equal {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -404,14 +404,14 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // max(x, 0), elementwise.
+  // max(x, 0), elementwise (i1: x).
   irdl.operation @relu {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // C-style remainder (sign of a) with numpy broadcasting.
+  // C-style remainder (sign of a) with numpy broadcasting (integers, as XLA: x % 0 = x, INT_MIN % -1 = 0).
   irdl.operation @remainder {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -458,14 +458,14 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // Sign of x (-1, 0, 1), elementwise.
+  // Sign of x (-1, 0, 1; floats: +-0 and NaN give x), elementwise.
   irdl.operation @sign {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // x * sigmoid(x), elementwise.
+  // x * sigmoid(x), elementwise (silu(-inf) = NaN, as jax.nn.silu).
   irdl.operation @silu {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -493,7 +493,7 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // Slice `begin:end:stride` on the given axes. Attributes: axes, begin, end (arrays of int or
+  // Slice `begin:end:stride` on the given axes (numpy semantics for constant positions: a negative
   irdl.operation @strided_slice {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -504,7 +504,7 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     irdl.attributes {"axes" = %2, "begin" = %3, "end" = %4}
   }
-  // a - b with numpy broadcasting.
+  // a - b with numpy broadcasting (integers wrap).
   irdl.operation @subtract {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
