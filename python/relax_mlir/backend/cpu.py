@@ -1182,20 +1182,10 @@ _SIGNATURES_ATTR = "relax_cpu.entry_signatures"
 
 def _expand_math(op: ir.Operation) -> None:
     """f32 exp/tanh/erf as vectorizable arith (ops/kernel.py: expand_math); LLVM would otherwise
-    scalarize them into libm calls. Done on the module text, whose body is then replaced."""
+    scalarize them into libm calls."""
     from relax_mlir.ops.kernel import expand_math
 
-    text = op.get_asm()
-    new = expand_math(text)
-    if new == text:
-        return
-    with op.context:
-        parsed = ir.Module.parse(new)
-    body = op.regions[0].blocks[0]
-    for o in list(body.operations):
-        o.operation.erase()
-    for o in list(parsed.body.operations):
-        body.append(o.operation)
+    expand_math(op)
 
 
 def _has_bf16(op: ir.Operation) -> bool:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from mlir import ir
+
 from relax_mlir.dialect.types import FLOAT_DTYPES, TensorType, builtin_tensor_text
 from relax_mlir.shape import Expr
 
@@ -304,8 +306,6 @@ def _rational_odd(r: str, x: str, bound: str, pc, qc, saturate: bool = False) ->
     return "\n".join(lines)
 
 
-_MATH_RE = None
-_counter = [0]
 
 
 def _expand_one(kind: str, r: str, x: str) -> str:
@@ -316,20 +316,47 @@ def _expand_one(kind: str, r: str, x: str) -> str:
     return _rational_odd(r, x, "7.90531110763549805", _TANH_P, _TANH_Q, saturate=True)
 
 
-def expand_math(text: str) -> str:
-    """Rewrite f32 math.exp / math.tanh / math.erf lines into vectorizable arith."""
-    import re
+def _math_templates(ctx, kinds) -> dict:
+    """kind -> (template func body ops, argument, result) for the f32 expansions, parsed once per
+    call from the text templates above into a scratch module of `ctx`."""
+    funcs = "\n".join(
+        f"func.func @{k}(%x: f32) -> f32 {{\n" + _expand_one(k, "%r", "%x") + "\nreturn %r : f32\n}" for k in kinds)
+    with ctx:
+        mod = ir.Module.parse(funcs)
+    out = {"module": mod}
+    for f in mod.body.operations:
+        block = f.regions[0].blocks[0]
+        ops = list(block.operations)
+        out[ir.StringAttr(f.attributes["sym_name"]).value] = (ops[:-1], block.arguments[0], ops[-1].operands[0])
+    return out
 
-    global _MATH_RE
-    if _MATH_RE is None:
-        _MATH_RE = re.compile(r"^(\s*)(%[A-Za-z0-9_]+) = math\.(exp|tanh|erf) (%[A-Za-z0-9_#]+) : f32$", re.M)
 
-    def sub(m):
-        indent, r, kind, x = m.groups()
-        base = "%xm_" + r[1:]  # printer names may be numeric (%3): derived names need a letter
-        lines = _expand_one(kind, base, x).splitlines()
-        assert lines[-1].startswith(base + " = ")
-        lines[-1] = r + lines[-1][len(base):]
-        return "\n".join(indent + line for line in lines)
+def expand_math(op: ir.Operation, kinds=("exp", "tanh", "erf")) -> int:
+    """Replace every f32 scalar `math.<kind>` under `op` by its vectorizable arith expansion (the
+    templates above, cloned through the bindings). Returns how many were expanded."""
+    todo = []
 
-    return _MATH_RE.sub(sub, text)
+    def visit(o):
+        name = o.name
+        if name.startswith("math.") and name[5:] in kinds and isinstance(o.results[0].type, ir.F32Type):
+            todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if not todo:
+        return 0
+    templates = _math_templates(op.context, sorted({o.name[5:] for o in todo}))
+    for o in todo:
+        body, arg, ret = templates[o.name[5:]]
+        mapping = {arg: o.operands[0]}
+        with ir.InsertionPoint(o), o.location:
+            for t in body:
+                c = t.clone(ir.InsertionPoint(o))
+                for i, v in enumerate(c.operands):
+                    if v in mapping:
+                        c.operands[i] = mapping[v]
+                for a, b in zip(t.results, c.results):
+                    mapping[a] = b
+        o.results[0].replace_all_uses_with(mapping[ret])
+        o.erase()
+    return len(todo)
