@@ -430,34 +430,12 @@ def _flatten_launch(launch: ir.Operation) -> None:
 
 
 def _expand_erf(op: ir.Operation) -> None:
-    """f32 math.erf as the CPU's rational approximation in arith (ops/kernel.py), since
-    convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu). Only erf: the exp/tanh
-    expansions build 2**n through a float-to-int conversion of negatives, which Vulkan gets
-    wrong today (issue 14, item 5); GLSL's Exp/Tanh serve those. Done on the module text, like
-    backend/cpu.py `_expand_math`, whose body is then replaced."""
-    import re
+    """f32 math.erf as the CPU's rational approximation in arith (ops/kernel.py expand_math),
+    since convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu). Only erf: GLSL's Exp and
+    Tanh serve the others."""
+    from relax_mlir.ops.kernel import expand_math
 
-    from relax_mlir.ops.kernel import _expand_one
-
-    pattern = re.compile(r"^(\s*)(%[A-Za-z0-9_]+) = math\.erf (%[A-Za-z0-9_#]+) : f32$", re.M)
-    text = op.get_asm()
-    if not pattern.search(text):
-        return
-
-    def sub(m):
-        indent, r, x = m.groups()
-        base = "%xm_" + r[1:]
-        lines = _expand_one("erf", base, x).splitlines()
-        lines[-1] = r + lines[-1][len(base):]
-        return "\n".join(indent + line for line in lines)
-
-    with op.context:
-        parsed = ir.Module.parse(pattern.sub(sub, text))
-    body = op.regions[0].blocks[0]
-    for o in list(body.operations):
-        o.operation.erase()
-    for o in list(parsed.body.operations):
-        body.append(o.operation)
+    expand_math(op, kinds=("erf",))
 
 
 def _refuse_unsupported(op: ir.Operation) -> None:

@@ -225,7 +225,8 @@ def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
         rng = np.random.default_rng([prog.seed, int(a.name[1:])] + [env.get(s, 0) for s in SYMBOLS])
         shape = tuple(d if isinstance(d, int) else env[d] for d in a.dims)
         if a.index_into is not None:
-            d = dim_value(a.index_into, env)
+            # (an index argument whose gather the generator dropped may name an unbound symbol)
+            d = dim_value(a.index_into, {**{s: 1 for s in SYMBOLS}, **env})
             if a.index_mode == "any":
                 x = rng.integers(-2 * d - 1, 2 * d + 2, size=shape)
             else:
