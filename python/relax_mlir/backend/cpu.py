@@ -1208,7 +1208,8 @@ def _has_bf16(op: ir.Operation) -> bool:
 # x86 LLVM has no bf16 vector arithmetic and aborts the process on some of it ("Do not know how to
 # soft promote this operator's operand"). At to-llvm the remaining bf16 <-> f32 conversions become
 # integer bit operations.
-_BF16_ARITH = "func.func(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})"
+_BF16_ARITH = ("func.func(math-extend-to-supported-types{target-type=f32},"
+               "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})")
 _BF16_CONVERT = "func.func(arith-expand{include-bf16=true})"
 
 

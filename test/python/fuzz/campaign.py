@@ -163,6 +163,9 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
         refs.append((env, args, want))
     for var in var_list:
         vname = "full" if var is None else f"-{var}"
+        if _IN_WORKER:  # a crash in this variant is then reported with its pipeline
+            sys.stdout.write(f"@@VARIANT {vname}\n")
+            sys.stdout.flush()
         try:
             exe = relax_mlir.compile(text, target=target, passes=pipeline(target, var))
         except relax_mlir.CompileError as e:
@@ -270,8 +273,14 @@ def repro(prog: gen.Program, target: str, failure: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+_IN_WORKER = False
+
+
 def worker(seeds, target, all_variants, do_minimize):
     import jax
+
+    global _IN_WORKER
+    _IN_WORKER = True
 
     jax.config.update("jax_enable_x64", True)
     out = sys.stdout
@@ -335,10 +344,12 @@ def run_batch(seeds, target="cpu", all_variants=False, do_minimize=True, hang_s=
                     break
             rc = p.returncode
             outf.seek(0)
-            started = None
+            started, variant = None, "full"
             for line in outf:
                 if line.startswith("@@START "):
-                    started = int(line.split()[1])
+                    started, variant = int(line.split()[1]), "full"
+                elif line.startswith("@@VARIANT "):
+                    variant = line.split()[1]
                 elif line.startswith("@@RESULT "):
                     r = json.loads(line[len("@@RESULT "):])
                     results[r["seed"]] = r
@@ -359,11 +370,10 @@ def run_batch(seeds, target="cpu", all_variants=False, do_minimize=True, hang_s=
             detail = (f"no progress for {hang_s:.0f} s" if hung else f"worker died: {_signal_name(rc)}") + \
                 f"; stderr tail:\n{err}"
             prog = gen.generate(started)
-            fail = {"variant": "? (the worker was compiling or running it)", "binding": None, "kind": kind,
-                    "detail": detail}
+            fail = {"variant": variant, "binding": None, "kind": kind, "detail": detail}
             results[started] = {"seed": started, "target": target, "status": "fail", "failures": [fail],
                                 "families": prog.families,
-                                "repro": repro(prog, target, dict(fail, variant="full", kind="crash"))}
+                                "repro": repro(prog, target, dict(fail, kind="crash"))}
             todo = [s for s in todo if s != started]
     return [results[s] for s in seeds]
 
