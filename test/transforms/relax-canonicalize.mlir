@@ -127,3 +127,97 @@ func.func @unknown_dims(%x: !relax.tensor<["?", "?"], f32>) -> !relax.tensor<["?
   %0 = "relax.reshape"(%x) {shape = [3, 2]} : (!relax.tensor<["?", "?"], f32>) -> !relax.tensor<["?", "?"], f32>
   return %0 : !relax.tensor<["?", "?"], f32>
 }
+
+// -----
+
+// A scalar constant reshaped and broadcast to a symbolic shape (as the JAX importer writes
+// `x * 2.0`): the elementwise op takes the 0-d constant and broadcasts it itself.
+// CHECK-LABEL: func.func @scalar_chain_into_elementwise
+// CHECK-SAME:  (%[[X:.*]]: !relax.tensor<["n", 4], f32>)
+// CHECK:       %[[C:.*]] = "relax.constant"() {value = dense<2.000000e+00> : tensor<f32>}
+// CHECK-NOT:   "relax.reshape"
+// CHECK-NOT:   "relax.broadcast_to"
+// CHECK:       %[[M:.*]] = "relax.multiply"(%[[X]], %[[C]]) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["n", 4], f32>
+// CHECK:       return %[[M]]
+func.func @scalar_chain_into_elementwise(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %c = "relax.constant"() {value = dense<2.0> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %0 = "relax.reshape"(%c) {shape = [1, 1]} : (!relax.tensor<[], f32>) -> !relax.tensor<[1, 1], f32>
+  %1 = "relax.broadcast_to"(%0) {shape = ["n", 4]} : (!relax.tensor<[1, 1], f32>) -> !relax.tensor<["n", 4], f32>
+  %2 = "relax.multiply"(%x, %1) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  return %2 : !relax.tensor<["n", 4], f32>
+}
+
+// -----
+
+// Both branches of a where from one scalar chain each: the mask keeps the shape, so both fold.
+// CHECK-LABEL: func.func @scalar_chains_into_where
+// CHECK-SAME:  (%[[M:.*]]: !relax.tensor<["n", "m"], i1>)
+// CHECK-DAG:   %[[A:.*]] = "relax.constant"() {value = dense<0.000000e+00> : tensor<f32>}
+// CHECK-DAG:   %[[B:.*]] = "relax.constant"() {value = dense<0xFF800000> : tensor<f32>}
+// CHECK-NOT:   "relax.broadcast_to"
+// CHECK:       %[[W:.*]] = "relax.where"(%[[M]], %[[A]], %[[B]]) : (!relax.tensor<["n", "m"], i1>, !relax.tensor<[], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["n", "m"], f32>
+// CHECK:       return %[[W]]
+func.func @scalar_chains_into_where(%m: !relax.tensor<["n", "m"], i1>) -> !relax.tensor<["n", "m"], f32> {
+  %a = "relax.constant"() {value = dense<0.0> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %b = "relax.constant"() {value = dense<0xFF800000> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %0 = "relax.reshape"(%a) {shape = [1, 1]} : (!relax.tensor<[], f32>) -> !relax.tensor<[1, 1], f32>
+  %1 = "relax.broadcast_to"(%0) {shape = ["n", "m"]} : (!relax.tensor<[1, 1], f32>) -> !relax.tensor<["n", "m"], f32>
+  %2 = "relax.reshape"(%b) {shape = [1, 1]} : (!relax.tensor<[], f32>) -> !relax.tensor<[1, 1], f32>
+  %3 = "relax.broadcast_to"(%2) {shape = ["n", "m"]} : (!relax.tensor<[1, 1], f32>) -> !relax.tensor<["n", "m"], f32>
+  %4 = "relax.where"(%m, %1, %3) : (!relax.tensor<["n", "m"], i1>, !relax.tensor<["n", "m"], f32>, !relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n", "m"], f32>
+  return %4 : !relax.tensor<["n", "m"], f32>
+}
+
+// -----
+
+// Two broadcast scalars: only one may become 0-d, or the sum would lose its shape.
+// CHECK-LABEL: func.func @two_scalar_chains
+// CHECK:       %[[C:.*]] = "relax.constant"() {value = dense<3> : tensor<i32>}
+// CHECK:       %[[B:.*]] = "relax.broadcast_to"
+// CHECK:       %[[S:.*]] = "relax.add"(%[[C]], %[[B]]) : (!relax.tensor<[], i32>, !relax.tensor<["n"], i32>) -> !relax.tensor<["n"], i32>
+// CHECK:       return %[[S]]
+func.func @two_scalar_chains(%x: !relax.tensor<["n"], i32>) -> !relax.tensor<["n"], i32> {
+  %c = "relax.constant"() {value = dense<3> : tensor<i32>} : () -> !relax.tensor<[], i32>
+  %0 = "relax.reshape"(%c) {shape = [1]} : (!relax.tensor<[], i32>) -> !relax.tensor<[1], i32>
+  %1 = "relax.broadcast_to"(%0) {shape = ["n"]} : (!relax.tensor<[1], i32>) -> !relax.tensor<["n"], i32>
+  %2 = "relax.add"(%1, %1) : (!relax.tensor<["n"], i32>, !relax.tensor<["n"], i32>) -> !relax.tensor<["n"], i32>
+  return %2 : !relax.tensor<["n"], i32>
+}
+
+// -----
+
+// To a static shape, the chain becomes one splat constant of that type.
+// CHECK-LABEL: func.func @scalar_chain_static
+// CHECK:       %[[C:.*]] = "relax.constant"() {value = dense<1.500000e+00> : tensor<3x4xf32>} : () -> !relax.tensor<[3, 4], f32>
+// CHECK-NOT:   "relax.reshape"
+// CHECK-NOT:   "relax.broadcast_to"
+// CHECK:       return %[[C]]
+func.func @scalar_chain_static() -> !relax.tensor<[3, 4], f32> {
+  %c = "relax.constant"() {value = dense<1.5> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %0 = "relax.reshape"(%c) {shape = [1, 1]} : (!relax.tensor<[], f32>) -> !relax.tensor<[1, 1], f32>
+  %1 = "relax.broadcast_to"(%0) {shape = [3, 4]} : (!relax.tensor<[1, 1], f32>) -> !relax.tensor<[3, 4], f32>
+  return %1 : !relax.tensor<[3, 4], f32>
+}
+
+// -----
+
+// A constant that is not a splat stays broadcast. A scalar broadcast to a symbolic shape that is
+// not consumed elementwise keeps its broadcast, of a [1, 1] splat (the static reshape folds).
+// CHECK-LABEL: func.func @not_splat
+// CHECK-SAME:  (%[[X:.*]]: !relax.tensor<["n", 4], f32>)
+// CHECK:       %[[C:.*]] = "relax.constant"
+// CHECK:       %[[B:.*]] = "relax.broadcast_to"(%[[C]]) {shape = ["n", 4]}
+// CHECK:       %[[M:.*]] = "relax.multiply"(%[[X]], %[[B]])
+// CHECK:       %[[S:.*]] = "relax.constant"() {value = dense<1.000000e+00> : tensor<1x1xf32>}
+// CHECK-NOT:   "relax.reshape"
+// CHECK:       %[[T:.*]] = "relax.broadcast_to"(%[[S]]) {shape = ["n", 4]}
+// CHECK:       return %[[M]], %[[T]]
+func.func @not_splat(%x: !relax.tensor<["n", 4], f32>) -> (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) {
+  %c = "relax.constant"() {value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>} : () -> !relax.tensor<[4], f32>
+  %0 = "relax.broadcast_to"(%c) {shape = ["n", 4]} : (!relax.tensor<[4], f32>) -> !relax.tensor<["n", 4], f32>
+  %1 = "relax.multiply"(%x, %0) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %s = "relax.constant"() {value = dense<1.0> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %2 = "relax.reshape"(%s) {shape = [1, 1]} : (!relax.tensor<[], f32>) -> !relax.tensor<[1, 1], f32>
+  %3 = "relax.broadcast_to"(%2) {shape = ["n", 4]} : (!relax.tensor<[1, 1], f32>) -> !relax.tensor<["n", 4], f32>
+  return %1, %3 : !relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>
+}

@@ -178,6 +178,8 @@ class OpSpec:
     # Results may be written freely (not deduced): call_tir, match_cast, storage ops ...
     results_are_declared: ClassVar[bool] = False
     pure: ClassVar[bool] = True
+    # Pattern classes (passes.RewritePattern) that relax-canonicalize roots at this op.
+    canonicalization_patterns: ClassVar[tuple[type, ...]] = ()
 
     @classmethod
     def deduce(cls, op: OpInfo) -> list[RelaxType]:

@@ -164,3 +164,40 @@ def has_division(e: Expr) -> bool:
             if any(has_division(x) for x in node.args):
                 return True
     return False
+
+
+# --- splat constants (canonicalization) --------------------------------------------------------
+# The JAX importer writes a scalar constant used at a shape as relax.constant (0-d) ->
+# relax.reshape -> relax.broadcast_to. The canonicalization patterns of the elementwise ops and of
+# reshape/broadcast_to fold such chains; these helpers are what they share.
+
+VIEW_OPS = ("relax.reshape", "relax.broadcast_to")
+
+
+def splat_source(v):
+    """The `relax.constant` op with a splat value behind `v`, through reshape/broadcast_to views
+    (which never change a splat's element), or None."""
+    from mlir import ir
+
+    while isinstance(v, ir.OpResult):
+        o = v.owner
+        if o.name in VIEW_OPS:
+            v = o.operands[0]
+            continue
+        if o.name != "relax.constant" or "value" not in o.attributes:
+            return None
+        a = o.attributes["value"]
+        return o if isinstance(a, ir.DenseElementsAttr) and a.is_splat else None
+    return None
+
+
+def splat_constant(source, dims, loc):
+    """A new `relax.constant` (at the current insertion point) of static `dims` holding the splat
+    element of the constant op `source`."""
+    from mlir import ir
+
+    a = ir.DenseElementsAttr(source.attributes["value"])
+    dtype = ir.RankedTensorType(a.type).element_type
+    value = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get(list(dims), dtype), a.get_splat_value())
+    t = TensorType.of(list(dims), str(dtype))
+    return ir.Operation.create("relax.constant", results=[t.to_mlir()], attributes={"value": value}, loc=loc)

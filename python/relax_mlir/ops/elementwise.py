@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from relax_mlir.dialect.spec import (DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op,
-                                     result_)
-from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType
+from mlir import ir
+
+from relax_mlir.dialect.spec import (OPS, DeduceError, OpInfo, OpSpec, TENSOR, attr, attr_dict, operand,
+                                     relax_op, result_)
+from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType, view
 from relax_mlir.dialect.spec import short_name
-from relax_mlir.ops.common import broadcast_shapes, require_float, require_rank, require_same_dtype
+from relax_mlir.ops.common import (broadcast_shapes, require_float, require_rank, require_same_dtype,
+                                   splat_constant, splat_source)
+from relax_mlir.patterns import RewritePattern
+from relax_mlir.shape import Facts
 from relax_mlir.ops.kernel import (Kernel, Legalized, broadcast_map, highest_literal, identity_map,
                                    scalar_body)
 
@@ -128,6 +133,43 @@ LogicalNotOp = _unary("relax.logical_not", "Boolean not, elementwise.", (
     "%o = arith.constant true", "%r = arith.xori %x, %o : i1"), float_only=False, bool_only=True)
 
 
+# --- canonicalization --------------------------------------------------------------------------
+
+class ScalarizeSplatOperand(RewritePattern):
+    """An operand that is a splat constant (possibly reshaped and broadcast) becomes the 0-d
+    constant, which the op broadcasts itself, when the op's result type stays the same."""
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        spec = OPS[op.name]
+        types = [view(v.type) for v in op.operands]
+        for i, v in enumerate(op.operands):
+            t = types[i]
+            if not isinstance(t, TensorType) or t.dims == ():
+                continue
+            src = splat_source(v)
+            if src is None:
+                continue
+            scalar = TensorType((), t.dtype)
+            try:
+                deduced = spec.deduce(OpInfo(op, Facts(), types[:i] + [scalar] + types[i + 1:]))
+            except DeduceError:
+                continue
+            if deduced != [view(op.results[0].type)]:
+                continue
+            with rewriter.ip:
+                if view(src.results[0].type) == scalar:
+                    c = src.results[0]
+                else:
+                    c = splat_constant(src, (), op.location).results[0]
+                operands = list(op.operands)
+                operands[i] = c
+                new = ir.Operation.create(op.name, results=[op.results[0].type], operands=operands,
+                                          attributes=attr_dict(op), loc=op.location)
+            rewriter.replace_op(op, new)
+            return True
+        return False
+
+
 # --- binary ------------------------------------------------------------------------------------
 
 class BinaryOp(OpSpec):
@@ -141,6 +183,7 @@ class BinaryOp(OpSpec):
     bool_scalar: ClassVar[tuple[str, ...] | None] = None
     bool_result: ClassVar[bool] = False
     bool_only: ClassVar[bool] = False
+    canonicalization_patterns = (ScalarizeSplatOperand,)
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -261,6 +304,7 @@ class WhereOp(OpSpec):
     x = operand(TENSOR)
     y = operand(TENSOR)
     result = result_(TENSOR)
+    canonicalization_patterns = (ScalarizeSplatOperand,)
 
     @classmethod
     def deduce(cls, op: OpInfo):

@@ -3,10 +3,11 @@ take."""
 from __future__ import annotations
 
 from relax_mlir.dialect.spec import INDEX, DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
-from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim
+from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim, view
 from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, broadcast_shapes, dims_equal, fmt_dims,
                                    has_division, normalize_axis, product, require_rank, require_same_dtype,
-                                   symbols_note)
+                                   splat_constant, splat_source, symbols_note)
+from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import Expr, ceildiv, const, min_, max_
 
 
@@ -108,6 +109,23 @@ def _exprs(vals: list, what: str) -> list[Expr]:
     return out
 
 
+class FoldSplatConstantView(RewritePattern):
+    """reshape/broadcast_to of a splat constant to a static shape -> one splat constant of that
+    shape."""
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        t = view(op.results[0].type)
+        if not isinstance(t, TensorType) or not t.known or not all(d.is_const for d in t.dims):
+            return False
+        src = splat_source(op.operands[0])
+        if src is None:
+            return False
+        with rewriter.ip:
+            new = splat_constant(src, [d.value for d in t.dims], op.location)
+        rewriter.replace_op(op, new)
+        return True
+
+
 @relax_op
 class ReshapeOp(OpSpec):
     """Reshape to a symbolic shape; the element count must provably stay the same.
@@ -118,6 +136,7 @@ class ReshapeOp(OpSpec):
     dims = operand(INDEX, variadic=True)  # the result's dynamic dims, added by relax-lower-shapes
     result = result_(TENSOR)
     shape = attr("array", optional=False, doc="the new shape")
+    canonicalization_patterns = (FoldSplatConstantView,)
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -184,6 +203,7 @@ class BroadcastToOp(OpSpec):
     x = operand(TENSOR)
     result = result_(TENSOR)
     shape = attr("array", optional=False, doc="the target shape")
+    canonicalization_patterns = (FoldSplatConstantView,)
 
     @classmethod
     def deduce(cls, op: OpInfo):

@@ -1,5 +1,9 @@
 """`relax-canonicalize`: graph-level rewrite patterns, applied by upstream's greedy driver, then DCE.
 
+The patterns are this file's (view and cast chains) and those each op class lists in its
+`canonicalization_patterns` (ops/<family>.py: scalar-constant reshape/broadcast chains fold into
+one splat constant, or into the 0-d constant that an elementwise consumer broadcasts itself).
+
 Patterns are xDSL-shaped (`match_and_rewrite` returns True iff it rewrote); `add_patterns` inverts
 the return for upstream's `RewritePatternSet.add`, whose callback returns a falsy value on success.
 A value is replaced only by one of the identical type (func.return and the callers verify types),
@@ -14,27 +18,12 @@ from mlir import ir
 from mlir.rewrite import (GreedyRewriteConfig, GreedySimplifyRegionLevel, RewritePatternSet,
                           apply_patterns_and_fold_greedily)
 
-from relax_mlir.dialect.spec import attr_dict, py_attr
+from relax_mlir.dialect.spec import OPS, attr_dict, py_attr
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass
+from relax_mlir.patterns import RewritePattern, add_patterns  # noqa: F401 (re-exported)
 from relax_mlir.transforms.cleanup import DcePass
 from relax_mlir.transforms.infer_shapes import graph_functions
-
-
-class RewritePattern:
-    """A rewrite rooted at ops named `root`; `match_and_rewrite` returns True iff it rewrote."""
-
-    root: ClassVar[str] = ""
-    benefit: ClassVar[int] = 1
-
-    def match_and_rewrite(self, op, rewriter) -> bool:
-        raise NotImplementedError
-
-
-def add_patterns(patterns: RewritePatternSet, pats) -> None:
-    """Register xDSL-style patterns with upstream's set (which wants falsy = success)."""
-    for p in pats:
-        patterns.add(p.root, lambda op, rw, p=p: not p.match_and_rewrite(op, rw), p.benefit)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -175,6 +164,13 @@ CANONICALIZATION_PATTERNS = (FoldReshapeOfReshape, DropIdentityReshape, DropIden
                              DropIdentityPermute, FoldPermuteOfPermute, DropAstypeToSameDtype)
 
 
+def op_patterns() -> list:
+    """(root, pattern) for the patterns the op classes hold."""
+    import relax_mlir.ops  # noqa: F401
+
+    return [(name, p()) for name, spec in OPS.items() for p in spec.canonicalization_patterns]
+
+
 @dataclass(frozen=True)
 class CanonicalizePass(ModulePass):
     """Fold view/cast chains and drop identity reshape/broadcast/permute/astype; then relax-dce."""
@@ -183,7 +179,7 @@ class CanonicalizePass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         patterns = RewritePatternSet(module.context)
-        add_patterns(patterns, [p() for p in CANONICALIZATION_PATTERNS])
+        add_patterns(patterns, [p() for p in CANONICALIZATION_PATTERNS] + op_patterns())
         frozen = patterns.freeze()
         config = GreedyRewriteConfig()
         config.enable_folding = False            # only these patterns; kernels stay untouched
