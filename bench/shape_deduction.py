@@ -29,7 +29,7 @@ def build(n_ops: int) -> str:
 def main() -> None:
     from mlir import ir
 
-    from relax_mlir.tools.relax_opt import Session, parse_module
+    from relax_mlir.core.session import Session, parse_module
     from relax_mlir.transforms.infer_shapes import check_module
 
     text = build(10_000)

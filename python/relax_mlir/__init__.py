@@ -11,14 +11,16 @@ from typing import Sequence
 
 __version__ = "0.1.0"
 
+from relax_mlir.core.diagnostics import CompileError
+
+# The relax passes of compile(..., target="cpu") with and without optimization (the named
+# pipelines relax-compile-cpu and relax-lower; relax_mlir.targets holds every target's).
 DEFAULT_PIPELINE = ("relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream")
 OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-canonicalize", "relax-dispatch-library",
                      "relax-legalize", "relax-fuse-kernels", "relax-dce", "relax-plan-memory", "relax-lower-shapes",
                      "relax-to-upstream")
 
-
-class CompileError(ValueError):
-    """Parsing, verification or compilation failed; the message holds the MLIR diagnostics."""
+__all__ = ["CompileError", "Module", "compile", "from_jax", "parse", "run_passes"]
 
 
 class Module:
@@ -38,7 +40,7 @@ class Module:
 
 
 def _session(name: str):
-    from relax_mlir.tools.relax_opt import Session
+    from relax_mlir.core.session import Session
 
     return Session(name)
 
@@ -48,58 +50,67 @@ def _fail(session, what: str):
     raise CompileError(text)
 
 
+def _run(module: Module, passes: Sequence[str], instrument=None) -> bool:
+    from relax_mlir.core.pipeline import run_pipeline
+    from relax_mlir.targets import registry
+
+    return run_pipeline(module.session, module.op, list(passes), registry(), instrument=instrument)
+
+
 def parse(text: str, *, source_name: str = "<string>") -> Module:
     """Parse and verify a relax module, and deduce its shapes (so "?" result dims may be left)."""
-    from relax_mlir.tools.relax_opt import parse_module, run_pipeline
+    from relax_mlir.core.session import parse_module
 
     s = _session(source_name)
     op = parse_module(s, text)
-    if op is None or not run_pipeline(s, op, ["relax-infer-shapes"]):
+    m = Module(s, op)
+    if op is None or not _run(m, ["relax-infer-shapes"]):
         _fail(s, "parse failed")
-    return Module(s, op)
+    return m
 
 
 def run_passes(module: Module | str, passes: Sequence[str]) -> Module:
-    """Run a pipeline (relax and upstream pass names) on a module; returns the same module."""
-    from relax_mlir.tools.relax_opt import run_pipeline
-
+    """Run a pipeline (relax pass names, named pipelines, upstream pass names) on a module;
+    returns the same module."""
     if isinstance(module, str):
         module = parse(module)
-    if not run_pipeline(module.session, module.op, list(passes)):
+    if not _run(module, passes):
         _fail(module.session, "pipeline failed")
     return module
 
 
 def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
-            passes: Sequence[str] | None = None, options=None):
-    """Compile a relax module; returns an `Executable`."""
-    from relax_mlir.transforms import PASSES
+            passes: Sequence[str] | None = None, options=None, verbose: bool = False):
+    """Compile a relax module for `target` ("cpu", "cuda", "vulkan"); returns an `Executable`.
 
+    `options`: the target's options (`CPUOptions`, `GPUOptions`, `SPIRVOptions`, or a dict of their
+    fields), checked with the target before any pass runs. `passes` replaces the target's named
+    pipeline (`relax-compile-<target>`, or `relax-lower` without `optimize`). `verbose=True` (or
+    RELAX_MLIR_VERBOSE=1) prints each pass with its time; RELAX_MLIR_DUMP_IR=DIR writes the IR
+    after each pass under DIR."""
+    import sys
+    import time
+
+    from relax_mlir import knobs
+    from relax_mlir.core.pipeline import Instrumentation
+    from relax_mlir.targets import get_target
+
+    tgt = get_target(target, options)  # unknown target or option: CompileError, before any work
+    verbose = verbose or knobs.verbose()
+    t0 = time.perf_counter()
     if isinstance(module, str):
         module = parse(module)
     else:
         module = parse(str(module))  # compile never mutates the caller's module
     if passes is None:
-        pipeline = OPTIMIZE_PIPELINE if optimize else DEFAULT_PIPELINE
-        passes = [p for p in pipeline if p in PASSES]
-        if target != "cpu":  # BLAS is a CPU library
-            passes = [p for p in passes if p != "relax-dispatch-library"]
-    if target not in ("cpu", "vulkan", "cuda"):
-        raise CompileError(f"unknown target '{target}' (available: cpu, vulkan, cuda)")
+        passes = tgt.pipeline(optimize)
     _check_entries(module)
-    run_passes(module, passes)
+    inst = Instrumentation(verbose=verbose, dump_dir=knobs.dump_ir())
+    if not _run(module, passes, inst):
+        _fail(module.session, "pipeline failed")
+    t1 = time.perf_counter()
     try:
-        if target == "cpu":
-            from relax_mlir.backend.cpu_runtime import build_cpu_executable
-
-            return build_cpu_executable(module, options)
-        if target == "vulkan":
-            from relax_mlir.runtime.vulkan import compile_vulkan
-
-            return compile_vulkan(module)
-        from relax_mlir.runtime.cuda import compile_cuda
-
-        return compile_cuda(module, options)
+        exe = tgt.build(module)
     except CompileError:
         raise
     except (RuntimeError, ValueError) as e:
@@ -107,6 +118,11 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
         if target == "cuda" and "needs a CUDA device" in str(e):
             raise
         raise CompileError(f"the {target} backend cannot compile this module: {e}") from e
+    if verbose:
+        t2 = time.perf_counter()
+        print(f"[relax-mlir] parse + relax pipeline {t1 - t0:8.3f} s, {target} backend {t2 - t1:8.3f} s, "
+              f"total {t2 - t0:8.3f} s", file=sys.stderr, flush=True)
+    return exe
 
 
 def _check_entries(module: Module) -> None:
@@ -144,14 +160,19 @@ def _check_entries(module: Module) -> None:
                         _fail(module.session, f"@{name}: {what} #{i} has type {t}")
 
 
-from_jax = None  # replaced by relax_mlir.frontend.jax when jax is importable
-
-
 def __getattr__(name):
+    # Lazy: `relax_mlir.from_jax` and `relax_mlir.frontend` import JAX only when asked for.
     if name == "CudaModule":  # target="cuda" returns this Executable (kernels as PTX in .ptx)
         from relax_mlir.runtime.cuda import CudaExecutable
         return CudaExecutable
     if name == "from_jax":
         from relax_mlir.frontend.jax import from_jax as f
         return f
-    raise AttributeError(name)
+    if name in ("builder", "frontend", "targets", "runtime", "core", "transforms", "backend", "knobs"):
+        import importlib
+
+        mod = importlib.import_module(f"relax_mlir.{name}")
+        if name == "frontend":
+            importlib.import_module("relax_mlir.frontend.jax")
+        return mod
+    raise AttributeError(f"module 'relax_mlir' has no attribute '{name}'")

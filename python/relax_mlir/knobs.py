@@ -10,9 +10,35 @@ def num_threads() -> int:
     return max(1, int(v)) if v else (os.cpu_count() or 1)
 
 
-def dump_ir() -> bool:
-    """RELAX_MLIR_DUMP_IR=1: print the IR after each compile stage to stderr."""
-    return os.environ.get("RELAX_MLIR_DUMP_IR", "") not in ("", "0")
+def debug() -> bool:
+    """RELAX_MLIR_DEBUG=1: print the Python traceback of an internal error in a pass."""
+    return os.environ.get("RELAX_MLIR_DEBUG", "") not in ("", "0")
+
+
+def dump_ir() -> str | None:
+    """RELAX_MLIR_DUMP_IR=DIR: `compile()` writes the IR after each pass under DIR (one file per
+    pass, named after it, in MLIR's tree-printing layout). Unset or empty: no dump."""
+    v = os.environ.get("RELAX_MLIR_DUMP_IR", "")
+    return v or None
+
+
+def verbose() -> bool:
+    """RELAX_MLIR_VERBOSE=1: `compile()` prints each pass with its time (as `verbose=True`)."""
+    return os.environ.get("RELAX_MLIR_VERBOSE", "") not in ("", "0")
+
+
+def num_threads_setting() -> int | None:
+    """RELAX_MLIR_NUM_THREADS as given (None: unset); ValueError unless an integer >= 1."""
+    env = os.environ.get("RELAX_MLIR_NUM_THREADS")
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        raise ValueError(f"RELAX_MLIR_NUM_THREADS must be an integer, got {env!r}") from None
+    if n < 1:
+        raise ValueError(f"RELAX_MLIR_NUM_THREADS must be >= 1, got {n}")
+    return n
 
 
 def use_library() -> str:

@@ -6,6 +6,9 @@ from typing import ClassVar
 
 from mlir import ir
 
+from relax_mlir import knobs
+from relax_mlir.core.diagnostics import suggest
+
 
 class PassError(Exception):
     """A pass failure located at an operation; the driver reports it as an MLIR diagnostic."""
@@ -25,6 +28,9 @@ class ModulePass:
     def run(self, module: ir.Operation) -> None:
         raise NotImplementedError
 
+    def validate(self) -> None:
+        """Check the options before any pass runs; raise PipelineError for a bad one."""
+
 
 # --- running passes ----------------------------------------------------------------------------
 
@@ -32,6 +38,17 @@ def emit_error(op, message: str) -> None:
     """Report `message` as an MLIR error diagnostic at `op`'s location."""
     loc = op.location if op is not None else ir.Location.unknown()
     loc.emit_error(message)
+
+
+def where(op) -> str:
+    """`file:line:col` of an op's location (its printed location if it has no file)."""
+    loc = op.location
+    try:
+        if loc.is_a_file():
+            return f"{loc.filename}:{loc.start_line}:{loc.start_col}"
+    except (AttributeError, RuntimeError, ValueError):
+        pass
+    return str(loc)
 
 
 def run_pass(p: ModulePass, module: ir.Operation, pass_=None) -> bool:
@@ -44,10 +61,9 @@ def run_pass(p: ModulePass, module: ir.Operation, pass_=None) -> bool:
     except RecursionError:
         emit_error(module, f"{p.name}: input too deeply nested")
     except Exception as e:  # an internal error still becomes a located diagnostic, not a traceback
-        import os
         import traceback
 
-        if os.environ.get("RELAX_MLIR_DEBUG"):
+        if knobs.debug():
             traceback.print_exc()
         emit_error(module, f"internal error in {p.name}: {type(e).__name__}: {e}")
     if pass_ is not None:
@@ -88,22 +104,50 @@ def split_top(text: str, sep: str = ",") -> list[str]:
 
 
 class PipelineError(ValueError):
-    pass
+    """A pipeline string names an unknown pass or option, or gives an option a bad value."""
+
+
+def option_docs(cls) -> dict[str, str]:
+    """{option: the comment after its field} for a pass class (read from its source, for
+    `relax-opt --list-passes`)."""
+    import dataclasses
+    import inspect
+    import re
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object or not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            lines, _ = inspect.getsourcelines(klass)
+        except (OSError, TypeError):
+            continue
+        for line in lines:
+            m = re.match(r"\s+(\w+)\s*:[^#]*#\s*(.*)$", line)
+            if m and m.group(1) in names:
+                docs[m.group(1)] = m.group(2).strip()
+    return docs
+
+
+def _type_name(f) -> str:
+    return f.type if isinstance(f.type, str) else f.type.__name__
 
 
 def parse_options(cls, text: str) -> ModulePass:
-    """`name{a=1 b=true}` options -> an instance of the pass class."""
+    """`name{a=1 b=true}` options -> an instance of the pass class (validated by its `validate`)."""
     import dataclasses
 
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs = {}
-    for item in text.split():
+    for item in split_top(text, " "):
         if "=" not in item:
             raise PipelineError(f"option '{item}' of {cls.name} must be key=value")
         k, v = item.split("=", 1)
         if k not in fields:
-            raise PipelineError(f"{cls.name} has no option '{k}' (options: {', '.join(fields) or 'none'})")
-        ty = fields[k].type if isinstance(fields[k].type, str) else fields[k].type.__name__
+            raise PipelineError(f"{cls.name} has no option '{k}'{suggest(k, fields)} "
+                                f"(options: {', '.join(fields) or 'none'})")
+        ty = _type_name(fields[k])
         if ty == "bool":
             if v not in ("true", "false", "1", "0"):
                 raise PipelineError(f"option {k} of {cls.name} takes true or false, got '{v}'")
@@ -114,40 +158,15 @@ def parse_options(cls, text: str) -> ModulePass:
             except ValueError:
                 raise PipelineError(f"option {k} of {cls.name} takes an integer, got '{v}'") from None
         elif ty == "float":
-            kwargs[k] = float(v)
+            try:
+                kwargs[k] = float(v)
+            except ValueError:
+                raise PipelineError(f"option {k} of {cls.name} takes a number, got '{v}'") from None
         else:
             kwargs[k] = v.strip('"')
-    return cls(**kwargs)
-
-
-def build_pipeline(pm, items: list[str], registry: dict) -> None:
-    """Add pipeline elements (relax pass names with options, or upstream pipeline text) to `pm`."""
-    upstream: list[str] = []
-
-    def flush():
-        if upstream:
-            text = ",".join(upstream)
-            try:
-                pm.add(text)
-            except Exception as e:
-                raise PipelineError(f"invalid upstream pipeline '{text}': {e}") from None
-            upstream.clear()
-
-    for item in items:
-        name = item.split("{", 1)[0].strip()
-        if name in registry:
-            flush()
-            opts = item[len(name):].strip()
-            if opts:
-                if not (opts.startswith("{") and opts.endswith("}")):
-                    raise PipelineError(f"malformed options for {name}: '{opts}'")
-                p = parse_options(registry[name], opts[1:-1])
-            else:
-                p = registry[name]()
-            pm.add(adapter(p), name=type(p).__name__, argument=name, description=type(p).__doc__ or "")
-        else:
-            upstream.append(item)
-    flush()
+    p = cls(**kwargs)
+    p.validate()
+    return p
 
 
 def parse_pipeline(text: str) -> list[str]:

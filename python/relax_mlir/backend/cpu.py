@@ -48,7 +48,8 @@ import numpy as np
 from mlir import ir
 from mlir.passmanager import PassManager
 
-from relax_mlir import CompileError
+from relax_mlir import knobs
+from relax_mlir.core.diagnostics import CompileError
 
 from relax_mlir.passes import ModulePass
 
@@ -79,16 +80,7 @@ _log = logging.getLogger(__name__)
 
 
 def _default_num_threads() -> int:
-    env = os.environ.get("RELAX_MLIR_NUM_THREADS")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"RELAX_MLIR_NUM_THREADS must be an integer, got {env!r}") from None
-        if n < 1:
-            raise ValueError(f"RELAX_MLIR_NUM_THREADS must be >= 1, got {n}")
-        return n
-    return os.cpu_count() or 1
+    return knobs.num_threads_setting() or os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

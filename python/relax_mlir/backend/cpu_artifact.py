@@ -3,11 +3,14 @@ tools the project installs (mlir-translate, llc) and the system C compiler's lin
 manifest that `relax_mlir.runtime.load` reads without MLIR."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import tempfile
+
+from relax_mlir.backend.cpu import CPUOptions, lower
+from relax_mlir.core.session import Session, parse_module
+from relax_mlir.runtime.loader import manifest, write_manifest
 
 
 def _tool(pkg: str, name: str) -> str:
@@ -20,17 +23,8 @@ def _tool(pkg: str, name: str) -> str:
     return p
 
 
-def _dim(d):
-    if d is None:
-        return None
-    return d.value if d.is_const else str(d)
-
-
 def export(upstream_text: str, signatures, main: str, path: str, cpu: str | None = "native") -> None:
     """`cpu`: the LLVM CPU the library is built for (`native`: this machine; None: baseline)."""
-    from relax_mlir.backend.cpu import CPUOptions, lower
-    from relax_mlir.tools.relax_opt import Session, parse_module
-
     os.makedirs(path, exist_ok=True)
     s = Session("artifact")
     op = parse_module(s, upstream_text)
@@ -75,34 +69,3 @@ def export(upstream_text: str, signatures, main: str, path: str, cpu: str | None
             cmd += [os.path.join(path, os.path.basename(blas)), "-Wl,-rpath,$ORIGIN"]
         subprocess.run(cmd, check=True, capture_output=True)
     write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures), files)
-
-
-def manifest(fmt: str, main: str, signatures, **extra) -> dict:
-    """The manifest of an artifact: its format, main entry and symbolic signatures (read back by
-    runtime/loader.py `_sig`), plus `extra` keys."""
-    return {
-        "format": fmt,
-        "main": main,
-        "entries": [{
-            "name": sig.name,
-            "params": [{"dims": [_dim(d) for d in p.dims], "dtype": p.dtype} for p in sig.params],
-            "results": [{"dims": [_dim(d) for d in r.dims], "dtype": r.dtype} for r in sig.results],
-            "arg_names": list(sig.arg_names),
-            "messages": list(sig.messages),
-            "derived": {k: str(e) for k, e in sig.derived},
-            "upper": dict(sig.upper),
-            "workspace": [str(w) for w in sig.workspace],
-            "lower": dict(sig.lower),
-        } for sig in signatures],
-        **extra,
-    }
-
-
-def write_manifest(path: str, data: dict, files: list[str]) -> None:
-    """Write manifest.json with a size and SHA-256 record of each of `files` (paths relative to
-    the artifact), which `runtime.load` checks before it reads or maps any of them."""
-    from relax_mlir.runtime.loader import file_record
-
-    data = dict(data, files={rel: file_record(os.path.join(path, rel)) for rel in files})
-    with open(os.path.join(path, "manifest.json"), "w") as f:
-        json.dump(data, f, indent=1)

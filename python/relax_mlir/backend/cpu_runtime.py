@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from mlir import ir
 
+from relax_mlir import knobs
+from relax_mlir.backend.cpu import CPUOptions, JitModule, lower
+from relax_mlir.backend.cpu_artifact import export
+from relax_mlir.core.session import Session, parse_module
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 
 
@@ -42,9 +46,6 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
 
 
 def _jit(session, text: str, options):
-    from relax_mlir.backend.cpu import JitModule, lower
-    from relax_mlir.tools.relax_opt import parse_module
-
     op = parse_module(session, text)
     if op is None:
         raise ValueError("\n".join(d.render() for d in session.diags))
@@ -63,8 +64,6 @@ class ThreadedDispatch:
     def __init__(self, session, text: str, options, jit1):
         import threading
 
-        from relax_mlir import knobs
-
         self.session, self.text = session, text
         self.options = options
         self.jit1 = jit1
@@ -78,17 +77,17 @@ class ThreadedDispatch:
             if self.jitn is None:
                 with self.lock:
                     if self.jitn is None:
-                        from relax_mlir.tools.relax_opt import Session
-
                         self.jitn = _jit(Session("parallel"), self.text, self.options)
             jit = self.jitn
         jit.invoke(name, *arrays)
 
 
+def _export(exe: Executable, path: str, cpu: str | None) -> None:
+    export(exe.artifacts["upstream"], [f.sig for f in exe.functions.values()], exe.main, path, cpu)
+
+
 def build_cpu_executable(module, options=None) -> Executable:
     from dataclasses import replace
-
-    from relax_mlir.backend.cpu import CPUOptions
 
     options = options or CPUOptions()
     with module.context:
@@ -100,4 +99,4 @@ def build_cpu_executable(module, options=None) -> Executable:
     run = ThreadedDispatch(module.session, upstream_text, options, jit1)
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name)) for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name
-    return Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream_text})
+    return Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream_text, "exporter": _export})

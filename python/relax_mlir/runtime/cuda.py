@@ -1,6 +1,6 @@
 """CUDA runtime: run a module lowered by backend/gpu.py with CuPy.
 
-`compile_cuda(module, options)` takes a module after `relax-to-upstream`, maps it onto the GPU
+`relax_mlir.targets.cuda.compile_cuda(module, options)` takes a module after `relax-to-upstream`, maps it onto the GPU
 (backend/gpu.py up to `map`), extracts the host side of each entry as a host program
 (runtime/hostprog.py), compiles the kernels to PTX (`to-ptx` on a copy) and returns a
 `CudaExecutable`: `.ptx` holds the PTX of each gpu.module; calling it checks shapes first, then
@@ -21,7 +21,7 @@ import numpy as np
 
 from relax_mlir.runtime.executable import Executable
 
-__all__ = ["CudaExecutable", "CudaUnavailable", "CupyDriver", "compile_cuda", "pack_args"]
+__all__ = ["CudaExecutable", "CudaUnavailable", "CupyDriver", "pack_args"]
 
 _CTYPES = {"i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "f32": np.float32,
            "f64": np.float64, "f16": np.float16}
@@ -142,28 +142,3 @@ class CudaExecutable(Executable):
     @property
     def ptx(self) -> dict[str, str]:
         return self.artifacts["ptx"]
-
-
-def compile_cuda(module, options=None) -> CudaExecutable:
-    """A `relax_mlir.Module` after relax-to-upstream -> a CudaExecutable (`options`: GPUOptions)."""
-    import json
-
-    from mlir import ir
-
-    from relax_mlir.backend import gpu
-    from relax_mlir.backend.cpu_runtime import entry_signatures
-    from relax_mlir.runtime.hostprog import extract
-    from relax_mlir.runtime.loader import gpu_executable
-
-    options = options or gpu.GPUOptions()
-    op, ctx = module.op, module.context
-    with ctx:
-        if not entry_signatures(op):
-            raise ValueError("the module has no public graph function to call")
-        gpu.lower(op, options, until="map")
-        sigs = entry_signatures(op)  # after mapping: workspace blocks no kernel uses are dropped
-        program = json.loads(json.dumps(extract(op, "cuda")))
-        copy = ir.Module.parse(op.get_asm(enable_debug_info=False))
-        gpu.stage_to_ptx(copy.operation, options)
-        ptx = gpu.ptx_of(copy.operation)
-    return gpu_executable("cuda", sigs, program, {"ptx": ptx}, lambda: CupyDriver(ptx))

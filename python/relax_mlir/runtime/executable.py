@@ -221,16 +221,12 @@ class Executable:
         """Write a self-contained artifact that `relax_mlir.runtime.load(path)` runs without MLIR:
         cpu: a shared library + manifest (numpy and ctypes); vulkan / cuda: a manifest, the host
         program (host.json) and the kernels (kernels/*.spv, kernels/*.ptx)."""
-        if "hostprog" in self.artifacts:
-            from relax_mlir.runtime.loader import write_gpu_artifact
-
-            write_gpu_artifact(path, self.artifacts, [f.sig for f in self.functions.values()], self.main)
-            return
-        if "upstream" not in self.artifacts:
+        exporter = self.artifacts.get("exporter")
+        if exporter is None:
             raise ValueError("this executable cannot be exported (it was loaded from an artifact)")
-        from relax_mlir.backend.cpu_artifact import export
-
-        export(self.artifacts["upstream"], [f.sig for f in self.functions.values()], self.main, path, cpu)
+        # Set by whoever built this executable (the CPU target's backend/cpu_artifact.py, or
+        # loader.gpu_executable): the runtime package never imports the compiler.
+        exporter(self, path, cpu)
 
     def signature(self, name: str | None = None) -> Signature:
         return self.functions[name or self.main].sig

@@ -137,7 +137,8 @@ def gpu_executable(target: str, signatures, program: dict, kernels: dict, driver
         funcs[s.name] = Function(s, lambda *a, _n=s.name: invoke(_n, *a))
     if main is None:
         main = "main" if "main" in funcs else signatures[0].name
-    artifacts = {"target": target, "hostprog": program, **kernels}
+    artifacts = {"target": target, "hostprog": program, **kernels,
+                 "exporter": lambda exe, path, cpu: write_gpu_artifact(path, exe.artifacts, signatures, exe.main)}
     if target == "cuda":
         from relax_mlir.runtime.cuda import CudaExecutable
 
@@ -145,10 +146,43 @@ def gpu_executable(target: str, signatures, program: dict, kernels: dict, driver
     return Executable(funcs, main, keepalive=(prog, lazy), artifacts=artifacts)
 
 
+def _dim(d):
+    if d is None:
+        return None
+    return d.value if d.is_const else str(d)
+
+
+def manifest(fmt: str, main: str, signatures, **extra) -> dict:
+    """The manifest of an artifact: its format, main entry and symbolic signatures (read back by
+    `_sig`), plus `extra` keys."""
+    return {
+        "format": fmt,
+        "main": main,
+        "entries": [{
+            "name": sig.name,
+            "params": [{"dims": [_dim(d) for d in p.dims], "dtype": p.dtype} for p in sig.params],
+            "results": [{"dims": [_dim(d) for d in r.dims], "dtype": r.dtype} for r in sig.results],
+            "arg_names": list(sig.arg_names),
+            "messages": list(sig.messages),
+            "derived": {k: str(e) for k, e in sig.derived},
+            "upper": dict(sig.upper),
+            "workspace": [str(w) for w in sig.workspace],
+            "lower": dict(sig.lower),
+        } for sig in signatures],
+        **extra,
+    }
+
+
+def write_manifest(path: str, data: dict, files: list[str]) -> None:
+    """Write manifest.json with a size and SHA-256 record of each of `files` (paths relative to
+    the artifact), which `load` checks before it reads or maps any of them."""
+    data = dict(data, files={rel: file_record(os.path.join(path, rel)) for rel in files})
+    with open(os.path.join(path, "manifest.json"), "w") as f:
+        json.dump(data, f, indent=1)
+
+
 def write_gpu_artifact(path: str, artifacts: dict, signatures, main: str) -> None:
     """Write manifest.json, host.json and kernels/* for a vulkan or cuda Executable."""
-    from relax_mlir.backend.cpu_artifact import manifest, write_manifest
-
     target = artifacts["target"]
     fmt, key, ext = GPU_FORMATS[target]
     os.makedirs(os.path.join(path, "kernels"), exist_ok=True)

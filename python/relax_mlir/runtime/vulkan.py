@@ -1,7 +1,7 @@
 """Vulkan runtime: run a module lowered by backend/spirv.py with wgpu (lavapipe on CPU-only hosts).
 
-`compile_vulkan(module)` takes a module after `relax-to-upstream` (a `relax_mlir.Module` or its
-`builtin.module` Operation), lowers it with the SPIR-V backend, extracts the host side of each
+`relax_mlir.targets.vulkan.compile_vulkan(module)` takes a module after `relax-to-upstream`, lowers
+it with the SPIR-V backend, extracts the host side of each
 entry as a host program (runtime/hostprog.py) and returns an `Executable`: `exe(*arrays)` checks
 the arguments against the relax signature (runtime/executable.py), binds the symbols, allocates
 the outputs, and runs the host program with `WgpuDriver`. An exported artifact
@@ -15,13 +15,12 @@ read or write. Importing this module needs numpy only (wgpu on first use, MLIR o
 """
 from __future__ import annotations
 
-import json
 import struct
 import threading
 
 import numpy as np
 
-__all__ = ["VulkanUnavailable", "WgpuDriver", "available", "compile_vulkan", "spirv_binaries"]
+__all__ = ["VulkanUnavailable", "WgpuDriver", "available"]
 
 
 class VulkanUnavailable(RuntimeError):
@@ -153,53 +152,3 @@ class WgpuDriver:
 
     def free(self, handle) -> None:
         pass  # released when the last reference goes (a pending command may still use it)
-
-
-# --------------------------------------------------------------------------------------------
-# compiling (needs MLIR)
-# --------------------------------------------------------------------------------------------
-
-
-def _module_op(module):
-    if hasattr(module, "op") and hasattr(module, "context"):
-        return module.op, module.context
-    op = module.operation if hasattr(module, "operation") else module
-    return op, op.context
-
-
-def _lower(module):
-    """Lower in place; returns (op, ctx, host program, {gpu.module name: SPIR-V})."""
-    from relax_mlir.backend import spirv
-    from relax_mlir.runtime.hostprog import extract
-
-    op, ctx = _module_op(module)
-    with ctx:
-        spirv.lower(op, spirv.SPIRVOptions(), until="to-spirv")
-        program = extract(op, "vulkan")
-        spirv.stage_serialize(op, spirv.SPIRVOptions())
-        bins = spirv.spirv_binaries(op)
-    return op, ctx, program, bins
-
-
-def spirv_binaries(module) -> dict[str, bytes]:
-    """Lower a module after relax-to-upstream (in place) and return {kernel module name: SPIR-V}."""
-    return _lower(module)[3]
-
-
-def compile_vulkan(module):
-    """A module after relax-to-upstream -> an Executable running on Vulkan through wgpu.
-
-    Lowering needs no adapter; calling raises VulkanUnavailable when there is none. Raises
-    LoweringError when the lowering fails."""
-    from relax_mlir.backend.cpu_runtime import entry_signatures
-    from relax_mlir.runtime.loader import gpu_executable
-
-    op, ctx = _module_op(module)
-    with ctx:
-        if not entry_signatures(op):
-            raise ValueError("the module has no public graph function to call")
-    _, _, program, bins = _lower(module)
-    with ctx:
-        sigs = entry_signatures(op)  # after mapping: workspace blocks no kernel uses are dropped
-    program = json.loads(json.dumps(program))  # exactly what an artifact holds
-    return gpu_executable("vulkan", sigs, program, {"spirv": bins}, lambda: WgpuDriver(bins))

@@ -8,172 +8,18 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from mlir import ir
-from mlir.passmanager import PassManager
+
+from relax_mlir.core.diagnostics import Diag, decode_source, suggest
+from relax_mlir.core.pipeline import Instrumentation, run_pipeline, upstream_pass_names
+from relax_mlir.core.session import Session, parse_module
+from relax_mlir.passes import PipelineError, option_docs, parse_pipeline
+
+__all__ = ["Session", "decode_source", "main", "parse_module", "run_pipeline"]
 
 VERSION = "0.1.0"
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.M)
-
-
-@dataclass
-class Diag:
-    file: str
-    line: int
-    col: int
-    severity: str
-    message: str
-    notes: list["Diag"] = field(default_factory=list)
-
-    def render(self) -> str:
-        where = f"{self.file}:{self.line}:{self.col}: " if self.line else (f"{self.file}: " if self.file else "")
-        out = f"{where}{self.severity}: {self.message}"
-        for n in self.notes:
-            out += "\n" + n.render()
-        return out
-
-
-_SEV = {"DiagnosticSeverity.ERROR": "error", "DiagnosticSeverity.WARNING": "warning",
-        "DiagnosticSeverity.NOTE": "note", "DiagnosticSeverity.REMARK": "remark"}
-_LOC_RE = re.compile(r'loc\("([^"]*)":(\d+):(\d+)')
-
-
-_NOTE_OP_RE = re.compile(r'see current operation: (?:[^=]*= )?"([\w.$]+)"')
-
-
-def _to_diag(d, default_file: str) -> Diag:
-    loc_text = str(d.location)
-    m = _LOC_RE.search(loc_text)
-    file, line, col = (m.group(1), int(m.group(2)), int(m.group(3))) if m else (default_file, 0, 0)
-    if file == "-":  # parsed by ir.Module.parse, which names no file
-        file = default_file
-    notes = [_to_diag(n, default_file) for n in d.notes]
-    message = d.message
-    if notes and not message.startswith("'"):
-        # IRDL verifiers say "op expects exactly 2 operands" or "expected base attribute ...";
-        # name the op, as every other verifier does ("'relax.add' op expects ..."), from the
-        # "see current operation" note.
-        for n in notes:
-            mo = _NOTE_OP_RE.search(n.message)
-            if mo:
-                message = f"'{mo.group(1)}' " + (message if message.startswith("op ") else f"op {message}")
-                break
-    return Diag(file, line, col, _SEV.get(str(d.severity), "error"), message, notes)
-
-
-class Session:
-    """A Context with the relax dialect, collecting diagnostics."""
-
-    def __init__(self, source_name: str = "<stdin>"):
-        from relax_mlir.dialect import load
-
-        self.ctx = ir.Context()
-        load(self.ctx)
-        self.source_name = source_name
-        self.diags: list[Diag] = []
-        # The handler must not reference `self`: a Session <-> handler cycle lets the garbage
-        # collector free the Context before the operations that live in it (a segfault).
-        diags, name = self.diags, source_name
-
-        def on_diag(d) -> bool:
-            diags.append(_to_diag(d, name))
-            return True
-
-        self._handler = self.ctx.attach_diagnostic_handler(on_diag)
-
-    def add_error_diagnostics(self, e: Exception) -> None:
-        seen = {(d.line, d.col, d.message) for d in self.diags}
-        for d in getattr(e, "error_diagnostics", []) or []:
-            nd = _to_diag(d, self.source_name)
-            if (nd.line, nd.col, nd.message) not in seen:
-                self.diags.append(nd)
-
-
-_TOP_LEVEL_COUNT = "source must contain a single top-level operation"
-_CUSTOM_FORM_RE = re.compile(r'(?:^|=)\s*(relax(?:_v)?\.[A-Za-z_][\w.]*)\b', re.M)
-
-
-def parse_module(session: Session, text: str):
-    """Parse `text` into a `builtin.module` (an implicit one around zero, one or several top-level
-    ops, as mlir-opt does). None, with located diagnostics recorded, when the text does not parse."""
-    with session.ctx, ir.Location.unknown():
-        try:
-            op = ir.Operation.parse(text, source_name=session.source_name)
-        except ir.MLIRError as e:
-            if any(_TOP_LEVEL_COUNT in d.message for d in e.error_diagnostics):
-                return _parse_implicit_module(session, text)
-            session.add_error_diagnostics(e)
-            if not any(d.severity == "error" for d in session.diags):
-                session.diags.append(_silent_parse_failure(session.source_name, text))
-            return None
-        if op.operation.name != "builtin.module":
-            # A single top-level op is returned as is: wrap it in a module, as mlir-opt does.
-            m = ir.Module.create()
-            m.body.append(op.operation)
-            return m.operation
-        return op.operation
-
-
-def _parse_implicit_module(session: Session, text: str):
-    # ir.Module.parse wraps any number of top-level ops in a module; it takes no source name, so
-    # its locations say "-", which _to_diag maps back to the session's file.
-    try:
-        return ir.Module.parse(text).operation
-    except ir.MLIRError as e:
-        session.add_error_diagnostics(e)
-        if not any(d.severity == "error" for d in session.diags):
-            session.diags.append(_silent_parse_failure(session.source_name, text))
-        return None
-
-
-def _silent_parse_failure(file: str, text: str) -> Diag:
-    """MLIR's parser fails without a diagnostic on an IRDL op written in custom form
-    (`relax.exp(%x)`, not `"relax.exp"(%x)`): point at the first such op if there is one."""
-    for m in _CUSTOM_FORM_RE.finditer(text):
-        start = m.start(1)
-        if start > 0 and text[start - 1] == '"':
-            continue
-        line = text.count("\n", 0, start) + 1
-        col = start - (text.rfind("\n", 0, start) + 1) + 1
-        name = m.group(1)
-        return Diag(file, line, col, "error", f"custom assembly form of '{name}' is not supported: relax ops are "
-                                              f"written in the generic form, \"{name}\"(...)")
-    return Diag(file, 0, 0, "error", "the input does not parse (the MLIR parser gave no diagnostic)")
-
-
-def run_pipeline(session: Session, module: ir.Operation, items: list[str], *, print_after_all=False,
-                 timing=False, verify_each=True) -> bool:
-    """Verify, run the pipeline, verify. False (with diagnostics recorded) on failure."""
-    from relax_mlir.passes import build_pipeline, run_pass
-    from relax_mlir.transforms import PASSES
-    from relax_mlir.transforms.infer_shapes import VerifyPass
-
-    with session.ctx, ir.Location.unknown():
-        if not run_pass(VerifyPass(), module):
-            return False
-        if not items:
-            return True
-        pm = PassManager("builtin.module")
-        try:
-            build_pipeline(pm, items, PASSES)
-        except ValueError as e:
-            session.diags.append(Diag("", 0, 0, "error", str(e)))
-            return False
-        if print_after_all:
-            session.ctx.enable_multithreading(False)  # required by MLIR's IR printing
-            pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
-        if timing:
-            pm.enable_timing()
-        pm.enable_verifier(verify_each)
-        try:
-            pm.run(module)
-        except ir.MLIRError as e:
-            session.add_error_diagnostics(e)
-            if not any(d.severity == "error" for d in session.diags):
-                session.diags.append(Diag(session.source_name, 0, 0, "error", "pass pipeline failed"))
-            return False
-        return True
 
 
 # --- --verify-diagnostics ----------------------------------------------------------------------
@@ -236,37 +82,142 @@ def verify_diagnostics(diags: list[Diag], expects: list[Expect], file: str) -> l
 
 # --- main --------------------------------------------------------------------------------------
 
-def decode_source(data: bytes, file: str) -> tuple[str, Diag | None]:
-    """The input as text, or a diagnostic at the first byte that is not UTF-8 (line:col, col in bytes)."""
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        return "", Diag(file, line, col, "error", f"the input is not valid UTF-8 (byte 0x{data[e.start]:02x})")
-
 
 HELP = """usage: relax-opt [options] [input-file]
 
+Options take one or two dashes, as in mlir-opt (-split-input-file, --split-input-file).
+
   -o FILE                       write the output to FILE (default: stdout)
-  --pass-pipeline=PIPELINE      'builtin.module(relax-infer-shapes,canonicalize,...)': relax and
-                                upstream passes in one textual pipeline
-  --<relax-pass>[=opts]         run one relax pass (e.g. --relax-infer-shapes, --relax-legalize);
-  --<upstream-pass>             any other --flag that names an upstream pass runs it (--canonicalize)
+  --pass-pipeline=PIPELINE      'builtin.module(relax-infer-shapes,canonicalize,...)': relax passes,
+                                named pipelines and upstream passes in one textual pipeline
+  --<relax-pass>[=opts]         run one relax pass (--relax-infer-shapes, --relax-legalize=ops=relax.add)
+  --<named-pipeline>            run a named pipeline (--relax-optimize, --relax-compile-cpu, ...)
+  --<upstream-pass>             any other flag that names an upstream pass runs it (--canonicalize)
   --split-input-file            process each '// -----' chunk separately
   --verify-diagnostics          check '// expected-error @+1 {{...}}' annotations
+  --mlir-print-ir-before-all    print the IR before each pass (stderr)
   --mlir-print-ir-after-all     print the IR after each pass (stderr)
+  --mlir-print-ir-after-change  print the IR after each pass that changed it (stderr)
+  --mlir-print-ir-after-failure print the IR after a pass fails (stderr)
+  --mlir-disable-threading      run the pass manager single-threaded
   --mlir-print-op-generic       print in the generic form
   --mlir-print-debuginfo        print locations
-  --mlir-timing                 report pass timings
+  --mlir-timing                 report pass timings (stderr)
   --no-verify                   do not verify after each pass
-  --list-passes                 list the relax passes
+  --list-passes                 list the relax passes with their options, and the named pipelines
   --version                     print the version
 """
 
-_DRIVER_FLAGS = {"--split-input-file", "--verify-diagnostics", "--mlir-print-ir-after-all",
-                 "--mlir-print-op-generic", "--mlir-timing", "--list-passes", "--version", "--help", "-h",
-                 "--mlir-print-debuginfo", "--no-verify", "--allow-unregistered-dialect"}
+_FLAGS = ("split-input-file", "verify-diagnostics", "mlir-print-ir-before-all", "mlir-print-ir-after-all",
+          "mlir-print-ir-after-change", "mlir-print-ir-after-failure", "mlir-print-ir-module-scope",
+          "mlir-disable-threading", "mlir-print-op-generic", "mlir-print-debuginfo", "mlir-timing", "list-passes",
+          "version", "help", "no-verify", "allow-unregistered-dialect")
+
+
+class UsageError(Exception):
+    """A bad command line: one line on stderr, exit code 1."""
+
+
+@dataclass
+class Args:
+    flags: set
+    items: list
+    in_path: str = "-"
+    out_path: str = "-"
+
+
+def parse_args(argv: list[str], registry) -> Args:
+    """mlir-opt's command line: options with one or two dashes, `-o FILE`, `--pass-pipeline=P`,
+    one flag per pass or named pipeline (`--relax-legalize=ops=relax.add`)."""
+    args = Args(set(), [])
+    inputs: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if a == "-" or not a.startswith("-"):
+            inputs.append(a)
+            continue
+        if a in ("-h", "--help", "-help"):
+            args.flags.add("help")
+            continue
+        name, eq, value = a.lstrip("-").partition("=")
+        if name == "o":
+            if not eq:
+                if i >= len(argv):
+                    raise UsageError("-o needs a file name")
+                value = argv[i]
+                i += 1
+            args.out_path = value
+        elif name == "pass-pipeline":
+            if not eq:
+                if i >= len(argv):
+                    raise UsageError("--pass-pipeline needs a pipeline")
+                value = argv[i]
+                i += 1
+            if not value.strip():
+                raise UsageError("--pass-pipeline is empty")
+            args.items.extend(parse_pipeline(value))
+        elif name in _FLAGS:
+            if eq and value not in ("true", "1"):
+                if value in ("false", "0"):
+                    continue
+                raise UsageError(f"option '--{name}' takes no value (got '{value}')")
+            args.flags.add(name)
+        elif name in registry.passes or name in registry.pipelines:
+            args.items.append(name + ("{" + value + "}" if eq else ""))
+        elif name.startswith("mlir-") or not name:
+            raise UsageError(f"unknown option '{a}'{suggest('--' + name, ['--' + f for f in _FLAGS])}; see --help")
+        else:
+            upstream = upstream_pass_names()
+            if upstream and name not in upstream:
+                hint = suggest("--" + name, ["--" + n for n in list(_FLAGS) + registry.names() + upstream])
+                raise UsageError(f"unknown option or pass '{a}'{hint}; "
+                                 f"see --help and --list-passes")
+            args.items.append(name + ("{" + value + "}" if eq else ""))
+    if len(inputs) > 1:
+        raise UsageError(f"more than one input file: {', '.join(inputs)}")
+    if inputs:
+        args.in_path = inputs[0]
+    return args
+
+
+def _wrap(text: str, indent: int, width: int = 100) -> str:
+    import textwrap
+
+    return textwrap.fill(" ".join(text.split()), width=width, initial_indent=" " * indent,
+                         subsequent_indent=" " * indent)
+
+
+def list_passes(registry) -> str:
+    """Every relax pass with its full description and options, then the named pipelines."""
+    import dataclasses
+
+    out = ["Relax passes:"]
+    for name in sorted(registry.passes):
+        cls = registry.passes[name]
+        out.append(f"  --{name}")
+        doc = (cls.__doc__ or "").strip()
+        if doc:
+            out.append(_wrap(doc, 6))
+        docs = option_docs(cls)
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else "(computed)"
+            if isinstance(default, bool):
+                default = str(default).lower()
+            ty = f.type if isinstance(f.type, str) else f.type.__name__
+            line = f"      {f.name}={ty} (default {default!s})"
+            out.append(line + (f": {docs[f.name]}" if f.name in docs else ""))
+    out.append("")
+    out.append("Named pipelines:")
+    for name in sorted(registry.pipelines):
+        items, doc = registry.pipelines[name]
+        out.append(f"  --{name}")
+        out.append(_wrap(doc, 6))
+        out.append(_wrap("= " + ",".join(items), 6))
+    out.append("")
+    out.append("Any upstream MLIR pass may be named in the same pipeline (mlir-opt --help lists them).")
+    return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,64 +230,44 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _err(msg: str) -> int:
+    print(f"relax-opt: error: {msg}", file=sys.stderr)
+    return 1
+
+
 def _main(argv: list[str]) -> int:
-    from relax_mlir.transforms import PASSES
+    from relax_mlir.targets import registry as full_registry
 
-    flags: set[str] = set()
-    items: list[str] = []
-    out_path = "-"
-    in_path = "-"
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in _DRIVER_FLAGS:
-            flags.add(a)
-        elif a == "-o":
-            i += 1
-            if i >= len(argv):
-                print("relax-opt: error: -o needs a file name", file=sys.stderr)
-                return 1
-            out_path = argv[i]
-        elif a.startswith("-o") and len(a) > 2 and not a.startswith("--"):
-            out_path = a[2:]
-        elif a.startswith("--pass-pipeline"):
-            if "=" in a:
-                text = a.split("=", 1)[1]
-            else:
-                i += 1
-                text = argv[i] if i < len(argv) else ""
-            from relax_mlir.passes import parse_pipeline
-            items.extend(parse_pipeline(text))
-        elif a.startswith("--") and len(a) > 2:
-            name, _, opts = a[2:].partition("=")
-            if name in PASSES:
-                items.append(name + ("{" + opts + "}" if opts else ""))
-            else:
-                items.append(name + ("{" + opts + "}" if opts else ""))
-        elif a == "-":
-            in_path = "-"
-        elif a.startswith("-") and len(a) > 1:
-            print(f"relax-opt: error: unknown option '{a}' (see --help)", file=sys.stderr)
-            return 1
-        else:
-            in_path = a
-        i += 1
-
-    if "--help" in flags or "-h" in flags:
+    registry = full_registry()
+    try:
+        args = parse_args(argv, registry)
+    except UsageError as e:
+        return _err(str(e))
+    flags = args.flags
+    if "help" in flags:
         print(HELP)
         return 0
-    if "--version" in flags:
+    if "version" in flags:
         import mlir
         print(f"relax-opt {VERSION} (relax-mlir), MLIR Python bindings from {list(mlir.__path__)[0]}")
         return 0
-    if "--list-passes" in flags:
-        print("Relax passes:")
-        for name in sorted(PASSES):
-            doc = (PASSES[name].__doc__ or "").strip().splitlines()[0]
-            print(f"  --{name:32s} {doc}")
-        print("Any other upstream MLIR pass may be named in the same pipeline.")
+    if "list-passes" in flags:
+        sys.stdout.write(list_passes(registry))
         return 0
 
+    # The pipeline is checked (names, options, op names in options) before the input is read.
+    try:
+        items = registry.expand(args.items)
+        for item in items:
+            name = item.split("{", 1)[0].strip()
+            if name in registry.passes and "{" in item:
+                from relax_mlir.passes import parse_options
+
+                parse_options(registry.passes[name], item[item.index("{") + 1:item.rindex("}")])
+    except PipelineError as e:
+        return _err(str(e))
+
+    in_path = args.in_path
     source_name = "<stdin>" if in_path == "-" else in_path
     try:
         if in_path == "-":
@@ -345,15 +276,20 @@ def _main(argv: list[str]) -> int:
             with open(in_path, "rb") as f:
                 data = f.read()
     except OSError as e:
-        print(f"relax-opt: error: cannot read '{in_path}': {e.strerror}", file=sys.stderr)
-        return 1
+        return _err(f"cannot read '{in_path}': {e.strerror or e}")
     text, bad = decode_source(data, source_name)
     if bad is not None:
         print(bad.render(), file=sys.stderr)
         return 1
+    out = None
+    if args.out_path != "-":
+        try:  # open the output first: an unwritable path fails before any work
+            out = open(args.out_path, "w", encoding="utf-8")
+        except OSError as e:
+            return _err(f"cannot write '{args.out_path}': {e.strerror or e}")
 
     chunks: list[tuple[str, int]] = []
-    if "--split-input-file" in flags:
+    if "split-input-file" in flags:
         pos, line = 0, 0
         for m in SPLIT_MARKER.finditer(text):
             chunk = text[pos:m.start()]
@@ -364,17 +300,22 @@ def _main(argv: list[str]) -> int:
     else:
         chunks.append((text, 0))
 
+    inst = Instrumentation(print_before_all="mlir-print-ir-before-all" in flags,
+                           print_after_all="mlir-print-ir-after-all" in flags,
+                           print_after_change="mlir-print-ir-after-change" in flags,
+                           print_after_failure="mlir-print-ir-after-failure" in flags,
+                           timing="mlir-timing" in flags,
+                           disable_threading="mlir-disable-threading" in flags)
     outputs: list[str] = []
     failed = False
-    verify = "--verify-diagnostics" in flags
+    verify = "verify-diagnostics" in flags
     all_errors: list[str] = []
     for chunk, line_offset in chunks:
         session = Session(source_name)
         padded = "\n" * line_offset + chunk  # keep original line numbers in locations
         module = parse_module(session, padded)
-        ok = module is not None and run_pipeline(
-            session, module, items, print_after_all="--mlir-print-ir-after-all" in flags,
-            timing="--mlir-timing" in flags, verify_each="--no-verify" not in flags)
+        ok = module is not None and run_pipeline(session, module, args.items, registry, instrument=inst,
+                                                 verify_each="no-verify" not in flags)
         if verify:
             errs = verify_diagnostics(session.diags, collect_expectations(chunk, line_offset), source_name)
             all_errors.extend(errs)
@@ -393,19 +334,20 @@ def _main(argv: list[str]) -> int:
             print(e, file=sys.stderr)
         failed = bool(all_errors)
     result = "\n// -----\n".join(outputs)
-    if not failed or "--split-input-file" in flags:
-        if out_path == "-":
-            sys.stdout.write(result)
-        else:
-            with open(out_path, "w", encoding="utf-8") as f:
-                f.write(result)
+    try:
+        if not failed or "split-input-file" in flags:
+            (out or sys.stdout).write(result)
+        if out is not None:
+            out.close()
+    except OSError as e:
+        return _err(f"cannot write '{args.out_path}': {e.strerror or e}")
     return 1 if failed else 0
 
 
 def _print(module, flags, session: Session) -> str:
     with session.ctx:
-        return module.get_asm(print_generic_op_form="--mlir-print-op-generic" in flags,
-                              enable_debug_info="--mlir-print-debuginfo" in flags)
+        return module.get_asm(print_generic_op_form="mlir-print-op-generic" in flags,
+                              enable_debug_info="mlir-print-debuginfo" in flags)
 
 
 if __name__ == "__main__":

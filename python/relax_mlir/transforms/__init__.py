@@ -1,24 +1,13 @@
-"""`PASSES`: the one registry of relax passes, read by `relax-opt`, `relax_mlir.compile` and tests."""
+"""`PASSES`: the graph-level relax passes (one a file), by CLI name. The targets add their backend
+stage passes and the named pipelines (`relax_mlir.targets.registry()`), which `relax-opt` and
+`relax_mlir.compile` read."""
 from __future__ import annotations
 
+from relax_mlir.transforms import (canonicalize, cleanup, dispatch_library, fuse_ops, legalize, lower_shapes,
+                                   plan_memory, to_upstream)
 from relax_mlir.transforms.infer_shapes import InferShapesPass, VerifyPass
 
-
-def _all():
-    passes = [InferShapesPass, VerifyPass]
-    for modname in ("relax_mlir.transforms.cleanup", "relax_mlir.transforms.legalize",
-                    "relax_mlir.transforms.lower_shapes", "relax_mlir.transforms.to_upstream",
-                    "relax_mlir.transforms.canonicalize", "relax_mlir.transforms.fuse_ops",
-                    "relax_mlir.transforms.dispatch_library", "relax_mlir.transforms.plan_memory",
-                    "relax_mlir.backend.cpu", "relax_mlir.backend.gpu", "relax_mlir.backend.spirv"):
-        try:
-            mod = __import__(modname, fromlist=["PASSES"])
-        except ModuleNotFoundError as e:
-            if e.name == modname:
-                continue
-            raise
-        passes.extend(getattr(mod, "PASSES", getattr(mod, "CPU_PASSES", ())))
-    return {p.name: p for p in passes}
-
-
-PASSES = _all()
+PASSES = {p.name: p for p in (InferShapesPass, VerifyPass)}
+PASSES.update({p.name: p for m in (cleanup, canonicalize, dispatch_library, legalize, fuse_ops, plan_memory,
+                                   lower_shapes, to_upstream)
+               for p in m.PASSES})

@@ -184,10 +184,10 @@ def sgemm_kernel(a: TensorType, b: TensorType, r: TensorType, ta: bool, tb: bool
     return k, g[0]
 
 
-def legalize_call_library(op: ir.Operation, table) -> ir.Operation:
-    """Replace one `relax.call_library` by a `call_tir` of its library kernel."""
-    from relax_mlir.transforms.legalize import module_symbols, replace_with_call_tir
-
+def call_library_kernel(op: ir.Operation, table) -> str:
+    """The symbol of the library kernel that computes one `relax_v.call_library` (added to the
+    module through `table`, a legalize KernelTable, and tagged with `relax.library`); the
+    legalize pass replaces the op by a `call_tir` of it."""
     callee = ir.StringAttr(op.attributes["callee"]).value
     if callee != "sgemm":
         raise PassError(op, f"'relax_v.call_library' op: unknown library routine '{callee}' (known: sgemm)")
@@ -202,8 +202,10 @@ def legalize_call_library(op: ir.Operation, table) -> ir.Operation:
     k, res = sgemm_kernel(a, b, r, *flags)
     base = "sgemm" + ("_t" if any(flags) else "") + ("a" if flags[0] else "") + ("b" if flags[1] else "")
     name = table.get(base, lambda nm: k.text(nm, [res]))
-    module_symbols(table.module)[name].attributes[LIBRARY_ATTR] = ir.StringAttr.get("sgemm")
-    return replace_with_call_tir(op, name, [])
+    for f in table.module.regions[0].blocks[0].operations:
+        if "sym_name" in f.attributes and ir.StringAttr(f.attributes["sym_name"]).value == name:
+            f.attributes[LIBRARY_ATTR] = ir.StringAttr.get("sgemm")
+    return name
 
 
 PASSES = (DispatchLibraryPass,)

@@ -16,7 +16,7 @@ from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
 from relax_mlir.dialect.types import TypeTextError, OtherType, RelaxType, ShapeType, TensorType, view
 from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, dims_differ, dims_equal,
                                    normalize_axis, product)
-from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.passes import ModulePass, PassError, where
 from relax_mlir.shape import Expr, Facts, min_, parse as parse_expr, sym
 
 
@@ -246,10 +246,8 @@ class _Checker:
         else:
             entry["rhs"] = ir.StringAttr.get(str(rows))
             what = str(rows)
-        from relax_mlir.transforms.lower_shapes import _where
-
         entry["message"] = ir.StringAttr.get(
-            f"'relax.take' op at {_where(op)}: the table has no rows along axis {axis} (dim {what}) but "
+            f"'relax.take' op at {where(op)}: the table has no rows along axis {axis} (dim {what}) but "
             f"{count} indices; there is no row to clamp an index into")
         _add_requirement(self.func, ir.DictAttr.get(entry))
 

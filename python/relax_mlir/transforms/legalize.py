@@ -14,7 +14,9 @@ from mlir import ir
 from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
 from relax_mlir.dialect.types import TensorType
 from relax_mlir.ops.kernel import LegalizeError
-from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.core.diagnostics import suggest
+from relax_mlir.passes import ModulePass, PassError, PipelineError
+from relax_mlir.transforms.dispatch_library import call_library_kernel
 from relax_mlir.transforms.infer_shapes import check_module, function_facts, graph_functions
 
 # Ops that stay at graph level: views, casts, constants, structure, and the cross-level ops.
@@ -116,6 +118,14 @@ class LegalizePass(ModulePass):
             return False
         return name not in names(self.skip)
 
+    def validate(self) -> None:
+        """Every name in ops= and skip= is a relax op (relax.add, add, call_library)."""
+        known = set(OPS) | {n.split(".", 1)[1] for n in OPS}
+        for option in ("ops", "skip"):
+            for n in getattr(self, option).replace(" ", "").split(","):
+                if n and n not in known:
+                    raise PipelineError(f"{self.name}: unknown op '{n}' in {option}={suggest(n, sorted(known))}")
+
     def library_selected(self) -> bool:
         """`relax_v.call_library` becomes a call_tir of its library kernel unless skipped or left out."""
         def names(s):
@@ -144,9 +154,7 @@ class LegalizePass(ModulePass):
                 walk(b)
             for op in todo:
                 if op.name == "relax_v.call_library":
-                    from relax_mlir.transforms.dispatch_library import legalize_call_library
-
-                    legalize_call_library(op, table)
+                    replace_with_call_tir(op, call_library_kernel(op, table), [])
                 else:
                     legalize_op(op, facts, table)
 

@@ -17,10 +17,11 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import attr_dict
 from relax_mlir.dialect.types import TensorType, view
-from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.passes import ModulePass, PassError, where
 from relax_mlir.shape import Expr, parse as parse_expr
 from relax_mlir.shape.expr import _CALLS
-from relax_mlir.transforms.infer_shapes import REQUIRES, check_module, graph_functions, param_bindings
+from relax_mlir.transforms.infer_shapes import (REQUIRES, check_module, function_facts, graph_functions,
+                                                param_bindings)
 
 
 class Materializer:
@@ -117,8 +118,6 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
     binds = param_bindings(params)
     for s, (i, j) in binds.items():
         m.values[s] = dim_of(block.arguments[i], j)
-    from relax_mlir.transforms.infer_shapes import function_facts
-
     for s, ub in sorted(function_facts(f).upper.items()):
         if s in m.values:  # sle: the memory plan sizes storage at these bounds
             check(m.values[s], m.const(ub), f"symbol {s} exceeds its upper bound {ub} (relax.symbol_bounds)", 3)
@@ -227,7 +226,7 @@ def _bound_by(d: Expr, binds, names) -> str:
 
 def _match_cast_message(op: ir.Operation, j: int, a, b: Expr, entry: ir.Block, names: list[str]) -> str:
     if "relax.origin" not in op.attributes:
-        return f"match_cast at {_where(op)}: dim {j} is {a if a is not None else '?'}, the pattern requires {b}"
+        return f"match_cast at {where(op)}: dim {j} is {a if a is not None else '?'}, the pattern requires {b}"
     # Inserted by relax-infer-shapes: an op's deduction needs this "?" dim to be b.
     origin = ir.StringAttr(op.attributes["relax.origin"]).value
     src = op.operands[0]
@@ -235,18 +234,8 @@ def _match_cast_message(op: ir.Operation, j: int, a, b: Expr, entry: ir.Block, n
     if isinstance(src, ir.BlockArgument) and src.owner == entry:
         arg = f" = {names[src.arg_number]}"
     reason = ir.StringAttr(op.attributes["relax.reason"]).value if "relax.reason" in op.attributes else ""
-    return (f"{origin}{arg} at {_where(op)}: dim {j} must be {b} (it is '?' in the signature"
+    return (f"{origin}{arg} at {where(op)}: dim {j} must be {b} (it is '?' in the signature"
             + (f"; {reason}" if reason else "") + ")")
-
-
-def _where(op: ir.Operation) -> str:
-    loc = op.location
-    try:
-        if loc.is_a_file():
-            return f"{loc.filename}:{loc.start_line}:{loc.start_col}"
-    except Exception:
-        pass
-    return str(loc)
 
 
 @dataclass(frozen=True)

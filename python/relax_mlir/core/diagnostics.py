@@ -1,0 +1,70 @@
+"""Diagnostics: MLIR's as located `Diag` records, the library's `CompileError`, and did-you-mean."""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+
+class CompileError(ValueError):
+    """Parsing, verification or compilation failed; the message holds the MLIR diagnostics."""
+
+
+@dataclass
+class Diag:
+    file: str
+    line: int
+    col: int
+    severity: str
+    message: str
+    notes: list["Diag"] = field(default_factory=list)
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}:{self.col}: " if self.line else (f"{self.file}: " if self.file else "")
+        out = f"{where}{self.severity}: {self.message}"
+        for n in self.notes:
+            out += "\n" + n.render()
+        return out
+
+
+_SEV = {"DiagnosticSeverity.ERROR": "error", "DiagnosticSeverity.WARNING": "warning",
+        "DiagnosticSeverity.NOTE": "note", "DiagnosticSeverity.REMARK": "remark"}
+_LOC_RE = re.compile(r'loc\("([^"]*)":(\d+):(\d+)')
+_NOTE_OP_RE = re.compile(r'see current operation: (?:[^=]*= )?"([\w.$]+)"')
+
+
+def to_diag(d, default_file: str) -> Diag:
+    """An MLIR `Diagnostic` (or `DiagnosticInfo`) as a `Diag`, its location as file:line:col."""
+    loc_text = str(d.location)
+    m = _LOC_RE.search(loc_text)
+    file, line, col = (m.group(1), int(m.group(2)), int(m.group(3))) if m else (default_file, 0, 0)
+    if file == "-":  # parsed by ir.Module.parse, which names no file
+        file = default_file
+    notes = [to_diag(n, default_file) for n in d.notes]
+    message = d.message
+    if notes and not message.startswith("'"):
+        # IRDL verifiers say "op expects exactly 2 operands" or "expected base attribute ...";
+        # name the op, as every other verifier does ("'relax.add' op expects ..."), from the
+        # "see current operation" note.
+        for n in notes:
+            mo = _NOTE_OP_RE.search(n.message)
+            if mo:
+                message = f"'{mo.group(1)}' " + (message if message.startswith("op ") else f"op {message}")
+                break
+    return Diag(file, line, col, _SEV.get(str(d.severity), "error"), message, notes)
+
+
+def suggest(word: str, candidates) -> str:
+    """' (did you mean 'x'?)' for the closest candidate, or ''."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def decode_source(data: bytes, file: str) -> tuple[str, Diag | None]:
+    """The input as text, or a diagnostic at the first byte that is not UTF-8 (line:col, col in bytes)."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return "", Diag(file, line, col, "error", f"the input is not valid UTF-8 (byte 0x{data[e.start]:02x})")

@@ -1,0 +1,24 @@
+"""target="cpu": LLVM through MLIR's ExecutionEngine (backend/cpu.py), BLAS for large matmuls."""
+from __future__ import annotations
+
+from relax_mlir.backend.cpu import CPU_PASSES, CPUOptions
+from relax_mlir.backend.cpu_runtime import build_cpu_executable
+from relax_mlir.targets.base import OPTIMIZE, Target, register
+
+
+@register
+class CPUTarget(Target):
+    """This machine's CPU, JIT-compiled; `exe.export(path)` writes a shared library."""
+
+    name = "cpu"
+    options_class = CPUOptions
+    stage_passes = CPU_PASSES
+
+    @classmethod
+    def optimize_pipeline(cls) -> tuple[str, ...]:
+        # BLAS is a CPU library: matmuls become relax.call_library before legalization.
+        i = OPTIMIZE.index("relax-legalize")
+        return OPTIMIZE[:i] + ("relax-dispatch-library",) + OPTIMIZE[i:]
+
+    def build(self, module):
+        return build_cpu_executable(module, self.options)
