@@ -558,6 +558,7 @@ def _widen_narrow_ints(op: ir.Operation) -> None:
                 if (k.name in _WIDEN_SIGNED or k.name in _WIDEN_UNSIGNED or k.name == "arith.cmpi") \
                         and len(k.operands) and _is_int(k.operands[0].type, (8, 16)):
                     todo.append(k)
+
                 return ir.WalkResult.ADVANCE
 
             o.walk(inner, ir.WalkOrder.PRE_ORDER)
@@ -669,6 +670,42 @@ def _signless_fixups(module_op: ir.Operation) -> None:
         o.erase()
 
 
+def _normalize_narrow_extensions(module_op: ir.Operation) -> None:
+    """An extension of an i8 / i16 value to a width other than 32 goes through i32: MLIR emulates
+    i8 / i16 in 32 bits and keeps wrapped results unnormalized (int8 17 * 17 held as 289), and only
+    its extension to i32 normalizes; i8 -> i64 or i8 -> i16 would widen the unnormalized bits.
+    Done right before the conversion to SPIR-V, since canonicalization folds ext(ext(x))."""
+    todo = []
+
+    def visit(o):
+        if o.name in ("arith.extsi", "arith.extui") and _is_int(o.operands[0].type, (8, 16)) \
+                and ir.IntegerType(o.results[0].type).width != 32:
+            todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    for m in module_op.regions[0].blocks[0].operations:
+        if m.operation.name == "gpu.module":
+            m.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    i32 = ir.IntegerType.get_signless(32)
+    for o in todo:
+        rt = o.results[0].type
+        with ir.InsertionPoint(o), o.location:
+            wide = _create(o.name, [i32], [o.operands[0]]).results[0]
+            if ir.IntegerType(rt).width < 32:
+                new = _create("arith.trunci", [rt], [wide]).results[0]
+            elif o.name == "arith.extui":  # (the conversion folds extui(extui(x)): mask the width)
+                u = _create("arith.extui", [rt], [wide]).results[0]
+                w = ir.IntegerType(o.operands[0].type).width
+                m = _create("arith.constant", [rt], [], {"value": ir.IntegerAttr.get(rt, (1 << w) - 1)}).results[0]
+                new = _create("arith.andi", [rt], [u, m]).results[0]
+            else:  # sign-extend as ((zext w) ^ m) - m: the conversion would fold extsi(extsi(x))
+                u = _create("arith.extui", [rt], [wide]).results[0]
+                m = _create("arith.constant", [rt], [], {"value": ir.IntegerAttr.get(rt, 1 << 31)}).results[0]
+                new = _create("arith.subi", [rt], [_create("arith.xori", [rt], [u, m]).results[0], m]).results[0]
+        o.results[0].replace_all_uses_with(new)
+        o.erase()
+
+
 def stage_to_spirv(module, options: SPIRVOptions) -> None:
     """gpu.func -> spirv.func in spirv.module, ABI lowered, VCE triple deduced; signed integer
     extensions and shifts spelled so that naga reads them as meant (`_signless_fixups`)."""
@@ -681,6 +718,8 @@ def stage_to_spirv(module, options: SPIRVOptions) -> None:
             names.append(name)
             if _touches_i16_memory(o):
                 narrow.append(name)
+    with op.context, ir.Location.unknown():
+        _normalize_narrow_extensions(op)
     attach, rest = _to_spirv_pipeline(options, tuple(narrow), tuple(names)).split(
         ",[copy the target env to spirv.target_env],")
     _run_pipeline(module, attach, "to-spirv")

@@ -15,6 +15,7 @@ from toolchecks import vulkan_adapter  # noqa: E402
 CASES = textwrap.dedent("""
     import numpy as np, jax, jax.numpy as jnp
     from relax_mlir.frontend.jax import from_jax
+    jax.config.update("jax_enable_x64", True)
     n = jax.export.symbolic_shape("n")[0]
     S = jax.ShapeDtypeStruct
     CASES = {
@@ -40,6 +41,12 @@ CASES = textwrap.dedent("""
         "bf16_clamp_to_int": (lambda a: jnp.where(jnp.isnan(a), 0, jnp.clip(jax.lax.clamp(
             jnp.asarray(-2, a.dtype), a, jnp.asarray(3, a.dtype)), -1000, 1000)).astype(jnp.int32), [S((n, n), jnp.bfloat16)],
                               "relax-fuse-kernels"),
+        # Vulkan emulates i8/i16 in 32 bits with wrapped values left unnormalized: a widening to
+        # i64 (or i8 -> i16) must see the wrapped value (int8 17 * 17 is 33, not 289)
+        "i8_wrap_then_widen": (lambda a, b: [((a - b) * (a - b)).astype(t) for t in (jnp.int64, jnp.int16, jnp.int32)],
+                               [S((n,), jnp.int8), S((), jnp.int8)]),
+        "i16_wrap_then_widen": (lambda a, b: ((a * 300 - b) * (a * 300 - b)).astype(jnp.int64),
+                                [S((n,), jnp.int16), S((), jnp.int16)]),
     }
 
     def same(got, want, name):
@@ -71,9 +78,13 @@ CASES = textwrap.dedent("""
                         for s, sh in zip(specs, shapes)]
                 if name == "f16_matmul_with_inf":
                     args[0][0, -1] = np.inf
-                got, want = exe(*args), np.asarray(jax.jit(f)(*args))
-                assert got.shape == want.shape, (name, k, got.shape, want.shape)
-                same(got, want, f"{name} at n = {k}")
+                got, want = exe(*args), jax.jit(f)(*args)
+                got = got if isinstance(got, (list, tuple)) else [got]
+                want = want if isinstance(want, (list, tuple)) else [want]
+                for g, w in zip(got, want):
+                    w = np.asarray(w)
+                    assert g.shape == w.shape, (name, k, g.shape, w.shape)
+                    same(g, w, f"{name} at n = {k}")
 """)
 
 
