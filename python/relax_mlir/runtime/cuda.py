@@ -56,9 +56,12 @@ def pack_args(args, pointer) -> list:
     out = []
     for abi, v in args:
         if abi["kind"] == "memref":
-            if len(v.shape) != abi["rank"]:
+            shape = tuple(v.shape)
+            if abi["rank"] == 0 and shape == (1,):  # a scalar the host program holds as one element
+                shape = ()
+            if len(shape) != abi["rank"]:
                 raise ValueError(f"a rank-{abi['rank']} memref argument got a buffer of shape {v.shape}")
-            out += _descriptor(pointer(v.handle), v.shape)
+            out += _descriptor(pointer(v.handle), shape)
         else:
             out.append(_CTYPES[abi["ctype"]](v))
     return out
