@@ -637,7 +637,12 @@ class _Gen:
             ops = [o for o in ops if o not in ("jnp.max", "jnp.min")]
         op = self.r.choice(ops)
         ax_s = "" if axes is None else f", axis={axes[0] if len(axes) == 1 else axes}"
-        e = f"{op}({x.name}{ax_s}{', keepdims=True' if keep else ''})"
+        init = ""
+        if op in ("jnp.max", "jnp.min") and any(not (d.isdigit() or d in SYMBOLS) for d in (x.dims[i] for i in red)):
+            # jax.export cannot prove a derived dim (n - 1) non-empty: give max/min an initial value
+            big = "jnp.inf" if is_float(dt) else str(np.iinfo(dt).max if op == "jnp.min" else np.iinfo(dt).min)
+            init = f", initial={'-' if op == 'jnp.max' and is_float(dt) else ''}{big}"
+        e = f"{op}({x.name}{ax_s}{', keepdims=True' if keep else ''}{init})"
         dims = [("1" if keep else None) if i in red else d for i, d in enumerate(x.dims)]
         dims = tuple(d for d in dims if d is not None)
         if op in ("jnp.any", "jnp.all"):
