@@ -27,6 +27,7 @@ matmul+epilogue kernel would lose the fast schedule.
 from __future__ import annotations
 
 import ctypes
+import functools
 import heapq
 from collections import Counter
 from dataclasses import dataclass
@@ -233,6 +234,15 @@ def _blocks(op: ir.Operation):
                 yield from _blocks(o.operation)
 
 
+
+def _slot(ins: list, v: ir.Value) -> int:
+    """The position of `v` among a fused kernel's inputs `ins` (appended when new)."""
+    for k, w in enumerate(ins):
+        if w == v:
+            return k
+    ins.append(v)
+    return len(ins) - 1
+
 class _Fuser:
     def __init__(self, module: ir.Operation):
         self.module = module
@@ -409,13 +419,7 @@ class _Fuser:
     def fuse(self, p: ir.Operation, c: ir.Operation, j: int) -> tuple[ir.Operation, bool] | None:
         """Replace `c` by a call of the fused kernel: (the new call, whether `p` survives), or None."""
         ins: list[ir.Value] = []
-
-        def index(v: ir.Value) -> int:
-            for k, w in enumerate(ins):
-                if w == v:
-                    return k
-            ins.append(v)
-            return len(ins) - 1
+        index = functools.partial(_slot, ins)
 
         ins_map_p = [index(v) for v in p.operands]
         ins_map_c = [index(v) for k, v in enumerate(c.operands) if k != j]
@@ -496,13 +500,7 @@ class _Fuser:
         at its slot) into one kernel, built once; replaces the last consumer. None: not fusable
         in one piece (the caller fuses step by step)."""
         ins: list[ir.Value] = []
-
-        def index(v: ir.Value) -> int:
-            for k, w in enumerate(ins):
-                if w == v:
-                    return k
-            ins.append(v)
-            return len(ins) - 1
+        index = functools.partial(_slot, ins)
 
         syms: list[str] = []
 

@@ -24,7 +24,8 @@ import toolchecks
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-jax.config.update("jax_enable_x64", True)
+# 64-bit types only inside these tests (`jax.enable_x64`): a global switch at import would turn
+# the float constants of every later test in this pytest process into f64
 
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
 
@@ -106,6 +107,22 @@ def _cases():
     return [(dt, name) for dt in RUN for name in _ops(dt)]
 
 
+def _export_case(d, dt, name, jobs, refs):
+    """Export one case, write its inputs and keep jax.jit's results (under 64-bit types)."""
+    fn, kinds = _ops(dt)[name]
+    text = str(from_jax(fn, *[_spec(dt, k) for k in kinds]))
+    rng = np.random.default_rng(len(name) * 7 + len(dt))
+    key = f"{dt}.{name}"
+    per_n = {}
+    for n in SIZES:
+        args = _inputs(dt, kinds, n, rng)
+        np.savez(d / f"{key}.{n}.in.npz", *args)
+        want = jax.jit(fn)(*args)
+        per_n[n] = [np.asarray(w) for w in (want if isinstance(want, (tuple, list)) else (want,))]
+    refs[key] = per_n
+    jobs.append({"key": key, "text": text})
+
+
 @pytest.fixture(scope="module")
 def vulkan_results(tmp_path_factory):
     """Compile every case once and run it at each size, all in one child process."""
@@ -114,18 +131,8 @@ def vulkan_results(tmp_path_factory):
     d = tmp_path_factory.mktemp("vk_dtypes")
     jobs, refs = [], {}
     for dt, name in _cases():
-        fn, kinds = _ops(dt)[name]
-        text = str(from_jax(fn, *[_spec(dt, k) for k in kinds]))
-        rng = np.random.default_rng(len(name) * 7 + len(dt))
-        key = f"{dt}.{name}"
-        per_n = {}
-        for n in SIZES:
-            args = _inputs(dt, kinds, n, rng)
-            np.savez(d / f"{key}.{n}.in.npz", *args)
-            want = jax.jit(fn)(*args)
-            per_n[n] = [np.asarray(w) for w in (want if isinstance(want, (tuple, list)) else (want,))]
-        refs[key] = per_n
-        jobs.append({"key": key, "text": text})
+        with jax.enable_x64(True):
+            _export_case(d, dt, name, jobs, refs)
     (d / "jobs.json").write_text(json.dumps(jobs))
     script = textwrap.dedent(f"""
         import json, traceback, numpy as np, relax_mlir
@@ -187,7 +194,8 @@ REFUSED = {
 @pytest.mark.parametrize("what", sorted(REFUSED))
 def test_refused_dtypes(what):
     fn, dt = REFUSED[what]
-    text = str(from_jax(fn, _spec(dt, "m"), _spec(dt, "m")))
+    with jax.enable_x64(True):
+        text = str(from_jax(fn, _spec(dt, "m"), _spec(dt, "m")))
     with pytest.raises(relax_mlir.CompileError, match=rf"(?s){what}.*Vulkan"):
         relax_mlir.compile(text, target="vulkan")
 
@@ -195,7 +203,8 @@ def test_refused_dtypes(what):
 def test_refused_bf16_inside_a_program():
     """bf16 only between f32 ops (no bf16 argument): refused too, not an internal error."""
     fn = lambda a: (a.astype(jnp.bfloat16) * 2).astype(jnp.float32)  # noqa: E731
-    text = str(from_jax(fn, _spec("float32", "m")))
+    with jax.enable_x64(True):
+        text = str(from_jax(fn, _spec("float32", "m")))
     with pytest.raises(relax_mlir.CompileError, match=r"(?s)bf16.*Vulkan"):
         relax_mlir.compile(text, target="vulkan")
 
