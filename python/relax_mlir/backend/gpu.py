@@ -1605,8 +1605,12 @@ def _replace_body(op: ir.Operation, text: str) -> None:
 
 
 def stage_to_ptx(module, options: GPUOptions) -> None:
-    """NVVM target, GPU-to-NVVM and host lowering; each gpu.module becomes a gpu.binary of PTX."""
+    """NVVM target, GPU-to-NVVM and host lowering; each gpu.module becomes a gpu.binary of PTX.
+    f32 arith.remf becomes an exact fmod in arith first (NVVM cannot lower frem)."""
     op = _as_op(module)
+    from relax_mlir.ops.kernel import expand_math
+
+    expand_math(op, kinds=("remf",))
     if not options.isolate:
         _to_ptx_inprocess(op, options)
         return

@@ -316,39 +316,126 @@ def _expand_one(kind: str, r: str, x: str) -> str:
     return _rational_odd(r, x, "7.90531110763549805", _TANH_P, _TANH_Q, saturate=True)
 
 
-def _math_templates(ctx, kinds) -> dict:
-    """kind -> (template func body ops, argument, result) for the f32 expansions, parsed once per
-    call from the text templates above into a scratch module of `ctx`."""
-    funcs = "\n".join(
-        f"func.func @{k}(%x: f32) -> f32 {{\n" + _expand_one(k, "%r", "%x") + "\nreturn %r : f32\n}" for k in kinds)
+def _remf_template(r: str, x: str, y: str, steps: int = 13) -> str:
+    """Exact f32 fmod (arith.remf) in arith: each step takes away the largest multiple of y * 2^k
+    (k from the exponent of |x| / |y|, so that the quotient stays below 2^24) with one fma, which
+    is exact there, and fixes a quotient off by one; 13 steps cover the f32 exponent range. GPU
+    built-ins (SPIR-V OpFRem, x - y * trunc(x / y)) lose the result once the quotient passes 2^24,
+    and NVVM has no frem at all. Integers here stay non-negative (naga reads them unsigned)."""
+    L = [f"{r}_ax = math.absf {x} : f32", f"{r}_ay = math.absf {y} : f32",
+         f"{r}_zero = arith.constant 0.0 : f32",
+         f"{r}_c23 = arith.constant 23 : i32",
+         f"{r}_c127 = arith.constant 127 : i32", f"{r}_i0 = arith.constant 0 : i32"]
+    # the exponent of y from y * 2^64 (normal even for a denormal y); r's exponent is taken + 64 too
+    L += [f"{r}_p64 = arith.constant 18446744073709551616.0 : f32",
+          f"{r}_c64 = arith.constant 64 : i32",
+          f"{r}_y64 = arith.mulf {r}_ay, {r}_p64 : f32",
+          f"{r}_yd = arith.bitcast {r}_y64 : f32 to i32", f"{r}_yde = arith.shrui {r}_yd, {r}_c23 : i32",
+          f"{r}_yb = arith.bitcast {r}_ay : f32 to i32", f"{r}_yn0 = arith.shrui {r}_yb, {r}_c23 : i32",
+          f"{r}_yne = arith.addi {r}_yn0, {r}_c64 : i32",
+          f"{r}_fmin = arith.constant 1.17549435e-38 : f32",
+          f"{r}_sub = arith.cmpf olt, {r}_ay, {r}_fmin : f32",
+          f"{r}_ye = arith.select {r}_sub, {r}_yde, {r}_yne : i32"]
+    cur = f"{r}_ax"
+    for i in range(steps):
+        p = f"{r}_s{i}"
+        # k = max(e(r) - e(y) - 23, 0) from the biased exponents, so that r / (y * 2^k) < 2^24;
+        # 2^k (up to 2^231) is applied in two exact halves of at most 2^127
+        L += [f"{p}_rb = arith.bitcast {cur} : f32 to i32",
+              f"{p}_re0 = arith.shrui {p}_rb, {r}_c23 : i32",
+              f"{p}_re = arith.addi {p}_re0, {r}_c64 : i32",
+              f"{p}_ey = arith.addi {r}_ye, {r}_c23 : i32",
+              f"{p}_big = arith.cmpi ugt, {p}_re, {p}_ey : i32",
+              f"{p}_k0 = arith.subi {p}_re, {p}_ey : i32",
+              f"{p}_k = arith.select {p}_big, {p}_k0, {r}_i0 : i32"]
+        # 2^k (k up to ~300) as three exact factors of at most 2^127
+        rest = f"{p}_k"
+        t = f"{r}_ay"
+        for j in range(3):
+            L += [f"{p}_h{j} = arith.cmpi ugt, {rest}, {r}_c127 : i32",
+                  f"{p}_k{j}x = arith.select {p}_h{j}, {r}_c127, {rest} : i32",
+                  f"{p}_rest{j} = arith.subi {rest}, {p}_k{j}x : i32",
+                  f"{p}_b{j} = arith.addi {p}_k{j}x, {r}_c127 : i32",
+                  f"{p}_sb{j} = arith.shli {p}_b{j}, {r}_c23 : i32",
+                  f"{p}_f{j} = arith.bitcast {p}_sb{j} : i32 to f32",
+                  f"{p}_t{j} = arith.mulf {t}, {p}_f{j} : f32"]
+            rest, t = f"{p}_rest{j}", f"{p}_t{j}"
+        L += [f"{p}_t = arith.addf {t}, {r}_zero : f32",
+              f"{p}_qq = arith.divf {cur}, {p}_t : f32",
+              f"{p}_qt = math.floor {p}_qq : f32",  # (qq >= 0: floor is trunc)
+              f"{p}_nq = arith.negf {p}_qt : f32",
+              f"{p}_rr = math.fma {p}_nq, {p}_t, {cur} : f32",
+              f"{p}_lo = arith.cmpf olt, {p}_rr, {r}_zero : f32",
+              f"{p}_up = arith.addf {p}_rr, {p}_t : f32",
+              f"{p}_r1 = arith.select {p}_lo, {p}_up, {p}_rr : f32",
+              f"{p}_hi = arith.cmpf oge, {p}_r1, {p}_t : f32",
+              f"{p}_dn = arith.subf {p}_r1, {p}_t : f32",
+              f"{p}_r2 = arith.select {p}_hi, {p}_dn, {p}_r1 : f32",
+              f"{p}_done = arith.cmpf olt, {cur}, {r}_ay : f32",
+              f"{p}_r = arith.select {p}_done, {cur}, {p}_r2 : f32"]
+        cur = f"{p}_r"
+    L += [f"{r}_signed = math.copysign {cur}, {x} : f32",
+          # NaN operands, an infinite x or a zero y: NaN; an infinite y: x
+          f"{r}_nan = arith.constant 0x7FC00000 : f32", f"{r}_inf = arith.constant 0x7F800000 : f32",
+          f"{r}_xbad = arith.cmpf oge, {r}_ax, {r}_inf : f32",  # (false for NaN: caught below)
+          f"{r}_ybad = arith.cmpf oeq, {r}_ay, {r}_zero : f32",
+          f"{r}_ord = arith.cmpf ord, {x}, {y} : f32",
+          f"{r}_yinf = arith.cmpf oeq, {r}_ay, {r}_inf : f32",
+          f"{r}_bad0 = arith.ori {r}_xbad, {r}_ybad : i1",
+          f"{r}_true = arith.constant true",
+          f"{r}_good = arith.xori {r}_bad0, {r}_true : i1",
+          f"{r}_ok = arith.andi {r}_good, {r}_ord : i1",
+          f"{r}_v = arith.select {r}_yinf, {x}, {r}_signed : f32",
+          f"{r} = arith.select {r}_ok, {r}_v, {r}_nan : f32"]
+    return "\n".join(L)
+
+
+# The expansions by op name: (number of operands, text template writer).
+_EXPANSIONS = {
+    "math.exp": (1, lambda r, a: _expand_one("exp", r, a[0])),
+    "math.tanh": (1, lambda r, a: _expand_one("tanh", r, a[0])),
+    "math.erf": (1, lambda r, a: _expand_one("erf", r, a[0])),
+    "arith.remf": (2, lambda r, a: _remf_template(r, a[0], a[1])),
+}
+
+
+def _math_templates(ctx, names) -> dict:
+    """op name -> (template func body ops, arguments, result) for the f32 expansions, parsed once
+    per call from the text templates above into a scratch module of `ctx`."""
+    funcs = []
+    for i, name in enumerate(names):
+        n, write = _EXPANSIONS[name]
+        args = [f"%a{j}" for j in range(n)]
+        funcs.append(f"func.func @t{i}({', '.join(a + ': f32' for a in args)}) -> f32 {{\n" + write("%r", args)
+                     + "\nreturn %r : f32\n}")
     with ctx:
-        mod = ir.Module.parse(funcs)
+        mod = ir.Module.parse("\n".join(funcs))
     out = {"module": mod}
-    for f in mod.body.operations:
+    for name, f in zip(names, mod.body.operations):
         block = f.regions[0].blocks[0]
         ops = list(block.operations)
-        out[ir.StringAttr(f.attributes["sym_name"]).value] = (ops[:-1], block.arguments[0], ops[-1].operands[0])
+        out[name] = (ops[:-1], list(block.arguments), ops[-1].operands[0])
     return out
 
 
 def expand_math(op: ir.Operation, kinds=("exp", "tanh", "erf")) -> int:
-    """Replace every f32 scalar `math.<kind>` under `op` by its vectorizable arith expansion (the
-    templates above, cloned through the bindings). Returns how many were expanded."""
+    """Replace every f32 scalar `math.<kind>` (or `arith.remf` for kind "remf") under `op` by its
+    arith expansion (the templates above, cloned through the bindings). Returns how many."""
+    names = {f"arith.{k}" if k == "remf" else f"math.{k}" for k in kinds}
     todo = []
 
     def visit(o):
-        name = o.name
-        if name.startswith("math.") and name[5:] in kinds and isinstance(o.results[0].type, ir.F32Type):
+        if o.name in names and isinstance(o.results[0].type, ir.F32Type):
             todo.append(o)
         return ir.WalkResult.ADVANCE
 
     op.walk(visit, ir.WalkOrder.PRE_ORDER)
     if not todo:
         return 0
-    templates = _math_templates(op.context, sorted({o.name[5:] for o in todo}))
+    templates = _math_templates(op.context, sorted({o.name for o in todo}))
     for o in todo:
-        body, arg, ret = templates[o.name[5:]]
-        mapping = {arg: o.operands[0]}
+        body, args, ret = templates[o.name]
+        mapping = dict(zip(args, o.operands))
         with ir.InsertionPoint(o), o.location:
             for t in body:
                 c = t.clone(ir.InsertionPoint(o))

@@ -97,8 +97,8 @@ for src, dst in (("f32", "i32"), ("f32", "i8"), ("f32", "i1"), ("i32", "f32"), (
 # Vulkan refuses f32 power for now (a separate item); its f32 remainder (OpFRem) gives NaN for
 # x % inf and huge quotients where fmod gives x: a known gap, reported, not yet fixed.
 VULKAN = sorted(k for k, (_, dts, _) in CASES.items() if "i8" not in k and k not in ("f32_power", "f32_remainder"))
-# NVVM has no lowering of llvm.frem (f32 remainder): a known gap, reported.
-CUDA = sorted(k for k in CASES if k != "f32_remainder")
+# (f32 remainder reaches NVVM as an exact fmod in arith: ops/kernel.py, test_remf_expansion.py)
+CUDA = sorted(CASES)
 
 
 def sizes(full: int) -> tuple[int, ...]:
