@@ -140,3 +140,101 @@ def classify_kernel(func_op) -> str:
             for op in b.operations:
                 kinds.append(classify_op(op.operation))
     return strongest(kinds)
+
+
+# --- Kernel structure for fusion -----------------------------------------------------------------
+# The kernel shapes that relax-fuse-kernels combines, read from the same classification: an
+# elementwise kernel is one generic of a parallel kind returned as is; a reduction kernel is a fill
+# and one generic of kind "reduction" (through the collapse/expand of a keepdims reduction).
+
+PARALLEL_KINDS = frozenset({"elementwise", "broadcast", "injective"})
+ELEMENTWISE_TOP = frozenset({"arith.constant", "tensor.dim", "tensor.empty", "linalg.generic", "func.return"})
+
+
+def top_ops(func: ir.Operation) -> list[ir.Operation]:
+    """The operations of a kernel's body block (not nested ones)."""
+    if not func.regions[0].blocks:
+        return []
+    return [o.operation for o in func.regions[0].blocks[0].operations]
+
+
+def func_type(f: ir.Operation) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+
+
+def is_elementwise_kernel(func: ir.Operation) -> bool:
+    """One all-parallel, single-result linalg.generic whose result the kernel returns."""
+    ops = top_ops(func)
+    if not ops or any(o.name not in ELEMENTWISE_TOP for o in ops):
+        return False
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    if len(gens) != 1:
+        return False
+    g = gens[0]
+    if len(g.results) != 1 or "iterator_types" not in g.attributes:
+        return False
+    if not ir.ArrayAttr(g.attributes["iterator_types"]) or classify_generic(g) not in PARALLEL_KINDS:
+        return False
+    ret = ops[-1]
+    if ret.name != "func.return" or len(ret.operands) != 1 or ret.operands[0] != g.results[0]:
+        return False
+    # Results must be ranked tensors (the fusion builds a tensor.empty of that type).
+    return all(isinstance(t, ir.RankedTensorType) for t in func_type(func).results)
+
+
+def reduction_parts(func: ir.Operation):
+    """(fill, generic) of a reduction kernel: one `linalg.fill` of the out argument and one
+    single-result `linalg.generic` with reduction iterators accumulating into it, returned."""
+    ops = top_ops(func)
+    if not ops or any(o.name not in ELEMENTWISE_TOP | REDUCTION_EXTRA for o in ops):
+        return None
+    gens = [o for o in ops if o.name == "linalg.generic"]
+    fills = [o for o in ops if o.name == "linalg.fill"]
+    if len(gens) != 1 or len(fills) != 1 or len(gens[0].results) != 1:
+        return None
+    g, fill = gens[0], fills[0]
+    if classify_generic(g) not in ("reduction", "output_fusable"):  # some iterator is a reduction
+        return None
+    ret = ops[-1]
+    if ret.name != "func.return" or len(ret.operands) != 1 or through(ret.operands[0], "tensor.expand_shape") != g.results[0]:
+        return None
+    if g.operands[len(g.operands) - 1] != fill.results[0]:
+        return None
+    return fill, g
+
+
+# keepdims reductions reduce into the collapsed destination and expand the result (ops/reduce.py)
+REDUCTION_EXTRA = frozenset({"linalg.fill", "tensor.collapse_shape", "tensor.expand_shape"})
+
+
+def through(v: ir.Value, reshape: str) -> ir.Value:
+    """`v`, or the source of the `reshape` op that defines it."""
+    if isinstance(v, ir.OpResult):
+        o = v.owner.operation if hasattr(v.owner, "operation") else v.owner
+        if o.name == reshape:
+            return o.operands[0]
+    return v
+
+
+def is_reduction_kernel(func: ir.Operation) -> bool:
+    """fill + one reduction `linalg.generic` (a row reduction, possibly with a fused prologue)."""
+    return reduction_parts(func) is not None and \
+        all(isinstance(t, ir.RankedTensorType) for t in func_type(func).results)
+
+
+def reads_whole(func: ir.Operation, j: int) -> bool:
+    """The reduction kernel's generic reads its input argument `j` over the whole iteration
+    space (identity indexing map): a fused elementwise producer is then computed once per element,
+    never broadcast."""
+    parts = reduction_parts(func)
+    if parts is None:
+        return False
+    _, g = parts
+    arg = func.regions[0].blocks[0].arguments[j]
+    maps = list(ir.ArrayAttr(g.attributes["indexing_maps"]))
+    for k, v in enumerate(list(g.operands)[:-1]):
+        if v == arg:
+            m = ir.AffineMapAttr(maps[k]).value
+            if not m.is_permutation or any(str(e) != f"d{i}" for i, e in enumerate(m.results)):
+                return False
+    return True

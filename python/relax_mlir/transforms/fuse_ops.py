@@ -36,12 +36,14 @@ from typing import ClassVar
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from relax_mlir.analysis.pattern_kind import (
+    func_type as _func_type, is_elementwise_kernel, is_reduction_kernel, reads_whole as _reads_whole,
+    reduction_parts as _reduction_parts, through as _through, top_ops as _body_ops)
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass
 from relax_mlir.transforms.infer_shapes import check_module, graph_functions
 from relax_mlir.transforms.legalize import KernelTable, module_symbols
 
-_ALLOWED_TOP = frozenset({"arith.constant", "tensor.dim", "tensor.empty", "linalg.generic", "func.return"})
 # No canonicalize: it would swap the generic's unread `outs(%out)` for a tensor.empty, breaking
 # destination passing. `_tidy` below restores the destination and drops dead scalar/dim ops.
 SMALL_KERNEL_OPS = 16  # ops (walk count) in a producer kernel that may be duplicated
@@ -59,96 +61,6 @@ def _asm(op: ir.Operation) -> str:
     """The text of one kernel. Local scope: the printer numbers only this function, not the whole
     module (a print that numbered the module made fusing a chain of N ops cost O(N^2) prints)."""
     return op.get_asm(use_local_scope=True)
-
-
-def _body_ops(func: ir.Operation) -> list[ir.Operation]:
-    if not func.regions[0].blocks:
-        return []
-    return [o.operation for o in func.regions[0].blocks[0].operations]
-
-
-def _func_type(f: ir.Operation) -> ir.FunctionType:
-    return ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
-
-
-def is_elementwise_kernel(func: ir.Operation) -> bool:
-    """One all-parallel, single-result linalg.generic whose result the kernel returns."""
-    ops = _body_ops(func)
-    if not ops or any(o.name not in _ALLOWED_TOP for o in ops):
-        return False
-    gens = [o for o in ops if o.name == "linalg.generic"]
-    if len(gens) != 1:
-        return False
-    g = gens[0]
-    if len(g.results) != 1 or "iterator_types" not in g.attributes:
-        return False
-    its = [str(a) for a in ir.ArrayAttr(g.attributes["iterator_types"])]
-    if not its or any("parallel" not in a for a in its):
-        return False
-    ret = ops[-1]
-    if ret.name != "func.return" or len(ret.operands) != 1 or ret.operands[0] != g.results[0]:
-        return False
-    # Results must be ranked tensors (the fusion builds a tensor.empty of that type).
-    return all(isinstance(t, ir.RankedTensorType) for t in _func_type(func).results)
-
-
-def _reduction_parts(func: ir.Operation):
-    """(fill, generic) of a reduction kernel: one `linalg.fill` of the out argument and one
-    single-result `linalg.generic` with reduction iterators accumulating into it, returned."""
-    ops = _body_ops(func)
-    if not ops or any(o.name not in _ALLOWED_TOP | _REDUCTION_EXTRA for o in ops):
-        return None
-    gens = [o for o in ops if o.name == "linalg.generic"]
-    fills = [o for o in ops if o.name == "linalg.fill"]
-    if len(gens) != 1 or len(fills) != 1 or len(gens[0].results) != 1:
-        return None
-    g, fill = gens[0], fills[0]
-    its = [str(a) for a in ir.ArrayAttr(g.attributes["iterator_types"])]
-    if not any("reduction" in a for a in its):
-        return None
-    ret = ops[-1]
-    if ret.name != "func.return" or len(ret.operands) != 1 or _through(ret.operands[0], "tensor.expand_shape") != g.results[0]:
-        return None
-    if g.operands[len(g.operands) - 1] != fill.results[0]:
-        return None
-    return fill, g
-
-
-# keepdims reductions reduce into the collapsed destination and expand the result (ops/reduce.py)
-_REDUCTION_EXTRA = frozenset({"linalg.fill", "tensor.collapse_shape", "tensor.expand_shape"})
-
-
-def _through(v: ir.Value, reshape: str) -> ir.Value:
-    """`v`, or the source of the `reshape` op that defines it."""
-    if isinstance(v, ir.OpResult):
-        o = v.owner.operation if hasattr(v.owner, "operation") else v.owner
-        if o.name == reshape:
-            return o.operands[0]
-    return v
-
-
-def is_reduction_kernel(func: ir.Operation) -> bool:
-    """fill + one reduction `linalg.generic` (a row reduction, possibly with a fused prologue)."""
-    return _reduction_parts(func) is not None and \
-        all(isinstance(t, ir.RankedTensorType) for t in _func_type(func).results)
-
-
-def _reads_whole(func: ir.Operation, j: int) -> bool:
-    """The reduction kernel's generic reads its input argument `j` over the whole iteration
-    space (identity indexing map): a fused elementwise producer is then computed once per element,
-    never broadcast."""
-    parts = _reduction_parts(func)
-    if parts is None:
-        return False
-    _, g = parts
-    arg = func.regions[0].blocks[0].arguments[j]
-    maps = list(ir.ArrayAttr(g.attributes["indexing_maps"]))
-    for k, v in enumerate(list(g.operands)[:-1]):
-        if v == arg:
-            m = ir.AffineMapAttr(maps[k]).value
-            if not m.is_permutation or any(str(e) != f"d{i}" for i, e in enumerate(m.results)):
-                return False
-    return True
 
 
 def _tidy_reduction(f: ir.Operation) -> bool:
