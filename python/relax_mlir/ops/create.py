@@ -4,8 +4,9 @@ from __future__ import annotations
 from mlir import ir
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
-from relax_mlir.dialect.types import DTYPES, TensorType, as_dim
+from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType, as_dim
 from relax_mlir.ops.common import ZERO
+from relax_mlir.ops.kernel import Kernel, Legalized, identity_map, one_literal, scalar_body, zero_literal
 from relax_mlir.shape import ceildiv, max_
 
 
@@ -59,6 +60,22 @@ class FullOp(OpSpec):
             raise DeduceError(f"fill value must be a rank-0 tensor, got rank {f.rank}")
         return [TensorType(_shape(op), _dtype_attr(op, f.dtype))]
 
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        f, r = op.tensor(0), op.result_types[0]
+        k = Kernel("full", [f], [r])
+        v = k.fresh("v")
+        k.emit(f"{v} = tensor.extract {k.inp(0)}[] : {k.ty(f)}")
+        if f.dtype != r.dtype:
+            from relax_mlir.ops.elementwise import convert_scalar
+            lines, res = scalar_body(convert_scalar(f.dtype, r.dtype), f.dtype, {"%x": v})
+            for l in lines:
+                k.emit(l)
+            v = res
+        g = k.fresh("fl")
+        k.emit(f"{g} = linalg.fill ins({v} : {r.dtype}) outs({k.out(0)} : {k.ty(r)}) -> {k.ty(r)}")
+        return Legalized(k, [g])
+
 
 @relax_op
 class ZerosOp(OpSpec):
@@ -73,6 +90,13 @@ class ZerosOp(OpSpec):
     @classmethod
     def deduce(cls, op: OpInfo):
         return [TensorType(_shape(op), _dtype_attr(op))]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        r = op.result_types[0]
+        k = Kernel(cls.name.split(".")[1], [], [r])
+        lit = one_literal(r.dtype) if cls.fill == 1.0 else zero_literal(r.dtype)
+        return Legalized(k, [k.fill(lit, k.out(0), r)])
 
 
 @relax_op
@@ -109,69 +133,30 @@ class ArangeOp(OpSpec):
             n = max_(n, ZERO)
         return [TensorType((n,), _dtype_attr(op))]
 
-
-# --- legalization ------------------------------------------------------------------------------
-
-from relax_mlir.dialect.types import FLOAT_DTYPES  # noqa: E402
-from relax_mlir.ops.kernel import Kernel, Legalized, identity_map, one_literal, zero_literal  # noqa: E402
-
-
-def _zeros_legalize(cls, op: OpInfo) -> Legalized:
-    r = op.result_types[0]
-    k = Kernel(cls.name.split(".")[1], [], [r])
-    lit = one_literal(r.dtype) if cls.fill == 1.0 else zero_literal(r.dtype)
-    return Legalized(k, [k.fill(lit, k.out(0), r)])
-
-
-ZerosOp.legalize = classmethod(_zeros_legalize)
-
-
-def _full_legalize(cls, op: OpInfo) -> Legalized:
-    f, r = op.tensor(0), op.result_types[0]
-    k = Kernel("full", [f], [r])
-    v = k.fresh("v")
-    k.emit(f"{v} = tensor.extract {k.inp(0)}[] : {k.ty(f)}")
-    if f.dtype != r.dtype:
-        from relax_mlir.ops.elementwise import convert_scalar
-        from relax_mlir.ops.kernel import scalar_body
-        lines, res = scalar_body(convert_scalar(f.dtype, r.dtype), f.dtype, {"%x": v})
-        for l in lines:
-            k.emit(l)
-        v = res
-    g = k.fresh("fl")
-    k.emit(f"{g} = linalg.fill ins({v} : {r.dtype}) outs({k.out(0)} : {k.ty(r)}) -> {k.ty(r)}")
-    return Legalized(k, [g])
-
-
-FullOp.legalize = classmethod(_full_legalize)
-
-
-def _arange_legalize(cls, op: OpInfo) -> Legalized:
-    r = op.result_types[0]
-    start = as_dim(op.attr("start", 0))
-    step = op.attr("step", 1)
-    k = Kernel("arange", [], [r])
-    syms = []
-    if start.is_const:
-        st = f"%st = arith.constant {start.value} : index"
-    else:
-        syms.append(start)
-        k.n_syms = 1
-        st = None
-    body = ["%i = linalg.index 0 : index", f"%step = arith.constant {step} : index"]
-    if st:
-        body.append(st)
-    s_name = "%st" if st else k.sym(0)
-    body += ["%m = arith.muli %i, %step : index", f"%v = arith.addi {s_name}, %m : index"]
-    # Cast straight to the element type (through i32 for f16/f32, whose integers are exact only
-    # far below 2^31 anyway): no i64 in the kernel, which SPIR-V without Int64 cannot take.
-    if r.dtype in FLOAT_DTYPES:
-        wide = "i64" if r.dtype == "f64" else "i32"
-        body += [f"%w = arith.index_cast %v : index to {wide}", f"%y = arith.sitofp %w : {wide} to {r.dtype}"]
-    else:
-        body.append(f"%y = arith.index_cast %v : index to {r.dtype}")
-    g = k.generic([], [(k.out(0), r, identity_map(1))], ["parallel"], body, ["%y"])
-    return Legalized(k, g, syms)
-
-
-ArangeOp.legalize = classmethod(_arange_legalize)
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        r = op.result_types[0]
+        start = as_dim(op.attr("start", 0))
+        step = op.attr("step", 1)
+        k = Kernel("arange", [], [r])
+        syms = []
+        if start.is_const:
+            st = f"%st = arith.constant {start.value} : index"
+        else:
+            syms.append(start)
+            k.n_syms = 1
+            st = None
+        body = ["%i = linalg.index 0 : index", f"%step = arith.constant {step} : index"]
+        if st:
+            body.append(st)
+        s_name = "%st" if st else k.sym(0)
+        body += ["%m = arith.muli %i, %step : index", f"%v = arith.addi {s_name}, %m : index"]
+        # Cast straight to the element type (through i32 for f16/f32, whose integers are exact only
+        # far below 2^31 anyway): no i64 in the kernel, which SPIR-V without Int64 cannot take.
+        if r.dtype in FLOAT_DTYPES:
+            wide = "i64" if r.dtype == "f64" else "i32"
+            body += [f"%w = arith.index_cast %v : index to {wide}", f"%y = arith.sitofp %w : {wide} to {r.dtype}"]
+        else:
+            body.append(f"%y = arith.index_cast %v : index to {r.dtype}")
+        g = k.generic([], [(k.out(0), r, identity_map(1))], ["parallel"], body, ["%y"])
+        return Legalized(k, g, syms)

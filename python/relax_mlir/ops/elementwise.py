@@ -22,6 +22,21 @@ from relax_mlir.ops.kernel import (Kernel, Legalized, broadcast_map, highest_lit
                                    scalar_body)
 
 
+# --- the kernel of every elementwise op -------------------------------------------------------
+
+def _elementwise(op: OpInfo, short: str, operands: list[TensorType], template, renames_of) -> Legalized:
+    """One parallel linalg.generic over the result, the operands broadcast into it; `template` is the
+    scalar body with operand i named %<renames_of[i]>."""
+    r = op.result_types[0]
+    rank = len(r.dims)
+    k = Kernel(short, operands, [r])
+    names = {f"%{n}": f"%a{i}" for i, n in enumerate(renames_of)}
+    body, res = scalar_body(template, operands[-1].dtype, names)
+    ins = [(k.inp(i), t, broadcast_map(t, rank, r)) for i, t in enumerate(operands)]
+    g = k.generic(ins, [(k.out(0), r, identity_map(rank))], ["parallel"] * rank, body, [res])
+    return Legalized(k, g)
+
+
 # --- unary -------------------------------------------------------------------------------------
 # Scalar semantics follow StableHLO/XLA (and numpy where StableHLO has no opinion) on every target.
 # Integer templates avoid the ops whose meaning a Vulkan driver may take from the *signedness* of
@@ -30,6 +45,9 @@ from relax_mlir.ops.kernel import (Kernel, Legalized, broadcast_map, highest_lit
 # unsigned magnitudes, which every target reads alike (LLVM folds them back to smax, abs, ...).
 
 class UnaryOp(OpSpec):
+    """Base of the unary elementwise ops: the result has x's shape (i1 where `bool_result`); the
+    kernel applies the scalar template for x's dtype to each element."""
+
     x = operand(TENSOR)
     result = result_(TENSOR)
     float_only: ClassVar[bool] = True
@@ -61,76 +79,227 @@ class UnaryOp(OpSpec):
             return cls.bool_scalar
         return cls.int_scalar or cls.scalar
 
-
-def _unary(opname: str, doc: str, scalar: tuple[str, ...], *, float_only=True, bool_result=False,
-           bool_only=False, int_scalar: tuple[str, ...] = (), bool_scalar: tuple[str, ...] | None = None):
-    cls = type(opname.split(".")[1].title().replace("_", "") + "Op", (UnaryOp,), {
-        "__doc__": doc, "name": opname, "scalar": scalar, "float_only": float_only,
-        "bool_result": bool_result, "bool_only": bool_only, "int_scalar": int_scalar,
-        "bool_scalar": bool_scalar, "__module__": __name__})
-    return relax_op(cls)
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x = op.tensor(0)
+        tmpl = cls.template(x.dtype)
+        if x.dtype in FLOAT_DTYPES:
+            tmpl = tuple(line.replace("{inf}", highest_literal(x.dtype)) for line in tmpl)
+        return _elementwise(op, short_name(cls.name), [x], tmpl, ["x"])
 
 
 _IDENTITY = ("%true = arith.constant true", "%r = arith.select %true, %x, %x : {t}")
 
-ExpOp = _unary("relax.exp", "e**x, elementwise.", ("%r = math.exp %x : {t}",))
-LogOp = _unary("relax.log", "Natural logarithm, elementwise.", ("%r = math.log %x : {t}",))
-# log1p accurate near 0 (Kahan): u = 1 + x; u == 1 -> x (keeps -0); u == inf -> inf;
-# else log(u) * (x / (u - 1)). (math.log1p's CPU expansion was log(1 + x): 5e-5 off at 1e-3.)
-Log1pOp = _unary("relax.log1p", "log(1 + x), elementwise.", (
-    "%o = arith.constant 1.0 : {t}", "%inf = arith.constant {inf} : {t}", "%u = arith.addf %o, %x : {t}",
-    "%l = math.log %u : {t}", "%d = arith.subf %u, %o : {t}", "%q = arith.divf %x, %d : {t}",
-    "%k = arith.mulf %l, %q : {t}", "%e = arith.cmpf oeq, %u, %o : {t}", "%i = arith.cmpf oeq, %u, %inf : {t}",
-    "%k2 = arith.select %i, %u, %k : {t}", "%r = arith.select %e, %x, %k2 : {t}"))
-TanhOp = _unary("relax.tanh", "Hyperbolic tangent, elementwise.", ("%r = math.tanh %x : {t}",))
-SqrtOp = _unary("relax.sqrt", "Square root, elementwise.", ("%r = math.sqrt %x : {t}",))
-RsqrtOp = _unary("relax.rsqrt", "1 / sqrt(x), elementwise.", ("%r = math.rsqrt %x : {t}",))
-SinOp = _unary("relax.sin", "Sine, elementwise.", ("%r = math.sin %x : {t}",))
-CosOp = _unary("relax.cos", "Cosine, elementwise.", ("%r = math.cos %x : {t}",))
-ErfOp = _unary("relax.erf", "Error function, elementwise.", ("%r = math.erf %x : {t}",))
-FloorOp = _unary("relax.floor", "Round down, elementwise.", ("%r = math.floor %x : {t}",))
-CeilOp = _unary("relax.ceil", "Round up, elementwise.", ("%r = math.ceil %x : {t}",))
-NegativeOp = _unary("relax.negative", "-x, elementwise (integers wrap: -INT_MIN = INT_MIN).",
-                    ("%r = arith.negf %x : {t}",),
-                    float_only=False, int_scalar=("%z = arith.constant 0 : {t}", "%r = arith.subi %z, %x : {t}"))
-AbsOp = _unary("relax.abs", "|x|, elementwise (integers wrap: |INT_MIN| = INT_MIN; i1: x).",
-               ("%r = math.absf %x : {t}",), float_only=False, int_scalar=(
-                   "%z = arith.constant 0 : {t}", "%n = arith.cmpi slt, %x, %z : {t}",
-                   "%m = arith.subi %z, %x : {t}", "%r = arith.select %n, %m, %x : {t}"), bool_scalar=_IDENTITY)
-SignOp = _unary("relax.sign", "Sign of x (-1, 0, 1; floats: +-0 and NaN give x), elementwise.", (
-    # ueq is true for NaN and +-0, where the result is x itself; elsewhere copysign(1, x).
-    "%z = arith.constant 0.0 : {t}", "%o = arith.constant 1.0 : {t}", "%s = math.copysign %o, %x : {t}",
-    "%e = arith.cmpf oeq, %x, %z : {t}", "%q = arith.cmpf oeq, %x, %x : {t}", "%t = arith.constant true",
-    "%nan = arith.xori %q, %t : i1", "%keep = arith.ori %e, %nan : i1", "%r = arith.select %keep, %x, %s : {t}"),
-    float_only=False,
-    int_scalar=("%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}", "%m = arith.constant -1 : {t}",
-                "%gt = arith.cmpi sgt, %x, %z : {t}", "%lt = arith.cmpi slt, %x, %z : {t}",
-                "%a = arith.select %gt, %o, %z : {t}", "%r = arith.select %lt, %m, %a : {t}"))
-SigmoidOp = _unary("relax.sigmoid", "1 / (1 + e**-x), elementwise.", (
-    "%o = arith.constant 1.0 : {t}", "%n = arith.negf %x : {t}", "%e = math.exp %n : {t}",
-    "%d = arith.addf %o, %e : {t}", "%r = arith.divf %o, %d : {t}"))
-ReluOp = _unary("relax.relu", "max(x, 0), elementwise (i1: x).", (
-    "%z = arith.constant 0.0 : {t}", "%r = arith.maximumf %x, %z : {t}"), float_only=False,
-    int_scalar=("%z = arith.constant 0 : {t}", "%p = arith.cmpi sgt, %x, %z : {t}",
-                "%r = arith.select %p, %x, %z : {t}"), bool_scalar=_IDENTITY)
-GeluOp = _unary("relax.gelu", "x * Phi(x) (the exact, erf form of GELU), elementwise.", (
-    "%h = arith.constant 0.5 : {t}", "%o = arith.constant 1.0 : {t}", "%s = arith.constant 0.70710678118654752 : {t}",
-    "%a = arith.mulf %x, %s : {t}", "%e = math.erf %a : {t}", "%b = arith.addf %o, %e : {t}",
-    "%c = arith.mulf %x, %h : {t}", "%r = arith.mulf %c, %b : {t}"))
-GeluTanhOp = _unary("relax.gelu_tanh", "GELU, tanh approximation, elementwise.", (
-    "%h = arith.constant 0.5 : {t}", "%o = arith.constant 1.0 : {t}", "%k = arith.constant 0.7978845608028654 : {t}",
-    "%q = arith.constant 0.044715 : {t}", "%x2 = arith.mulf %x, %x : {t}", "%x3 = arith.mulf %x2, %x : {t}",
-    "%a = arith.mulf %x3, %q : {t}", "%b = arith.addf %x, %a : {t}", "%c = arith.mulf %b, %k : {t}",
-    "%th = math.tanh %c : {t}", "%d = arith.addf %o, %th : {t}", "%e = arith.mulf %x, %h : {t}",
-    "%r = arith.mulf %e, %d : {t}"))
-SiluOp = _unary("relax.silu", "x * sigmoid(x), elementwise (silu(-inf) = NaN, as jax.nn.silu).", (
-    "%o = arith.constant 1.0 : {t}", "%n = arith.negf %x : {t}", "%e = math.exp %n : {t}",
-    "%d = arith.addf %o, %e : {t}", "%r = arith.divf %x, %d : {t}"))
-IsFiniteOp = _unary("relax.isfinite", "True where x is neither inf nor nan, elementwise.", (
-    "%a = math.absf %x : {t}", "%inf = arith.constant {inf} : {t}", "%r = arith.cmpf olt, %a, %inf : {t}"),
-    bool_result=True)
-LogicalNotOp = _unary("relax.logical_not", "Boolean not, elementwise.", (
-    "%o = arith.constant true", "%r = arith.xori %x, %o : i1"), float_only=False, bool_only=True)
+
+@relax_op
+class ExpOp(UnaryOp):
+    """e**x, elementwise."""
+
+    name = "relax.exp"
+    scalar = ("%r = math.exp %x : {t}",)
+
+
+@relax_op
+class LogOp(UnaryOp):
+    """Natural logarithm, elementwise."""
+
+    name = "relax.log"
+    scalar = ("%r = math.log %x : {t}",)
+
+
+@relax_op
+class Log1pOp(UnaryOp):
+    """log(1 + x), elementwise."""
+
+    name = "relax.log1p"
+    # Accurate near 0 (Kahan): u = 1 + x; u == 1 -> x (keeps -0); u == inf -> inf;
+    # else log(u) * (x / (u - 1)). (math.log1p's CPU expansion was log(1 + x): 5e-5 off at 1e-3.)
+    scalar = (
+        "%o = arith.constant 1.0 : {t}", "%inf = arith.constant {inf} : {t}", "%u = arith.addf %o, %x : {t}",
+        "%l = math.log %u : {t}", "%d = arith.subf %u, %o : {t}", "%q = arith.divf %x, %d : {t}",
+        "%k = arith.mulf %l, %q : {t}", "%e = arith.cmpf oeq, %u, %o : {t}", "%i = arith.cmpf oeq, %u, %inf : {t}",
+        "%k2 = arith.select %i, %u, %k : {t}", "%r = arith.select %e, %x, %k2 : {t}")
+
+
+@relax_op
+class TanhOp(UnaryOp):
+    """Hyperbolic tangent, elementwise."""
+
+    name = "relax.tanh"
+    scalar = ("%r = math.tanh %x : {t}",)
+
+
+@relax_op
+class SqrtOp(UnaryOp):
+    """Square root, elementwise."""
+
+    name = "relax.sqrt"
+    scalar = ("%r = math.sqrt %x : {t}",)
+
+
+@relax_op
+class RsqrtOp(UnaryOp):
+    """1 / sqrt(x), elementwise."""
+
+    name = "relax.rsqrt"
+    scalar = ("%r = math.rsqrt %x : {t}",)
+
+
+@relax_op
+class SinOp(UnaryOp):
+    """Sine, elementwise."""
+
+    name = "relax.sin"
+    scalar = ("%r = math.sin %x : {t}",)
+
+
+@relax_op
+class CosOp(UnaryOp):
+    """Cosine, elementwise."""
+
+    name = "relax.cos"
+    scalar = ("%r = math.cos %x : {t}",)
+
+
+@relax_op
+class ErfOp(UnaryOp):
+    """Error function, elementwise."""
+
+    name = "relax.erf"
+    scalar = ("%r = math.erf %x : {t}",)
+
+
+@relax_op
+class FloorOp(UnaryOp):
+    """Round down, elementwise."""
+
+    name = "relax.floor"
+    scalar = ("%r = math.floor %x : {t}",)
+
+
+@relax_op
+class CeilOp(UnaryOp):
+    """Round up, elementwise."""
+
+    name = "relax.ceil"
+    scalar = ("%r = math.ceil %x : {t}",)
+
+
+@relax_op
+class NegativeOp(UnaryOp):
+    """-x, elementwise (integers wrap: -INT_MIN = INT_MIN)."""
+
+    name = "relax.negative"
+    scalar = ("%r = arith.negf %x : {t}",)
+    int_scalar = ("%z = arith.constant 0 : {t}", "%r = arith.subi %z, %x : {t}")
+    float_only = False
+
+
+@relax_op
+class AbsOp(UnaryOp):
+    """|x|, elementwise (integers wrap: |INT_MIN| = INT_MIN; i1: x)."""
+
+    name = "relax.abs"
+    scalar = ("%r = math.absf %x : {t}",)
+    int_scalar = (
+        "%z = arith.constant 0 : {t}", "%n = arith.cmpi slt, %x, %z : {t}",
+        "%m = arith.subi %z, %x : {t}", "%r = arith.select %n, %m, %x : {t}")
+    bool_scalar = _IDENTITY
+    float_only = False
+
+
+@relax_op
+class SignOp(UnaryOp):
+    """Sign of x (-1, 0, 1; floats: +-0 and NaN give x), elementwise."""
+
+    name = "relax.sign"
+    scalar = (
+        # ueq is true for NaN and +-0, where the result is x itself; elsewhere copysign(1, x).
+        "%z = arith.constant 0.0 : {t}", "%o = arith.constant 1.0 : {t}", "%s = math.copysign %o, %x : {t}",
+        "%e = arith.cmpf oeq, %x, %z : {t}", "%q = arith.cmpf oeq, %x, %x : {t}", "%t = arith.constant true",
+        "%nan = arith.xori %q, %t : i1", "%keep = arith.ori %e, %nan : i1", "%r = arith.select %keep, %x, %s : {t}")
+    int_scalar = (
+        "%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}", "%m = arith.constant -1 : {t}",
+        "%gt = arith.cmpi sgt, %x, %z : {t}", "%lt = arith.cmpi slt, %x, %z : {t}",
+        "%a = arith.select %gt, %o, %z : {t}", "%r = arith.select %lt, %m, %a : {t}")
+    float_only = False
+
+
+@relax_op
+class SigmoidOp(UnaryOp):
+    """1 / (1 + e**-x), elementwise."""
+
+    name = "relax.sigmoid"
+    scalar = (
+        "%o = arith.constant 1.0 : {t}", "%n = arith.negf %x : {t}", "%e = math.exp %n : {t}",
+        "%d = arith.addf %o, %e : {t}", "%r = arith.divf %o, %d : {t}")
+
+
+@relax_op
+class ReluOp(UnaryOp):
+    """max(x, 0), elementwise (i1: x)."""
+
+    name = "relax.relu"
+    scalar = ("%z = arith.constant 0.0 : {t}", "%r = arith.maximumf %x, %z : {t}")
+    int_scalar = ("%z = arith.constant 0 : {t}", "%p = arith.cmpi sgt, %x, %z : {t}",
+                  "%r = arith.select %p, %x, %z : {t}")
+    bool_scalar = _IDENTITY
+    float_only = False
+
+
+@relax_op
+class GeluOp(UnaryOp):
+    """x * Phi(x) (the exact, erf form of GELU), elementwise."""
+
+    name = "relax.gelu"
+    scalar = (
+        "%h = arith.constant 0.5 : {t}", "%o = arith.constant 1.0 : {t}",
+        "%s = arith.constant 0.70710678118654752 : {t}", "%a = arith.mulf %x, %s : {t}", "%e = math.erf %a : {t}",
+        "%b = arith.addf %o, %e : {t}",
+        "%c = arith.mulf %x, %h : {t}", "%r = arith.mulf %c, %b : {t}")
+
+
+@relax_op
+class GeluTanhOp(UnaryOp):
+    """GELU, tanh approximation, elementwise."""
+
+    name = "relax.gelu_tanh"
+    scalar = (
+        "%h = arith.constant 0.5 : {t}", "%o = arith.constant 1.0 : {t}",
+        "%k = arith.constant 0.7978845608028654 : {t}", "%q = arith.constant 0.044715 : {t}", "%x2 = arith.mulf %x, %x : {t}", "%x3 = arith.mulf %x2, %x : {t}",
+        "%a = arith.mulf %x3, %q : {t}", "%b = arith.addf %x, %a : {t}", "%c = arith.mulf %b, %k : {t}",
+        "%th = math.tanh %c : {t}", "%d = arith.addf %o, %th : {t}", "%e = arith.mulf %x, %h : {t}",
+        "%r = arith.mulf %e, %d : {t}")
+
+
+@relax_op
+class SiluOp(UnaryOp):
+    """x * sigmoid(x), elementwise (silu(-inf) = NaN, as jax.nn.silu)."""
+
+    name = "relax.silu"
+    scalar = (
+        "%o = arith.constant 1.0 : {t}", "%n = arith.negf %x : {t}", "%e = math.exp %n : {t}",
+        "%d = arith.addf %o, %e : {t}", "%r = arith.divf %x, %d : {t}")
+
+
+@relax_op
+class IsFiniteOp(UnaryOp):
+    """True where x is neither inf nor nan, elementwise."""
+
+    name = "relax.isfinite"
+    scalar = (
+        "%a = math.absf %x : {t}", "%inf = arith.constant {inf} : {t}", "%r = arith.cmpf olt, %a, %inf : {t}")
+    bool_result = True
+
+
+@relax_op
+class LogicalNotOp(UnaryOp):
+    """Boolean not, elementwise."""
+
+    name = "relax.logical_not"
+    scalar = ("%o = arith.constant true", "%r = arith.xori %x, %o : i1")
+    float_only = False
+    bool_only = True
 
 
 # --- canonicalization --------------------------------------------------------------------------
@@ -173,6 +342,9 @@ class ScalarizeSplatOperand(RewritePattern):
 # --- binary ------------------------------------------------------------------------------------
 
 class BinaryOp(OpSpec):
+    """Base of the binary elementwise ops: lhs and rhs of one dtype, broadcast as numpy does; the
+    kernel applies the scalar template for their dtype to each pair."""
+
     lhs = operand(TENSOR)
     rhs = operand(TENSOR)
     result = result_(TENSOR)
@@ -209,13 +381,10 @@ class BinaryOp(OpSpec):
             return cls.bool_scalar
         return cls.int_scalar
 
-
-def _binary(opname: str, doc: str, float_scalar, int_scalar, *, bool_scalar=None, bool_result=False,
-            bool_only=False):
-    cls = type("".join(p.title() for p in opname.split(".")[1].split("_")) + "Op", (BinaryOp,), {
-        "__doc__": doc, "name": opname, "float_scalar": float_scalar, "int_scalar": int_scalar,
-        "bool_scalar": bool_scalar, "bool_result": bool_result, "bool_only": bool_only, "__module__": __name__})
-    return relax_op(cls)
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        a, b = op.tensor(0), op.tensor(1)
+        return _elementwise(op, short_name(cls.name), [a, b], cls.template(a.dtype), ["a", "b"])
 
 
 # |a| and |b| as unsigned magnitudes (|INT_MIN| = 2**(w-1) fits), and a divisor that is never 0.
@@ -242,57 +411,174 @@ def _select_by(pred: str) -> tuple[str, ...]:
 
 
 # On i1 (StableHLO): add is OR, multiply AND, maximum OR, minimum AND; false < true.
-AddOp = _binary("relax.add", "a + b with numpy broadcasting (i1: or; integers wrap).",
-                ("%r = arith.addf %a, %b : {t}",), ("%r = arith.addi %a, %b : {t}",),
-                bool_scalar=("%r = arith.ori %a, %b : i1",))
-SubtractOp = _binary("relax.subtract", "a - b with numpy broadcasting (integers wrap).",
-                     ("%r = arith.subf %a, %b : {t}",), ("%r = arith.subi %a, %b : {t}",))
-MultiplyOp = _binary("relax.multiply", "a * b with numpy broadcasting (i1: and; integers wrap).",
-                     ("%r = arith.mulf %a, %b : {t}",), ("%r = arith.muli %a, %b : {t}",),
-                     bool_scalar=("%r = arith.andi %a, %b : i1",))
-DivideOp = _binary("relax.divide", "a / b with numpy broadcasting (integers: truncating, as XLA: "
-                   "x / 0 = -1, INT_MIN / -1 = INT_MIN).", ("%r = arith.divf %a, %b : {t}",), _INT_DIV)
-PowerOp = _binary("relax.power", "a ** b with numpy broadcasting.", ("%r = math.powf %a, %b : {t}",), ())
+
+
+@relax_op
+class AddOp(BinaryOp):
+    """a + b with numpy broadcasting (i1: or; integers wrap)."""
+
+    name = "relax.add"
+    float_scalar = ("%r = arith.addf %a, %b : {t}",)
+    int_scalar = ("%r = arith.addi %a, %b : {t}",)
+    bool_scalar = ("%r = arith.ori %a, %b : i1",)
+
+
+@relax_op
+class SubtractOp(BinaryOp):
+    """a - b with numpy broadcasting (integers wrap)."""
+
+    name = "relax.subtract"
+    float_scalar = ("%r = arith.subf %a, %b : {t}",)
+    int_scalar = ("%r = arith.subi %a, %b : {t}",)
+
+
+@relax_op
+class MultiplyOp(BinaryOp):
+    """a * b with numpy broadcasting (i1: and; integers wrap)."""
+
+    name = "relax.multiply"
+    float_scalar = ("%r = arith.mulf %a, %b : {t}",)
+    int_scalar = ("%r = arith.muli %a, %b : {t}",)
+    bool_scalar = ("%r = arith.andi %a, %b : i1",)
+
+
+@relax_op
+class DivideOp(BinaryOp):
+    """a / b with numpy broadcasting (integers: truncating, as XLA: x / 0 = -1, INT_MIN / -1 = INT_MIN)."""
+
+    name = "relax.divide"
+    float_scalar = ("%r = arith.divf %a, %b : {t}",)
+    int_scalar = _INT_DIV
+
+
+@relax_op
+class PowerOp(BinaryOp):
+    """a ** b with numpy broadcasting."""
+
+    name = "relax.power"
+    float_scalar = ("%r = math.powf %a, %b : {t}",)
+
+
 # max(+0, -0) = +0 and min(+0, -0) = -0 (as XLA): arith.maximumf's CPU expansion returns b for
 # equal operands, so equal operands pick by a's sign bit.
 _SIGN_OF_A = ("%one = arith.constant 1.0 : {t}", "%zero = arith.constant 0.0 : {t}",
               "%sa = math.copysign %one, %a : {t}", "%an = arith.cmpf olt, %sa, %zero : {t}",
               "%eq = arith.cmpf oeq, %a, %b : {t}")
-MaximumOp = _binary("relax.maximum", "max(a, b) with numpy broadcasting (NaN wins; i1: or).",
-                    _SIGN_OF_A + ("%m = arith.maximumf %a, %b : {t}", "%pa = arith.select %an, %b, %a : {t}",
-                                  "%r = arith.select %eq, %pa, %m : {t}"), _select_by("sgt"),
-                    bool_scalar=("%r = arith.ori %a, %b : i1",))
-MinimumOp = _binary("relax.minimum", "min(a, b) with numpy broadcasting (NaN wins; i1: and).",
-                    _SIGN_OF_A + ("%m = arith.minimumf %a, %b : {t}", "%pa = arith.select %an, %a, %b : {t}",
-                                  "%r = arith.select %eq, %pa, %m : {t}"), _select_by("slt"),
-                    bool_scalar=("%r = arith.andi %a, %b : i1",))
-RemainderOp = _binary("relax.remainder", "C-style remainder (sign of a) with numpy broadcasting "
-                      "(integers, as XLA: x % 0 = x, INT_MIN % -1 = 0).", ("%r = arith.remf %a, %b : {t}",),
-                      _INT_REM)
 
 
-def _cmp(opname, doc, f, i, u):
+@relax_op
+class MaximumOp(BinaryOp):
+    """max(a, b) with numpy broadcasting (NaN wins; i1: or)."""
+
+    name = "relax.maximum"
+    float_scalar = _SIGN_OF_A + ("%m = arith.maximumf %a, %b : {t}", "%pa = arith.select %an, %b, %a : {t}",
+                                 "%r = arith.select %eq, %pa, %m : {t}")
+    int_scalar = _select_by("sgt")
+    bool_scalar = ("%r = arith.ori %a, %b : i1",)
+
+
+@relax_op
+class MinimumOp(BinaryOp):
+    """min(a, b) with numpy broadcasting (NaN wins; i1: and)."""
+
+    name = "relax.minimum"
+    float_scalar = _SIGN_OF_A + ("%m = arith.minimumf %a, %b : {t}", "%pa = arith.select %an, %a, %b : {t}",
+                                 "%r = arith.select %eq, %pa, %m : {t}")
+    int_scalar = _select_by("slt")
+    bool_scalar = ("%r = arith.andi %a, %b : i1",)
+
+
+@relax_op
+class RemainderOp(BinaryOp):
+    """C-style remainder (sign of a) with numpy broadcasting (integers, as XLA: x % 0 = x, INT_MIN % -1 = 0)."""
+
+    name = "relax.remainder"
+    float_scalar = ("%r = arith.remf %a, %b : {t}",)
+    int_scalar = _INT_REM
+
+
+def _compare(f: str, i: str, u: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The float, integer and i1 (unsigned: false < true) templates of a comparison by the
+    `arith.cmpf` predicate f and the `arith.cmpi` predicates i and u."""
     if f == "une":  # NaN != x is true; spelled not(oeq), which every target reads alike
         fl = ("%e = arith.cmpf oeq, %a, %b : {t}", "%t = arith.constant true", "%r = arith.xori %e, %t : i1")
     else:
         fl = (f"%r = arith.cmpf {f}, %a, %b : {{t}}",)
-    return _binary(opname, doc, fl, (f"%r = arith.cmpi {i}, %a, %b : {{t}}",),
-                   bool_scalar=(f"%r = arith.cmpi {u}, %a, %b : i1",), bool_result=True)
+    return fl, (f"%r = arith.cmpi {i}, %a, %b : {{t}}",), (f"%r = arith.cmpi {u}, %a, %b : i1",)
 
 
-EqualOp = _cmp("relax.equal", "a == b (i1) with numpy broadcasting.", "oeq", "eq", "eq")
-NotEqualOp = _cmp("relax.not_equal", "a != b (i1) with numpy broadcasting (true where either is NaN).",
-                  "une", "ne", "ne")
-LessOp = _cmp("relax.less", "a < b (i1) with numpy broadcasting (i1: false < true).", "olt", "slt", "ult")
-LessEqualOp = _cmp("relax.less_equal", "a <= b (i1) with numpy broadcasting.", "ole", "sle", "ule")
-GreaterOp = _cmp("relax.greater", "a > b (i1) with numpy broadcasting.", "ogt", "sgt", "ugt")
-GreaterEqualOp = _cmp("relax.greater_equal", "a >= b (i1) with numpy broadcasting.", "oge", "sge", "uge")
-LogicalAndOp = _binary("relax.logical_and", "Boolean and (i1) with numpy broadcasting.", (),
-                       ("%r = arith.andi %a, %b : {t}",), bool_scalar=("%r = arith.andi %a, %b : i1",),
-                       bool_only=True)
-LogicalOrOp = _binary("relax.logical_or", "Boolean or (i1) with numpy broadcasting.", (),
-                      ("%r = arith.ori %a, %b : {t}",), bool_scalar=("%r = arith.ori %a, %b : i1",),
-                      bool_only=True)
+@relax_op
+class EqualOp(BinaryOp):
+    """a == b (i1) with numpy broadcasting."""
+
+    name = "relax.equal"
+    bool_result = True
+    float_scalar, int_scalar, bool_scalar = _compare("oeq", "eq", "eq")
+
+
+@relax_op
+class NotEqualOp(BinaryOp):
+    """a != b (i1) with numpy broadcasting (true where either is NaN)."""
+
+    name = "relax.not_equal"
+    bool_result = True
+    float_scalar, int_scalar, bool_scalar = _compare("une", "ne", "ne")
+
+
+@relax_op
+class LessOp(BinaryOp):
+    """a < b (i1) with numpy broadcasting (i1: false < true)."""
+
+    name = "relax.less"
+    bool_result = True
+    float_scalar, int_scalar, bool_scalar = _compare("olt", "slt", "ult")
+
+
+@relax_op
+class LessEqualOp(BinaryOp):
+    """a <= b (i1) with numpy broadcasting."""
+
+    name = "relax.less_equal"
+    bool_result = True
+    float_scalar, int_scalar, bool_scalar = _compare("ole", "sle", "ule")
+
+
+@relax_op
+class GreaterOp(BinaryOp):
+    """a > b (i1) with numpy broadcasting."""
+
+    name = "relax.greater"
+    bool_result = True
+    float_scalar, int_scalar, bool_scalar = _compare("ogt", "sgt", "ugt")
+
+
+@relax_op
+class GreaterEqualOp(BinaryOp):
+    """a >= b (i1) with numpy broadcasting."""
+
+    name = "relax.greater_equal"
+    bool_result = True
+    float_scalar, int_scalar, bool_scalar = _compare("oge", "sge", "uge")
+
+
+@relax_op
+class LogicalAndOp(BinaryOp):
+    """Boolean and (i1) with numpy broadcasting."""
+
+    name = "relax.logical_and"
+    int_scalar = ("%r = arith.andi %a, %b : {t}",)
+    bool_scalar = ("%r = arith.andi %a, %b : i1",)
+    bool_only = True
+
+
+@relax_op
+class LogicalOrOp(BinaryOp):
+    """Boolean or (i1) with numpy broadcasting."""
+
+    name = "relax.logical_or"
+    int_scalar = ("%r = arith.ori %a, %b : {t}",)
+    bool_scalar = ("%r = arith.ori %a, %b : i1",)
+    bool_only = True
 
 
 @relax_op
@@ -316,6 +602,11 @@ class WhereOp(OpSpec):
                                 ["condition", "x", "y"], op.facts)
         return [TensorType(dims, dt)]
 
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        return _elementwise(op, "where", [op.tensor(0), op.tensor(1), op.tensor(2)],
+                            ("%r = arith.select %c, %x, %y : {t}",), ["c", "x", "y"])
+
 
 @relax_op
 class AstypeOp(OpSpec):
@@ -334,44 +625,13 @@ class AstypeOp(OpSpec):
             raise DeduceError(f"unsupported dtype {dt}")
         return [TensorType(x.dims, dt)]
 
-
-# --- legalization ------------------------------------------------------------------------------
-
-def _elementwise(op: OpInfo, short: str, operands: list[TensorType], template, renames_of) -> Legalized:
-    r = op.result_types[0]
-    rank = len(r.dims)
-    k = Kernel(short, operands, [r])
-    names = {f"%{n}": f"%a{i}" for i, n in enumerate(renames_of)}
-    body, res = scalar_body(template, operands[-1].dtype, names)
-    ins = [(k.inp(i), t, broadcast_map(t, rank, r)) for i, t in enumerate(operands)]
-    g = k.generic(ins, [(k.out(0), r, identity_map(rank))], ["parallel"] * rank, body, [res])
-    return Legalized(k, g)
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x = op.tensor(0)
+        return _elementwise(op, "astype", [x], convert_scalar(x.dtype, op.result_types[0].dtype), ["x"])
 
 
-def _unary_legalize(cls, op: OpInfo) -> Legalized:
-    x = op.tensor(0)
-    tmpl = cls.template(x.dtype)
-    if x.dtype in FLOAT_DTYPES:
-        tmpl = tuple(line.replace("{inf}", highest_literal(x.dtype)) for line in tmpl)
-    return _elementwise(op, short_name(cls.name), [x], tmpl, ["x"])
-
-
-def _binary_legalize(cls, op: OpInfo) -> Legalized:
-    a, b = op.tensor(0), op.tensor(1)
-    return _elementwise(op, short_name(cls.name), [a, b], cls.template(a.dtype), ["a", "b"])
-
-
-UnaryOp.legalize = classmethod(_unary_legalize)
-BinaryOp.legalize = classmethod(_binary_legalize)
-
-
-def _where_legalize(cls, op: OpInfo) -> Legalized:
-    return _elementwise(op, "where", [op.tensor(0), op.tensor(1), op.tensor(2)],
-                        ("%r = arith.select %c, %x, %y : {t}",), ["c", "x", "y"])
-
-
-WhereOp.legalize = classmethod(_where_legalize)
-
+# --- scalar conversion (astype; full with a dtype) -------------------------------------------
 
 _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
@@ -430,11 +690,3 @@ def convert_scalar(src: str, dst: str) -> tuple[str, ...]:
     else:
         lines += [f"%sat = arith.select %over, %imax, %v : {wide}", f"%r = arith.trunci %sat : {wide} to {dst}"]
     return tuple(lines)
-
-
-def _astype_legalize(cls, op: OpInfo) -> Legalized:
-    x = op.tensor(0)
-    return _elementwise(op, "astype", [x], convert_scalar(x.dtype, op.result_types[0].dtype), ["x"])
-
-
-AstypeOp.legalize = classmethod(_astype_legalize)
