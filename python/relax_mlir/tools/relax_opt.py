@@ -3,6 +3,7 @@
     relax-opt in.mlir --pass-pipeline='builtin.module(relax-infer-shapes,canonicalize)' -o out.mlir
     relax-opt in.mlir --relax-infer-shapes --relax-legalize
     relax-opt in.mlir --split-input-file --verify-diagnostics
+    relax-opt in.mlir --relax-legalize --relax-print=script     # short Python-like output
 """
 from __future__ import annotations
 
@@ -101,6 +102,8 @@ Options take one or two dashes, as in mlir-opt (-split-input-file, --split-input
   --mlir-print-ir-after-failure print the IR after a pass fails (stderr)
   --mlir-disable-threading      run the pass manager single-threaded
   --mlir-print-op-generic       print in the generic form
+  --relax-print=FORM            the output form: mlir (default) or script (short Python-like text,
+                                one line per op; relax_mlir.core.script.to_script)
   --mlir-print-debuginfo        print locations
   --mlir-timing                 report pass timings (stderr)
   --no-verify                   do not verify after each pass
@@ -118,12 +121,16 @@ class UsageError(Exception):
     """A bad command line: one line on stderr, exit code 1."""
 
 
+PRINT_FORMS = ("mlir", "script")
+
+
 @dataclass
 class Args:
     flags: set
     items: list
     in_path: str = "-"
     out_path: str = "-"
+    print_form: str = "mlir"
 
 
 def parse_args(argv: list[str], registry) -> Args:
@@ -158,6 +165,16 @@ def parse_args(argv: list[str], registry) -> Args:
             if not value.strip():
                 raise UsageError("--pass-pipeline is empty")
             args.items.extend(parse_pipeline(value))
+        elif name == "relax-print":
+            if not eq:
+                if i >= len(argv) or argv[i].startswith("-"):
+                    raise UsageError(f"--relax-print needs a value ({', '.join(PRINT_FORMS)})")
+                value = argv[i]
+                i += 1
+            if value not in PRINT_FORMS:
+                raise UsageError(f"unknown value '{value}' for --relax-print{suggest(value, PRINT_FORMS)}; "
+                                 f"choices: {', '.join(PRINT_FORMS)}")
+            args.print_form = value
         elif name in _FLAGS:
             if eq and value not in ("true", "1"):
                 if value in ("false", "0"):
@@ -320,20 +337,22 @@ def _main(argv: list[str]) -> int:
             errs = verify_diagnostics(session.diags, collect_expectations(chunk, line_offset), source_name)
             all_errors.extend(errs)
             if ok and module is not None:
-                outputs.append(_print(module, flags, session))
+                outputs.append(_print(module, flags, session, args.print_form))
             continue
         for d in session.diags:
             print(d.render(), file=sys.stderr)
         if not ok:
             failed = True
             continue
-        outputs.append(_print(module, flags, session))
+        outputs.append(_print(module, flags, session, args.print_form))
 
     if verify:
         for e in all_errors:
             print(e, file=sys.stderr)
         failed = bool(all_errors)
-    result = "\n// -----\n".join(outputs)
+    if any(o is None for o in outputs):
+        return 1
+    result = ("\n# -----\n" if args.print_form == "script" else "\n// -----\n").join(outputs)
     try:
         if not failed or "split-input-file" in flags:
             (out or sys.stdout).write(result)
@@ -344,8 +363,17 @@ def _main(argv: list[str]) -> int:
     return 1 if failed else 0
 
 
-def _print(module, flags, session: Session) -> str:
+def _print(module, flags, session: Session, form: str = "mlir") -> str | None:
+    """The module in the chosen output form; None (after a one-line error) if it cannot be printed."""
     with session.ctx:
+        if form == "script":
+            from relax_mlir.core.script import to_script
+
+            try:
+                return to_script(module)
+            except Exception as e:  # a view must never end in a traceback
+                _err(f"cannot print the script form: {type(e).__name__}: {e}")
+                return None
         return module.get_asm(print_generic_op_form="mlir-print-op-generic" in flags,
                               enable_debug_info="mlir-print-debuginfo" in flags)
 
