@@ -6,9 +6,14 @@ from typing import ClassVar
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import FLOAT_DTYPES, TensorType
 from relax_mlir.ops.common import ONE, normalize_axes, require_rank
+from relax_mlir.ops.kernel import (Kernel, Legalized, affine_map, highest_literal, identity_map, lowest_literal,
+                                   one_literal, zero_literal)
 
 
 class ReduceOp(OpSpec):
+    """Base of the reductions: `kind` names the combining operation (and the identity the
+    accumulator starts from); the result drops the reduced axes, or keeps them as 1."""
+
     x = operand(TENSOR)
     result = result_(TENSOR)
     axes = attr("array", doc="axes to reduce (default: all)")
@@ -33,23 +38,62 @@ class ReduceOp(OpSpec):
         dims = tuple(ONE if i in axes else s for i, s in enumerate(d) if keep or i not in axes)
         return [TensorType(dims, x.dtype)]
 
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x, r = op.tensor(0), op.result_types[0]
+        axes = cls.reduced_axes(op, len(x.dims))
+        keep = bool(op.attr("keepdims", False))
+        k = Kernel(cls.kind, [x], [r])
+        red = reduce_into(k, cls.kind, k.inp(0), x, axes, keep, k.out(0), r)
+        if cls.kind == "mean":
+            cnt = count_as(k, k.inp(0), x, axes, x.dtype)
+            rank = len(r.dims)
+            red = k.generic([], [(red, r, identity_map(rank))], ["parallel"] * rank,
+                            [f"%m = arith.divf %o0, {cnt} : {x.dtype}"], ["%m"])[0]
+        return Legalized(k, [red])
 
-def _reduce(name, doc, kind):
-    return relax_op(type(kind.title() + "Op", (ReduceOp,), {"__doc__": doc, "name": name, "kind": kind,
-                                                          "__module__": __name__}))
+
+@relax_op
+class SumOp(ReduceOp):
+    """Sum over axes. Attributes: axes (array, default all), keepdims (bool)."""
+
+    name = "relax.sum"
+    kind = "sum"
 
 
-SumOp = _reduce("relax.sum", "Sum over axes. Attributes: axes (array, default all), keepdims (bool).", "sum")
-MeanOp = _reduce("relax.mean", "Mean over axes. Attributes: axes (array, default all), keepdims (bool).", "mean")
-MaxOp = _reduce("relax.max", "Maximum over axes. Attributes: axes (array, default all), keepdims (bool).", "max")
-MinOp = _reduce("relax.min", "Minimum over axes. Attributes: axes (array, default all), keepdims (bool).", "min")
-ProdOp = _reduce("relax.prod", "Product over axes. Attributes: axes (array, default all), keepdims (bool).", "prod")
+@relax_op
+class MeanOp(ReduceOp):
+    """Mean over axes. Attributes: axes (array, default all), keepdims (bool)."""
+
+    name = "relax.mean"
+    kind = "mean"
 
 
-# --- legalization ------------------------------------------------------------------------------
+@relax_op
+class MaxOp(ReduceOp):
+    """Maximum over axes. Attributes: axes (array, default all), keepdims (bool)."""
 
-from relax_mlir.ops.kernel import (Kernel, Legalized, affine_map, highest_literal, identity_map,  # noqa: E402
-                                   lowest_literal, one_literal, zero_literal)
+    name = "relax.max"
+    kind = "max"
+
+
+@relax_op
+class MinOp(ReduceOp):
+    """Minimum over axes. Attributes: axes (array, default all), keepdims (bool)."""
+
+    name = "relax.min"
+    kind = "min"
+
+
+@relax_op
+class ProdOp(ReduceOp):
+    """Product over axes. Attributes: axes (array, default all), keepdims (bool)."""
+
+    name = "relax.prod"
+    kind = "prod"
+
+
+# --- the reduction kernels (also used by ops/nn.py) -------------------------------------------
 
 _INIT = {"sum": zero_literal, "mean": zero_literal, "prod": one_literal, "max": lowest_literal, "min": highest_literal}
 
@@ -124,20 +168,3 @@ def count_as(k: Kernel, value: str, t: TensorType, axes: list[int], dtype: str) 
     c = k.fresh("nf")
     k.emit(f"{c} = arith.sitofp {i} : {wide} to {dtype}")
     return c
-
-
-def _reduce_legalize(cls, op: OpInfo) -> Legalized:
-    x, r = op.tensor(0), op.result_types[0]
-    axes = cls.reduced_axes(op, len(x.dims))
-    keep = bool(op.attr("keepdims", False))
-    k = Kernel(cls.kind, [x], [r])
-    red = reduce_into(k, cls.kind, k.inp(0), x, axes, keep, k.out(0), r)
-    if cls.kind == "mean":
-        cnt = count_as(k, k.inp(0), x, axes, x.dtype)
-        rank = len(r.dims)
-        red = k.generic([], [(red, r, identity_map(rank))], ["parallel"] * rank,
-                        [f"%m = arith.divf %o0, {cnt} : {x.dtype}"], ["%m"])[0]
-    return Legalized(k, [red])
-
-
-ReduceOp.legalize = classmethod(_reduce_legalize)
