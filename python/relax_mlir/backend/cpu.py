@@ -46,11 +46,9 @@ from typing import ClassVar
 
 import numpy as np
 from mlir import ir
-from mlir.passmanager import PassManager
 
 from relax_mlir import knobs
-from relax_mlir.core.diagnostics import CompileError
-
+from relax_mlir.backend.common import LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs, walk
 from relax_mlir.passes import ModulePass
 
 __all__ = [
@@ -66,6 +64,7 @@ __all__ = [
     "LinalgOpInfo",
     "LoweringError",
     "STAGES",
+    "legalize_i1_memory",
     "lower",
     "pipeline_strings",
     "split_pipeline",
@@ -115,70 +114,8 @@ class CPUOptions:
 
 
 # --------------------------------------------------------------------------------------------
-# Errors and pipeline helpers
+# Function helpers (the errors and pipeline helpers are in backend/common.py)
 # --------------------------------------------------------------------------------------------
-
-
-class LoweringError(CompileError):
-    """A lowering step failed (any target): names the stage, the failing pass and MLIR's
-    diagnostics. A CompileError: every target's compile raises CompileError for what it cannot
-    compile."""
-
-    def __init__(self, stage: str, pipeline: str, diagnostics: str):
-        self.stage = stage
-        self.pipeline = pipeline  # the failing pass (or step), as pipeline text
-        self.diagnostics = diagnostics
-        super().__init__(f"stage {stage!r} failed in {pipeline!r}:\n{diagnostics}")
-
-
-def _as_op(module: ir.Module | ir.Operation | ir.OpView) -> ir.Operation:
-    if isinstance(module, ir.Module):
-        return module.operation
-    if isinstance(module, ir.OpView):
-        return module.operation
-    return module
-
-
-def split_pipeline(pipeline: str) -> list[str]:
-    """Split a textual pipeline at its top-level commas (not inside `()` or `{}`)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(pipeline):
-        if ch in "({":
-            depth += 1
-        elif ch in ")}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(pipeline[start:i].strip())
-            start = i + 1
-    parts.append(pipeline[start:].strip())
-    return [p for p in parts if p]
-
-
-def _run_pipeline(module, pipeline: str, stage: str) -> None:
-    """Run `pipeline` on `module` one top-level pass at a time, so that a failure names its pass;
-    raise LoweringError with the diagnostics."""
-    op = _as_op(module)
-    for step in split_pipeline(pipeline):
-        try:
-            pm = PassManager.parse(f"builtin.module({step})", context=op.context)
-        except ValueError as e:
-            raise LoweringError(stage, step, f"cannot parse pass pipeline: {e}") from None
-        try:
-            pm.run(op)
-        except ir.MLIRError as e:
-            raise LoweringError(stage, step, str(e)) from None
-
-
-def _walk(op: ir.Operation, fn: Callable[[ir.Operation], None]) -> None:
-    def cb(o):
-        fn(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(cb, ir.WalkOrder.PRE_ORDER)
-
-
-def _top_funcs(module_op: ir.Operation) -> list[ir.OpView]:
-    return [op for op in module_op.regions[0].blocks[0].operations if op.operation.name == "func.func"]
 
 
 def _sym_name(func) -> str:
@@ -196,7 +133,7 @@ def _is_declaration(func) -> bool:
 
 def _kernels(module_op: ir.Operation) -> list[ir.OpView]:
     """Private, defined functions: the kernels."""
-    return [f for f in _top_funcs(module_op) if _is_private(f) and not _is_declaration(f)]
+    return [f for f in top_funcs(module_op) if _is_private(f) and not _is_declaration(f)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -288,7 +225,7 @@ def _body_op_names(op) -> set[str]:
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
-                _walk(inner.operation, lambda o: names.add(o.name))
+                walk(inner.operation, lambda o: names.add(o.name))
     return names
 
 
@@ -826,13 +763,13 @@ class _Scratch:
             op.detach_from_parent()
             ip.insert(op)
         try:
-            _run_pipeline(self.module, "transform-interpreter", stage)
+            run_pipeline(self.module, "transform-interpreter", stage)
         finally:
             for op in seq_ops:
                 op.erase()
 
     def run(self, pipeline: str, stage: str = "vectorize") -> None:
-        _run_pipeline(self.module, pipeline, stage)
+        run_pipeline(self.module, pipeline, stage)
 
 
 def _linalg_ops(func: ir.Operation) -> list[ir.OpView]:
@@ -868,7 +805,7 @@ def _sink_body_constants(func: ir.Operation) -> None:
                     inner_uses.append((o, i, owner))
 
         for inner in block.operations:
-            _walk(inner.operation, visit)
+            walk(inner.operation, visit)
         for user, i, const in inner_uses:
             key = const.operation
             if key not in clones:
@@ -1015,7 +952,7 @@ def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
 
 def _adopt(kernel: ir.OpView, scratch: _Scratch, labels: list[str]) -> list[str]:
     """Replace `kernel` by the scheduled function of `scratch`, labelled with its schedules."""
-    _walk(scratch.func, _strip_schedule_attrs)
+    walk(scratch.func, _strip_schedule_attrs)
     scratch.func.attributes["relax_cpu.schedules"] = ir.ArrayAttr.get(
         [ir.StringAttr.get(lbl, kernel.context) for lbl in labels], kernel.context)
     scratch.func.clone(ip=ir.InsertionPoint(kernel))
@@ -1112,7 +1049,7 @@ _TO_LLVM_CONVERT = (
 _TO_LLVM = f"{_TO_LLVM_LOOPS},[legalize i1 memory],{_TO_LLVM_CONVERT}"
 
 
-def _legalize_i1_memory(module_op: ir.Operation) -> None:
+def legalize_i1_memory(module_op: ir.Operation) -> None:
     """Rewrite loads and stores of i1 memrefs as byte accesses (`llvm.load/store i8`).
 
     memref<i1> holds one byte per element (numpy bool), but this build's MemRefToLLVM asserts
@@ -1207,9 +1144,9 @@ _BF16_CONVERT = "func.func(arith-expand{include-bf16=true})"
 
 def stage_vectorize(module, options: CPUOptions) -> None:
     """Tile (and, if `options.vectorize`, vectorize) every kernel with per-op fallbacks."""
-    op = _as_op(module)
+    op = as_op(module)
     if _has_bf16(op):
-        _run_pipeline(op, _BF16_ARITH, "vectorize")
+        run_pipeline(op, _BF16_ARITH, "vectorize")
     _expand_math(op)
     for kernel in _kernels(op):
         if "relax.library" in kernel.attributes:  # a library call (backend/cpu_library.py)
@@ -1220,25 +1157,25 @@ def stage_vectorize(module, options: CPUOptions) -> None:
 
 def stage_inline(module, options: CPUOptions) -> None:
     """Inline kernels into the entries and drop them."""
-    _run_pipeline(module, _INLINE, "inline")
+    run_pipeline(module, _INLINE, "inline")
 
 
 def stage_bufferize(module, options: CPUOptions) -> None:
     """One-shot bufferization, outputs in place in the caller's buffers, no leaked temporaries."""
-    _run_pipeline(module, _BUFFERIZE, "bufferize")
+    run_pipeline(module, _BUFFERIZE, "bufferize")
     from relax_mlir.backend.cpu_library import lower_library_ops
 
-    lower_library_ops(_as_op(module))
+    lower_library_ops(as_op(module))
 
 
 def stage_parallelize(module, options: CPUOptions) -> None:
     """Parallel loops onto the async runtime's thread pool (or plain loops for one thread)."""
-    _run_pipeline(module, _parallelize_pipeline(options), "parallelize")
+    run_pipeline(module, _parallelize_pipeline(options), "parallelize")
 
 
 def _record_entry_signatures(op: ir.Operation) -> None:
     sigs = {}
-    for f in _top_funcs(op):
+    for f in top_funcs(op):
         if _is_private(f) or _is_declaration(f):
             continue
         ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
@@ -1250,13 +1187,13 @@ def _record_entry_signatures(op: ir.Operation) -> None:
 
 def stage_to_llvm(module, options: CPUOptions) -> None:
     """Lower everything to the LLVM dialect; entry signatures are kept as a module attribute."""
-    op = _as_op(module)
+    op = as_op(module)
     _record_entry_signatures(op)
-    _run_pipeline(op, _TO_LLVM_LOOPS, "to-llvm")
+    run_pipeline(op, _TO_LLVM_LOOPS, "to-llvm")
     if _has_bf16(op):  # after linalg became loops (an expansion inside a linalg body breaks it)
-        _run_pipeline(op, _BF16_CONVERT, "to-llvm")
-    _legalize_i1_memory(op)
-    _run_pipeline(op, _TO_LLVM_CONVERT, "to-llvm")
+        run_pipeline(op, _BF16_CONVERT, "to-llvm")
+    legalize_i1_memory(op)
+    run_pipeline(op, _TO_LLVM_CONVERT, "to-llvm")
 
 
 STAGES: dict[str, Callable[[ir.Module, CPUOptions], None]] = {
@@ -1282,13 +1219,7 @@ def pipeline_strings(options: CPUOptions | None = None) -> dict[str, str]:
 
 def lower(module, options: CPUOptions | None = None, *, until: str | None = None) -> None:
     """Run the stages in order on `module` (in place); stop after stage `until` if given."""
-    options = options or CPUOptions()
-    if until is not None and until not in STAGES:
-        raise ValueError(f"unknown CPU stage {until!r}; stages: {', '.join(STAGES)}")
-    for name, stage in STAGES.items():
-        stage(module, options)
-        if name == until:
-            break
+    run_stages(STAGES, module, options or CPUOptions(), until, "CPU")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1464,7 +1395,7 @@ class JitModule:
     def __init__(self, module: ir.Module, opt_level: int = 3, shared_libs: Sequence[str] = ()):
         from mlir.execution_engine import ExecutionEngine
 
-        op = _as_op(module)
+        op = as_op(module)
         self._signatures = _parse_signatures(op)
         externals = _external_symbols(op)
         libs = [os.path.join(_mlir_lib_dir(), "libmlir_c_runner_utils.so")]

@@ -12,7 +12,7 @@ Stages, in order:
 * ``bufferize``  empty-tensor elimination and one-shot bufferization with identity layouts; no
   deallocation pipeline (the Vulkan runtime owns and frees every buffer).
 * ``loops``      row reductions and matmuls -> cooperative `gpu.launch`es with Workgroup-storage
-  `memref.alloc` buffers and `gpu.barrier` (backend/gpu.py `map_cooperative_kernels`; options
+  `memref.alloc` buffers and `gpu.barrier` (backend/gpu_kernels.py `map_cooperative_kernels`; options
   `reduce_threads`, `matmul_tile`); the other linalg -> `scf.parallel`; host-level sequential work (a full reduction's
   `scf.for` nest, a store into a 0-d buffer) is wrapped into a one-iteration `scf.parallel` so
   that it runs on the device too; parallel-loop tiling (`no-min-max-bounds`), canonicalize.
@@ -38,20 +38,24 @@ from typing import ClassVar
 
 from mlir import ir
 
-from relax_mlir.backend.cpu import LoweringError, _as_op, _run_pipeline, _top_funcs, _walk
-from relax_mlir.backend.gpu import (
-    _TO_LOOPS,
+from relax_mlir.backend.common import LoweringError, as_op, run_pipeline, run_stages, top_funcs, walk
+from relax_mlir.backend.gpu_kernels import (
+    OUTLINE,
+    TO_LOOPS,
     WorkgroupMemory,
-    _check_cooperative,
-    _finite_constant,
-    _identity_layout,
-    _sink_constants,
+    check_cooperative,
+    const_index,
     copies_to_kernels,
     drop_unused_workspace,
+    finite_constant,
     fold_subviews,
+    identity_layout,
+    in_one_thread,
+    make_op,
     map_cooperative_kernels,
     parallel_dims_first,
     serial_linalg_in_one_thread,
+    sink_constants,
 )
 from relax_mlir.passes import ModulePass
 
@@ -72,7 +76,7 @@ class SPIRVOptions:
     caps: tuple[str, ...] = ("Shader", "Float16", "StorageBuffer16BitAccess", "Int64")
     exts: tuple[str, ...] = ("SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage")
     spirv_version: str = "v1.0"
-    # Cooperative kernels (backend/gpu.py `map_cooperative_kernels`): invocations striding over
+    # Cooperative kernels (backend/gpu_kernels.py `map_cooperative_kernels`): invocations striding over
     # one row of a row reduction (a power of two; a 256-invocation workgroup takes 256 / this rows;
     # 0: one invocation per row), and the output tile of a workgroup-memory matmul (0: off). 32
     # and 64 measured best on lavapipe, where each barrier costs every invocation a switch.
@@ -87,7 +91,7 @@ class SPIRVOptions:
             prod *= t
         if prod > 1024:
             raise ValueError(f"a workgroup may hold at most 1024 invocations, got {self.tile_sizes}")
-        _check_cooperative(self.reduce_threads, self.matmul_tile)
+        check_cooperative(self.reduce_threads, self.matmul_tile)
 
 
 # Workgroup memory of the cooperative kernels: `memref.alloc` in the kernel body, in the
@@ -118,7 +122,6 @@ def _loops_pipeline(options: SPIRVOptions) -> str:
 
 
 _TO_GPU = "func.func(convert-parallel-loops-to-gpu),lower-affine,canonicalize,cse"
-_OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
 
 
 # Capabilities a kernel with i16 buffers must not declare: with 16-bit storage MLIR keeps i16
@@ -152,16 +155,6 @@ def _to_spirv_pipeline(options: SPIRVOptions, narrow_modules: tuple[str, ...] = 
             "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)")
 
 
-def _create(name, results=(), operands=(), attrs=None, regions=0):
-    return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attrs or {},
-                               regions=regions)
-
-
-def _const_index(n: int) -> ir.Value:
-    idx = ir.IndexType.get()
-    return _create("arith.constant", [idx], [], {"value": ir.IntegerAttr.get(idx, n)}).results[0]
-
-
 def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     p = op.parent
     while p is not None:
@@ -172,7 +165,7 @@ def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
 
 
 def _entries(module_op: ir.Operation):
-    return [f.operation for f in _top_funcs(module_op) if len(f.regions[0].blocks)
+    return [f.operation for f in top_funcs(module_op) if len(f.regions[0].blocks)
             and not ("sym_visibility" in f.attributes
                      and ir.StringAttr(f.attributes["sym_visibility"]).value == "private")]
 
@@ -193,12 +186,12 @@ def _defined_outside(v: ir.Value, region_op: ir.Operation) -> bool:
 
 def stage_inline(module, options: SPIRVOptions) -> None:
     """Inline the kernels into the entries."""
-    _run_pipeline(module, _INLINE, "inline")
+    run_pipeline(module, _INLINE, "inline")
 
 
 def stage_bufferize(module, options: SPIRVOptions) -> None:
     """One-shot bufferization with identity layouts; outputs computed in the caller's buffers."""
-    _run_pipeline(module, _BUFFERIZE, "bufferize")
+    run_pipeline(module, _BUFFERIZE, "bufferize")
 
 
 def _memory_ops(op: ir.Operation) -> bool:
@@ -240,30 +233,23 @@ def _wrap_host_work(func: ir.Operation) -> None:
 
     scan(func.regions[0].blocks[0])
     for o in todo:
-        with ir.InsertionPoint(o), o.location:
-            c0, c1 = _const_index(0), _const_index(1)
-            par = _create("scf.parallel", [], [c0, c1, c1],
-                          {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 0])}, regions=1)
-            body = par.regions[0].blocks.append(ir.IndexType.get())
-            with ir.InsertionPoint(body):
-                _create("scf.reduce", [], [], {}, regions=0)
-            o.move_before(body.operations[0])
+        in_one_thread(o)
 
 
 def stage_loops(module, options: SPIRVOptions) -> None:
     """Row reductions and matmuls -> cooperative gpu.launch (workgroup memory, barriers); the
     other linalg -> parallel loops (host-level sequential work wrapped), tiled, canonicalized."""
-    op = _as_op(module)
+    op = as_op(module)
     copies_to_kernels(op)
     map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
                             memory=SPIRV_WORKGROUP)
     parallel_dims_first(op)
     serial_linalg_in_one_thread(op)
-    _run_pipeline(op, f"{_TO_LOOPS},cse", "loops")
+    run_pipeline(op, f"{TO_LOOPS},cse", "loops")
     fold_subviews(op)
     for f in _entries(op):
         _wrap_host_work(f)
-    _run_pipeline(op, _loops_pipeline(options), "loops")
+    run_pipeline(op, _loops_pipeline(options), "loops")
 
 
 def _const_value(v: ir.Value):
@@ -308,7 +294,7 @@ def _map_loop(par: ir.Operation, options: SPIRVOptions) -> None:
 
 def stage_map(module, options: SPIRVOptions) -> None:
     """Map the outermost parallel loops onto workgroups/invocations; convert them to gpu.launch."""
-    op = _as_op(module)
+    op = as_op(module)
     with op.context, ir.Location.unknown():
         tops = []
         for f in _entries(op):
@@ -325,9 +311,9 @@ def stage_map(module, options: SPIRVOptions) -> None:
             f.walk(visit, ir.WalkOrder.PRE_ORDER)
         for p in tops:
             _map_loop(p, options)
-    _run_pipeline(op, _TO_GPU, "map")
+    run_pipeline(op, _TO_GPU, "map")
     leftover = []
-    _walk(op, lambda o: leftover.append(o) if o.name == "scf.parallel" else None)
+    walk(op, lambda o: leftover.append(o) if o.name == "scf.parallel" else None)
     if leftover:
         raise LoweringError("map", "convert-parallel-loops-to-gpu",
                             f"{len(leftover)} parallel loop(s) were not mapped to the GPU")
@@ -360,7 +346,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
             if k == m:
                 return v
         t = ir.MemRefType(m.type)
-        if not _identity_layout(t):
+        if not identity_layout(t):
             raise LoweringError("flatten", "flatten buffers", f"a kernel buffer has a non-identity layout: {t}")
         if not _defined_outside(m, launch):
             raise LoweringError("flatten", "flatten buffers", "a kernel buffer is defined inside the kernel")
@@ -368,14 +354,14 @@ def _flatten_launch(launch: ir.Operation) -> None:
             dims = []
             for d in range(t.rank):
                 if t.is_dynamic_dim(d):
-                    dims.append(_create("memref.dim", [idx], [m, _const_index(d)]).results[0])
+                    dims.append(make_op("memref.dim", [idx], [m, const_index(d)]).results[0])
                 else:
                     dims.append(t.shape[d])
             if t.rank == 1:
                 fv = m
             elif t.rank == 0:
                 ft = ir.MemRefType.get([1], t.element_type, memory_space=t.memory_space)
-                fv = _create("memref.expand_shape", [ft], [m], {
+                fv = make_op("memref.expand_shape", [ft], [m], {
                     "reassociation": ir.ArrayAttr.get([]),
                     "static_output_shape": ir.DenseI64ArrayAttr.get([1])}).results[0]
             else:
@@ -387,7 +373,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
                                        memory_space=t.memory_space)
                 reassoc = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d)
                                                               for d in range(t.rank)])])
-                fv = _create("memref.collapse_shape", [ft], [m], {"reassociation": reassoc}).results[0]
+                fv = make_op("memref.collapse_shape", [ft], [m], {"reassociation": reassoc}).results[0]
         flat[m] = (fv, dims)
         return flat[m]
 
@@ -401,7 +387,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
             v = dims[d]
             if isinstance(v, int):
                 with ir.InsertionPoint(o), o.location:
-                    v = _const_index(v)
+                    v = const_index(v)
             o.results[0].replace_all_uses_with(v)
             o.erase()
             continue
@@ -409,23 +395,23 @@ def _flatten_launch(launch: ir.Operation) -> None:
         m = o.operands[0 if is_load else 1]
         indices = list(o.operands)[1 if is_load else 2:]
         t = ir.MemRefType(m.type)
-        if t.rank == 1 and _identity_layout(t):
+        if t.rank == 1 and identity_layout(t):
             continue
         fv, dims = flat_of(m)
         with ir.InsertionPoint(o), o.location:
             if t.rank == 0:
-                lin = _const_index(0)
+                lin = const_index(0)
             else:
                 lin = indices[0]
                 for k in range(1, t.rank):
-                    dk = dims[k] if not isinstance(dims[k], int) else _const_index(dims[k])
-                    lin = _create("arith.muli", [idx], [lin, dk]).results[0]
-                    lin = _create("arith.addi", [idx], [lin, indices[k]]).results[0]
+                    dk = dims[k] if not isinstance(dims[k], int) else const_index(dims[k])
+                    lin = make_op("arith.muli", [idx], [lin, dk]).results[0]
+                    lin = make_op("arith.addi", [idx], [lin, indices[k]]).results[0]
             if is_load:
-                new = _create("memref.load", [o.results[0].type], [fv, lin])
+                new = make_op("memref.load", [o.results[0].type], [fv, lin])
                 o.results[0].replace_all_uses_with(new.results[0])
             else:
-                _create("memref.store", [], [o.operands[0], fv, lin])
+                make_op("memref.store", [], [o.operands[0], fv, lin])
         o.erase()
 
 
@@ -462,11 +448,11 @@ def _refuse_unsupported(op: ir.Operation) -> None:
             found.append(f"'math.powf' (relax.power on floats) is not supported on Vulkan yet: at {where}")
 
     # (raised after the walk: an exception inside a walk callback comes back as a RuntimeError)
-    _walk(op, lambda o: check(o) if o.name.startswith(("math.", "arith.", "memref.", "gpu.launch")) else None)
+    walk(op, lambda o: check(o) if o.name.startswith(("math.", "arith.", "memref.", "gpu.launch")) else None)
     if found:
         raise LoweringError("flatten", "check types and ops", found[0])
     launches = []
-    _walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
+    walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
     for l in launches:
         if not _touches_i16_memory(l):
             continue
@@ -489,7 +475,7 @@ def _refuse_unsupported(op: ir.Operation) -> None:
 def _expand_copysign(op: ir.Operation) -> None:
     """math.copysign (no SPIR-V lowering) as select(sign bit of y, -|x|, |x|), f16 via f32."""
     todo = []
-    _walk(op, lambda o: todo.append(o) if o.name == "math.copysign" else None)
+    walk(op, lambda o: todo.append(o) if o.name == "math.copysign" else None)
     for o in todo:
         t = o.results[0].type
         if not isinstance(t, (ir.F32Type, ir.F16Type)):
@@ -497,14 +483,14 @@ def _expand_copysign(op: ir.Operation) -> None:
         with ir.InsertionPoint(o), o.location:
             x, y = o.operands
             f32, i32 = ir.F32Type.get(), ir.IntegerType.get_signless(32)
-            y32 = y if isinstance(t, ir.F32Type) else _create("arith.extf", [f32], [y]).results[0]
-            bits = _create("arith.bitcast", [i32], [y32]).results[0]
-            zero = _create("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
-            neg = _create("arith.cmpi", [ir.IntegerType.get_signless(1)], [bits, zero],
+            y32 = y if isinstance(t, ir.F32Type) else make_op("arith.extf", [f32], [y]).results[0]
+            bits = make_op("arith.bitcast", [i32], [y32]).results[0]
+            zero = make_op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+            neg = make_op("arith.cmpi", [ir.IntegerType.get_signless(1)], [bits, zero],
                           {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)}).results[0]
-            ax = _create("math.absf", [t], [x]).results[0]
-            nax = _create("arith.negf", [t], [ax]).results[0]
-            new = _create("arith.select", [t], [neg, nax, ax]).results[0]
+            ax = make_op("math.absf", [t], [x]).results[0]
+            nax = make_op("arith.negf", [t], [ax]).results[0]
+            new = make_op("arith.select", [t], [neg, nax, ax]).results[0]
         o.results[0].replace_all_uses_with(new)
         o.erase()
 
@@ -573,37 +559,37 @@ def _widen_narrow_ints(op: ir.Operation) -> None:
         else:
             signed = k.name in _WIDEN_SIGNED
         with ir.InsertionPoint(k), k.location:
-            ops = [_create("arith.extsi" if signed else "arith.extui", [i32], [v]).results[0] for v in k.operands]
+            ops = [make_op("arith.extsi" if signed else "arith.extui", [i32], [v]).results[0] for v in k.operands]
             rt = k.results[0].type
             narrow_result = _is_int(rt, (8, 16))
             attrs = {k.attributes[i].name: k.attributes[i].attr for i in range(len(k.attributes))}
-            new = _create(k.name, [i32 if narrow_result else rt], ops, attrs).results[0]
+            new = make_op(k.name, [i32 if narrow_result else rt], ops, attrs).results[0]
             if narrow_result:
-                new = _create("arith.trunci", [rt], [new]).results[0]
+                new = make_op("arith.trunci", [rt], [new]).results[0]
         k.results[0].replace_all_uses_with(new)
         k.erase()
 
 
 def stage_flatten(module, options: SPIRVOptions) -> None:
     """Pass 1-D buffers and host-computed dims to every launch; outline the kernels."""
-    op = _as_op(module)
+    op = as_op(module)
     _expand_erf(op)
     _refuse_unsupported(op)
     with op.context, ir.Location.unknown():
         _expand_copysign(op)
         _widen_narrow_ints(op)
         launches = []
-        _walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
+        walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
         for l in launches:
             _flatten_launch(l)
         op.attributes["gpu.container_module"] = ir.UnitAttr.get()
-    _run_pipeline(op, "canonicalize,cse", "flatten")
+    run_pipeline(op, "canonicalize,cse", "flatten")
     # canonicalize hoists constants out of launches; every kernel gets them back, so that they do
     # not each become a storage-buffer binding (the erf polynomial of gelu is 30 f32 constants:
     # 36 bindings, over a Vulkan adapter's 32 per stage). Infinities stay parameters (naga
     # rejects infinite literals).
-    _sink_constants(op, constant=_finite_constant)
-    _run_pipeline(op, _OUTLINE, "flatten")
+    sink_constants(op, constant=finite_constant)
+    run_pipeline(op, OUTLINE, "flatten")
     with op.context:
         # convert-gpu-to-spirv needs the workgroup size of each kernel.
         for o in op.regions[0].blocks[0].operations:
@@ -625,7 +611,7 @@ def _spv_const(t: ir.Type, v: int) -> ir.Value:
     v &= (1 << w) - 1
     if v >= 1 << (w - 1):
         v -= 1 << w
-    return _create("spirv.Constant", [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
+    return make_op("spirv.Constant", [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
 
 
 def _signless_fixups(module_op: ir.Operation) -> None:
@@ -642,7 +628,7 @@ def _signless_fixups(module_op: ir.Operation) -> None:
             todo.append(o)
         return ir.WalkResult.ADVANCE
 
-    _as_op(module_op).walk(visit, ir.WalkOrder.PRE_ORDER)
+    as_op(module_op).walk(visit, ir.WalkOrder.PRE_ORDER)
     for o in todo:
         rt = o.results[0].type
         if not isinstance(rt, ir.IntegerType):
@@ -653,19 +639,19 @@ def _signless_fixups(module_op: ir.Operation) -> None:
             if o.name == "spirv.SConvert":
                 src_w = ir.IntegerType(x.type).width
                 if src_w >= w:  # a truncation: the low bits, either way
-                    new = _create("spirv.UConvert", [rt], [x]).results[0]
+                    new = make_op("spirv.UConvert", [rt], [x]).results[0]
                 else:
-                    u = _create("spirv.UConvert", [rt], [x]).results[0]
+                    u = make_op("spirv.UConvert", [rt], [x]).results[0]
                     m = _spv_const(rt, 1 << (src_w - 1))
-                    new = _create("spirv.ISub", [rt], [_create("spirv.BitwiseXor", [rt], [u, m]).results[0], m]).results[0]
+                    new = make_op("spirv.ISub", [rt], [make_op("spirv.BitwiseXor", [rt], [u, m]).results[0], m]).results[0]
             else:
                 s = o.operands[1]
-                u = _create("spirv.ShiftRightLogical", [rt], [x, s]).results[0]
+                u = make_op("spirv.ShiftRightLogical", [rt], [x, s]).results[0]
                 sign = _spv_const(rt, 1 << (w - 1))
                 if s.type != rt:
-                    s = _create("spirv.UConvert" if ir.IntegerType(s.type).width != w else "spirv.Bitcast", [rt], [s]).results[0]
-                m = _create("spirv.ShiftRightLogical", [rt], [sign, s]).results[0]
-                new = _create("spirv.ISub", [rt], [_create("spirv.BitwiseXor", [rt], [u, m]).results[0], m]).results[0]
+                    s = make_op("spirv.UConvert" if ir.IntegerType(s.type).width != w else "spirv.Bitcast", [rt], [s]).results[0]
+                m = make_op("spirv.ShiftRightLogical", [rt], [sign, s]).results[0]
+                new = make_op("spirv.ISub", [rt], [make_op("spirv.BitwiseXor", [rt], [u, m]).results[0], m]).results[0]
         o.results[0].replace_all_uses_with(new)
         o.erase()
 
@@ -690,18 +676,18 @@ def _normalize_narrow_extensions(module_op: ir.Operation) -> None:
     for o in todo:
         rt = o.results[0].type
         with ir.InsertionPoint(o), o.location:
-            wide = _create(o.name, [i32], [o.operands[0]]).results[0]
+            wide = make_op(o.name, [i32], [o.operands[0]]).results[0]
             if ir.IntegerType(rt).width < 32:
-                new = _create("arith.trunci", [rt], [wide]).results[0]
+                new = make_op("arith.trunci", [rt], [wide]).results[0]
             elif o.name == "arith.extui":  # (the conversion folds extui(extui(x)): mask the width)
-                u = _create("arith.extui", [rt], [wide]).results[0]
+                u = make_op("arith.extui", [rt], [wide]).results[0]
                 w = ir.IntegerType(o.operands[0].type).width
-                m = _create("arith.constant", [rt], [], {"value": ir.IntegerAttr.get(rt, (1 << w) - 1)}).results[0]
-                new = _create("arith.andi", [rt], [u, m]).results[0]
+                m = make_op("arith.constant", [rt], [], {"value": ir.IntegerAttr.get(rt, (1 << w) - 1)}).results[0]
+                new = make_op("arith.andi", [rt], [u, m]).results[0]
             else:  # sign-extend as ((zext w) ^ m) - m: the conversion would fold extsi(extsi(x))
-                u = _create("arith.extui", [rt], [wide]).results[0]
-                m = _create("arith.constant", [rt], [], {"value": ir.IntegerAttr.get(rt, 1 << 31)}).results[0]
-                new = _create("arith.subi", [rt], [_create("arith.xori", [rt], [u, m]).results[0], m]).results[0]
+                u = make_op("arith.extui", [rt], [wide]).results[0]
+                m = make_op("arith.constant", [rt], [], {"value": ir.IntegerAttr.get(rt, 1 << 31)}).results[0]
+                new = make_op("arith.subi", [rt], [make_op("arith.xori", [rt], [u, m]).results[0], m]).results[0]
         o.results[0].replace_all_uses_with(new)
         o.erase()
 
@@ -709,7 +695,7 @@ def _normalize_narrow_extensions(module_op: ir.Operation) -> None:
 def stage_to_spirv(module, options: SPIRVOptions) -> None:
     """gpu.func -> spirv.func in spirv.module, ABI lowered, VCE triple deduced; signed integer
     extensions and shifts spelled so that naga reads them as meant (`_signless_fixups`)."""
-    op = _as_op(module)
+    op = as_op(module)
     names, narrow = [], []
     for o in op.regions[0].blocks[0].operations:
         o = o.operation
@@ -722,7 +708,7 @@ def stage_to_spirv(module, options: SPIRVOptions) -> None:
         _normalize_narrow_extensions(op)
     attach, rest = _to_spirv_pipeline(options, tuple(narrow), tuple(names)).split(
         ",[copy the target env to spirv.target_env],")
-    _run_pipeline(module, attach, "to-spirv")
+    run_pipeline(module, attach, "to-spirv")
     with op.context:
         # convert-math-to-spirv reads the target env from a `spirv.target_env` attribute (not from
         # the gpu.module's `targets`); without it, it takes a default env without Float16 and
@@ -731,14 +717,14 @@ def stage_to_spirv(module, options: SPIRVOptions) -> None:
             o = o.operation
             if o.name == "gpu.module" and "targets" in o.attributes:
                 o.attributes["spirv.target_env"] = ir.ArrayAttr(o.attributes["targets"])[0]
-    _run_pipeline(module, rest, "to-spirv")
-    with _as_op(module).context, ir.Location.unknown():
-        _signless_fixups(_as_op(module))
+    run_pipeline(module, rest, "to-spirv")
+    with as_op(module).context, ir.Location.unknown():
+        _signless_fixups(as_op(module))
 
 
 def stage_serialize(module, options: SPIRVOptions) -> None:
     """Move each spirv.module into its gpu.module and serialize it (`gpu.binary`)."""
-    op = _as_op(module)
+    op = as_op(module)
     top = op.regions[0].blocks[0]
     with op.context:
         gmods = {}
@@ -764,7 +750,7 @@ def stage_serialize(module, options: SPIRVOptions) -> None:
             for inner in old:
                 if inner.name != "gpu.module_end":
                     inner.erase()
-    _run_pipeline(op, "gpu-module-to-binary{format=bin}", "serialize")
+    run_pipeline(op, "gpu-module-to-binary{format=bin}", "serialize")
 
 
 STAGES: dict[str, Callable[[ir.Module, SPIRVOptions], None]] = {
@@ -789,7 +775,7 @@ def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
                   "[fold subviews],[wrap host work],"
                   + _loops_pipeline(options)),
         "map": "[map loops]," + _TO_GPU + ",[drop unused workspace]",
-        "flatten": "[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + _OUTLINE,
+        "flatten": "[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + OUTLINE,
         "to-spirv": _to_spirv_pipeline(options),
         "serialize": "[move spirv.module],gpu-module-to-binary{format=bin}",
     }
@@ -797,13 +783,7 @@ def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
 
 def lower(module, options: SPIRVOptions | None = None, *, until: str | None = None) -> None:
     """Run the stages in order on `module` (in place); stop after stage `until` if given."""
-    options = options or SPIRVOptions()
-    if until is not None and until not in STAGES:
-        raise ValueError(f"unknown SPIR-V stage {until!r}; stages: {', '.join(STAGES)}")
-    for name, stage in STAGES.items():
-        stage(module, options)
-        if name == until:
-            break
+    run_stages(STAGES, module, options or SPIRVOptions(), until, "SPIR-V")
 
 
 # --------------------------------------------------------------------------------------------
@@ -814,7 +794,7 @@ def lower(module, options: SPIRVOptions | None = None, *, until: str | None = No
 def spirv_binaries(module_op: ir.Operation) -> dict[str, bytes]:
     """After `serialize`: {gpu.module name: SPIR-V words as bytes}."""
     out = {}
-    for o in _as_op(module_op).regions[0].blocks[0].operations:
+    for o in as_op(module_op).regions[0].blocks[0].operations:
         o = o.operation
         if o.name != "gpu.binary":
             continue
@@ -867,7 +847,7 @@ class KernelABI:
 def kernel_abis(module_op: ir.Operation) -> dict[tuple[str, str], KernelABI]:
     """After `to-spirv` (before `serialize`): workgroup size of each kernel, from its spirv.func."""
     res = {}
-    for o in _as_op(module_op).regions[0].blocks[0].operations:
+    for o in as_op(module_op).regions[0].blocks[0].operations:
         o = o.operation
         if o.name != "gpu.module":
             continue

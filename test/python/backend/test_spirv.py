@@ -270,9 +270,9 @@ def test_wgpu_matmul_matches_numpy(name):
 
 def test_wgpu_grid_stride_loops(monkeypatch):
     """With the grid capped below the rows (batches), each workgroup loops over several of them."""
-    from relax_mlir.backend import gpu
+    from relax_mlir.backend import gpu_kernels
 
-    monkeypatch.setattr(gpu, "_MAX_GRID", 2)
+    monkeypatch.setattr(gpu_kernels, "_MAX_GRID", 2)
     rng = np.random.default_rng(4)
     exe = _compile(ROW_REDUCTIONS["sum"][0])
     x = rng.standard_normal((ROWS, 300)).astype(np.float32)

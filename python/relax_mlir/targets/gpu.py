@@ -1,0 +1,44 @@
+"""What the GPU targets (cuda.py, vulkan.py) share: compiling a module after relax-to-upstream
+into an Executable that runs the host program of each entry (runtime/hostprog.py) and the kernel
+binaries through a device driver."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mlir import ir
+
+from relax_mlir.backend.cpu_runtime import entry_signatures
+from relax_mlir.runtime.executable import Executable
+from relax_mlir.runtime.hostprog import extract
+from relax_mlir.runtime.loader import gpu_executable
+
+__all__ = ["compile_gpu", "module_op"]
+
+
+def module_op(module) -> tuple[ir.Operation, ir.Context]:
+    """(operation, context) of a `relax_mlir.Module`, an `ir.Module`, an OpView or an operation."""
+    if hasattr(module, "op") and hasattr(module, "context"):
+        return module.op, module.context
+    op = module.operation if hasattr(module, "operation") else module
+    return op, op.context
+
+
+def compile_gpu(module, target: str, lower: Callable[[ir.Operation], None],
+                binaries: Callable[[ir.Operation], dict], kind: str, driver: Callable[[dict], Any]) -> Executable:
+    """A module after relax-to-upstream -> an Executable of GPU target `target` ("cuda", "vulkan").
+
+    `lower(op)` lowers the module in place until its entries are host code only (the host program
+    is extracted then); `binaries(op)` finishes the kernels and returns {gpu.module name: binary},
+    kept in the artifact under `kind` ("ptx", "spirv"); `driver(binaries)` makes the device driver
+    when the executable first runs."""
+    op, ctx = module_op(module)
+    with ctx:
+        if not entry_signatures(op):
+            raise ValueError("the module has no public graph function to call")
+        lower(op)
+        sigs = entry_signatures(op)  # after mapping: workspace blocks no kernel uses are dropped
+        program = json.loads(json.dumps(extract(op, target)))  # exactly what an artifact holds
+        bins = binaries(op)
+    return gpu_executable(target, sigs, program, {kind: bins}, lambda: driver(bins))
