@@ -54,6 +54,7 @@ from mlir import ir
 
 from relax_mlir.backend.common import LoweringError, as_op, run_pipeline, run_stages
 from relax_mlir.backend.cpu import (
+    CPUOptions,
     legalize_i1_memory,
     stage_bufferize as _cpu_stage_bufferize,
     stage_inline as _cpu_stage_inline,
@@ -287,8 +288,6 @@ def _nvvm_pipeline(options: GPUOptions) -> str:
 
 def stage_bufferize(module, options: GPUOptions) -> None:
     """Inline kernels into the entries and bufferize (the CPU backend's stages)."""
-    from relax_mlir.backend.cpu import CPUOptions
-
     cpu_opts = CPUOptions(num_threads=1)
     _cpu_stage_inline(module, cpu_opts)
     _cpu_stage_bufferize(module, cpu_opts)
