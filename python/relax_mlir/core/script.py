@@ -36,6 +36,7 @@ __all__ = ["to_script"]
 INDENT = "    "
 ELIDE_ABOVE = 8  # dense constants with more elements print as <f32[128x64]>
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
+_STRUCTURAL = frozenset({"operandSegmentSizes", "resultSegmentSizes"})  # implied by the operands
 
 
 def to_script(op) -> str:
@@ -71,7 +72,8 @@ def _top_level(op: ir.Operation) -> list[str]:
             return [_kernel_line(op)]
         return _function(op)
     sym = f" {_symbol(op)}" if "sym_name" in op.attributes else ""
-    return [f"# {op.name}{sym}: {_count_ops(op)} ops inside" if op.regions else f"# {op.name}{sym}"]
+    has_body = any(len(r.blocks) for r in op.regions)
+    return [f"# {op.name}{sym}: {_count_ops(op)} ops inside" if has_body else f"# {op.name}{sym}"]
 
 
 def _symbol(op: ir.Operation) -> str:
@@ -186,7 +188,7 @@ class _Printer:
         out = []
         for i in range(len(op.attributes)):
             na = op.attributes[i]
-            if "." in na.name or na.name in skip:
+            if "." in na.name or na.name in skip or na.name in _STRUCTURAL:
                 continue
             key = na.name if _IDENT.match(na.name) else _quote(na.name)
             out.append(f"{key}={self.attr(na.attr)}")
@@ -370,7 +372,9 @@ def _op(p: _Printer, op: ir.Operation, depth: int, lines: list[str]) -> None:
     else:
         call = f"{_short_name(name)}({', '.join(_args(p, op))})"
     lines.append(ind + _bind(p, op) + call + (":" if op.regions else "") + _bind_comment(op))
-    for region in op.regions:
+    for k, region in enumerate(op.regions):
+        if k and len(region.blocks):  # regions after the first: scf.if's else, or numbered
+            lines.append(ind + ("else:" if name == "scf.if" else f"# region {k}:"))
         for block in region.blocks:
             if len(block.arguments):
                 args = []
