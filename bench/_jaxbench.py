@@ -174,7 +174,7 @@ def run(name: str, fn, specs, make_args, shapes, reps: int = 30, rtol=1e-3, atol
     from relax_mlir.transforms import PASSES
 
     t0 = time.perf_counter()
-    text = from_jax(fn, *specs)
+    text = str(from_jax(fn, *specs))  # run_passes below would change a Module in place
     t_export = time.perf_counter() - t0
     t0 = time.perf_counter()
     exe = relax_mlir.compile(text)  # the optimize pipeline (includes relax-fuse-kernels)

@@ -61,7 +61,7 @@ def main() -> None:
         from relax_mlir.frontend.jax import from_jax
 
         with open(os.environ["DECODER_DUMP"], "w") as f:
-            f.write(from_jax(decoder, *specs))
+            f.write(str(from_jax(decoder, *specs)))
         return
     run("decoder", decoder, specs, make_args, (1, 16, 127, 512, 2048), reps=a.reps, shape_name="L", extra=extra)
 

@@ -48,8 +48,8 @@ def main() -> None:
     for name, fn, specs, make, shapes in models:
         specs = [sp if isinstance(sp, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(sp.shape, sp.dtype) for sp in specs]
         t0 = time.perf_counter()
-        text = from_jax(fn, *specs)
-        exe = relax_mlir.compile(text)
+        mod = from_jax(fn, *specs)
+        exe = relax_mlir.compile(mod)
         ct = time.perf_counter() - t0
         jitted = jax.jit(fn)
         for n in shapes:

@@ -1,7 +1,9 @@
 // RUN: relax-import-stablehlo %s | FileCheck %s
 // RUN: relax-import-stablehlo %s | relax-opt --relax-infer-shapes | FileCheck %s --check-prefix=INFER
 // CHECK-LABEL: func.func @main(%arg0: !relax.tensor<["b", 8], f32>, %arg1: !relax.tensor<["s", 8], f32>)
-// CHECK: "relax_v.concat"(%arg0, %arg1) {axis = 0}
+// The jax dimension variables (jax.global_constant "b", "s") are >= 1, as jax.export assumes.
+// CHECK-SAME: attributes {relax.symbol_lower = {b = 1 : i64, s = 1 : i64}}
+// CHECK: "relax_v.concat"(%arg0, %arg1) {axis = 0 : i64}
 // INFER: -> !relax.tensor<["b + s", 8], f32>
 
 module @jit__lambda attributes {jax.uses_shape_polymorphism = true, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {

@@ -201,7 +201,7 @@ def relax_text(name: str) -> str:
     from relax_mlir.frontend.jax import from_jax
 
     m = MODELS[name]
-    return from_jax(m.fn, *m.specs())
+    return str(from_jax(m.fn, *m.specs()))
 
 
 @functools.cache

@@ -1,13 +1,11 @@
 """JAX frontend: trace a function with `jax.export` (shape-polymorphic specs allowed) and import
-its StableHLO to relax IR text.
+its StableHLO as a relax module.
 
     b = jax.export.symbolic_shape("b")[0]
-    text = from_jax(f, jax.ShapeDtypeStruct((b, 64), jnp.float32))
-    exe = relax_mlir.compile(text)
+    mod = from_jax(f, jax.ShapeDtypeStruct((b, 64), jnp.float32))
+    exe = relax_mlir.compile(mod)
 """
 from __future__ import annotations
-
-import re
 
 from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo
 
@@ -20,7 +18,7 @@ def _dim_names(avals):
         names = []
         for d in a.shape:
             s = str(d)
-            names.append(s if not isinstance(d, int) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s) else None)
+            names.append(s if not isinstance(d, int) and s.isascii() and s.isidentifier() else None)
         out.append(names)
     return out
 
@@ -44,28 +42,20 @@ def _unused_args(exported, names) -> dict:
     return out
 
 
-def import_exported(exported) -> str:
-    """A `jax.export.Exported` -> relax IR text (symbols named after jax's dimension variables).
+def import_exported(exported):
+    """A `jax.export.Exported` -> a `relax_mlir.Module` (symbols named after jax's dimension variables).
 
-    jax.export assumes every dimension variable is >= 1; the function says so in
+    jax.export assumes every dimension variable is >= 1; the importer says so in the function's
     `relax.symbol_lower`, so that shape deduction proves what jax proved (x[:, :1] of an [s, s]
     array has dim min(1, s) = 1, and broadcasts to s)."""
     names = _dim_names(exported.in_avals)
-    text = import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names))
-    syms = sorted({n for ns in names for n in ns if n is not None})
-    if not syms:
-        return text
-    lower = ", ".join(f"{n} = 1" for n in syms)
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if line.startswith("func.func @main(") and line.endswith(") {"):
-            lines[i] = line[:-2] + f" attributes {{relax.symbol_lower = {{{lower}}}}} {{"
-            break
-    return "\n".join(lines)
+    dim_vars = {n for ns in names for n in ns if n is not None}
+    return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
+                            dim_vars=dim_vars)
 
 
-def from_jax(fn, *arg_specs) -> str:
-    """Export `fn` for `arg_specs` (jax.ShapeDtypeStruct, possibly with symbolic dims) -> relax text."""
+def from_jax(fn, *arg_specs):
+    """Export `fn` for `arg_specs` (jax.ShapeDtypeStruct, possibly with symbolic dims) -> a `relax_mlir.Module`."""
     import jax
 
     exported = jax.export.export(jax.jit(fn))(*arg_specs)

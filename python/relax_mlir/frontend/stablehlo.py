@@ -1,8 +1,11 @@
 """StableHLO -> relax importer.
 
 The StableHLO text (as `jax.export` prints it) is parsed with jax's bundled MLIR (the MLIR 22
-bindings have no stablehlo dialect); the ops are walked with their real operands, attributes and
-types, and relax IR text (generic form) is printed.  jax is imported lazily, inside the functions.
+bindings have no stablehlo dialect): that parse is the one place text crosses between the two
+libraries.  The ops are walked with their real operands, attributes and types, and the relax
+function is built through our MLIR bindings, in a `Session`'s context, each op located at the
+Python line (or input position) of the StableHLO op it comes from.  jax is imported lazily, inside
+the functions.
 
 Symbolic shapes: the dynamic dims of @main's arguments become symbols (named from jax's
 `jax.global_constant` argument attributes of the private functions, or from names passed in).
@@ -10,16 +13,22 @@ Integer scalar / 1-D shape computations (get_dimension_size, arithmetic, convert
 concatenate of scalars) are evaluated symbolically, so dynamic_broadcast_in_dim, dynamic_reshape,
 dynamic_iota, ... get symbolic shapes.  func.call of private functions is inlined.
 `stablehlo.custom_call @shape_assertion` is dropped (the relax signature's symbols are checked at
-run time by the executable instead).
+run time by the executable instead).  The symbols of jax dimension variables are >= 1
+(`relax.symbol_lower`), as jax.export assumes.
 """
 from __future__ import annotations
 
-import re
-from typing import Callable
+from typing import Any, Callable, Iterable
 
+import numpy as np
+from mlir import ir
+
+from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.dialect.types import TensorType
 from relax_mlir.shape import Expr, Facts, const, floordiv, max_, min_, sym
 
-__all__ = ["import_stablehlo", "import_module", "UnsupportedOpError", "CONVERTERS"]
+__all__ = ["import_stablehlo", "import_module", "render_error", "UnsupportedOpError", "UnsupportedTypesError",
+           "StableHLOParseError", "CONVERTERS"]
 
 
 class UnsupportedOpError(ValueError):
@@ -57,17 +66,48 @@ class StableHLOParseError(ValueError):
 
 
 _DTYPES = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64"}
+_FLOATS = ("f16", "bf16", "f32", "f64")
+_NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,
+              "i32": np.int32, "i64": np.int64}
 
-_POS_RE = re.compile(r'"([^"]*)":(\d+):(\d+)')
+
+def _file_position(loc: str) -> tuple[str, int, int] | None:
+    """(file, line, col) of the first `"file":line:col` in a jax location's text (a jax location
+    names the Python source inside name and callsite locations). jax's bindings have no location
+    accessors, so the position is read from the location's printed form (never from op text)."""
+    i, n = 0, len(loc or "")
+    while i < n:
+        start = loc.find('"', i)
+        if start < 0:
+            return None
+        j = start + 1
+        while j < n and loc[j] != '"':
+            j += 2 if loc[j] == "\\" else 1
+        if j >= n:
+            return None
+        nums: list[int] = []
+        k = j + 1
+        while len(nums) < 2 and k < n and loc[k] == ":":
+            e = k + 1
+            while e < n and loc[e].isdigit():
+                e += 1
+            if e == k + 1:
+                break
+            nums.append(int(loc[k + 1:e]))
+            k = e
+        if len(nums) == 2:
+            return loc[start + 1:j], nums[0], nums[1]
+        i = j + 1
+    return None
 
 
 def _position(loc: str, source_name: str) -> str | None:
-    """'file:line:col' of the first file position in a location's text (a jax location names the
-    Python source inside name and callsite locations); "-" (no file name) is `source_name`."""
-    m = _POS_RE.search(loc or "")
-    if m is None:
+    """'file:line:col' of the first file position in a location's text; "-" (no file name) is
+    `source_name`."""
+    p = _file_position(loc)
+    if p is None:
         return None
-    return f"{source_name if m.group(1) in ('-', '') else m.group(1)}:{m.group(2)}:{m.group(3)}"
+    return f"{source_name if p[0] in ('-', '') else p[0]}:{p[1]}:{p[2]}"
 
 
 def render_error(e: Exception, source_name: str) -> str:
@@ -82,101 +122,217 @@ def render_error(e: Exception, source_name: str) -> str:
         if pos is not None:
             return f"{pos}: error: {e.headline()}"
         return f"{source_name}: error: {e}"
+    if isinstance(e, CompileError):  # already rendered diagnostics of the built module
+        return str(e)
     return f"{source_name}: error: {e}"
 
 
+def _is_name(s: str) -> bool:
+    """A symbol name: an ASCII identifier."""
+    return s.isascii() and s.isidentifier()
+
+
+# --- jax-side values ---------------------------------------------------------------------------
+
+def _jax_dtype(t) -> str:
+    """The relax dtype name of a jax-MLIR element type, or the type's text when relax has none."""
+    from jax._src.lib.mlir import ir as jir
+
+    if isinstance(t, jir.IntegerType):
+        if t.is_signless and t.width in (1, 8, 16, 32, 64):
+            return f"i{t.width}"
+    else:
+        for cls, name in ((jir.F16Type, "f16"), (jir.BF16Type, "bf16"), (jir.F32Type, "f32"), (jir.F64Type, "f64")):
+            if isinstance(t, cls):
+                return name
+    return str(t)  # unsupported: named in the error message only
+
+
+def _ints(attr) -> list[int]:
+    """The integers of a jax-MLIR `array<i64: ...>`, `dense<...>` or integer attribute."""
+    from jax._src.lib.mlir import ir as jir
+
+    if isinstance(attr, jir.DenseI64ArrayAttr):
+        return [int(x) for x in attr]
+    if isinstance(attr, jir.DenseIntElementsAttr):
+        if attr.is_splat:
+            v = int(attr.get_splat_value().value)
+            return [v] * max(1, int(np.prod(jir.ShapedType(attr.type).shape)))
+        return [int(attr[i]) for i in range(len(attr))]
+    if isinstance(attr, jir.IntegerAttr):
+        return [int(attr.value)]
+    raise ValueError(f"expected integers, got the attribute {attr}")
+
+
+def _string(attr) -> str:
+    """The value of a jax-MLIR string or flat symbol reference attribute."""
+    return attr.value
+
+
+# --- our side: types and attributes ---------------------------------------------------------------
+
+def _elt(dt: str) -> ir.Type:
+    if dt == "f16":
+        return ir.F16Type.get()
+    if dt == "bf16":
+        return ir.BF16Type.get()
+    if dt == "f32":
+        return ir.F32Type.get()
+    if dt == "f64":
+        return ir.F64Type.get()
+    return ir.IntegerType.get_signless(int(dt[1:]))
+
+
+def _ttype(dims, dtype: str) -> ir.Type:
+    """The `!relax.tensor` of `dims` (Exprs, None: unknown), from the dialect layer's type cache."""
+    return TensorType(tuple(dims), dtype).to_mlir()
+
+
+def _qtype(rank: int, dtype: str) -> ir.Type:
+    return _ttype([None] * rank, dtype)
+
+
+def _attr(v: Any) -> ir.Attribute:
+    """A converter's attribute value (int, bool, Expr, list of them, or an MLIR attribute) as an
+    attribute of the relax op; a symbolic Expr is its expression string."""
+    if isinstance(v, ir.Attribute):
+        return v
+    if isinstance(v, bool):
+        return ir.BoolAttr.get(v)
+    if isinstance(v, int):
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
+    if isinstance(v, Expr):
+        return _attr(v.value) if v.is_const else ir.StringAttr.get(str(v))
+    if isinstance(v, (list, tuple)):
+        return ir.ArrayAttr.get([_attr(x) for x in v])
+    if v is None:
+        raise ValueError("shape has an unknown dim")
+    raise TypeError(f"no relax attribute for {v!r}")
+
+
+def _dtype_attr(dt: str) -> ir.Attribute:
+    return ir.TypeAttr.get(_elt(dt))
+
+
+def _is_symbolic(v: Any) -> bool:
+    if isinstance(v, Expr):
+        return not v.is_const
+    if isinstance(v, (list, tuple)):
+        return any(_is_symbolic(x) for x in v)
+    return False
+
+
+def _subs(v: Any, mapping: dict[str, Expr]) -> Any:
+    if isinstance(v, Expr):
+        return v.subs(mapping)
+    if isinstance(v, (list, tuple)):
+        return [_subs(x, mapping) for x in v]
+    return v
+
+
+def _scalar_attr(dt: str, v) -> ir.Attribute:
+    """A Python number as an element attribute of dtype `dt`."""
+    if dt in _FLOATS:
+        return ir.FloatAttr.get(_elt(dt), float(v))
+    return ir.IntegerAttr.get(_elt(dt), int(v))
+
+
+def _splat(dims: list[int], dt: str, v) -> ir.DenseElementsAttr:
+    return ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get(dims, _elt(dt)), _scalar_attr(dt, v))
+
+
+def _dense_from_jax(attr, dims: list[int], dt: str) -> ir.Attribute:
+    """A jax-MLIR dense elements attribute as ours, through its values (numpy's buffer)."""
+    from jax._src.lib.mlir import ir as jir
+
+    if not isinstance(attr, jir.DenseElementsAttr):
+        raise ValueError(f"a constant value of kind {type(attr).__name__} is not supported")
+    if attr.is_splat:
+        s = attr.get_splat_value()
+        return _splat(dims, dt, bool(s.value) if isinstance(s, jir.BoolAttr) else s.value)
+    ty = ir.RankedTensorType.get(dims, _elt(dt))
+    if dt == "i1":
+        bits = np.packbits(np.asarray(attr, dtype=np.bool_).reshape(-1), bitorder="little")
+        return ir.DenseElementsAttr.get(bits, type=_elt(dt), shape=dims)
+    if dt == "bf16":
+        # jax's bindings give no bf16 elements (no buffer, no indexing): the attribute's printed
+        # form, parsed once in our context, is the only way across.
+        return ir.Attribute.parse(str(attr))
+    arr = np.ascontiguousarray(np.asarray(attr, dtype=_NP_DTYPES[dt]))
+    return ir.DenseElementsAttr.get(arr, type=ty)
+
+
 class Val:
-    """An imported value: relax SSA name (or None when only known symbolically), rank, dtype,
-    symbolic dims, and `known` integer values for small int tensors of rank <= 1."""
+    """An imported value: relax SSA value (or None when only known symbolically), dtype, symbolic
+    dims, and `known` integer values for small int tensors of rank <= 1."""
 
-    __slots__ = ("name", "dtype", "dims", "known", "rtype")
+    __slots__ = ("value", "dtype", "dims", "known")
 
-    def __init__(self, name, dtype, dims, known=None, rtype=None):
-        self.name = name
+    def __init__(self, value, dtype, dims, known=None):
+        self.value = value
         self.dtype = dtype
         self.dims = list(dims)
         self.known = known
-        self.rtype = rtype
 
-
-def _q(d) -> str:
-    if d is None:
-        return '"?"'
-    if isinstance(d, Expr):
-        return str(d.value) if d.is_const else f'"{d}"'
-    return str(d) if isinstance(d, int) else f'"{d}"'
-
-
-def _ttype(dims, dtype) -> str:
-    return "!relax.tensor<[" + ", ".join(_q(d) for d in dims) + f"], {dtype}>"
-
-
-def _qtype(rank, dtype) -> str:
-    return "!relax.tensor<[" + ", ".join(['"?"'] * rank) + f"], {dtype}>"
-
-
-def _shape_attr(dims, what="shape") -> str:
-    if any(d is None for d in dims):
-        raise ValueError(f"{what} has an unknown dim")
-    return "[" + ", ".join(_q(d) for d in dims) + "]"
-
-
-def _ints_of(attr) -> list[int]:
-    s = str(attr)
-    if s.startswith("array<"):
-        body = s.split(":", 1)[1] if ":" in s else ""
-        return [int(x) for x in re.findall(r"-?\d+", body.rstrip(">"))]
-    m = re.match(r"dense<(.*)>\s*:", s)
-    if m:
-        return [int(x) for x in re.findall(r"-?\d+", m.group(1))]
-    return [int(x) for x in re.findall(r"-?\d+", s)]
-
-
-def _field(text: str, key: str) -> list[int]:
-    m = re.search(key + r"\s*=\s*\[([^\]]*)\]", text)
-    if not m:
-        m2 = re.search(key + r"\s*=\s*(-?\d+)", text)
-        return [int(m2.group(1))] if m2 else []
-    return [int(x) for x in re.findall(r"-?\d+", m.group(1))]
+    @property
+    def rtype(self) -> ir.Type:
+        return self.value.type
 
 
 class Importer:
-    def __init__(self, module, dim_names=None, unused_args=None):
+    """Walks a parsed jax-MLIR module's @main (inlining calls) and builds the relax function."""
+
+    def __init__(self, module, dim_names=None, unused_args=None, dim_vars: Iterable[str] = (),
+                 source_name: str = "<string>"):
         self.module = module
         self.dim_names = dim_names or []
         # position -> (dims, dtype) of an argument the exported function does not use (jax.export
         # drops it from @main); the relax function still takes it, so callers pass every argument.
         self.unused_args = dict(unused_args or {})
-        self.lines: list[str] = []
-        self.n = 0
+        self.source_name = source_name
         self.funcs = {}
         self.renames: dict[str, str] = {}  # placeholder symbol -> real name
         self.unions: list[tuple[str, str]] = []
+        self.dim_vars: set[str] = set(dim_vars)  # symbols of jax dimension variables (>= 1)
+        self.symbolic_attrs: list[tuple[ir.Operation, str, Any]] = []  # renamed at the end
+        self.loc: ir.Location | None = None  # the jax op being converted
+        self._locs: dict[str, ir.Location] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
-                self.funcs[str(op.attributes["sym_name"]).strip('"')] = op
+                self.funcs[_string(op.attributes["sym_name"])] = op
 
     # --- emission ---------------------------------------------------------------------------
 
-    def fresh(self) -> str:
-        self.n += 1
-        return f"%v{self.n}"
+    def location(self, jax_op) -> ir.Location:
+        """Our location for a jax op: its first file position (the user's Python line), else unknown."""
+        text = str(jax_op.location)
+        loc = self._locs.get(text)
+        if loc is None:
+            p = _file_position(text)
+            if p is None:
+                loc = ir.Location.unknown()
+            else:
+                loc = ir.Location.file(self.source_name if p[0] in ("-", "") else p[0], p[1], p[2])
+            self._locs[text] = loc
+        return loc
 
-    def emit(self, opname, operands, result_rank, dtype, attrs="", dims=None, known=None) -> Val:
-        name = self.fresh()
-        ops = ", ".join(self.use(o) for o in operands)
-        otys = ", ".join(o.rtype for o in operands)
-        rty = _qtype(result_rank, dtype)
-        a = f" {{{attrs}}}" if attrs else ""
-        self.lines.append(f'  {name} = "{opname}"({ops}){a} : ({otys}) -> {rty}')
+    def emit(self, opname, operands, result_rank, dtype, attrs=None, dims=None, known=None) -> Val:
+        """Build relax op `opname` at the current op's location; its result dims are deduced later."""
+        values = [self.use(o) for o in operands]
+        attributes = {k: _attr(v) for k, v in (attrs or {}).items()}
+        op = ir.Operation.create(opname, results=[_qtype(result_rank, dtype)], operands=values,
+                                 attributes=attributes, loc=self.loc)
+        for k, v in (attrs or {}).items():
+            if _is_symbolic(v):
+                self.symbolic_attrs.append((op, k, v))
         if dims is None:
             dims = [None] * result_rank
-        return Val(name, dtype, dims, known, rty)
+        return Val(op.results[0], dtype, dims, known)
 
-    def use(self, v: Val) -> str:
-        if v.name is None:
+    def use(self, v: Val) -> ir.Value:
+        if v.value is None:
             self.materialize(v)
-        return v.name
+        return v.value
 
     def materialize(self, v: Val):
         """Emit a relax value for a symbolically known integer tensor."""
@@ -184,33 +340,34 @@ class Importer:
         rank = len(v.dims)
         if all(e.is_const for e in k):
             vals = [e.value for e in k]
-            if rank == 0:
-                lit = f"dense<{vals[0]}> : tensor<{v.dtype}>"
-            else:
-                lit = f"dense<[{', '.join(map(str, vals))}]> : tensor<{len(vals)}x{v.dtype}>"
             if v.dtype == "i1":
-                lit = lit.replace("<1>", "<true>").replace("<0>", "<false>")
-            r = self.emit("relax.constant", [], rank, v.dtype, f"value = {lit}")
+                vals = [int(bool(x)) for x in vals]
+            if rank == 0:
+                value = _splat([], v.dtype, vals[0])
+            else:
+                value = ir.DenseElementsAttr.get([_scalar_attr(v.dtype, x) for x in vals],
+                                                 type=ir.RankedTensorType.get([len(vals)], _elt(v.dtype)))
+            r = self.emit("relax.constant", [], rank, v.dtype, {"value": value})
         else:
             parts = []
             for e in k:
                 parts.append(self.emit("relax.arange", [], 1, v.dtype,
-                                       f'start = "{e}", end = "{e + 1}", dtype = {v.dtype}'))
+                                       {"start": e, "end": e + 1, "dtype": _dtype_attr(v.dtype)}))
             if len(parts) == 1:
                 r = parts[0]
             else:
-                r = self.emit("relax_v.concat", parts, 1, v.dtype, "axis = 0")
+                r = self.emit("relax_v.concat", parts, 1, v.dtype, {"axis": 0})
             if rank == 0:
-                r = self.emit("relax.reshape", [r], 0, v.dtype, "shape = []")
-        v.name, v.rtype = r.name, r.rtype
+                r = self.emit("relax.reshape", [r], 0, v.dtype, {"shape": []})
+        v.value = r.value
 
     # --- helpers ----------------------------------------------------------------------------
 
     @staticmethod
     def ttype(t):
-        from jax._src.lib.mlir import ir
-        rt = ir.RankedTensorType(t)
-        dt = str(rt.element_type)
+        from jax._src.lib.mlir import ir as jir
+        rt = jir.RankedTensorType(t)
+        dt = _jax_dtype(rt.element_type)
         dims = [None if rt.is_dynamic_dim(i) else const(rt.shape[i]) for i in range(rt.rank)]
         return dims, dt
 
@@ -218,29 +375,29 @@ class Importer:
         if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
                                             for a, b in zip(dims, x.dims)):
             return x
-        return self.emit("relax.reshape", [x], len(dims), x.dtype, f"shape = {_shape_attr(dims)}", dims=dims)
+        return self.emit("relax.reshape", [x], len(dims), x.dtype, {"shape": list(dims)}, dims=dims)
 
     def broadcast(self, x: Val, dims) -> Val:
         if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
                                             for a, b in zip(dims, x.dims)):
             return x
-        return self.emit("relax.broadcast_to", [x], len(dims), x.dtype, f"shape = {_shape_attr(dims)}", dims=dims)
+        return self.emit("relax.broadcast_to", [x], len(dims), x.dtype, {"shape": list(dims)}, dims=dims)
 
     def permute(self, x: Val, axes) -> Val:
         if list(axes) == list(range(len(axes))):
             return x
-        return self.emit("relax.permute_dims", [x], len(axes), x.dtype, f"axes = {list(axes)}",
+        return self.emit("relax.permute_dims", [x], len(axes), x.dtype, {"axes": list(axes)},
                          dims=[x.dims[a] for a in axes])
 
     # --- walking ----------------------------------------------------------------------------
 
-    def run(self) -> str:
-        from jax._src.lib.mlir import ir
+    def run(self) -> ir.Operation:
+        """Build the relax module (a `builtin.module` holding @main) in the current context."""
         main = self.funcs.get("main")
         if main is None:
             raise ValueError("no @main function")
         block = main.regions[0].blocks[0]
-        params, args = [], []
+        params = []
         kept = iter(block.arguments)
         for i in range(len(block.arguments) + len(self.unused_args)):
             if i in self.unused_args:
@@ -254,17 +411,47 @@ class Importer:
             for j, d in enumerate(dims):
                 if d is None:
                     nm = names[j] if names and j < len(names) and names[j] else None
-                    if nm is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", nm):
-                        d = sym(nm)
-                    else:
-                        d = sym(f"zzA{i}x{j}")
+                    d = sym(nm) if nm is not None and _is_name(nm) else sym(f"zzA{i}x{j}")
                 sdims.append(d)
-            v = Val(f"%arg{i}", dt, sdims, rtype=_ttype(sdims, dt))
-            params.append((v, sdims, dt))
+            params.append((i, sdims, dt))
+        floc = self.location(main)
+        module = ir.Module.create(loc=floc)
+        types = [_ttype(sdims, dt) for _, sdims, dt in params]
+        func = ir.Operation.create("func.func", regions=1, loc=floc, attributes={
+            "sym_name": ir.StringAttr.get("main"),
+            "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, []))},
+            ip=ir.InsertionPoint(module.body))
+        body = func.regions[0].blocks.append(*types, arg_locs=[floc] * len(types))
+        args = []
+        for (i, sdims, dt), a in zip(params, body.arguments):
             if i not in self.unused_args:
-                args.append(v)
-        results = self.run_func(main, args)
-        # resolve placeholder symbol names
+                args.append(Val(a, dt, sdims))
+        with ir.InsertionPoint(body):
+            results, ret_loc = self.run_func(main, args)
+            self.loc = ret_loc
+            rets = [self.use(r) for r in results]
+            ir.Operation.create("func.return", operands=rets, loc=ret_loc)
+        mapping = self.resolve_names(params)
+        for (i, sdims, dt), a in zip(params, body.arguments):
+            a.set_type(_ttype([d.subs(mapping) for d in sdims], dt))
+        for op, name, v in self.symbolic_attrs:
+            op.attributes[name] = _attr(_subs(v, mapping))
+        _erase_dead_ops(body)
+        func.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get([a.type for a in body.arguments], [v.type for v in rets]))
+        sig = set()
+        for _, sdims, _ in params:
+            for d in sdims:
+                sig |= d.subs(mapping).symbols()
+        lower = sorted({self.renames.get(n, n) for n in self.dim_vars} & sig)
+        if lower:
+            i64 = ir.IntegerType.get_signless(64)
+            func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, 1) for n in lower})
+        return module.operation
+
+    def resolve_names(self, params) -> dict[str, Expr]:
+        """The final name of every renamed symbol: unions (a == b) keep one name, placeholders take
+        jax's global-constant names, the rest d0, d1, ..."""
         for a, b in self.unions:
             ra, rb = self.renames.get(a, a), self.renames.get(b, b)
             if ra != rb:
@@ -274,33 +461,17 @@ class Importer:
                         self.renames[k] = keep
                 self.renames[drop] = keep
         counter = 0
-        sig = []
-        for v, sdims, dt in params:
+        for _, sdims, _ in params:
             for d in sdims:
-                for s in d.symbols():
+                for s in sorted(d.symbols()):
                     if s.startswith("zzA") and s not in self.renames:
                         while f"d{counter}" in self.renames.values():
                             counter += 1
                         self.renames[s] = f"d{counter}"
                         counter += 1
-            v.rtype = _ttype(sdims, dt)
-            sig.append(f"{v.name}: {v.rtype}")
-        rets = [self.use(r) for r in results]
-        rtys = [r.rtype for r in results]
-        body = list(self.lines)
-        # types of %arg uses were filled in before the signature knew its names: fix up
-        text_lines = [f"func.func @main({', '.join(sig)}) -> ("
-                      + ", ".join(rtys) + ") {"]
-        text_lines += body
-        text_lines.append(f"  return {', '.join(rets)} : {', '.join(rtys)}")
-        text_lines.append("}")
-        text = "\n".join(_dce(text_lines)) + "\n"
-        for k in sorted(self.renames, key=len, reverse=True):
-            text = text.replace(k, self.renames[k])
-        _ = ir
-        return text
+        return {k: sym(v) for k, v in self.renames.items()}
 
-    def run_func(self, func, args: list[Val]) -> list[Val]:
+    def run_func(self, func, args: list[Val]) -> tuple[list[Val], ir.Location]:
         block = func.regions[0].blocks[0]
         env = {}
         for a, v in zip(block.arguments, args):
@@ -308,15 +479,15 @@ class Importer:
         for op in block.operations:
             name = op.operation.name
             if name in ("func.return", "stablehlo.return"):
-                return [env[o] for o in op.operands]
+                return [env[o] for o in op.operands], self.location(op)
             if name == "func.call":
-                callee = str(op.attributes["callee"]).lstrip("@").strip('"')
+                callee = _string(op.attributes["callee"])
                 f = self.funcs.get(callee)
                 if f is None:
                     raise UnsupportedOpError(name, str(op.location), f"unknown callee @{callee}")
                 cargs = [env[o] for o in op.operands]
                 self.note_global_constants(f, cargs)
-                outs = self.run_func(f, cargs)
+                outs, _ = self.run_func(f, cargs)
                 for r, v in zip(op.results, outs):
                     env[r] = v
                 continue
@@ -324,6 +495,7 @@ class Importer:
             if conv is None:
                 raise UnsupportedOpError(name, str(op.location))
             ins = [env[o] for o in op.operands]
+            self.loc = self.location(op)
             try:
                 outs = conv(self, op, ins)
             except UnsupportedOpError:
@@ -339,34 +511,27 @@ class Importer:
         raise ValueError("function without a return")
 
     def note_global_constants(self, f, cargs):
-        try:
-            arg_attrs = f.attributes["arg_attrs"]
-        except KeyError:
+        """Name placeholder symbols after the `jax.global_constant` (a jax dimension variable) that
+        a callee's argument carries."""
+        if "arg_attrs" not in f.attributes:
             return
-        for i, a in enumerate(arg_attrs):
-            m = re.search(r'jax\.global_constant\s*=\s*"([^"]+)"', str(a))
-            if not m or i >= len(cargs):
+        for i, a in enumerate(f.attributes["arg_attrs"]):
+            if "jax.global_constant" not in a or i >= len(cargs):
                 continue
+            name = _string(a["jax.global_constant"])
             k = cargs[i].known
-            if k and len(k) == 1 and k[0].is_symbol:
+            if k and len(k) == 1 and k[0].is_symbol and _is_name(name):
                 (s,) = k[0].symbols()
-                if s.startswith("zzA") and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", m.group(1)):
-                    self.renames.setdefault(s, m.group(1))
+                self.dim_vars.add(s)
+                if s.startswith("zzA"):
+                    self.renames.setdefault(s, name)
 
 
-def _dce(lines: list[str]) -> list[str]:
-    """Drop relax bindings whose results are never used (all relax ops here are pure)."""
-    pat = re.compile(r"^\s*(%v\d+) = ")
-    while True:
-        used = set()
-        for ln in lines:
-            m = pat.match(ln)
-            rest = ln[m.end():] if m else ln
-            used.update(re.findall(r"%v\d+\b", rest))
-        out = [ln for ln in lines if not ((m := pat.match(ln)) and m.group(1) not in used)]
-        if len(out) == len(lines):
-            return out
-        lines = out
+def _erase_dead_ops(block: ir.Block) -> None:
+    """Erase the ops whose results are never used (every relax op built here is pure), last first."""
+    for op in reversed(list(block.operations)):
+        if op.name != "func.return" and all(not list(r.uses) for r in op.results):
+            op.erase()
 
 
 # --- converters ----------------------------------------------------------------------------
@@ -472,26 +637,26 @@ def _logic(relax_name):
 
 
 def _constant(im: Importer, op, ins):
+    from jax._src.lib.mlir import ir as jir
+
     attr = op.attributes["value"]
     dims, dt = _res(op)
-    s = str(attr)
     if dt not in _DTYPES:
         raise UnsupportedOpError(op.operation.name, str(op.location), f"element type {dt}")
-    if dt.startswith("i") and dt != "i1" and len(dims) <= 1:
-        m = re.match(r"dense<(.*)>\s*:", s)
-        if m and '"' not in m.group(1):
-            vals = [int(x) for x in re.findall(r"-?\d+", m.group(1))]
-            n = dims[0].value if dims else 1
-            if len(vals) == 1 and n != 1:
-                vals = vals * n
-            if len(vals) == n and n <= 64:
+    if dt.startswith("i") and dt != "i1" and len(dims) <= 1 and isinstance(attr, jir.DenseIntElementsAttr):
+        n = dims[0].value if dims else 1
+        if n <= 64:
+            vals = [int(attr.get_splat_value().value)] * n if attr.is_splat else \
+                [int(attr[i]) for i in range(len(attr))]
+            if len(vals) == n:
                 return Val(None, dt, dims, [const(x) for x in vals])
-    return im.emit("relax.constant", [], len(dims), dt, f"value = {s}", dims=dims)
+    value = _dense_from_jax(attr, [d.value for d in dims], dt)
+    return im.emit("relax.constant", [], len(dims), dt, {"value": value}, dims=dims)
 
 
 def _get_dimension_size(im, op, ins):
     (x,) = ins
-    d = _ints_of(op.attributes["dimension"])[0]
+    d = _ints(op.attributes["dimension"])[0]
     _, dt = _res(op)
     e = x.dims[d]
     if e is None:
@@ -507,7 +672,7 @@ def _convert(im, op, ins):
         return Val(None, dt, dims, [_wrap(e, dt) for e in x.known])
     if dt == x.dtype:
         return x
-    return im.emit("relax.astype", [x], len(dims), dt, f"dtype = {dt}", dims=dims)
+    return im.emit("relax.astype", [x], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=dims)
 
 
 def _reshape(im, op, ins):
@@ -547,7 +712,7 @@ def _broadcast_in_dim_impl(im, op, x: Val, bdims, rdims, dt):
 def _broadcast_in_dim(im, op, ins):
     (x,) = ins
     rdims, dt = _res(op)
-    bdims = _ints_of(op.attributes["broadcast_dimensions"])
+    bdims = _ints(op.attributes["broadcast_dimensions"])
     return _broadcast_in_dim_impl(im, op, x, bdims, rdims, dt)
 
 
@@ -557,7 +722,7 @@ def _dynamic_broadcast_in_dim(im, op, ins):
     if shp.known is None:
         raise ValueError("output_dimensions is not a known shape computation")
     rdims = _merge_dims(rdims, shp.known)
-    bdims = _ints_of(op.attributes["broadcast_dimensions"])
+    bdims = _ints(op.attributes["broadcast_dimensions"])
     return _broadcast_in_dim_impl(im, op, x, bdims, rdims, dt)
 
 
@@ -565,12 +730,11 @@ def _iota_impl(im, rdims, dt, axis):
     n = rdims[axis]
     if n is None:
         raise ValueError("iota dim is unknown")
-    end = f'"{n}"' if not n.is_const else str(n.value)
-    if dt in ("f16", "bf16", "f32", "f64"):
-        r = im.emit("relax.arange", [], 1, "i64", f"end = {end}, dtype = i64", dims=[n])
-        r = im.emit("relax.astype", [r], 1, dt, f"dtype = {dt}", dims=[n])
+    if dt in _FLOATS:
+        r = im.emit("relax.arange", [], 1, "i64", {"end": n, "dtype": _dtype_attr("i64")}, dims=[n])
+        r = im.emit("relax.astype", [r], 1, dt, {"dtype": _dtype_attr(dt)}, dims=[n])
     else:
-        r = im.emit("relax.arange", [], 1, dt, f"end = {end}, dtype = {dt}", dims=[n])
+        r = im.emit("relax.arange", [], 1, dt, {"end": n, "dtype": _dtype_attr(dt)}, dims=[n])
     inter = [const(1)] * len(rdims)
     inter[axis] = n
     r = im.reshape(r, inter)
@@ -579,7 +743,7 @@ def _iota_impl(im, rdims, dt, axis):
 
 def _iota(im, op, ins):
     rdims, dt = _res(op)
-    axis = _ints_of(op.attributes["iota_dimension"])[0]
+    axis = _ints(op.attributes["iota_dimension"])[0]
     if len(rdims) == 1 and rdims[0] is not None and rdims[0].is_const and dt.startswith("i") and dt != "i1" \
             and rdims[0].value <= 64:
         return Val(None, dt, rdims, [const(i) for i in range(rdims[0].value)])
@@ -592,19 +756,19 @@ def _dynamic_iota(im, op, ins):
     if shp.known is None:
         raise ValueError("output_shape is not a known shape computation")
     rdims = _merge_dims(rdims, shp.known)
-    axis = _ints_of(op.attributes["iota_dimension"])[0]
+    axis = _ints(op.attributes["iota_dimension"])[0]
     return _iota_impl(im, rdims, dt, axis)
 
 
 def _transpose(im, op, ins):
     (x,) = ins
-    perm = _ints_of(op.attributes["permutation"])
+    perm = _ints(op.attributes["permutation"])
     return im.permute(x, perm)
 
 
 def _concatenate(im, op, ins):
     rdims, dt = _res(op)
-    axis = _ints_of(op.attributes["dimension"])[0]
+    axis = _ints(op.attributes["dimension"])[0]
     if _known_ok(ins) and len(rdims) == 1:
         k = []
         for v in ins:
@@ -618,20 +782,20 @@ def _concatenate(im, op, ins):
     dims = _merge_dims(rdims, dims, *[v.dims for v in ins])
     if len(ins) == 1:
         return ins[0]
-    return im.emit("relax_v.concat", ins, len(rdims), dt, f"axis = {axis}", dims=dims)
+    return im.emit("relax_v.concat", ins, len(rdims), dt, {"axis": axis}, dims=dims)
 
 
 def _slice(im, op, ins):
     (x,) = ins
     rdims, dt = _res(op)
-    start = _ints_of(op.attributes["start_indices"])
-    limit = _ints_of(op.attributes["limit_indices"])
-    strides = _ints_of(op.attributes["strides"])
+    start = _ints(op.attributes["start_indices"])
+    limit = _ints(op.attributes["limit_indices"])
+    strides = _ints(op.attributes["strides"])
     if x.known is not None and len(x.dims) == 1:
         return Val(None, dt, rdims, x.known[start[0]:limit[0]:strides[0]])
     axes = list(range(len(x.dims)))
     return im.emit("relax.strided_slice", [x], len(rdims), dt,
-                   f"axes = {axes}, begin = {start}, end = {limit}, strides = {strides}",
+                   {"axes": axes, "begin": start, "end": limit, "strides": strides},
                    dims=_merge_dims(rdims))
 
 
@@ -648,8 +812,9 @@ _CMP = {"EQ": "relax.equal", "NE": "relax.not_equal", "LT": "relax.less", "LE": 
 def _compare(im, op, ins):
     a, b = ins
     rdims, _ = _res(op)
-    d = re.search(r"comparison_direction\s+(\w+)", str(op.attributes["comparison_direction"]))
-    direction = d.group(1) if d else str(op.attributes["comparison_direction"])
+    from jax._src.lib.mlir.dialects import hlo
+
+    direction = hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
     if direction == "EQ" and _known_ok(ins) and len(a.known) == 1 == len(b.known) \
             and a.known[0].is_symbol and b.known[0].is_symbol:
         (sa,), (sb,) = a.known[0].symbols(), b.known[0].symbols()
@@ -673,13 +838,12 @@ def _expm1(im, op, ins):
     rank = len(rdims)
 
     def c(v):
-        return im.emit("relax.constant", [], 0, dt, f"value = dense<{v}> : tensor<{dt}>", dims=[])
+        return im.emit("relax.constant", [], 0, dt, {"value": _splat([], dt, v)}, dims=[])
 
     def e(name, *args, rdt=None):
         return im.emit(name, list(args), rank, rdt or dt, dims=dims)
 
-    one, m1, inf = c("1.0"), c("-1.0"), c("0x7F800000" if dt == "f32" else "0x7FF0000000000000"
-                                          if dt == "f64" else "0x7C00" if dt == "f16" else "0x7F80")
+    one, m1, inf = c(1.0), c(-1.0), c(float("inf"))
     u = e("relax.exp", x)
     um1 = e("relax.subtract", u, one)
     k = e("relax.multiply", um1, e("relax.divide", x, e("relax.log", u)))
@@ -744,12 +908,12 @@ def _reduce(im, op, ins):
         raise ValueError(f"reduce body {kinds} is not a single add/max/min/mul/and/or")
     if kinds[0] in ("stablehlo.and", "stablehlo.or") and x.dtype != "i1":
         raise ValueError(f"reduce with {kinds[0]} on {x.dtype} (bitwise) is not supported")
-    axes = _ints_of(op.attributes["dimensions"])
+    axes = _ints(op.attributes["dimensions"])
     rdims, dt = _res(op)
     dims = [d for i, d in enumerate(x.dims) if i not in axes]
     dims = _merge_dims(rdims, dims)
     kind = table[kinds[0]]
-    r = im.emit(kind, [x], len(rdims), dt, f"axes = {axes}, keepdims = false", dims=dims)
+    r = im.emit(kind, [x], len(rdims), dt, {"axes": axes, "keepdims": False}, dims=dims)
     if _is_identity(kind, dt, _splat_value(op.operands[1])):
         return r
     # reduce(x, init) = init (+) reduce(x): the init counts once, also over zero elements
@@ -759,9 +923,11 @@ def _reduce(im, op, ins):
 def _dot_general(im, op, ins):
     a, b = ins
     rdims, dt = _res(op)
-    dn = str(op.attributes["dot_dimension_numbers"])
-    lb, rb = _field(dn, "lhs_batching_dimensions"), _field(dn, "rhs_batching_dimensions")
-    lc, rc = _field(dn, "lhs_contracting_dimensions"), _field(dn, "rhs_contracting_dimensions")
+    from jax._src.lib.mlir.dialects import hlo
+
+    dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
+    lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
     if a.dtype != dt or b.dtype != dt:
         raise ValueError("mixed-precision dot_general")
     ra, rb_ = len(a.dims), len(b.dims)
@@ -785,13 +951,14 @@ def _dot_general(im, op, ins):
 def _gather(im, op, ins):
     x, idx = ins[0], ins[1]
     rdims, dt = _res(op)
-    dn = str(op.attributes["dimension_numbers"])
-    offset = _field(dn, "offset_dims")
-    collapsed = _field(dn, "collapsed_slice_dims")
-    smap = _field(dn, "start_index_map")
-    obatch = _field(dn, "operand_batching_dims")
-    ivd_l = _field(dn, "index_vector_dim")
-    ivd = ivd_l[0] if ivd_l else 0
+    from jax._src.lib.mlir.dialects import hlo
+
+    dn = hlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
+    offset = list(dn.offset_dims)
+    collapsed = list(dn.collapsed_slice_dims)
+    smap = list(dn.start_index_map)
+    obatch = list(dn.operand_batching_dims)
+    ivd = int(dn.index_vector_dim)
     if obatch:
         raise ValueError("batched gather")
     if op.operation.name == "stablehlo.dynamic_gather":
@@ -799,7 +966,7 @@ def _gather(im, op, ins):
             raise ValueError("slice_sizes is not a known shape computation")
         sizes = list(ins[2].known)
     else:
-        sizes = [const(v) for v in _ints_of(op.attributes["slice_sizes"])]
+        sizes = [const(v) for v in _ints(op.attributes["slice_sizes"])]
     r = len(x.dims)
     # Form 1: constant start (a slice).
     if idx.known is not None and len(idx.dims) <= 1 and ivd == len(idx.dims) - (0 if len(idx.dims) == 0 else 1) \
@@ -810,7 +977,7 @@ def _gather(im, op, ins):
         axes = list(range(r))
         ends = [s + z for s, z in zip(starts, sizes)]
         sl = im.emit("relax.strided_slice", [x], r, dt,
-                     f"axes = {axes}, begin = {_shape_attr(starts)}, end = {_shape_attr(ends)}",
+                     {"axes": axes, "begin": starts, "end": ends},
                      dims=sizes)
         keep = [sizes[i] for i in range(r) if i not in collapsed]
         return im.reshape(sl, keep) if collapsed else sl
@@ -829,13 +996,13 @@ def _gather(im, op, ins):
                     if ivd != len(idx.dims) - 1:
                         raise ValueError("index_vector_dim not last")
                     ind = im.reshape(idx, idx.dims[:-1])
-                return im.emit("relax.take", [x, ind], len(rdims), dt, f"axis = {ax}",
+                return im.emit("relax.take", [x, ind], len(rdims), dt, {"axis": ax},
                                dims=_merge_dims(rdims, x.dims[:ax] + ind.dims + x.dims[ax + 1:]))
     raise ValueError("only slice-like and take-like (embedding) gathers are supported")
 
 
 def _custom_call(im, op, ins):
-    target = str(op.attributes["call_target_name"]).strip('"')
+    target = _string(op.attributes["call_target_name"])
     if target == "shape_assertion":
         return []
     raise UnsupportedOpError("stablehlo.custom_call", str(op.location), f"call target @{target}")
@@ -898,9 +1065,9 @@ CONVERTERS: dict[str, Callable] = {
 
 
 def _element_type(t) -> str | None:
-    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir import ir as jir
     try:
-        return str(ir.ShapedType(t).element_type)
+        return _jax_dtype(jir.ShapedType(t).element_type)
     except (ValueError, TypeError):
         return None
 
@@ -938,18 +1105,34 @@ def check_element_types(module) -> None:
         raise UnsupportedTypesError(items)
 
 
-def import_module(module, dim_names=None, unused_args=None) -> str:
-    """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) to relax text.
+def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
+                  source_name: str = "<string>"):
+    """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
+    `relax_mlir.Module`.
     `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
     position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
-    which the relax function takes and ignores."""
+    which the relax function takes and ignores; `dim_vars`: names that are jax dimension
+    variables (>= 1, like those the module's `jax.global_constant` arguments name)."""
+    import relax_mlir
+    from relax_mlir.core.pipeline import run_pipeline
+    from relax_mlir.core.session import Session
+    from relax_mlir.targets import registry
+
     check_element_types(module)
-    return Importer(module, dim_names, unused_args).run()
+    session = Session(source_name)
+    with session.ctx, ir.Location.unknown():
+        op = Importer(module, dim_names, unused_args, dim_vars, source_name).run()
+    result = relax_mlir.Module(session, op)
+    if not run_pipeline(session, op, ["relax-infer-shapes"], registry()):
+        raise CompileError("\n".join(d.render() for d in session.diags) or "the imported module does not verify")
+    return result
 
 
-def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None) -> str:
-    """StableHLO text (as `jax.export` prints it) -> relax IR text. Errors: StableHLOParseError,
-    UnsupportedOpError (UnsupportedTypesError), ValueError; `render_error` formats any of them."""
+def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
+                     dim_vars: Iterable[str] = ()):
+    """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
+    StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
+    `render_error` formats any of them."""
     from jax._src.interpreters import mlir as jmlir
     from jax._src.lib.mlir import ir as jir
 
@@ -971,7 +1154,7 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
             else:
                 module = jir.Module.create()
                 module.body.append(op.operation)
-        return import_module(module, dim_names, unused_args)
+        return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name)
 
 
 class _ModuleView:
