@@ -27,6 +27,7 @@ matmul+epilogue kernel would lose the fast schedule.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import functools
 import heapq
 from collections import Counter
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mlir import ir
+from mlir.dialects import arith, func, tensor
 from mlir.passmanager import PassManager
 
 from relax_mlir.analysis.pattern_kind import (
@@ -57,10 +59,24 @@ _SCRATCH_PIPELINE = "builtin.module(inline,func.func(linalg-fuse-elementwise-ops
 _MAX_NAME = 48
 
 
-def _asm(op: ir.Operation) -> str:
-    """The text of one kernel. Local scope: the printer numbers only this function, not the whole
-    module (a print that numbered the module made fusing a chain of N ops cost O(N^2) prints)."""
-    return op.get_asm(use_local_scope=True)
+def _kernel_id(k: ir.Operation) -> str:
+    """What identifies a kernel's code: the kernel table's key (a hash of the legalizer's template
+    instance, or of a fusion's parts), else its symbol (a kernel written in the input module)."""
+    if "relax.kernel_key" in k.attributes:
+        return ir.StringAttr(k.attributes["relax.kernel_key"]).value
+    return "sym:" + ir.StringAttr(k.attributes["sym_name"]).value
+
+
+def _fusion_key(kernels, steps, in_types, n_syms: int, shape_from, reduction: bool) -> str:
+    """The kernel table key of a fusion: its parts' ids and how they are wired (equal keys build
+    equal kernels)."""
+    parts = (tuple(_kernel_id(k) for k in kernels), tuple((tuple(r), tuple(s)) for _, r, s in steps),
+             tuple(str(t) for t in in_types), n_syms, shape_from, reduction)
+    return "fuse:" + hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
+
+
+def _scratch_pipeline(text: str, ctx: ir.Context) -> PassManager:
+    return PassManager.parse(text, context=ctx)
 
 
 def _tidy_reduction(f: ir.Operation) -> bool:
@@ -97,7 +113,7 @@ def _tidy(f: ir.Operation) -> bool:
     del f.attributes["relax.fused_out"]
     dest = block.arguments[k]
     if init != dest:
-        if str(dest.type) != str(init.type):
+        if dest.type != init.type:
             return False
         if isinstance(init, ir.OpResult) and init.owner.name == "tensor.empty":
             g.operands[len(g.operands) - 1] = dest
@@ -249,7 +265,7 @@ class _Fuser:
         if len(tp.inputs) != np_ + 1 + len(_sym_args(p)) or len(tc.inputs) != nc + 1 + len(_sym_args(c)):
             return False
         tint = tp.inputs[np_]
-        if not (str(tint) == str(tc.inputs[j]) == str(tp.results[0]) and str(tc.inputs[nc]) == str(tc.results[0])):
+        if not (tint == tc.inputs[j] == tp.results[0] and tc.inputs[nc] == tc.results[0]):
             return False
         if self.is_reduction(_callee(c)):
             return True
@@ -258,75 +274,16 @@ class _Fuser:
     # -- building the fused kernel -------------------------------------------------------------
     def fused_kernel(self, p: ir.Operation, c: ir.Operation, j: int, ins_map_p, ins_map_c, n_ins,
                      in_types, sym_map_p, sym_map_c, n_syms, shape_from: int | None) -> str | None:
-        """`shape_from`: for a reduction consumer, the fused input whose dims the intermediate has
-        (None: the intermediate is static); it is part of the cache key, since it depends on the
-        call site's symbolic types."""
-        pname, cname = _callee(p), _callee(c)
-        key = (pname, cname, j, tuple(ins_map_p), tuple(ins_map_c), tuple(sym_map_p), tuple(sym_map_c), shape_from)
-        if key in self.cache:
-            return self.cache[key]
-        kp, kc = self.kernel(pname), self.kernel(cname)
-        tp, tc = _func_type(kp), _func_type(kc)
-        tout = tc.results[0]
-        tint = tp.results[0]
-        args = [f"%i{k}: {t}" for k, t in enumerate(in_types)] + [f"%o0: {tout}"] + \
-               [f"%s{k}: index" for k in range(n_syms)]
-        lines = []
-        dyn = []
-        rt = ir.RankedTensorType(tint)
-        reduction = self.is_reduction(cname)
-        # The intermediate's dims: from the out argument (elementwise: same shape), or for a
-        # reduction from the input `shape_from` (of the intermediate's exact symbolic type).
-        shape_src, shape_type = "%o0", tout
-        if reduction and shape_from is not None:
-            shape_src, shape_type = f"%i{shape_from}", in_types[shape_from]
-        for d in range(rt.rank):
-            if rt.is_dynamic_dim(d):
-                lines.append(f"  %c{d} = arith.constant {d} : index")
-                lines.append(f"  %d{d} = tensor.dim {shape_src}, %c{d} : {shape_type}")
-                dyn.append(f"%d{d}")
-        lines.append(f"  %e = tensor.empty({', '.join(dyn)}) : {tint}")
-        p_args = [f"%i{k}" for k in ins_map_p] + ["%e"] + [f"%s{k}" for k in sym_map_p]
-        lines.append(f"  %t = func.call @__P({', '.join(p_args)}) : ({', '.join(str(t) for t in tp.inputs)}) -> {tint}")
-        c_args, it = [], iter(ins_map_c)
+        """The kernel computing producer `p` into the consumer `c`'s operand `j`. `shape_from`: for
+        a reduction consumer, the fused input whose dims the intermediate has (None: the
+        intermediate is static); it is part of the cache key, since it depends on the call
+        site's symbolic types."""
+        c_refs, it = [], iter(ins_map_c)
         for k in range(len(c.operands)):
-            c_args.append("%t" if k == j else f"%i{next(it)}")
-        c_args += ["%o0"] + [f"%s{k}" for k in sym_map_c]
-        lines.append(f"  %r = func.call @__C({', '.join(c_args)}) : ({', '.join(str(t) for t in tc.inputs)}) -> {tout}")
-        lines.append(f"  return %r : {tout}")
-        base = "_".join(b[len("fused_"):] if b.startswith("fused_") else b for b in (_kernel_base(kp), _kernel_base(kc)))
-        base = "fused_" + base
-        if len(base) > _MAX_NAME:
-            base = base[:_MAX_NAME]
-        wrapper = (f"func.func @__KERNEL__({', '.join(args)}) -> ({tout}) "
-                   f"attributes {{relax.kernel = \"{base}\", relax.fused_out = {len(in_types)} : i64}} {{\n" + "\n".join(lines) + "\n}")
-
-        def renamed(k: ir.Operation, new: str) -> str:
-            t = _asm(k)
-            name = ir.StringAttr(k.attributes["sym_name"]).value
-            t2 = t.replace(f"@{name}(", f"@{new}(", 1)
-            if t2 == t:
-                t2 = t.replace(f'@"{name}"(', f"@{new}(", 1)
-            return t2
-
-        text = "\n".join([wrapper, renamed(kp, "__P"), renamed(kc, "__C")])
-        result = None
-        try:
-            scratch = ir.Module.parse(text)
-            PassManager.parse(_SCRATCH_PIPELINE).run(scratch.operation)
-            funcs = {ir.StringAttr(o.attributes["sym_name"]).value: o.operation
-                     for o in scratch.body.operations if o.operation.name == "func.func"}
-            f = funcs.get("__KERNEL__")
-            ok = (_tidy_reduction(f) and is_reduction_kernel(f)) if reduction else \
-                (_tidy(f) and is_elementwise_kernel(f))
-            if f is not None and ok:
-                ftext = _asm(f).replace("func.func @__KERNEL__(", "func.func private @__KERNEL__(", 1)
-                result = self.table.get(base, lambda n: ftext.replace("@__KERNEL__", "@" + n, 1))
-                self.note_kernel(result)
-        except Exception:  # noqa: BLE001 - a fusion that cannot be built is skipped, never fatal
-            result = None
-        self.cache[key] = result
-        return result
+            c_refs.append(None if k == j else next(it))
+        steps = [(_callee(p), list(ins_map_p), list(sym_map_p)), (_callee(c), c_refs, list(sym_map_c))]
+        return self.build_kernel(steps, in_types, n_syms, reduction=self.is_reduction(_callee(c)),
+                                 shape_from=shape_from)
 
     def fuse(self, p: ir.Operation, c: ir.Operation, j: int) -> tuple[ir.Operation, bool] | None:
         """Replace `c` by a call of the fused kernel: (the new call, whether `p` survives), or None."""
@@ -351,7 +308,7 @@ class _Fuser:
             in_types[m] = tp.inputs[k]
         ck = [k for k in range(len(c.operands)) if k != j]
         for k, m in zip(ck, ins_map_c):
-            if in_types[m] is not None and str(in_types[m]) != str(tc.inputs[k]):
+            if in_types[m] is not None and in_types[m] != tc.inputs[k]:
                 return None
             in_types[m] = tc.inputs[k]
         shape_from = None
@@ -359,7 +316,7 @@ class _Fuser:
             want = view(p.results[0].type).dims
             tint = tp.results[0]
             srcs = [k for k, v in enumerate(ins) if isinstance(view(v.type), TensorType)
-                    and view(v.type).dims == want and str(in_types[k]) == str(tint)]
+                    and view(v.type).dims == want and in_types[k] == tint]
             if srcs:
                 shape_from = srcs[0]
             elif not ir.RankedTensorType(tint).has_static_shape:
@@ -435,7 +392,7 @@ class _Fuser:
                     refs.append(None)
                     continue
                 x = index(v)
-                if x in in_types and str(in_types[x]) != str(t.inputs[m]):
+                if x in in_types and in_types[x] != t.inputs[m]:
                     return None
                 in_types[x] = t.inputs[m]
                 refs.append(x)
@@ -460,66 +417,87 @@ class _Fuser:
         return new, True
 
     def chain_kernel(self, steps, in_types, n_syms: int) -> str | None:
-        """The kernel computing `steps` in sequence (each writes a `tensor.empty`, the last the out
-        argument), inlined and fused by upstream into one elementwise generic; None if it is not."""
-        key = ("chain", tuple((n, tuple(r), tuple(s)) for n, r, s in steps))
-        if key in self.cache:
-            return self.cache[key]
+        """The kernel computing the elementwise `steps` in sequence, fused into one generic."""
+        return self.build_kernel(steps, in_types, n_syms)
+
+    def build_kernel(self, steps, in_types, n_syms: int, reduction: bool = False,
+                     shape_from: int | None = None) -> str | None:
+        """The kernel `(ins..., out, syms...)` that calls each step's kernel in turn, each writing
+        a `tensor.empty` (the last: the out argument) and reading the previous result where its
+        operand ref is None; inlined and fused by upstream into one generic, checked, and moved
+        into the module. `steps`: (kernel name, input refs, sym refs). None if it does not fuse
+        into one elementwise (or, with `reduction`, one reduction) kernel.
+
+        Built through the bindings in a scratch module of the same context: the step kernels are
+        cloned into it, never printed and parsed. Its table key derives from the steps' kernel
+        keys and the wiring, so identical fusions share one kernel."""
         kernels = [self.kernel(n) for n, _, _ in steps]
         types = [_func_type(k) for k in kernels]
         tout = types[-1].results[0]
-        args = [f"%i{k}: {t}" for k, t in enumerate(in_types)] + [f"%o0: {tout}"] + \
-               [f"%s{k}: index" for k in range(n_syms)]
-        lines = []
+        key = _fusion_key(kernels, steps, in_types, n_syms, shape_from, reduction)
+        if key in self.cache:
+            return self.cache[key]
+        known = self.table.lookup(key)
+        if known is not None:
+            self.cache[key] = known
+            return known
         out = ir.RankedTensorType(tout)
-        dyn = []
-        for d in range(out.rank):
-            if out.is_dynamic_dim(d):
-                lines.append(f"  %c{d} = arith.constant {d} : index")
-                lines.append(f"  %d{d} = tensor.dim %o0, %c{d} : {tout}")
-                dyn.append(f"%d{d}")
-        prev = None
-        for t, ((_, refs, srefs), ft) in enumerate(zip(steps, types)):
-            res = ft.results[0]
-            if t + 1 < len(steps):
-                if ir.RankedTensorType(res).shape != out.shape:
-                    self.cache[key] = None
-                    return None
-                lines.append(f"  %e{t} = tensor.empty({', '.join(dyn)}) : {res}")
-                dest = f"%e{t}"
-            else:
-                dest = "%o0"
-            a = [prev if r is None else f"%i{r}" for r in refs] + [dest] + [f"%s{k}" for k in srefs]
-            lines.append(f"  %t{t} = func.call @__K{t}({', '.join(a)}) : "
-                         f"({', '.join(str(x) for x in ft.inputs)}) -> {res}")
-            prev = f"%t{t}"
-        lines.append(f"  return {prev} : {tout}")
+        # The intermediates' dims: from the out argument (elementwise: same shape), or for a
+        # reduction from the input `shape_from` (of the intermediate's exact symbolic type).
+        shape_src = len(in_types) if not (reduction and shape_from is not None) else shape_from
+        for ft in types[:-1]:
+            res = ir.RankedTensorType(ft.results[0])
+            if not reduction and res.shape != out.shape:
+                self.cache[key] = None
+                return None
         base = "fused_" + "_".join(b[len("fused_"):] if b.startswith("fused_") else b
                                    for b in (_kernel_base(k) for k in kernels))
         base = base[:_MAX_NAME]
-        wrapper = (f"func.func @__KERNEL__({', '.join(args)}) -> ({tout}) "
-                   f"attributes {{relax.kernel = \"{base}\", relax.fused_out = {len(in_types)} : i64}} {{\n"
-                   + "\n".join(lines) + "\n}")
-        texts = [wrapper]
-        for t, k in enumerate(kernels):
-            name = ir.StringAttr(k.attributes["sym_name"]).value
-            text = _asm(k)
-            renamed = text.replace(f"@{name}(", f"@__K{t}(", 1)
-            if renamed == text:
-                renamed = text.replace(f'@"{name}"(', f"@__K{t}(", 1)
-            texts.append(renamed)
-        result = None
+        index = ir.IndexType.get()
+        with ir.Location.unknown():
+            scratch = ir.Module.create()
+            for t, k in enumerate(kernels):
+                clone = k.clone(ir.InsertionPoint(scratch.body))
+                clone.attributes["sym_name"] = ir.StringAttr.get(f"__K{t}")
+            with ir.InsertionPoint(scratch.body):
+                f = func.FuncOp("__KERNEL__", ir.FunctionType.get(list(in_types) + [tout] + [index] * n_syms, [tout]))
+            f.attributes["relax.kernel"] = ir.StringAttr.get(base)
+            f.attributes["relax.fused_out"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(in_types))
+            entry = f.add_entry_block()
+            args = list(entry.arguments)
+            ins, dest_out, syms = args[:len(in_types)], args[len(in_types)], args[len(in_types) + 1:]
+            with ir.InsertionPoint(entry):
+                src = args[shape_src]
+                src_t = ir.RankedTensorType(src.type)
+                prev = None
+                for t, ((_, refs, srefs), ft) in enumerate(zip(steps, types)):
+                    res = ft.results[0]
+                    if t + 1 < len(steps):
+                        rt = ir.RankedTensorType(res)
+                        sizes = [tensor.dim(src, arith.constant(index, d)) if rt.is_dynamic_dim(d) else rt.shape[d]
+                                 for d in range(rt.rank)]
+                        if any(not isinstance(x, int) for x in sizes) and src_t.rank != rt.rank:
+                            self.cache[key] = None
+                            return None
+                        dest = tensor.EmptyOp(sizes, rt.element_type).result
+                    else:
+                        dest = dest_out
+                    operands = [prev if r is None else ins[r] for r in refs] + [dest] + [syms[k] for k in srefs]
+                    prev = func.CallOp([res], f"__K{t}", operands).result
+                func.ReturnOp([prev])
         try:
-            scratch = ir.Module.parse("\n".join(texts))
-            PassManager.parse(_SCRATCH_PIPELINE).run(scratch.operation)
-            f = next((o.operation for o in scratch.body.operations if o.operation.name == "func.func"
-                      and ir.StringAttr(o.operation.attributes["sym_name"]).value == "__KERNEL__"), None)
-            if f is not None and _tidy(f) and is_elementwise_kernel(f):
-                ftext = _asm(f).replace("func.func @__KERNEL__(", "func.func private @__KERNEL__(", 1)
-                result = self.table.get(base, lambda n: ftext.replace("@__KERNEL__", "@" + n, 1))
-                self.note_kernel(result)
-        except Exception:  # noqa: BLE001 - a chain that cannot be built is fused step by step
-            result = None
+            _scratch_pipeline(_SCRATCH_PIPELINE, scratch.context).run(scratch.operation)
+        except ir.MLIRError:
+            # upstream inlining/fusion refused this combination: the kernels stay unfused (the
+            # program is unchanged and correct), as for any other fusion that is not legal
+            self.cache[key] = None
+            return None
+        f = next(o.operation for o in scratch.body.operations
+                 if ir.StringAttr(o.operation.attributes["sym_name"]).value == "__KERNEL__")
+        ok = (_tidy_reduction(f) and is_reduction_kernel(f)) if reduction else (_tidy(f) and is_elementwise_kernel(f))
+        result = self.table.adopt(base, key, f) if ok else None
+        if result is not None:
+            self.note_kernel(result)
         self.cache[key] = result
         return result
 
@@ -651,7 +629,7 @@ def fold_constant_operands(fuser: "_Fuser", f: ir.Operation) -> None:
             consts = {j: a for j, a in consts.items() if a is not None}
             if not consts:
                 continue
-            key = ("fold", name, tuple((j, str(a)) for j, a in sorted(consts.items())))
+            key = ("fold", name, tuple(sorted(consts.items(), key=lambda item: item[0])))
             if key not in fuser.cache:
                 fuser.cache[key] = _folded_kernel(fuser, k, consts)
             new_name = fuser.cache[key]
@@ -680,56 +658,58 @@ def _n_syms(g: ir.Operation, ins) -> int:
 
 
 def _folded_kernel(fuser: "_Fuser", k: ir.Operation, consts: dict) -> str | None:
+    """A clone of kernel `k` with the constant arguments `consts` (position -> splat attribute)
+    folded into its body, in the module; None when upstream does not fold them all."""
+    key = "fold:" + hashlib.sha1(repr((_kernel_id(k), sorted((j, str(a)) for j, a in consts.items()))).encode()).hexdigest()[:16]
+    known = fuser.table.lookup(key)
+    if known is not None:
+        return known
+    with ir.Location.unknown():
+        scratch = ir.Module.create()
+        g = k.clone(ir.InsertionPoint(scratch.body))
+    block = g.regions[0].blocks[0]
+    first = block.operations[0]
+    for j in sorted(consts, reverse=True):
+        arg = block.arguments[j]
+        a = consts[j]
+        t = ir.RankedTensorType(arg.type)
+        value = ir.DenseElementsAttr.get_splat(t, a.get_splat_value())
+        with ir.InsertionPoint(first), g.location:
+            cst = ir.Operation.create("arith.constant", results=[t], attributes={"value": value}).results[0]
+        arg.replace_all_uses_with(cst)
+        block.erase_argument(j)
+    ft = _func_type(g)
+    ins = [t for j, t in enumerate(ft.inputs) if j not in consts]
+    g.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, ft.results))
     try:
-        scratch = ir.Module.parse(_asm(k))
-        g = scratch.body.operations[0].operation
-        block = g.regions[0].blocks[0]
-        first = block.operations[0]
-        for j in sorted(consts, reverse=True):
-            arg = block.arguments[j]
-            a = consts[j]
-            t = ir.RankedTensorType(arg.type)
-            value = ir.DenseElementsAttr.get_splat(t, a.get_splat_value())
-            with ir.InsertionPoint(first), g.location:
-                cst = ir.Operation.create("arith.constant", results=[t], attributes={"value": value}).results[0]
-            arg.replace_all_uses_with(cst)
-            block.erase_argument(j)
-        ft = _func_type(g)
-        ins = [t for j, t in enumerate(ft.inputs) if j not in consts]
-        g.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, ft.results))
-        PassManager.parse(_FOLD_PIPELINE).run(scratch.operation)
-        # The fold rewrites an unread `outs` into a tensor.empty: give the kernel back its
-        # destination argument (destination passing), as after a fusion.
-        out_index = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(ins) - len(ft.results) - _n_syms(g, ins))
-        g.attributes["relax.fused_out"] = out_index
-        if is_elementwise_kernel(g):
-            if not _tidy(g):
-                return None
-        elif is_reduction_kernel(g):
-            fill, _ = _reduction_parts(g)
-            dest = fill.operands[len(fill.operands) - 1]
-            arg = block.arguments[out_index.value]
-            if _through(dest, "tensor.collapse_shape") != arg:
-                if not (isinstance(dest, ir.OpResult) and dest.owner.name == "tensor.empty" and dest.type == arg.type):
-                    return None
-                fill.operands[len(fill.operands) - 1] = arg
-            if not _tidy_reduction(g):
-                return None
-        else:
+        _scratch_pipeline(_FOLD_PIPELINE, g.context).run(scratch.operation)
+    except ir.MLIRError:
+        return None  # upstream refused: the kernel keeps its constant arguments
+    # The fold rewrites an unread `outs` into a tensor.empty: give the kernel back its
+    # destination argument (destination passing), as after a fusion.
+    out_index = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(ins) - len(ft.results) - _n_syms(g, ins))
+    g.attributes["relax.fused_out"] = out_index
+    if is_elementwise_kernel(g):
+        if not _tidy(g):
             return None
-        if any(o.operation.name == "arith.constant" and isinstance(o.operation.results[0].type, ir.RankedTensorType)
-               for o in block.operations):
-            return None  # upstream did not fold it into the body: keep the argument
-        if "relax.kernel_key" in g.attributes:
-            del g.attributes["relax.kernel_key"]
-        name = ir.StringAttr(g.attributes["sym_name"]).value
-        text = g.get_asm()
-        base = _kernel_base(k)
-        result = fuser.table.get(base, lambda n: text.replace(f"@{name}(", f"@{n}(", 1))
-        fuser.note_kernel(result)
-        return result
-    except Exception:  # noqa: BLE001 - a variant that cannot be built keeps the arguments
+    elif is_reduction_kernel(g):
+        fill, _ = _reduction_parts(g)
+        dest = fill.operands[len(fill.operands) - 1]
+        arg = block.arguments[out_index.value]
+        if _through(dest, "tensor.collapse_shape") != arg:
+            if not (isinstance(dest, ir.OpResult) and dest.owner.name == "tensor.empty" and dest.type == arg.type):
+                return None
+            fill.operands[len(fill.operands) - 1] = arg
+        if not _tidy_reduction(g):
+            return None
+    else:
         return None
+    if any(o.operation.name == "arith.constant" and isinstance(o.operation.results[0].type, ir.RankedTensorType)
+           for o in block.operations):
+        return None  # upstream did not fold it into the body: keep the argument
+    result = fuser.table.adopt(_kernel_base(k), key, g)
+    fuser.note_kernel(result)
+    return result
 
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer

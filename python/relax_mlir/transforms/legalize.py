@@ -36,7 +36,9 @@ def module_symbols(module: ir.Operation) -> dict[str, ir.Operation]:
 
 
 class KernelTable:
-    """Kernel text -> symbol, so identical kernels are emitted once per module."""
+    """Kernel key -> symbol, so identical kernels are emitted once per module. A legalized
+    kernel's key hashes its template instance (parsed once per distinct kernel); a kernel built
+    by a pass through the bindings brings its own key (`lookup` / `adopt`)."""
 
     def __init__(self, module: ir.Operation):
         self.module = module
@@ -46,19 +48,43 @@ class KernelTable:
             if "relax.kernel_key" in op.attributes:
                 self.by_text[ir.StringAttr(op.attributes["relax.kernel_key"]).value] = name
 
-    def get(self, base: str, text_of) -> str:
-        import hashlib
+    def lookup(self, key: str) -> str | None:
+        """The symbol of the kernel with this key, if the module has one."""
+        return self.by_text.get(key)
 
-        key = hashlib.sha1(text_of("__KERNEL__").encode()).hexdigest()[:16]
-        name = self.by_text.get(key)
-        if name is not None:
-            return name
+    def fresh_name(self, base: str) -> str:
         name = base
         i = 0
         while name in self.names:
             i += 1
             name = f"{base}_{i}"
         self.names.add(name)
+        return name
+
+    def adopt(self, base: str, key: str, f: ir.Operation) -> str:
+        """Move the kernel `f` (a `func.func` built elsewhere in this context) into the module as
+        a private symbol named after `base`, unless one with `key` is there already."""
+        name = self.by_text.get(key)
+        if name is not None:
+            return name
+        name = self.fresh_name(base)
+        self.by_text[key] = name
+        f.detach_from_parent()
+        f.attributes["sym_name"] = ir.StringAttr.get(name)
+        f.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        f.attributes["relax.kernel_key"] = ir.StringAttr.get(key)
+        self.module.regions[0].blocks[0].append(f)
+        return name
+
+    def get(self, base: str, text_of) -> str:
+        """The kernel whose text `text_of(name)` writes (a legalizer template instance)."""
+        import hashlib
+
+        key = hashlib.sha1(text_of("__KERNEL__").encode()).hexdigest()[:16]
+        name = self.by_text.get(key)
+        if name is not None:
+            return name
+        name = self.fresh_name(base)
         self.by_text[key] = name
         try:
             parsed = ir.Module.parse(text_of(name))
