@@ -166,7 +166,11 @@ def _ints(attr) -> list[int]:
 
 def _string(attr) -> str:
     """The value of a jax-MLIR string or flat symbol reference attribute."""
-    return attr.value
+    from jax._src.lib.mlir import ir as jir
+
+    if isinstance(attr, (jir.StringAttr, jir.FlatSymbolRefAttr)):
+        return attr.value
+    raise ValueError(f"expected a string, got the attribute {attr}")
 
 
 # --- our side: types and attributes ---------------------------------------------------------------
@@ -273,10 +277,6 @@ class Val:
         self.dtype = dtype
         self.dims = list(dims)
         self.known = known
-
-    @property
-    def rtype(self) -> ir.Type:
-        return self.value.type
 
 
 class Importer:
@@ -513,12 +513,16 @@ class Importer:
     def note_global_constants(self, f, cargs):
         """Name placeholder symbols after the `jax.global_constant` (a jax dimension variable) that
         a callee's argument carries."""
-        if "arg_attrs" not in f.attributes:
+        from jax._src.lib.mlir import ir as jir
+
+        arg_attrs = f.attributes["arg_attrs"] if "arg_attrs" in f.attributes else None
+        if not isinstance(arg_attrs, jir.ArrayAttr):
             return
-        for i, a in enumerate(f.attributes["arg_attrs"]):
-            if "jax.global_constant" not in a or i >= len(cargs):
+        for i, a in enumerate(arg_attrs):
+            if not isinstance(a, jir.DictAttr) or "jax.global_constant" not in a or i >= len(cargs) \
+                    or not isinstance(a["jax.global_constant"], jir.StringAttr):
                 continue
-            name = _string(a["jax.global_constant"])
+            name = a["jax.global_constant"].value
             k = cargs[i].known
             if k and len(k) == 1 and k[0].is_symbol and _is_name(name):
                 (s,) = k[0].symbols()

@@ -68,7 +68,8 @@ func.func public @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf
   %0 = stablehlo.add %arg0, %arg1 : tensor<?xf32> loc("user.py":7:3)
   return %0 : tensor<?xf32>
 }"""
-    with pytest.raises(relax_mlir.CompileError, match=r"user\.py:7:3: error: 'relax\.add' op broadcast dimensions differ"):
+    where = r"user\.py:7:3: error: 'relax\.add' op broadcast dimensions differ"
+    with pytest.raises(relax_mlir.CompileError, match=where):
         import_stablehlo(text)
 
 
