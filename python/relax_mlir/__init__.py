@@ -12,6 +12,7 @@ from typing import Sequence
 __version__ = "0.1.0"
 
 from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.core.module import Module
 
 # The relax passes of compile(..., target="cpu") with and without optimization (the named
 # pipelines relax-compile-cpu and relax-lower; relax_mlir.targets holds every target's).
@@ -23,31 +24,22 @@ OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-canonicalize", "relax-dispatch
 __all__ = ["CompileError", "Module", "compile", "from_jax", "parse", "run_passes"]
 
 
-class Module:
-    """A relax module in its own MLIR context (text in, text out)."""
-
-    def __init__(self, session, op):
-        self.session = session
-        self.op = op
-
-    def __str__(self) -> str:
-        with self.session.ctx:
-            return self.op.get_asm()
-
-    @property
-    def context(self):
-        return self.session.ctx
-
-
 def _session(name: str):
     from relax_mlir.core.session import Session
 
     return Session(name)
 
 
-def _fail(session, what: str):
-    text = "\n".join(d.render() for d in session.diags) or what
+def _fail(session, what: str, start: int = 0):
+    """Raise the session's diagnostics from index `start` on (those of this call) as a CompileError."""
+    text = "\n".join(d.render() for d in session.diags[start:]) or what
     raise CompileError(text)
+
+
+def _copy(module: Module) -> Module:
+    """A copy of `module` in the same context (cloned through the bindings, not printed)."""
+    with module.context:
+        return Module(module.session, module.op.clone(ip=False))
 
 
 def _run(module: Module, passes: Sequence[str], instrument=None) -> bool:
@@ -101,13 +93,14 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     if isinstance(module, str):
         module = parse(module)
     else:
-        module = parse(str(module))  # compile never mutates the caller's module
+        module = _copy(module)  # compile never mutates the caller's module
+    start = len(module.session.diags)
     if passes is None:
         passes = tgt.pipeline(optimize)
     _check_entries(module)
     inst = Instrumentation(verbose=verbose, dump_dir=knobs.dump_ir())
     if not _run(module, passes, inst):
-        _fail(module.session, "pipeline failed")
+        _fail(module.session, "pipeline failed", start)
     t1 = time.perf_counter()
     try:
         exe = tgt.build(module)

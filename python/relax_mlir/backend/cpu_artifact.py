@@ -9,7 +9,6 @@ import subprocess
 import tempfile
 
 from relax_mlir.backend.cpu import CPUOptions, lower
-from relax_mlir.core.session import Session, parse_module
 from relax_mlir.runtime.loader import manifest, write_manifest
 
 
@@ -23,14 +22,12 @@ def _tool(pkg: str, name: str) -> str:
     return p
 
 
-def export(upstream_text: str, signatures, main: str, path: str, cpu: str | None = "native") -> None:
-    """`cpu`: the LLVM CPU the library is built for (`native`: this machine; None: baseline)."""
+def export(upstream, signatures, main: str, path: str, cpu: str | None = "native") -> None:
+    """Build the artifact from `upstream` (the upstream-level module operation, left as it is).
+    `cpu`: the LLVM CPU the library is built for (`native`: this machine; None: baseline)."""
     os.makedirs(path, exist_ok=True)
-    s = Session("artifact")
-    op = parse_module(s, upstream_text)
-    if op is None:
-        raise RuntimeError("\n".join(d.render() for d in s.diags))
-    with s.ctx:
+    with upstream.context:
+        op = upstream.clone(ip=False)
         # One thread: the artifact then needs no async runtime, only libc/libm (and the small
         # MLIR C runner utils, shipped beside it, for memref copies).
         lower(op, CPUOptions(num_threads=1))

@@ -6,7 +6,6 @@ from mlir import ir
 from relax_mlir import knobs
 from relax_mlir.backend.cpu import CPUOptions, JitModule, lower
 from relax_mlir.backend.cpu_artifact import export
-from relax_mlir.core.session import Session, parse_module
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 
 
@@ -45,14 +44,25 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
     return sigs
 
 
-def _jit(session, text: str, options):
-    op = parse_module(session, text)
-    if op is None:
-        raise ValueError("\n".join(d.render() for d in session.diags))
-    with session.ctx:
+def as_module(op: ir.Operation) -> ir.Module:
+    """An `ir.Module` holding the ops of the `builtin.module` operation `op` (ExecutionEngine takes
+    an ir.Module; ours is an Operation, parsed with file locations or cloned): the ops and the
+    module's attributes move, nothing is printed."""
+    with op.context, op.location:
+        m = ir.Module.create()
+    for name in op.attributes:
+        m.operation.attributes[name] = op.attributes[name]
+    for o in list(op.regions[0].blocks[0].operations):
+        m.body.append(o.operation)
+    return m
+
+
+def _jit(upstream: ir.Operation, options) -> JitModule:
+    """JIT-compile a copy of the upstream-level module `upstream` (which stays as it is)."""
+    with upstream.context:
+        op = upstream.clone(ip=False)
         lower(op, options)
-        # ExecutionEngine takes an ir.Module; ours came from Operation.parse (for file locations).
-        return JitModule(ir.Module.parse(op.get_asm(enable_debug_info=False)))
+        return JitModule(as_module(op))
 
 
 class ThreadedDispatch:
@@ -61,10 +71,10 @@ class ThreadedDispatch:
     runtime's workers costs 50-100 µs per parallel loop, which made the JAX MLP and transformer
     block 1.5-3x slower on two threads than on one at every size tried (batch 1-512, seq 16-512)."""
 
-    def __init__(self, session, text: str, options, jit1):
+    def __init__(self, upstream: ir.Operation, options, jit1):
         import threading
 
-        self.session, self.text = session, text
+        self.upstream = upstream
         self.options = options
         self.jit1 = jit1
         self.jitn = None
@@ -77,7 +87,7 @@ class ThreadedDispatch:
             if self.jitn is None:
                 with self.lock:
                     if self.jitn is None:
-                        self.jitn = _jit(Session("parallel"), self.text, self.options)
+                        self.jitn = _jit(self.upstream, self.options)
             jit = self.jitn
         jit.invoke(name, *arrays)
 
@@ -94,9 +104,9 @@ def build_cpu_executable(module, options=None) -> Executable:
         sigs = entry_signatures(module.op)
         if not sigs:
             raise ValueError("the module has no public graph function to call")
-        upstream_text = module.op.get_asm()
-    jit1 = _jit(module.session, upstream_text, replace(options, num_threads=1))
-    run = ThreadedDispatch(module.session, upstream_text, options, jit1)
+        upstream = module.op.clone(ip=False)  # kept for the multi-threaded build and export()
+    jit1 = _jit(upstream, replace(options, num_threads=1))
+    run = ThreadedDispatch(upstream, options, jit1)
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name)) for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name
-    return Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream_text, "exporter": _export})
+    return Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream, "exporter": _export})

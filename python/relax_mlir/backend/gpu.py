@@ -438,9 +438,12 @@ def ptx_of(module_op) -> dict[str, str]:
     bins = _binaries(op)
     if not bins and any(o.operation.name == "gpu.module" for o in op.regions[0].blocks[0].operations):
         with op.context:
-            copy = ir.Module.parse(op.get_asm(enable_debug_info=False))
-            stage_to_ptx(copy.operation, GPUOptions())
-            return ptx_of(copy.operation)
+            copy = op.clone(ip=False)
+            try:
+                stage_to_ptx(copy, GPUOptions())
+                return ptx_of(copy)
+            finally:
+                copy.erase()
     out = {}
     for b in bins:
         name = ir.StringAttr(b.attributes["sym_name"]).value

@@ -14,10 +14,13 @@ def compile_cuda(module, options: gpu.GPUOptions | None = None) -> CudaExecutabl
     options = options or gpu.GPUOptions()
 
     def to_ptx(op: ir.Operation) -> dict[str, str]:
-        # to-ptx runs on a copy (a child process when options.isolate): the mapped module is kept
-        copy = ir.Module.parse(op.get_asm(enable_debug_info=False))
-        gpu.stage_to_ptx(copy.operation, options)
-        return gpu.ptx_of(copy.operation)
+        # to-ptx runs on a clone (a child process when options.isolate): the mapped module is kept
+        copy = op.clone(ip=False)
+        try:
+            gpu.stage_to_ptx(copy, options)
+            return gpu.ptx_of(copy)
+        finally:
+            copy.erase()
 
     return compile_gpu(module, "cuda", lambda op: gpu.lower(op, options, until="map"), to_ptx, "ptx", CupyDriver)
 
