@@ -7,6 +7,7 @@ its StableHLO as a relax module.
 """
 from __future__ import annotations
 
+from relax_mlir.core.module import Module
 from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo
 
 __all__ = ["from_jax", "import_exported", "UnsupportedOpError"]
@@ -42,7 +43,7 @@ def _unused_args(exported, names) -> dict:
     return out
 
 
-def import_exported(exported):
+def import_exported(exported) -> Module:
     """A `jax.export.Exported` -> a `relax_mlir.Module` (symbols named after jax's dimension variables).
 
     jax.export assumes every dimension variable is >= 1; the importer says so in the function's
@@ -54,7 +55,7 @@ def import_exported(exported):
                             dim_vars=dim_vars)
 
 
-def from_jax(fn, *arg_specs):
+def from_jax(fn, *arg_specs) -> Module:
     """Export `fn` for `arg_specs` (jax.ShapeDtypeStruct, possibly with symbolic dims) -> a `relax_mlir.Module`."""
     import jax
 

@@ -24,6 +24,9 @@ import numpy as np
 from mlir import ir
 
 from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.core.module import Module
+from relax_mlir.core.pipeline import run_pipeline
+from relax_mlir.core.session import Session
 from relax_mlir.dialect.types import TensorType
 from relax_mlir.shape import Expr, Facts, const, floordiv, max_, min_, sym
 
@@ -1110,30 +1113,27 @@ def check_element_types(module) -> None:
 
 
 def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
-                  source_name: str = "<string>"):
+                  source_name: str = "<string>") -> Module:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
     `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
     position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
     which the relax function takes and ignores; `dim_vars`: names that are jax dimension
     variables (>= 1, like those the module's `jax.global_constant` arguments name)."""
-    import relax_mlir
-    from relax_mlir.core.pipeline import run_pipeline
-    from relax_mlir.core.session import Session
     from relax_mlir.targets import registry
 
     check_element_types(module)
     session = Session(source_name)
     with session.ctx, ir.Location.unknown():
         op = Importer(module, dim_names, unused_args, dim_vars, source_name).run()
-    result = relax_mlir.Module(session, op)
+    result = Module(session, op)
     if not run_pipeline(session, op, ["relax-infer-shapes"], registry()):
         raise CompileError("\n".join(d.render() for d in session.diags) or "the imported module does not verify")
     return result
 
 
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
-                     dim_vars: Iterable[str] = ()):
+                     dim_vars: Iterable[str] = ()) -> Module:
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
