@@ -1,6 +1,6 @@
 // RUN: relax-opt %s --relax-legalize --relax-plan-memory | FileCheck %s
 // RUN: relax-opt %s --relax-legalize --relax-plan-memory --relax-to-upstream | FileCheck %s --check-prefix=LOWERED
-// RUN: relax-opt %s --relax-legalize --relax-plan-memory --relax-to-upstream --relax-cpu-vectorize --relax-cpu-inline --relax-cpu-bufferize | FileCheck %s --check-prefix=BUF
+// RUN: relax-opt %s --relax-legalize --relax-plan-memory --relax-to-upstream --relax-cpu-vectorize --relax-cpu-calls --relax-cpu-bufferize | FileCheck %s --check-prefix=BUF
 
 // Four intermediates of 4*256*n bytes (n <= 1024), at most two live at once: two blocks of
 // 1 MiB, reused alternately; the returned tensor goes to the caller's buffer (unplanned).

@@ -55,7 +55,7 @@ __all__ = [
     "CPUOptions",
     "CPU_PASSES",
     "CPUBufferizePass",
-    "CPUInlinePass",
+    "CPUCallsPass",
     "CPULowerPass",
     "CPUParallelizePass",
     "CPUToLLVMPass",
@@ -988,14 +988,24 @@ def _try_kernel_schedule(scratch: _Scratch, options: CPUOptions, kname: str):
 # Stages
 # --------------------------------------------------------------------------------------------
 
-_INLINE = "func.func(lower-affine),inline,symbol-dce,canonicalize,cse"
+# The CPU keeps kernels as functions that the entries call: LLVM then compiles each distinct
+# kernel once, however many layers call it (inlined, a 24-layer transformer was one function
+# that LLVM's code generation took 5.5 s on, 3.3x the 12-layer one). Only kernels that are views
+# (their result is not an argument written in place: a slice or reshape of an input) are inlined.
+_CALLS = "func.func(lower-affine),inline,symbol-dce,canonicalize,cse"
+_KERNEL_PREFIX = "__relax_kernel_"
 
-_BUFFERIZE = (
+_BUFFERIZE_CALLS = (
     "eliminate-empty-tensors,"
     "empty-tensor-to-alloc-tensor,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map "
     "unknown-type-conversion=identity-layout-map},"
+    # A kernel's result that is its output argument written in place is dropped: the caller
+    # reads the buffer it passed.
+    "canonicalize,drop-equivalent-buffer-results"
+)
+_BUFFERIZE_REST = (
     "canonicalize,cse,"
     # scf.forall becomes scf.parallel here so that hoisting keeps per-task buffers (packing
     # tiles) inside each task; one thread lowers scf.parallel to plain loops later.
@@ -1003,6 +1013,57 @@ _BUFFERIZE = (
     "buffer-deallocation-pipeline,"
     "canonicalize,cse"
 )
+_BUFFERIZE = f"{_BUFFERIZE_CALLS},[inline kernels that still return a buffer],{_BUFFERIZE_REST}"
+
+
+# The result of these ops is their operand #i updated in place (destination-passing style).
+_TIED_OPERAND = {
+    "tensor.insert_slice": lambda op, r: 1,
+    "tensor.insert": lambda op, r: 1,
+    "vector.transfer_write": lambda op, r: 1,
+    "bufferization.materialize_in_destination": lambda op, r: 1,
+    "tensor.cast": lambda op, r: 0,
+    "scf.for": lambda op, r: 3 + r,
+    "scf.forall": lambda op, r: len(op.operands) - len(op.results) + r,
+}
+
+
+def _written_in_place(value: ir.Value, args: ir.Block) -> bool:
+    """True if `value` is an argument of the function block `args` updated in place through a
+    chain of destination-passing ops (linalg ops on their outs, insert_slice, transfer_write,
+    loops on their inits)."""
+    while True:
+        if isinstance(value, ir.BlockArgument):
+            return value.owner == args
+        op = value.owner
+        name = op.name
+        tied = _TIED_OPERAND.get(name)
+        if tied is not None:
+            value = op.operands[tied(op, value.result_number)]
+        elif name.startswith("linalg.") and len(op.results) > 0:  # outs are the last operands
+            value = op.operands[len(op.operands) - len(op.results) + value.result_number]
+        else:
+            return False
+
+
+def _writes_its_outputs(f: ir.OpView) -> bool:
+    """True if every value kernel `f` returns is one of its arguments written in place."""
+    block = f.regions[0].blocks[0]
+    ret = block.operations[len(block.operations) - 1]
+    return all(_written_in_place(v, block) for v in ret.operands)
+
+
+def _calls(op: ir.Operation) -> dict[str, list[ir.Operation]]:
+    """The func.call ops of the module, by callee."""
+    calls: dict[str, list[ir.Operation]] = {}
+
+    def visit(o):
+        if o.name == "func.call":
+            calls.setdefault(ir.FlatSymbolRefAttr(o.attributes["callee"]).value, []).append(o)
+
+    for f in top_funcs(op):
+        walk(f.operation, visit)
+    return calls
 
 
 _BUFFERIZE_CHECK = ("func.func(lower-affine),canonicalize,one-shot-bufferize{bufferize-function-boundaries "
@@ -1155,14 +1216,43 @@ def stage_vectorize(module, options: CPUOptions) -> None:
         _log.debug("scheduled: %s", labels)
 
 
-def stage_inline(module, options: CPUOptions) -> None:
-    """Inline kernels into the entries and drop them."""
-    run_pipeline(module, _INLINE, "inline")
+def stage_calls(module, options: CPUOptions) -> None:
+    """Kernels that write their outputs in place stay private functions called by the entries
+    (`no_inline` calls, `noinline` for LLVM, whose inliner would otherwise fold single-call kernels
+    back into one huge entry); view kernels (a slice or reshape of an input) are inlined."""
+    op = as_op(module)
+    calls = _calls(op)
+    noinline = ir.ArrayAttr.get([ir.StringAttr.get("noinline", op.context)], op.context)
+    for f in _kernels(op):
+        if _writes_its_outputs(f):
+            # Renamed: a kernel named `log` would collide with the libm function `log` that
+            # convert-math-to-libm declares for an f64 log.
+            name = _KERNEL_PREFIX + _sym_name(f)
+            f.attributes["sym_name"] = ir.StringAttr.get(name, op.context)
+            f.attributes["passthrough"] = noinline
+            callee = ir.FlatSymbolRefAttr.get(name, op.context)
+            for call in calls.get(_sym_name(f)[len(_KERNEL_PREFIX):], ()):
+                call.attributes["callee"] = callee
+                call.attributes["no_inline"] = ir.UnitAttr.get(op.context)
+    run_pipeline(op, _CALLS, "calls")
 
 
 def stage_bufferize(module, options: CPUOptions) -> None:
     """One-shot bufferization, outputs in place in the caller's buffers, no leaked temporaries."""
-    run_pipeline(module, _BUFFERIZE, "bufferize")
+    op = as_op(module)
+    run_pipeline(op, _BUFFERIZE_CALLS, "bufferize")
+    # A kernel that still returns a buffer (its analysis found no argument to write in place)
+    # is inlined: a returned buffer would be cloned on every call.
+    returning = {_sym_name(f) for f in _kernels(op)
+                 if ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value).results}
+    if returning:
+        for name, calls in _calls(op).items():
+            if name in returning:
+                for call in calls:
+                    if "no_inline" in call.attributes:
+                        del call.attributes["no_inline"]
+        run_pipeline(op, "inline,symbol-dce", "bufferize")
+    run_pipeline(op, _BUFFERIZE_REST, "bufferize")
     from relax_mlir.backend.cpu_library import lower_library_ops
 
     lower_library_ops(as_op(module))
@@ -1194,11 +1284,23 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
         run_pipeline(op, _BF16_CONVERT, "to-llvm")
     legalize_i1_memory(op)
     run_pipeline(op, _TO_LLVM_CONVERT, "to-llvm")
+    _internal_linkage(op)
+
+
+def _internal_linkage(op: ir.Operation) -> None:
+    """Private functions get internal linkage (func-to-llvm leaves them external): a kernel named
+    `tanh` in a shared library would otherwise be interposed by libm's `tanh` at load time."""
+    internal = ir.Attribute.parse("#llvm.linkage<internal>", op.context)
+    for f in op.regions[0].blocks[0].operations:
+        if (f.operation.name == "llvm.func" and len(f.regions[0].blocks) > 0
+                and "sym_visibility" in f.attributes
+                and ir.StringAttr(f.attributes["sym_visibility"]).value == "private"):
+            f.attributes["linkage"] = internal
 
 
 STAGES: dict[str, Callable[[ir.Module, CPUOptions], None]] = {
     "vectorize": stage_vectorize,
-    "inline": stage_inline,
+    "calls": stage_calls,
     "bufferize": stage_bufferize,
     "parallelize": stage_parallelize,
     "to-llvm": stage_to_llvm,
@@ -1210,7 +1312,7 @@ def pipeline_strings(options: CPUOptions | None = None) -> dict[str, str]:
     options = options or CPUOptions()
     return {
         "vectorize": "transform-interpreter, per kernel (_kernel_schedule) or per op (_schedule_for)",
-        "inline": _INLINE,
+        "calls": _CALLS + ", kernels marked noinline",
         "bufferize": _BUFFERIZE,
         "parallelize": _parallelize_pipeline(options),
         "to-llvm": _TO_LLVM,
@@ -1253,11 +1355,11 @@ class CPUVectorizePass(_CPUStagePass):
 
 
 @dataclass(frozen=True)
-class CPUInlinePass(_CPUStagePass):
-    """Inline kernels into entry functions."""
+class CPUCallsPass(_CPUStagePass):
+    """Kernels stay functions called by the entries (noinline): LLVM compiles each once."""
 
-    name: ClassVar[str] = "relax-cpu-inline"
-    stage: ClassVar[str] = "inline"
+    name: ClassVar[str] = "relax-cpu-calls"
+    stage: ClassVar[str] = "calls"
 
 
 @dataclass(frozen=True)
@@ -1286,7 +1388,7 @@ class CPUToLLVMPass(_CPUStagePass):
 
 @dataclass(frozen=True)
 class CPULowerPass(_CPUStagePass):
-    """The whole CPU pipeline: vectorize, inline, bufferize, parallelize, to-llvm."""
+    """The whole CPU pipeline: vectorize, calls, bufferize, parallelize, to-llvm."""
 
     name: ClassVar[str] = "relax-cpu-lower"
 
@@ -1294,7 +1396,7 @@ class CPULowerPass(_CPUStagePass):
         lower(module, _options_from(self))
 
 
-CPU_PASSES = (CPUVectorizePass, CPUInlinePass, CPUBufferizePass, CPUParallelizePass,
+CPU_PASSES = (CPUVectorizePass, CPUCallsPass, CPUBufferizePass, CPUParallelizePass,
               CPUToLLVMPass, CPULowerPass)
 
 

@@ -62,7 +62,7 @@ def _jit(upstream: ir.Operation, options) -> JitModule:
     with upstream.context:
         op = upstream.clone(ip=False)
         lower(op, options)
-        return JitModule(as_module(op))
+        return JitModule(as_module(op), opt_level=options.opt_level)
 
 
 class ThreadedDispatch:

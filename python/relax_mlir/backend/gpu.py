@@ -57,9 +57,9 @@ from relax_mlir.backend.cpu import (
     CPUOptions,
     legalize_i1_memory,
     stage_bufferize as _cpu_stage_bufferize,
-    stage_inline as _cpu_stage_inline,
 )
 from relax_mlir.backend.gpu_kernels import (
+    INLINE,
     OUTLINE,
     TO_LOOPS,
     WorkgroupMemory,
@@ -289,7 +289,7 @@ def _nvvm_pipeline(options: GPUOptions) -> str:
 def stage_bufferize(module, options: GPUOptions) -> None:
     """Inline kernels into the entries and bufferize (the CPU backend's stages)."""
     cpu_opts = CPUOptions(num_threads=1)
-    _cpu_stage_inline(module, cpu_opts)
+    run_pipeline(module, INLINE, "bufferize")
     _cpu_stage_bufferize(module, cpu_opts)
 
 

@@ -1113,6 +1113,8 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
 
 TO_LOOPS = "func.func(convert-linalg-to-parallel-loops)"
 OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
+# Every kernel inlined into its entry: the host program then becomes launches.
+INLINE = "func.func(lower-affine),inline,symbol-dce,canonicalize,cse"
 
 
 def fold_subviews(module_op: ir.Operation) -> int:

@@ -40,6 +40,7 @@ from mlir import ir
 
 from relax_mlir.backend.common import LoweringError, as_op, run_pipeline, run_stages, top_funcs, walk
 from relax_mlir.backend.gpu_kernels import (
+    INLINE,
     OUTLINE,
     TO_LOOPS,
     WorkgroupMemory,
@@ -104,7 +105,6 @@ SPIRV_WORKGROUP = WorkgroupMemory("#spirv.storage_class<Workgroup>", False)
 # helpers
 # --------------------------------------------------------------------------------------------
 
-_INLINE = "func.func(lower-affine),inline,symbol-dce,canonicalize,cse"
 _BUFFERIZE = (
     "eliminate-empty-tensors,"
     "empty-tensor-to-alloc-tensor,"
@@ -186,7 +186,7 @@ def _defined_outside(v: ir.Value, region_op: ir.Operation) -> bool:
 
 def stage_inline(module, options: SPIRVOptions) -> None:
     """Inline the kernels into the entries."""
-    run_pipeline(module, _INLINE, "inline")
+    run_pipeline(module, INLINE, "inline")
 
 
 def stage_bufferize(module, options: SPIRVOptions) -> None:
@@ -767,7 +767,7 @@ STAGES: dict[str, Callable[[ir.Module, SPIRVOptions], None]] = {
 def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
     options = options or SPIRVOptions()
     return {
-        "inline": _INLINE,
+        "inline": INLINE,
         "bufferize": _BUFFERIZE,
         "loops": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
                   f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
