@@ -9,6 +9,9 @@ config.name = "relax-mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".py"]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+# The tools run this tree's package (a git worktree or a copy), not the one installed in .venv.
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    p for p in (os.path.join(root, "python"), os.environ.get("PYTHONPATH", "")) if p)
 config.test_exec_root = os.path.join(config.test_source_root, "build", "lit")
 # Only test/ holds lit tests; pytest tests live in test/python.
 config.excludes = ["python", "dialects", "examples", "bench", "build", ".venv", "Inputs", "fixtures",
