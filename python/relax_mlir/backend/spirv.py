@@ -720,6 +720,24 @@ def stage_to_spirv(module, options: SPIRVOptions) -> None:
     run_pipeline(module, rest, "to-spirv")
     with as_op(module).context, ir.Location.unknown():
         _signless_fixups(as_op(module))
+        _no_contraction(as_op(module))
+
+
+# Float arithmetic whose rounding a driver may not merge: lavapipe (Mesa 22) contracts a * b - a
+# into one fma, which rounds once where StableHLO, jax and our CPU round twice (f16: 8 ulps apart).
+_FLOAT_ARITH = ("spirv.FMul", "spirv.FAdd", "spirv.FSub")
+
+
+def _no_contraction(op: ir.Operation) -> None:
+    """Decorate float multiplies, adds and subtracts `NoContraction` (the serializer turns the
+    `no_contraction` attribute into the decoration)."""
+    unit = ir.UnitAttr.get()
+
+    def visit(o):
+        if o.name in _FLOAT_ARITH:
+            o.attributes["no_contraction"] = unit
+
+    walk(op, visit)
 
 
 def stage_serialize(module, options: SPIRVOptions) -> None:

@@ -280,3 +280,29 @@ def test_wgpu_grid_stride_loops(monkeypatch):
     exe = _compile(MATMULS["broadcast_matmul"][0])
     a, b = rng.standard_normal((3, 5, 7)).astype(np.float32), rng.standard_normal((7, 9)).astype(np.float32)
     np.testing.assert_allclose(exe(a, b), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_float_arithmetic_is_not_contracted():
+    """Every float multiply/add/subtract carries NoContraction (a driver may not fuse a * b - a
+    into one fma: StableHLO rounds each op). Checked in the binary: OpDecorate <id> NoContraction
+    (opcode 71, decoration 42) for as many ids as the kernel has OpFMul/OpFAdd/OpFSub."""
+    import struct
+
+    m = upstream("softmax")
+    with m.context:
+        spirv.lower(m.op)
+        bins = spirv.spirv_binaries(m.op)
+    total = 0
+    for name, blob in bins.items():
+        words = struct.unpack(f"<{len(blob) // 4}I", blob)[5:]
+        decorated, arith, i = set(), set(), 0
+        while i < len(words):
+            count, opcode = words[i] >> 16, words[i] & 0xFFFF
+            if opcode == 71 and words[i + 2] == 42:
+                decorated.add(words[i + 1])
+            elif opcode in (129, 131, 133):  # OpFAdd, OpFSub, OpFMul: result id is word 2
+                arith.add(words[i + 2])
+            i += count
+        assert arith <= decorated, (name, sorted(arith - decorated))
+        total += len(arith)
+    assert total > 0
