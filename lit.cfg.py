@@ -9,9 +9,6 @@ config.name = "relax-mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".py"]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
-# The tools run this tree's package (a git worktree or a copy), not the one installed in .venv.
-config.environment["PYTHONPATH"] = os.pathsep.join(
-    p for p in (os.path.join(root, "python"), os.environ.get("PYTHONPATH", "")) if p)
 config.test_exec_root = os.path.join(config.test_source_root, "build", "lit")
 # Only test/ holds lit tests; pytest tests live in test/python.
 config.excludes = ["python", "dialects", "examples", "bench", "build", ".venv", "Inputs", "fixtures",
@@ -29,6 +26,9 @@ for k in ("HOME", "RELAX_MLIR_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SI
         config.environment[k] = os.environ[k]
 
 root = os.path.dirname(os.path.abspath(__file__))
+# The tools run this tree's package (a git worktree or a copy), not the one installed in .venv.
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    p for p in (os.path.join(root, "python"), os.environ.get("PYTHONPATH", "")) if p)
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%PYTHON", sys.executable))
 config.substitutions.append(("%relax_irdl", os.path.join(root, "dialects", "relax.irdl.mlir")))
