@@ -1,0 +1,173 @@
+"""Slices, dynamic slices and padding of symbolic tensors, through jax: real_dynamic_slice
+(jnp.split, x[..., :half] of a symbolic dim), dynamic_slice / dynamic_update_slice with run-time
+offsets (in range, negative, past the end: clamped), pad (edge, interior, negative) and reverse.
+Each function is exported with symbolic dims, compiled ONCE, and compared with jax.jit at several
+bindings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import export, lax  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+
+SIZES = (1, 7, 131)
+rng = np.random.default_rng(0)
+
+
+def S(shape, dt=jnp.float32):
+    return jax.ShapeDtypeStruct(shape, dt)
+
+
+def rnd(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def check(fn, specs, make_args, sizes=SIZES):
+    """Compile once; at each size the results equal jax.jit's (slicing moves values, exactly)."""
+    mod = from_jax(fn, *specs)
+    exe = relax_mlir.compile(mod)
+    ref = jax.jit(fn)
+    for n in sizes:
+        for args in make_args(n):
+            got, want = exe(*args), ref(*args)
+            got = got if isinstance(got, (list, tuple)) else [got]
+            want = want if isinstance(want, (list, tuple)) else [want]
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert np.asarray(g).shape == np.asarray(w).shape, (n, args[1:] if len(args) > 1 else None)
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    return mod
+
+
+def text(mod) -> str:
+    return str(mod)
+
+
+b, s = export.symbolic_shape("b, s")
+
+
+# --- real_dynamic_slice ------------------------------------------------------------------------
+
+def test_split_last_dim_is_a_symbolic_slice():
+    mod = check(lambda x: jnp.split(x, 3, -1), [S((b, s, 6))], lambda n: [(rnd(n, 3, 6),), (rnd(2, n, 6),)])
+    assert text(mod).count('"relax.strided_slice"') == 3
+    assert '!relax.tensor<["b", "s", 2], f32>' in text(mod)
+
+
+def test_split_of_symbolic_dim_at_symbolic_points():
+    # (b + 3, 4) split at 2 and b + 2: parts of 2, b and 1 rows
+    mod = check(lambda x: jnp.split(x, [2, x.shape[0] - 1], 0), [S((b + 3, 4))], lambda n: [(rnd(n + 3, 4),)])
+    assert '!relax.tensor<["min(2, d0)", 4], f32>' in text(mod)
+
+
+def test_rope_half_of_symbolic_last_dim():
+    def f(x):
+        h = x.shape[-1] // 2
+        return jnp.concatenate([-x[..., h:], x[..., :h]], -1)
+    check(f, [S((b, s, 8))], lambda n: [(rnd(n, 2, 8),), (rnd(3, n, 8),)])
+
+
+def test_causal_mask_slice_to_sequence():
+    def f(m, x):
+        sl = m[:, :, 1:, :-1]
+        return jnp.where(sl, x[:, None, 1:, 1:], 0.0)
+    check(f, [S((1, 1, s, s), jnp.bool_), S((2, s, s))],
+          lambda n: [(np.tril(np.ones((1, 1, n, n), bool)), rnd(2, n, n))])
+
+
+def test_last_and_strided():
+    check(lambda x: (x[:, -1], x[-1], x[:, 1::2], x[:, ::-1]), [S((b, 5))], lambda n: [(rnd(n, 5),)])
+
+
+# --- dynamic_slice / dynamic_update_slice ------------------------------------------------------
+
+OFFSETS = (-1000, -3, -1, 0, 1, 2, 5, 130, 131, 1000)
+
+
+def test_dynamic_slice_clamps_run_time_offsets():
+    def f(x, p, q):
+        return lax.dynamic_slice(x, (p, q), (1, 3))
+
+    def args(n):
+        x = rnd(n, 5)
+        return [(x, np.int32(p), np.int32(q)) for p in OFFSETS for q in (-2, 0, 1, 2, 9)]
+    mod = check(f, [S((b, 5)), S((), jnp.int32), S((), jnp.int32)], args)
+    assert '"relax.dynamic_slice"' in text(mod)
+
+
+def test_dynamic_slice_whole_symbolic_axis_and_i64_offsets():
+    def f(x, p):
+        return lax.dynamic_slice_in_dim(x, p, 2, axis=1)
+
+    def args(n):
+        return [(rnd(n, 4, 3), np.int64(p) if jax.config.jax_enable_x64 else np.int32(p)) for p in OFFSETS]
+    check(f, [S((b, 4, 3)), S((), jnp.int32)], args)
+
+
+def test_dynamic_update_slice_kv_cache():
+    def f(cache, new, pos):
+        return lax.dynamic_update_slice(cache, new, (0, pos, 0))
+
+    def args(n):
+        cache, new = rnd(2, n, 4), rnd(2, 1, 4)
+        return [(cache, new, np.int32(p)) for p in OFFSETS]
+    mod = check(f, [S((2, s, 4)), S((2, 1, 4)), S((), jnp.int32)], args)
+    assert '"relax.dynamic_update_slice"' in text(mod)
+
+
+def test_dynamic_update_slice_symbolic_update():
+    def f(x, u, p):
+        return lax.dynamic_update_slice(x, u * 2.0, (0, p))
+
+    def args(n):
+        return [(rnd(n, 5), rnd(n, 2), np.int32(p)) for p in OFFSETS]
+    check(f, [S((b, 5)), S((b, 2)), S((), jnp.int32)], args)
+
+
+def test_dynamic_update_slice_integers_and_bools():
+    def f(x, m, p):
+        return lax.dynamic_update_slice(x, jnp.full((2,), 7, jnp.int32), (p,)), \
+            lax.dynamic_update_slice(m, jnp.ones((1,), bool), (p,))
+
+    def args(n):
+        return [(np.arange(n + 2, dtype=np.int32), np.zeros(n, bool), np.int32(p)) for p in OFFSETS]
+    check(f, [S((b + 2,), jnp.int32), S((b,), jnp.bool_), S((), jnp.int32)], args)
+
+
+# --- pad / reverse -----------------------------------------------------------------------------
+
+PADS = [
+    [(1, 2, 0), (0, 0, 0)],
+    [(0, 0, 2), (1, 1, 1)],
+    [(-1, 0, 0), (2, -1, 0)],
+    [(2, -1, 1), (-1, -1, 3)],
+    [(-3, 4, 2), (0, -2, 0)],
+]
+
+
+@pytest.mark.parametrize("cfg", PADS)
+def test_pad_matches_lax(cfg):
+    mod = check(lambda x: lax.pad(x, jnp.float32(-7.5), cfg), [S((b, 3))], lambda n: [(rnd(n, 3),)])
+    assert '"relax.pad"' in text(mod)
+
+
+def test_jnp_pad_constant_and_symbolic_dims():
+    check(lambda x: jnp.pad(x, ((2, 3), (0, 1)), constant_values=1.0), [S((b, s))],
+          lambda n: [(rnd(n, 4),), (rnd(3, n),)])
+
+
+def test_pad_int_and_nan():
+    check(lambda x, y: (lax.pad(x, jnp.int32(-1), [(1, 1, 1)]), lax.pad(y, jnp.float32(np.nan), [(0, 2, 1)])),
+          [S((b,), jnp.int32), S((b,))],
+          lambda n: [(np.arange(n, dtype=np.int32), np.full(n, np.inf, np.float32))])
+
+
+def test_flip():
+    mod = check(lambda x: (jnp.flip(x, 0), jnp.flip(x, (0, 2)), jnp.flip(x)), [S((b, 3, s))],
+                lambda n: [(rnd(n, 3, 2),), (rnd(2, 3, n),)])
+    assert '"relax.reverse"' in text(mod)
