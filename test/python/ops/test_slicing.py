@@ -116,7 +116,7 @@ def test_dynamic_update_slice_kv_cache():
     def args(n):
         cache, new = rnd(2, n, 4), rnd(2, 1, 4)
         return [(cache, new, np.int32(p)) for p in OFFSETS]
-    mod = check(f, [S((2, s, 4)), S((2, 1, 4)), S((), jnp.int32)], args)
+    mod = check(f, [S((2, s, 4)), S((2, 1, 4)), S((), jnp.int32)], args, sizes=(1, 7, 131, 1000))
     assert '"relax.dynamic_update_slice"' in text(mod)
 
 
@@ -171,3 +171,101 @@ def test_flip():
     mod = check(lambda x: (jnp.flip(x, 0), jnp.flip(x, (0, 2)), jnp.flip(x)), [S((b, 3, s))],
                 lambda n: [(rnd(n, 3, 2),), (rnd(2, 3, n),)])
     assert '"relax.reverse"' in text(mod)
+
+
+# --- relax text: bindings to 0, run-time checks, located errors ----------------------------------
+
+def T(dims, dt="f32") -> str:
+    return "!relax.tensor<[" + ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims) + f"], {dt}>"
+
+
+def func(params, body, ret) -> str:
+    ps = ", ".join(f"%{n}: {t}" for n, t in params)
+    return f"func.func @main({ps}) -> {ret} {{\n{body}\n  return %r : {ret}\n}}\n"
+
+
+def lax_pad(x, v, cfg):
+    return np.asarray(lax.pad(jnp.asarray(x), jnp.asarray(v, x.dtype), cfg))
+
+
+def test_pad_symbol_bound_to_zero():
+    # dim n + low + high + interior * max(n - 1, 0): at n = 0 only the edges remain
+    src = func([("x", T(["n", 2])), ("v", T([]))],
+               f'  %r = "relax.pad"(%x, %v) {{low = [2, 0], high = [1, -1], interior = [3, 1]}} : '
+               f'({T(["n", 2])}, {T([])}) -> {T(["?", "?"])}', T(["?", "?"]))
+    exe = relax_mlir.compile(src)
+    for n in (0, 1, 2, 9):
+        x = rnd(n, 2)
+        np.testing.assert_array_equal(exe(x, np.float32(5.0)), lax_pad(x, 5.0, [(2, 1, 3), (0, -1, 1)]))
+
+
+def test_pad_result_that_may_be_negative_is_refused():
+    src = func([("x", T(["n"])), ("v", T([]))],
+               f'  %r = "relax.pad"(%x, %v) {{low = [-2], high = [0], interior = [0]}} : '
+               f'({T(["n"])}, {T([])}) -> {T(["?"])}', T(["?"]))
+    with pytest.raises(relax_mlir.CompileError, match=r"'relax.pad' op dim 0 of the result, n - 2, is not provably >= 0"):
+        relax_mlir.compile(src)
+
+
+def test_dynamic_slice_and_update_with_zero_sizes_and_zero_dims():
+    i32 = T([], "i32")
+    src = func([("x", T(["n", 3])), ("u", T(["n", 0])), ("p", i32)],
+               f'  %y = "relax.dynamic_update_slice"(%x, %u, %p, %p) : ({T(["n", 3])}, {T(["n", 0])}, {i32}, {i32}) '
+               f'-> {T(["?", "?"])}\n'
+               f'  %r = "relax.dynamic_slice"(%y, %p, %p) {{sizes = ["n", 2]}} : ({T(["?", "?"])}, {i32}, {i32}) -> '
+               f'{T(["?", "?"])}', T(["?", "?"]))
+    exe = relax_mlir.compile(src)
+    for n in (0, 1, 5):
+        x = rnd(n, 3)
+        for p in (-4, 0, 1, 7):
+            want = np.asarray(lax.dynamic_slice(jnp.asarray(x), (p, p), (n, 2)))
+            np.testing.assert_array_equal(exe(x, np.zeros((n, 0), np.float32), np.int32(p)), want)
+
+
+def test_update_larger_than_operand_raises_at_run_time():
+    i32 = T([], "i32")
+    src = func([("x", T(["n"])), ("u", T([2])), ("p", i32)],
+               f'  %r = "relax.dynamic_update_slice"(%x, %u, %p) : ({T(["n"])}, {T([2])}, {i32}) -> {T(["?"])}',
+               T(["?"]))
+    exe = relax_mlir.compile(src)
+    x, u = rnd(3), rnd(2)
+    want = np.asarray(lax.dynamic_update_slice(jnp.asarray(x), jnp.asarray(u), (np.int32(9),)))
+    np.testing.assert_array_equal(exe(x, u, np.int32(9)), want)
+    with pytest.raises(ValueError, match=r"the update size 2 of dim 0 exceeds the operand's dim n"):
+        exe(rnd(1), u, np.int32(0))
+
+
+def test_slice_larger_than_static_dim_is_refused():
+    i32 = T([], "i32")
+    src = func([("x", T([3])), ("p", i32)],
+               f'  %r = "relax.dynamic_slice"(%x, %p) {{sizes = [4]}} : ({T([3])}, {i32}) -> {T(["?"])}', T(["?"]))
+    with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: error: 'relax.dynamic_slice' op the slice size 4 "
+                                                       r"of dim 0 exceeds the operand's dim 3"):
+        relax_mlir.compile(src)
+
+
+@pytest.mark.parametrize("op, attrs, operands, msg", [
+    ("relax.dynamic_slice", "{sizes = [1]}", ["x"], "takes 1 start indices .*got 0"),
+    ("relax.dynamic_slice", "{sizes = [-1]}", ["x", "p"], "sizes must be non-negative"),
+    ("relax.pad", "{low = [0], high = [0], interior = [-1]}", ["x", "v"], "interior padding must be non-negative"),
+    ("relax.pad", "{low = [0, 1], high = [0], interior = [0]}", ["x", "v"], "'low' has 2 entries, expected 1"),
+    ("relax.reverse", "{dimensions = [0, 0]}", ["x"], r"dimensions \[0, 0\] repeat a dim"),
+    ("relax.reverse", "{dimensions = [1]}", ["x"], "axis 1 is out of range for rank 1"),
+])
+def test_bad_attributes_are_located(op, attrs, operands, msg):
+    types = {"x": T(["n"]), "p": T([], "i32"), "v": T([])}
+    src = func([(n, types[n]) for n in ("x", "p", "v")],
+               f'  %r = "{op}"({", ".join("%" + o for o in operands)}) {attrs} : '
+               f'({", ".join(types[o] for o in operands)}) -> {T(["?"])}', T(["?"]))
+    with pytest.raises(relax_mlir.CompileError, match=rf"<string>:2:8: error: '{op}' op .*{msg}"):
+        relax_mlir.compile(src)
+
+
+def test_reverse_bool_and_zero_dim():
+    src = func([("x", T(["n", 3], "i1"))],
+               f'  %r = "relax.reverse"(%x) {{dimensions = [0, -1]}} : ({T(["n", 3], "i1")}) -> {T(["?", "?"], "i1")}',
+               T(["?", "?"], "i1"))
+    exe = relax_mlir.compile(src)
+    for n in (0, 1, 4):
+        x = rng.random((n, 3)) > 0.5
+        np.testing.assert_array_equal(exe(x), x[::-1, ::-1])
