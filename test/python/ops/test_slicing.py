@@ -269,3 +269,24 @@ def test_reverse_bool_and_zero_dim():
     for n in (0, 1, 4):
         x = rng.random((n, 3)) > 0.5
         np.testing.assert_array_equal(exe(x), x[::-1, ::-1])
+
+
+@pytest.mark.parametrize("dt", ["i8", "i16", "i64"])
+def test_dynamic_slice_start_index_types(dt):
+    st = T([], dt)
+    src = func([("x", T(["n", 4])), ("p", st), ("q", st)],
+               f'  %r = "relax.dynamic_slice"(%x, %p, %q) {{sizes = [1, 3]}} : ({T(["n", 4])}, {st}, {st}) -> '
+               f'{T(["?", "?"])}', T(["?", "?"]))
+    exe = relax_mlir.compile(src)
+    npt = {"i8": np.int8, "i16": np.int16, "i64": np.int64}[dt]
+    for n in (1, 6):
+        x = rnd(n, 4)
+        for p, q in ((-128 if dt == "i8" else -30000, 2), (127, -1), (3, 1), (-1, 5)):
+            # StableHLO: each start clamped into [0, dim - size] (no wrapping of negative starts)
+            i, j = min(max(p, 0), n - 1), min(max(q, 0), 4 - 3)
+            np.testing.assert_array_equal(exe(x, npt(p), npt(q)), x[i:i + 1, j:j + 3])
+
+
+def test_pad_bool():
+    check(lambda m: lax.pad(m, jnp.bool_(True), [(1, -1, 1), (0, 2, 0)]), [S((b, 2), jnp.bool_)],
+          lambda n: [(rng.random((n, 2)) > 0.5,)])
