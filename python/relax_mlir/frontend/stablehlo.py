@@ -501,6 +501,10 @@ class Importer:
             ins = [env[o] for o in op.operands]
             self.loc = self.location(op)
             self.env = env  # the converter may look through its operands' defining ops
+            folded = _fold_shape_scalar(self, op, ins)
+            if folded is not None:  # a known dim computation (jax's floor_divide of a dim)
+                env[op.results[0]] = folded
+                continue
             try:
                 outs = conv(self, op, ins)
             except UnsupportedOpError:
@@ -1099,6 +1103,78 @@ def _run_time_slice(im, x: Val, start: Val, sizes: list, dt: str, rdims) -> Val:
                     dims=[const(1)])
         starts.append(im.reshape(e, []))
     return im.emit("relax.dynamic_slice", [x] + starts, r, dt, {"sizes": sizes}, dims=_merge_dims(rdims, sizes))
+
+
+_CMP_FOLD = {"EQ": lambda f, a, b: (f.prove_eq(a, b), f.prove_lt(a, b) or f.prove_gt(a, b)),
+             "NE": lambda f, a, b: (f.prove_lt(a, b) or f.prove_gt(a, b), f.prove_eq(a, b)),
+             "LT": lambda f, a, b: (f.prove_lt(a, b), f.prove_ge(a, b)),
+             "LE": lambda f, a, b: (f.prove_le(a, b), f.prove_gt(a, b)),
+             "GT": lambda f, a, b: (f.prove_gt(a, b), f.prove_le(a, b)),
+             "GE": lambda f, a, b: (f.prove_ge(a, b), f.prove_lt(a, b))}
+
+
+def _scalar_known(v: Val) -> Expr | None:
+    return v.known[0] if v.known is not None and len(v.known) == 1 and len(v.dims) == 0 else None
+
+
+def _fold_shape_scalar(im, op, ins) -> Val | None:
+    """The known value of a scalar sign / compare / select / and / or / not of known dim values,
+    decided by the facts (jax computes `d // k` of a symbolic dim d through sign, compare,
+    remainder, and, select: with d >= 0 and k > 0 the correction branch is provably not taken).
+    None when the value is not decided: the op is converted as usual."""
+    name = op.operation.name
+    if name not in ("stablehlo.sign", "stablehlo.compare", "stablehlo.select", "stablehlo.and", "stablehlo.or",
+                    "stablehlo.not") or len(op.results) != 1:
+        return None
+    rdims, dt = _res(op)
+    if rdims or not (dt == "i1" or dt in ("i8", "i16", "i32", "i64")):
+        return None
+    vals = [_scalar_known(v) for v in ins]
+    if any(len(v.dims) != 0 for v in ins):
+        return None
+    facts = _slice_facts(im)
+
+    def out(e):
+        return Val(None, dt, [], [e])
+
+    if name == "stablehlo.sign":
+        a = vals[0]
+        if a is None:
+            return None
+        for c, ok in ((1, facts.prove_gt(a, 0)), (0, facts.prove_eq(a, 0)), (-1, facts.prove_lt(a, 0))):
+            if ok:
+                return out(const(c))
+        return None
+    if name == "stablehlo.compare":
+        from jax._src.lib.mlir.dialects import hlo
+        a, b = vals
+        direction = hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
+        if a is None or b is None or direction not in _CMP_FOLD:
+            return None
+        if ins[0].dtype == "i1" or "compare_type" in op.attributes and \
+                "UNSIGNED" in str(op.attributes["compare_type"]):
+            if not (a.is_const and b.is_const):
+                return None
+            w = 1 if ins[0].dtype == "i1" else int(ins[0].dtype[1:])
+            a, b = const(a.value % (1 << w)), const(b.value % (1 << w))
+        yes, no = _CMP_FOLD[direction](facts, a, b)
+        return out(const(1)) if yes else out(const(0)) if no else None
+    if name == "stablehlo.select":
+        p = vals[0]
+        if p is None or not p.is_const:
+            return None
+        chosen = ins[1] if p.value else ins[2]
+        return chosen if chosen.known is not None else None
+    if dt != "i1":
+        return None
+    if name == "stablehlo.not":
+        return out(const(1 - vals[0].value)) if vals[0] is not None and vals[0].is_const else None
+    consts = [v.value for v in vals if v is not None and v.is_const]
+    if name == "stablehlo.and" and 0 in consts or name == "stablehlo.or" and 1 in consts:
+        return out(const(0 if name == "stablehlo.and" else 1))  # decided by one operand
+    if len(consts) == 2:
+        return out(const(int(all(consts)) if name == "stablehlo.and" else int(any(consts))))
+    return None
 
 
 def _start_operands(im, starts: list[Val]) -> list[Val]:

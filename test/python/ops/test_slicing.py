@@ -84,6 +84,13 @@ def test_last_and_strided():
     check(lambda x: (x[:, -1], x[-1], x[:, 1::2], x[:, ::-1]), [S((b, 5))], lambda n: [(rnd(n, 5),)])
 
 
+def test_strided_symbolic_dim():
+    # x[::2] on a symbolic dim: jax computes (b + 1) // 2 through sign/compare/select (floor_divide);
+    # the importer decides those on the symbols and the result dim is symbolic
+    mod = check(lambda x: (x[::2], x[1::3]), [S((b, 3))], lambda n: [(rnd(n, 3),)], sizes=(1, 2, 7, 131))
+    assert '!relax.tensor<["floordiv(b + 1, 2)", 3], f32>' in text(mod)
+
+
 # --- dynamic_slice / dynamic_update_slice ------------------------------------------------------
 
 OFFSETS = (-1000, -3, -1, 0, 1, 2, 5, 130, 131, 1000)
