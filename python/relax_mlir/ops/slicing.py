@@ -177,12 +177,24 @@ class DynamicUpdateSliceOp(OpSpec):
     def legalize(cls, op: OpInfo) -> Legalized:
         x, u, r = op.tensor(0), op.tensor(1), op.result_types[0]
         starts = [op.tensor(i) for i in range(2, len(op.operand_types))]
-        k = Kernel("dynamic_update_slice", [x, u] + starts, [r])
+        k = Kernel("dynamic_update_slice", [x, u] + starts, [r], n_syms=1)
         rank = len(r.dims)
         ident = identity_map(rank)
-        acc = k.generic([(k.inp(0), x, ident)], [(k.out(0), r, ident)], ["parallel"] * rank, [], ["%a0"])[0]
+        # Symbolic argument 0 is 1 when relax-plan-memory found x dead after this op and gave the
+        # result x's storage: then the update goes into x itself (bufferization writes it in
+        # place, no copy of x); else x is copied into the destination first. Both compute the
+        # same tensor, so the flag never changes the result. (The kernel is inlined, the flag
+        # a constant there: the other branch folds away.)
+        inplace, acc = k.fresh("inplace"), k.fresh("acc")
+        k.emit(f"{inplace} = arith.cmpi ne, {k.sym(0)}, {k.const_index(0)} : index")
+        k.emit(f"{acc} = scf.if {inplace} -> ({k.ty(r)}) {{")
+        k.emit(f"  scf.yield {k.inp(0)} : {k.ty(r)}")
+        k.emit("} else {")
+        cp0 = k.generic([(k.inp(0), x, ident)], [(k.out(0), r, ident)], ["parallel"] * rank, [], ["%a0"])[0]
+        k.emit(f"  scf.yield {cp0} : {k.ty(r)}")
+        k.emit("}")
         if any(_is_zero(d) for d in u.dims) or any(_is_zero(d) for d in r.dims):
-            return Legalized(k, [acc])
+            return Legalized(k, [acc], [ZERO])
         offs = _clamped_offsets(k, x, k.inp(0), _index_sizes(k, k.inp(1), u), 2, starts)
         where = f"[{', '.join(offs)}] [{', '.join(_literal_sizes(k, k.inp(1), u))}] [{', '.join(['1'] * rank)}]"
         # An elementwise copy into the destination's slice, then the slice put back: the CPU
@@ -191,7 +203,7 @@ class DynamicUpdateSliceOp(OpSpec):
         k.emit(f"{sl} = tensor.extract_slice {acc}{where} : {k.ty(r)} to {k.ty(u)}")
         cp = k.generic([(k.inp(1), u, ident)], [(sl, u, ident)], ["parallel"] * rank, [], ["%a0"])[0]
         k.emit(f"{ins} = tensor.insert_slice {cp} into {acc}{where} : {k.ty(u)} into {k.ty(r)}")
-        return Legalized(k, [ins])
+        return Legalized(k, [ins], [ZERO])
 
 
 @relax_op

@@ -297,3 +297,48 @@ def test_dynamic_slice_start_index_types(dt):
 def test_pad_bool():
     check(lambda m: lax.pad(m, jnp.bool_(True), [(1, -1, 1), (0, 2, 0)]), [S((b, 2), jnp.bool_)],
           lambda n: [(rng.random((n, 2)) > 0.5,)])
+
+
+# --- dynamic_update_slice in place -----------------------------------------------------------------
+
+def _dus_program(keep_operand: bool) -> str:
+    """c1 = 2 * c; c2 = dus(c1, a, p); c3 = dus(c2, b, q); returns c3 + 1 (and + c1 when
+    `keep_operand`: then c1 is live after the first update, which must not write it in place)."""
+    t, u, i32 = T(["n", 4]), T([1, 4]), T([], "i32")
+    body = [f'  %c1 = "relax.add"(%c, %c) : ({t}, {t}) -> {t}',
+            f'  %c2 = "relax.dynamic_update_slice"(%c1, %a, %p, %z) : ({t}, {u}, {i32}, {i32}) -> {t}',
+            f'  %c3 = "relax.dynamic_update_slice"(%c2, %b, %q, %z) : ({t}, {u}, {i32}, {i32}) -> {t}',
+            f'  %o = "relax.add"(%c3, %c3) : ({t}, {t}) -> {t}']
+    body.append(f'  %r = "relax.add"(%o, %c1) : ({t}, {t}) -> {t}' if keep_operand else
+                f'  %r = "relax.negative"(%o) : ({t}) -> {t}')
+    return func([("c", t), ("a", u), ("b", u), ("p", i32), ("q", i32), ("z", i32)], "\n".join(body), t)
+
+
+def _dus_reference(c, a, b, p, q, keep_operand):
+    def dus(x, v, i):
+        x = x.copy()
+        i = min(max(int(i), 0), x.shape[0] - 1)
+        x[i:i + 1] = v
+        return x
+    c1 = c + c
+    o = 2 * dus(dus(c1, a, p), b, q)
+    return o + c1 if keep_operand else -o
+
+
+@pytest.mark.parametrize("keep_operand", [False, True])
+def test_dynamic_update_slice_in_place_only_when_operand_dies(keep_operand):
+    src = _dus_program(keep_operand)
+    m = relax_mlir.run_passes(relax_mlir.parse(src), ["relax-infer-shapes", "relax-legalize", "relax-plan-memory"])
+    with m.context:
+        main = [f for f in m.op.regions[0].blocks[0].operations if str(f.attributes["sym_name"]) == '"main"'][0]
+        calls = [o for o in main.regions[0].blocks[0].operations
+                 if o.name == "relax_v.call_tir" and "dynamic_update_slice" in str(o.attributes["callee"])]
+    flags = [str(o.attributes["sym_args"]) for o in calls]
+    # the second update's operand (c2) dies there: in place; the first's (c1) only when unused later
+    assert flags == (['["1"]', '["1"]'] if not keep_operand else ['["0"]', '["1"]']), flags
+    exe = relax_mlir.compile(src)
+    for n in (1, 5, 64):
+        c, a, b = rnd(n, 4), rnd(1, 4), rnd(1, 4)
+        for p, q in ((0, 0), (2, -1), (n - 1, 100), (-7, 3)):
+            got = exe(c, a, b, np.int32(p), np.int32(q), np.int32(0))
+            np.testing.assert_array_equal(got, _dus_reference(c, a, b, p, q, keep_operand))
