@@ -501,12 +501,9 @@ class Importer:
             ins = [env[o] for o in op.operands]
             self.loc = self.location(op)
             self.env = env  # the converter may look through its operands' defining ops
-            folded = _fold_shape_scalar(self, op, ins)
-            if folded is not None:  # a known dim computation (jax's floor_divide of a dim)
-                env[op.results[0]] = folded
-                continue
             try:
-                outs = conv(self, op, ins)
+                folded = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
+                outs = folded if folded is not None else conv(self, op, ins)
             except UnsupportedOpError:
                 raise
             except (ValueError, KeyError, IndexError, TypeError) as e:
@@ -1152,7 +1149,7 @@ def _fold_shape_scalar(im, op, ins) -> Val | None:
         if a is None or b is None or direction not in _CMP_FOLD:
             return None
         if ins[0].dtype == "i1" or "compare_type" in op.attributes and \
-                "UNSIGNED" in str(op.attributes["compare_type"]):
+                hlo.ComparisonTypeAttr(op.attributes["compare_type"]).value == "UNSIGNED":
             if not (a.is_const and b.is_const):
                 return None
             w = 1 if ins[0].dtype == "i1" else int(ins[0].dtype[1:])
