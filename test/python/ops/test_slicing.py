@@ -48,7 +48,7 @@ def text(mod) -> str:
     return str(mod)
 
 
-b, s = export.symbolic_shape("b, s")
+b, s, L = export.symbolic_shape("b, s, L")
 
 
 # --- real_dynamic_slice ------------------------------------------------------------------------
@@ -342,3 +342,41 @@ def test_dynamic_update_slice_in_place_only_when_operand_dies(keep_operand):
         for p, q in ((0, 0), (2, -1), (n - 1, 100), (-7, 3)):
             got = exe(c, a, b, np.int32(p), np.int32(q), np.int32(0))
             np.testing.assert_array_equal(got, _dus_reference(c, a, b, p, q, keep_operand))
+
+
+def test_real_dynamic_slice_with_run_time_bounds_is_refused_located():
+    from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo
+    text = """
+func.func public @main(%x: tensor<?xf32>, %s: tensor<1xi32>, %l: tensor<1xi32>) -> tensor<?xf32> {
+  %c = stablehlo.constant dense<1> : tensor<1xi32>
+  %0 = stablehlo.real_dynamic_slice %x, %s, %l, %c : (tensor<?xf32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}"""
+    with pytest.raises(UnsupportedOpError, match=r"'stablehlo.real_dynamic_slice': start_indices, limit_indices and "
+                                                  r"strides must be shape computations") as e:
+        import_stablehlo(text, source_name="in.mlir")
+    assert '"in.mlir":4:' in e.value.loc
+
+
+def test_kv_cache_decode_step():
+    """One attention decode step: the new key/value written into the caches at `pos`, the query
+    attending to the positions <= pos; jnp.split of a fused qkv projection on a symbolic batch."""
+    def step(kc, vc, x, w, pos):
+        q, k, v = jnp.split(x @ w, 3, -1)                                   # [b, 1, d] each
+        kc = lax.dynamic_update_slice(kc, k, (0, pos, 0))
+        vc = lax.dynamic_update_slice(vc, v, (0, pos, 0))
+        s = jnp.einsum("bqd,bkd->bqk", q, kc) / 4.0
+        mask = jnp.arange(kc.shape[1])[None, None, :] <= pos
+        p = jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1)
+        return jnp.einsum("bqk,bkd->bqd", p, vc), kc, vc
+
+    specs = [S((b, L, 16)), S((b, L, 16)), S((b, 1, 8)), S((8, 48)), S((), jnp.int32)]
+    mod = from_jax(step, *specs)
+    exe = relax_mlir.compile(mod)
+    ref = jax.jit(step)
+    for nb, nl in ((1, 1), (2, 7), (3, 131)):
+        kc, vc, x, w = rnd(nb, nl, 16), rnd(nb, nl, 16), rnd(nb, 1, 8), rnd(8, 48)
+        for pos in (0, nl - 1, nl + 5, -1):
+            got, want = exe(kc, vc, x, w, np.int32(pos)), ref(kc, vc, x, w, np.int32(pos))
+            for g, wv in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=1e-4, atol=1e-5)
