@@ -6,7 +6,7 @@ from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, o
 from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim
 from relax_mlir.ops.common import ONE, ZERO, fmt_dims, normalize_axis, require_rank, symbols_note
 from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map
-from relax_mlir.shape import Expr, const, max_
+from relax_mlir.shape import Expr, max_
 
 
 def _int_list(op: OpInfo, name: str, n: int) -> list[int]:
