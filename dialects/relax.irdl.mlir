@@ -143,6 +143,25 @@ irdl.dialect @relax {
     irdl.operands(lhs: %0, rhs: %1)
     irdl.results(result: %2)
   }
+  // Slice of static `sizes` at run-time start indices (StableHLO dynamic_slice: each start is
+  irdl.operation @dynamic_slice {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    %3 = irdl.base "#builtin.array"
+    irdl.operands(x: %0, starts: variadic %1)
+    irdl.results(result: %2)
+    irdl.attributes {"sizes" = %3}
+  }
+  // x with `update` written at run-time start indices (StableHLO dynamic_update_slice: each
+  irdl.operation @dynamic_update_slice {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    %3 = irdl.base @relax::@tensor
+    irdl.operands(x: %0, update: %1, starts: variadic %2)
+    irdl.results(result: %3)
+  }
   // a == b (i1) with numpy broadcasting.
   irdl.operation @equal {
     %0 = irdl.base @relax::@tensor
@@ -375,6 +394,18 @@ irdl.dialect @relax {
     irdl.results(result: %0)
     irdl.attributes {"shape" = %1, "dtype" = %2}
   }
+  // StableHLO pad: `low`/`high` elements of `pad_value` at each end of each dim (negative:
+  irdl.operation @pad {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    %3 = irdl.base "#builtin.array"
+    %4 = irdl.base "#builtin.array"
+    %5 = irdl.base "#builtin.array"
+    irdl.operands(x: %0, pad_value: %1)
+    irdl.results(result: %2)
+    irdl.attributes {"low" = %3, "high" = %4, "interior" = %5}
+  }
   // Transpose. Attribute: axes (array of int; default reverses the dims).
   irdl.operation @permute_dims {
     %0 = irdl.base @relax::@tensor
@@ -428,6 +459,15 @@ irdl.dialect @relax {
     irdl.operands(x: %0, dims: variadic %1)
     irdl.results(result: %2)
     irdl.attributes {"shape" = %3}
+  }
+  // Reverse the order of elements along the given dims (StableHLO reverse). Attribute:
+  irdl.operation @reverse {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"dimensions" = %2}
   }
   // x / sqrt(mean(x*x) + eps) * weight over axes. Attributes: axes, epsilon.
   irdl.operation @rms_norm {

@@ -28,7 +28,7 @@ from relax_mlir.core.module import Module
 from relax_mlir.core.pipeline import run_pipeline
 from relax_mlir.core.session import Session
 from relax_mlir.dialect.types import TensorType
-from relax_mlir.shape import Expr, Facts, const, floordiv, max_, min_, sym
+from relax_mlir.shape import Expr, Facts, ceildiv, const, floordiv, max_, min_, sym
 
 __all__ = ["import_stablehlo", "import_module", "render_error", "UnsupportedOpError", "UnsupportedTypesError",
            "StableHLOParseError", "CONVERTERS"]
@@ -299,6 +299,7 @@ class Importer:
         self.dim_vars: set[str] = set(dim_vars)  # symbols of jax dimension variables (>= 1)
         self.symbolic_attrs: list[tuple[ir.Operation, str, Any]] = []  # renamed at the end
         self.loc: ir.Location | None = None  # the jax op being converted
+        self.env: dict = {}  # jax value -> Val, of the function being walked
         self._locs: dict[str, ir.Location] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -499,8 +500,10 @@ class Importer:
                 raise UnsupportedOpError(name, str(op.location))
             ins = [env[o] for o in op.operands]
             self.loc = self.location(op)
+            self.env = env  # the converter may look through its operands' defining ops
             try:
-                outs = conv(self, op, ins)
+                folded = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
+                outs = folded if folded is not None else conv(self, op, ins)
             except UnsupportedOpError:
                 raise
             except (ValueError, KeyError, IndexError, TypeError) as e:
@@ -1019,6 +1022,208 @@ def _optimization_barrier(im, op, ins):
     return list(ins)
 
 
+# --- slicing (issue 16) ---
+
+def _slice_facts(im) -> Facts:
+    """What the importer knows of its symbols: jax dimension variables are >= 1."""
+    return Facts(lower={s: 1 for s in im.dim_vars})
+
+
+def _real_dynamic_slice(im, op, ins):
+    """A slice whose start/limit/strides are shape computations (what jax emits for a static
+    slice of a symbolic dim): relax.strided_slice with symbolic positions. StableHLO requires
+    0 <= start <= limit <= dim; positions outside are clamped into [0, dim] (XLA's behaviour),
+    never counted from the end."""
+    x, start, limit, strides = ins
+    rdims, dt = _res(op)
+    if not _known_ok([start, limit]) and strides.known is not None:
+        sizes = _slice_sizes_of(im, op)
+        if sizes is not None and all(v.is_const and v.value == 1 for v in strides.known):
+            return _run_time_slice(im, x, start, sizes, dt, rdims)
+    if not _known_ok([start, limit, strides]):
+        raise ValueError("start_indices, limit_indices and strides must be shape computations of symbols "
+                         "and constants (run-time slice bounds give a result of unknown shape)")
+    r = len(x.dims)
+    if not (len(start.known) == len(limit.known) == len(strides.known) == r):
+        raise ValueError(f"index operands must have {r} entries (the operand's rank)")
+    facts = _slice_facts(im)
+    steps = []
+    for s in strides.known:
+        if not s.is_const or s.value < 1:
+            raise ValueError(f"strides must be positive constants, got {s}")
+        steps.append(s.value)
+    begin, end, dims = [], [], []
+    for i in range(r):
+        b, e, d = start.known[i], limit.known[i], x.dims[i]
+        b = b if facts.prove_ge(b, 0) else max_(b, const(0))
+        e = e if facts.prove_ge(e, 0) else max_(e, const(0))
+        if d is not None:
+            b = b if facts.prove_le(b, d) else min_(b, d)
+            e = e if facts.prove_le(e, d) else min_(e, d)
+        ext = e - b
+        if not facts.prove_ge(ext, 0):
+            ext = max_(ext, const(0))
+        dims.append(ext if steps[i] == 1 else ceildiv(ext, steps[i]))
+        begin.append(b)
+        end.append(e)
+    if x.known is not None and r == 1 and all(v.is_const for v in begin + end):
+        return Val(None, dt, _merge_dims(rdims, dims), x.known[begin[0].value:end[0].value:steps[0]])
+    return im.emit("relax.strided_slice", [x], r, dt,
+                   {"axes": list(range(r)), "begin": begin, "end": end, "strides": steps},
+                   dims=_merge_dims(rdims, dims))
+
+
+def _slice_sizes_of(im, op) -> list | None:
+    """limit - start of a real_dynamic_slice whose limit is `add(start, sizes)` with known sizes
+    (jax's lax.dynamic_slice of an operand with symbolic dims), else None."""
+    start, limit = op.operands[1], op.operands[2]
+    owner = limit.owner
+    if getattr(owner, "name", None) != "stablehlo.add":
+        return None
+    a, b = owner.operands[0], owner.operands[1]
+    other = b if a == start else a if b == start else None
+    v = im.env.get(other) if other is not None else None
+    return list(v.known) if v is not None and v.known is not None else None
+
+
+def _run_time_slice(im, x: Val, start: Val, sizes: list, dt: str, rdims) -> Val:
+    """relax.dynamic_slice at the run-time positions of the 1-D `start` (StableHLO clamps them)."""
+    r = len(x.dims)
+    if len(sizes) != r:
+        raise ValueError(f"index operands must have {r} entries (the operand's rank)")
+    starts = []
+    for i in range(r):
+        if start.known is not None:
+            starts.append(Val(None, start.dtype, [], [start.known[i]]))
+            continue
+        e = im.emit("relax.strided_slice", [start], 1, start.dtype, {"axes": [0], "begin": [i], "end": [i + 1]},
+                    dims=[const(1)])
+        starts.append(im.reshape(e, []))
+    return im.emit("relax.dynamic_slice", [x] + starts, r, dt, {"sizes": sizes}, dims=_merge_dims(rdims, sizes))
+
+
+_CMP_FOLD = {"EQ": lambda f, a, b: (f.prove_eq(a, b), f.prove_lt(a, b) or f.prove_gt(a, b)),
+             "NE": lambda f, a, b: (f.prove_lt(a, b) or f.prove_gt(a, b), f.prove_eq(a, b)),
+             "LT": lambda f, a, b: (f.prove_lt(a, b), f.prove_ge(a, b)),
+             "LE": lambda f, a, b: (f.prove_le(a, b), f.prove_gt(a, b)),
+             "GT": lambda f, a, b: (f.prove_gt(a, b), f.prove_le(a, b)),
+             "GE": lambda f, a, b: (f.prove_ge(a, b), f.prove_lt(a, b))}
+
+
+def _scalar_known(v: Val) -> Expr | None:
+    return v.known[0] if v.known is not None and len(v.known) == 1 and len(v.dims) == 0 else None
+
+
+def _fold_shape_scalar(im, op, ins) -> Val | None:
+    """The known value of a scalar sign / compare / select / and / or / not of known dim values,
+    decided by the facts (jax computes `d // k` of a symbolic dim d through sign, compare,
+    remainder, and, select: with d >= 0 and k > 0 the correction branch is provably not taken).
+    None when the value is not decided: the op is converted as usual."""
+    name = op.operation.name
+    if name not in ("stablehlo.sign", "stablehlo.compare", "stablehlo.select", "stablehlo.and", "stablehlo.or",
+                    "stablehlo.not") or len(op.results) != 1:
+        return None
+    rdims, dt = _res(op)
+    if rdims or not (dt == "i1" or dt in ("i8", "i16", "i32", "i64")):
+        return None
+    vals = [_scalar_known(v) for v in ins]
+    if any(len(v.dims) != 0 for v in ins):
+        return None
+    facts = _slice_facts(im)
+
+    def out(e):
+        return Val(None, dt, [], [e])
+
+    if name == "stablehlo.sign":
+        a = vals[0]
+        if a is None:
+            return None
+        for c, ok in ((1, facts.prove_gt(a, 0)), (0, facts.prove_eq(a, 0)), (-1, facts.prove_lt(a, 0))):
+            if ok:
+                return out(const(c))
+        return None
+    if name == "stablehlo.compare":
+        from jax._src.lib.mlir.dialects import hlo
+        a, b = vals
+        direction = hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
+        if a is None or b is None or direction not in _CMP_FOLD:
+            return None
+        if ins[0].dtype == "i1" or "compare_type" in op.attributes and \
+                hlo.ComparisonTypeAttr(op.attributes["compare_type"]).value == "UNSIGNED":
+            if not (a.is_const and b.is_const):
+                return None
+            w = 1 if ins[0].dtype == "i1" else int(ins[0].dtype[1:])
+            a, b = const(a.value % (1 << w)), const(b.value % (1 << w))
+        yes, no = _CMP_FOLD[direction](facts, a, b)
+        return out(const(1)) if yes else out(const(0)) if no else None
+    if name == "stablehlo.select":
+        p = vals[0]
+        if p is None or not p.is_const:
+            return None
+        chosen = ins[1] if p.value else ins[2]
+        return chosen if chosen.known is not None else None
+    if dt != "i1":
+        return None
+    if name == "stablehlo.not":
+        return out(const(1 - vals[0].value)) if vals[0] is not None and vals[0].is_const else None
+    consts = [v.value for v in vals if v is not None and v.is_const]
+    if name == "stablehlo.and" and 0 in consts or name == "stablehlo.or" and 1 in consts:
+        return out(const(0 if name == "stablehlo.and" else 1))  # decided by one operand
+    if len(consts) == 2:
+        return out(const(int(all(consts)) if name == "stablehlo.and" else int(any(consts))))
+    return None
+
+
+def _start_operands(im, starts: list[Val]) -> list[Val]:
+    """Scalar start indices of one integer type (i64 when they differ)."""
+    if len({s.dtype for s in starts}) <= 1:
+        return starts
+    return [s if s.dtype == "i64" else im.emit("relax.astype", [s], 0, "i64", {"dtype": _dtype_attr("i64")}, dims=[])
+            for s in starts]
+
+
+def _dynamic_slice(im, op, ins):
+    x, starts = ins[0], ins[1:]
+    rdims, dt = _res(op)
+    sizes = _ints(op.attributes["slice_sizes"])
+    return im.emit("relax.dynamic_slice", [x] + _start_operands(im, starts), len(sizes), dt, {"sizes": sizes},
+                   dims=[const(s) for s in sizes])
+
+
+def _dynamic_update_slice(im, op, ins):
+    x, upd, starts = ins[0], ins[1], ins[2:]
+    rdims, dt = _res(op)
+    return im.emit("relax.dynamic_update_slice", [x, upd] + _start_operands(im, starts), len(x.dims), dt,
+                   dims=_merge_dims(rdims, x.dims))
+
+
+def _pad(im, op, ins):
+    x, pv = ins
+    rdims, dt = _res(op)
+    lo = _ints(op.attributes["edge_padding_low"])
+    hi = _ints(op.attributes["edge_padding_high"])
+    it = _ints(op.attributes["interior_padding"])
+    facts = _slice_facts(im)
+    dims = []
+    for n, a, b, c in zip(x.dims, lo, hi, it):
+        if n is None:
+            dims.append(None)
+            continue
+        gaps = const(0) if c == 0 else (n - 1 if facts.prove_ge(n, 1) else max_(n - 1, const(0)))
+        dims.append(n + gaps * c + a + b)
+    return im.emit("relax.pad", [x, pv], len(x.dims), dt, {"low": lo, "high": hi, "interior": it},
+                   dims=_merge_dims(rdims, dims))
+
+
+def _reverse(im, op, ins):
+    (x,) = ins
+    rdims, dt = _res(op)
+    axes = _ints(op.attributes["dimensions"])
+    if not axes:
+        return x
+    return im.emit("relax.reverse", [x], len(x.dims), dt, {"dimensions": axes}, dims=_merge_dims(rdims, x.dims))
+
+
 CONVERTERS: dict[str, Callable] = {
     "stablehlo.add": _binary("relax.add", _INT_FOLD["stablehlo.add"]),
     "stablehlo.subtract": _binary("relax.subtract", _INT_FOLD["stablehlo.subtract"]),
@@ -1068,6 +1273,11 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.dynamic_gather": _gather,
     "stablehlo.custom_call": _custom_call,
     "stablehlo.optimization_barrier": _optimization_barrier,
+    "stablehlo.real_dynamic_slice": _real_dynamic_slice,
+    "stablehlo.dynamic_slice": _dynamic_slice,
+    "stablehlo.dynamic_update_slice": _dynamic_update_slice,
+    "stablehlo.pad": _pad,
+    "stablehlo.reverse": _reverse,
 }
 
 

@@ -217,6 +217,8 @@ class _Checker:
                     raise PassError(op, f"'{name}' op {e}") from None
         if self.infer and name == "relax.take":
             self.take_rows(op, info, deduced)
+        if self.infer and hasattr(spec, "requirements"):
+            self.op_requirements(op, spec, info)
         self.set_results(op, deduced)
 
     def take_rows(self, op: ir.Operation, info: OpInfo, results: list):
@@ -250,6 +252,21 @@ class _Checker:
             f"'relax.take' op at {where(op)}: the table has no rows along axis {axis} (dim {what}) but "
             f"{count} indices; there is no row to clamp an index into")
         _add_requirement(self.func, ir.DictAttr.get(entry))
+
+    def op_requirements(self, op: ir.Operation, spec, info: OpInfo):
+        """Record the shape relations `lhs <= rhs` an op needs (its class's `requirements(info)`:
+        (lhs, rhs, what) triples) and the facts cannot prove, on the function; relax-lower-shapes
+        checks them at entry, so a failing one raises ValueError before any kernel runs."""
+        try:
+            reqs = spec.requirements(info)
+        except DeduceError as e:
+            raise PassError(op, f"'{op.name}' op {e}") from None
+        for lhs, rhs, what in reqs:
+            if self.facts.prove_le(lhs, rhs):
+                continue
+            _add_requirement(self.func, ir.DictAttr.get({
+                "lhs": ir.StringAttr.get(str(lhs)), "rhs": ir.StringAttr.get(str(rhs)),
+                "message": ir.StringAttr.get(f"'{op.name}' op at {where(op)}: {what}")}))
 
     def refine_operands(self, op: ir.Operation, types: list, rules: list, results: list) -> bool:
         """Refine each "?" operand dim the op's rule pins down with a `relax.match_cast` before the

@@ -16,7 +16,7 @@ byte count; live_peak_bytes is given only when every size is bounded.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mlir import ir
@@ -46,6 +46,14 @@ class Interval:
     end: int
     size: Expr
     bound: int | None
+    # call_tir results placed in this tensor's storage, written in place (see IN_PLACE_KERNELS)
+    followers: list = field(default_factory=list)
+
+
+# Kernels (by their relax.kernel name) whose result may be written into the storage of input 0
+# when that input dies at the call: the symbolic argument at the given position is then set to 1
+# (the kernel skips copying input 0 into its destination).
+IN_PLACE_KERNELS = {"dynamic_update_slice": 0}
 
 
 def _kernel_table(f: ir.Operation) -> dict[str, ir.Operation]:
@@ -76,10 +84,13 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
     root: dict = {}  # view value -> the planned value it aliases
     intervals: dict = {}
     escaping = set()
+    in_place: list[tuple[int, ir.Operation]] = []
     for i, op in enumerate(ops):
         if op.name == "relax_v.call_tir":
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             kernel = kernels.get(callee)
+            if _in_place_flag(op, kernel) is not None:
+                in_place.append((i, op))
             if callee not in alias_memo:
                 alias_memo[callee] = result_aliases(kernel, len(op.operands)) if kernel is not None \
                     and kernel.regions[0].blocks else None
@@ -109,8 +120,21 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
                         v = root.get(v, v)
                         if v in intervals:
                             intervals[v].end = max(intervals[v].end, i)
+    # An in-place kernel's result takes its input's storage when the input dies at the call
+    # (and neither leaves the function): one interval, the result a follower of the input.
+    merged: dict = {}
+    for i, op in in_place:
+        r, x = op.results[0], op.operands[0]
+        x = merged.get(root.get(x, x), root.get(x, x))
+        if x in intervals and r in intervals and x not in escaping and r not in escaping \
+                and intervals[x].end == i and intervals[x].size == intervals[r].size:
+            ivr = intervals.pop(r)
+            intervals[x].end = max(intervals[x].end, ivr.end)
+            intervals[x].followers.append((ivr.op, r))
+            merged[r] = x
     # Aliases, latest first: a result's lifetime is final before it extends its sources'.
     for r, srcs in reversed(aliases):
+        r = merged.get(r, r)
         end = intervals[r].end if r in intervals else len(ops)
         for s in srcs:
             s = root.get(s, s)
@@ -120,6 +144,18 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
     # symbolic byte count, and shared only by tensors of exactly that symbolic size.
     planned = [iv for v, iv in intervals.items() if v not in escaping]
     return planned, facts
+
+
+def _in_place_flag(op: ir.Operation, kernel: ir.Operation | None) -> int | None:
+    """The position of the in-place flag among a call_tir's symbolic arguments, if its kernel is
+    one of IN_PLACE_KERNELS and the flag is still 0."""
+    if kernel is None or "relax.kernel" not in kernel.attributes or "sym_args" not in op.attributes:
+        return None
+    pos = IN_PLACE_KERNELS.get(ir.StringAttr(kernel.attributes["relax.kernel"]).value)
+    args = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["sym_args"])]
+    if pos is None or pos >= len(args) or args[pos] != "0" or len(op.results) != 1:
+        return None
+    return pos
 
 
 def assign(planned: list[Interval]) -> list[tuple[Expr, list[Interval]]]:
@@ -164,15 +200,22 @@ class PlanMemoryPass(ModulePass):
         for f in graph_functions(module):
             if not f.regions[0].blocks:
                 continue
-            planned, _ = plan_function(f)
+            kernels = _kernel_table(f)
+            planned, _ = plan_function(f, kernels)
             blocks = assign(planned)
             for bi, (_, occ) in enumerate(blocks):
                 for iv in occ:
-                    res_index = list(iv.op.results).index(iv.value)
-                    old = iv.op.attributes["relax.storage"] if "relax.storage" in iv.op.attributes else None
-                    vals = [ir.IntegerAttr(a).value for a in old] if old is not None else [-1] * len(iv.op.results)
-                    vals[res_index] = bi
-                    iv.op.attributes["relax.storage"] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in vals])
+                    for op, value in [(iv.op, iv.value)] + iv.followers:
+                        res_index = list(op.results).index(value)
+                        old = op.attributes["relax.storage"] if "relax.storage" in op.attributes else None
+                        vals = [ir.IntegerAttr(a).value for a in old] if old is not None else [-1] * len(op.results)
+                        vals[res_index] = bi
+                        op.attributes["relax.storage"] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in vals])
+                    for op, _ in iv.followers:  # written in place: the kernel skips its copy
+                        pos = _in_place_flag(op, kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value))
+                        args = [a for a in ir.ArrayAttr(op.attributes["sym_args"])]
+                        args[pos] = ir.StringAttr.get("1")
+                        op.attributes["sym_args"] = ir.ArrayAttr.get(args)
 
             def attr(e: Expr):
                 return ir.IntegerAttr.get(i64, e.value) if e.is_const else ir.StringAttr.get(str(e))
