@@ -1,0 +1,174 @@
+"""relax.gather / relax_v.scatter / relax.argmax / relax.argmin through jax.export with symbolic
+dims: StableHLO gather (start indices clamped), scatter (out-of-bounds windows dropped, duplicate
+indices accumulated), jax's argmax/argmin (first index, first NaN); numerics equal to jax.jit."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import export, lax  # noqa: E402
+
+from indexing_util import check_against_jax  # noqa: E402
+
+S = jax.ShapeDtypeStruct
+BIND = (1, 7, 97)  # jax dimension variables are >= 1
+rng = np.random.default_rng(16)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def sym(names):
+    return export.symbolic_shape(names)
+
+
+# --- gather ---------------------------------------------------------------------------------------
+
+
+def test_rows_negative_and_clamped_indices():
+    (n,) = sym("n")
+    idx = np.array([0, -1, 2, -3, 5, 100, -100], np.int32)  # jax wraps negatives once, then clamps
+    check_against_jax(lambda x, i: x[i], (S((n, 5), jnp.float32), S((7,), jnp.int32)),
+                      lambda b: (f32(b, 5), idx), BIND)
+
+
+def test_columns_symbolic_rows():
+    (n,) = sym("n")
+    idx = np.array([0, -1, 4, 9, -9], np.int32)
+    check_against_jax(lambda x, i: x[:, i], (S((n, 5), jnp.float32), S((5,), jnp.int32)),
+                      lambda b: (f32(b, 5), idx), BIND)
+
+
+def test_two_index_arrays():
+    (n,) = sym("n")
+    check_against_jax(lambda x, i, j: x[i, j],
+                      (S((n, 6), jnp.float32), S((4,), jnp.int32), S((4,), jnp.int32)),
+                      lambda b: (f32(b, 6), np.array([0, -1, 9, 3], np.int32), np.array([1, -2, 3, 40], np.int32)),
+                      BIND)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_take_along_any_axis(axis):
+    (n,) = sym("n")
+    fn = lambda x, i: jnp.take(x, i, axis=axis)  # noqa: E731
+    check_against_jax(fn, (S((3, n, 4), jnp.float32), S((2, 3), jnp.int32)),
+                      lambda b: (f32(3, b, 4), rng.integers(-6, 6, (2, 3)).astype(np.int32)), BIND)
+
+
+def test_take_along_axis_batched_gather():
+    (n,) = sym("n")
+    fn = lambda x, i: jnp.take_along_axis(x, i, axis=1)  # noqa: E731
+    check_against_jax(fn, (S((n, 5), jnp.float32), S((n, 3), jnp.int32)),
+                      lambda b: (f32(b, 5), rng.integers(-7, 7, (b, 3)).astype(np.int32)), BIND)
+
+
+def test_embedding_lookup_symbolic_batch_and_sequence():
+    b, s = sym("b, s")
+    fn = lambda table, ids: table[ids] * 2.0  # noqa: E731
+    check_against_jax(fn, (S((50, 8), jnp.float32), S((b, s), jnp.int32)),
+                      lambda k: (f32(50, 8), rng.integers(-60, 60, (k, k + 2)).astype(np.int32)), BIND)
+
+
+def test_gather_i64_indices_and_int_table():
+    """(XLA's CPU gather reads an i64 index past 2**32 modulo 2**32, e.g. 2**40 as 0, where StableHLO
+    clamps it to the last column as relax.gather does: the indices here stay below 2**31.)"""
+    (n,) = sym("n")
+    jax.config.update("jax_enable_x64", True)
+    try:
+        check_against_jax(lambda x, i: x[:, i], (S((n, 4), jnp.int64), S((3,), jnp.int64)),
+                          lambda b: (rng.integers(-9, 9, (b, 4)), np.array([-1, 3, 2**30], np.int64)), BIND)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+# --- scatter --------------------------------------------------------------------------------------
+
+SCATTER = {"set": lambda x, i, u: x.at[i].set(u), "add": lambda x, i, u: x.at[i].add(u),
+           "multiply": lambda x, i, u: x.at[i].multiply(u), "min": lambda x, i, u: x.at[i].min(u),
+           "max": lambda x, i, u: x.at[i].max(u)}
+
+
+@pytest.mark.parametrize("op", sorted(SCATTER))
+def test_scatter_rows_unique_and_out_of_bounds(op):
+    (n,) = sym("n")
+    idx = np.array([0, -1, 200, -200], np.int32)  # -1 is the last row; +-200 are dropped
+    check_against_jax(SCATTER[op], (S((n, 3), jnp.float32), S((4,), jnp.int32), S((4, 3), jnp.float32)),
+                      lambda b: (f32(b, 3), idx, f32(4, 3)), BIND)
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "min", "max"])
+def test_scatter_duplicate_indices_accumulate(op):
+    (n,) = sym("n")
+    idx = np.array([1, 1, 0, 1, 0, 3], np.int32)
+    check_against_jax(SCATTER[op], (S((n, 2), jnp.float32), S((6,), jnp.int32), S((6, 2), jnp.float32)),
+                      lambda b: (f32(b, 2), idx % b, f32(6, 2)), BIND)
+
+
+def test_scatter_add_integers_into_symbolic_histogram():
+    (n, k) = sym("n, k")
+    fn = lambda h, i: h.at[i].add(1)  # noqa: E731
+    check_against_jax(fn, (S((n,), jnp.int32), S((k,), jnp.int32)),
+                      lambda b: (np.zeros(b, np.int32), rng.integers(-b - 2, b + 2, (3 * b,)).astype(np.int32)),
+                      BIND)
+
+
+def test_scatter_columns_and_scalar_updates():
+    (n,) = sym("n")
+    check_against_jax(lambda x, i: x.at[:, i].set(-1.0), (S((n, 5), jnp.float32), S((2,), jnp.int32)),
+                      lambda b: (f32(b, 5), np.array([4, -5], np.int32)), BIND)
+    check_against_jax(lambda x, i: x.at[i].add(10.0), (S((n,), jnp.float32), S((), jnp.int32)),
+                      lambda b: (f32(b), np.int32(b - 1)), BIND)
+
+
+def test_scatter_nan_min_max():
+    (n,) = sym("n")
+    u = np.array([[np.nan, 1.0], [-np.inf, np.nan]], np.float32)
+    for op in ("min", "max"):
+        check_against_jax(SCATTER[op], (S((n, 2), jnp.float32), S((2,), jnp.int32), S((2, 2), jnp.float32)),
+                          lambda b: (f32(b, 2), np.array([0, 0], np.int32), u), BIND)
+
+
+# --- argmax / argmin ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [jnp.argmax, jnp.argmin])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_argmax_argmin_first_index(fn, axis):
+    (n,) = sym("n")
+    check_against_jax(lambda x: fn(x, axis=axis), (S((n, 6), jnp.float32),),
+                      lambda b: (np.round(f32(b, 6)),), BIND)  # rounding makes ties
+
+
+@pytest.mark.parametrize("fn", [jnp.argmax, jnp.argmin])
+def test_argmax_argmin_nan_inf_and_signed_zero(fn):
+    (n,) = sym("n")
+
+    def make(b):
+        x = np.full((b, 6), -np.inf if fn is jnp.argmax else np.inf, np.float32)
+        x[:, 1] = np.nan
+        x[:, 3] = np.nan
+        x[0, :] = [0.0, -0.0, 3.0, -0.0, 3.0, 1.0]
+        if b > 2:
+            x[2, :] = [-0.0, 0.0, -0.0, 0.0, -0.0, 0.0]
+        return (x,)
+
+    check_against_jax(lambda x: fn(x, axis=1), (S((n, 6), jnp.float32),), make, BIND)
+    check_against_jax(lambda x: fn(x, axis=0), (S((n, 6), jnp.float32),), make, BIND)
+
+
+def test_argmax_integers_and_keepdims():
+    (n,) = sym("n")
+    check_against_jax(lambda x: jnp.argmax(x, axis=0, keepdims=True), (S((n, 3), jnp.int32),),
+                      lambda b: (rng.integers(-3, 3, (b, 3)).astype(np.int32),), BIND)
+    check_against_jax(lambda x: jnp.argmin(x, axis=-1), (S((3, n), jnp.int32),),
+                      lambda b: (rng.integers(-3, 3, (3, b)).astype(np.int32),), BIND)
+
+
+def test_lax_reduce_value_index_pairs_max():
+    """lax.argmax itself (the (value, iota) variadic reduce), with its value output used too."""
+    (n,) = sym("n")
+    fn = lambda x: (lax.argmax(x, 1, jnp.int32), jnp.max(x, axis=1))  # noqa: E731
+    check_against_jax(fn, (S((n, 5), jnp.float32),), lambda b: (f32(b, 5),), BIND)
