@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import FLOAT_DTYPES, INT_DTYPES, TensorType, as_dim
-from relax_mlir.ops.common import dims_differ, dims_equal, fmt, normalize_axis, require_rank
+from relax_mlir.ops.common import dims_equal, fmt, normalize_axis, require_rank
 from relax_mlir.ops.kernel import (Kernel, Legalized, affine_map, highest_literal, identity_map,
                                    lowest_literal)
 
@@ -46,7 +46,7 @@ def _index_vector(op: OpInfo, idx: TensorType, ivd: int, n: int, what: str):
     if not 0 <= ivd <= len(d):
         raise DeduceError(f"index_vector_dim {ivd} is out of range for indices of rank {len(d)}")
     size = d[ivd] if ivd < len(d) else None
-    if ivd < len(d) and size is not None and not (size.is_const and size.value == n):
+    if ivd < len(d) and not (size is not None and size.is_const and size.value == n):
         raise DeduceError(f"the index vector (dim {ivd} of the indices, size {fmt(size)}) must have {n} "
                           f"elements, one per start_index_map / scatter_dims_to_operand_dims entry")
     if ivd == len(d) and n != 1:
@@ -117,22 +117,31 @@ class GatherOp(OpSpec):
             if not (sizes[d].is_const and sizes[d].value <= 1):
                 raise DeduceError(f"slice size of collapsed or batching dim {d} must be 0 or 1, got {sizes[d]}")
         for d, s in enumerate(sizes):
+            if xd[d] is None and not (s.is_const and s.value == 0):
+                raise DeduceError(f"operand dim {d} is unknown; refine it with relax.match_cast first")
             if s.is_const and s.value < 0:
                 raise DeduceError(f"slice size {s} of dim {d} is negative")
-            if xd[d] is not None and dims_differ(s, xd[d], op.facts) and op.facts.prove_gt(s, xd[d]):
-                raise DeduceError(f"slice size {s} of dim {d} exceeds the operand's dim {xd[d]}")
-            if xd[d] is not None and not (dims_equal(s, xd[d], op.facts) or op.facts.prove_le(s, xd[d])):
-                raise DeduceError(f"cannot prove slice size {s} <= the operand's dim {d} ({xd[d]})")
+            if xd[d] is not None and op.facts.prove_gt(s, xd[d]):
+                raise DeduceError(f"slice size {s} exceeds the operand's dim {d} ({xd[d]})")
         for a, b in zip(obatch, ibatch):
             da, db = xd[a], idx.dims[b]
-            if da is not None and db is not None and not dims_equal(da, db, op.facts):
-                raise DeduceError(f"operand batching dim {a} ({da}) and indices batching dim {b} ({db}) differ")
+            if not dims_equal(da, db, op.facts):
+                raise DeduceError(f"operand batching dim {a} ({fmt(da)}) and indices batching dim {b} ({fmt(db)}) are "
+                                  f"not provably equal")
         window = [d for d in range(rank) if d not in collapsed and d not in obatch]
         if len(offset) != len(window):
             raise DeduceError(f"offset_dims {offset} must have one entry per slice dim kept ({len(window)})")
         out_rank = len(batch) + len(offset)
         _check_dims(offset, out_rank, "offset_dims", sort=True)
         return xd, sizes, offset, collapsed, obatch, ibatch, smap, ivd, batch, window, out_rank
+
+    @classmethod
+    def run_time_requirements(cls, op: OpInfo):
+        """slice_sizes <= the operand's dims (StableHLO's constraint): checked at run time where
+        the facts cannot prove it, so the kernel never reads outside the operand."""
+        xd, sizes = cls.numbers(op)[:2]
+        return [(s, xd[d], f"slice size {s} of dim {d} exceeds the operand's dim ({xd[d]})")
+                for d, s in enumerate(sizes) if xd[d] is not None and not (s.is_const and s.value == 0)]
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -268,8 +277,9 @@ class ScatterOp(OpSpec):
         if len(uscatter) != len(batch):
             raise DeduceError(f"updates have {len(uscatter)} scatter dims, the indices {len(batch)} batch dims")
         for j, b in zip(uscatter, batch):
-            if ud[j] is not None and b is not None and not dims_equal(ud[j], b, op.facts):
-                raise DeduceError(f"updates dim {j} ({ud[j]}) differs from the indices' batch dim ({b})")
+            if not dims_equal(ud[j], b, op.facts):
+                raise DeduceError(f"updates dim {j} ({fmt(ud[j])}) is not provably equal to the indices' batch dim "
+                                  f"({fmt(b)})")
         for j, d in zip(uwd, window):
             if ud[j] is not None and xd[d] is not None and op.facts.prove_gt(ud[j], xd[d]):
                 raise DeduceError(f"update window dim {j} ({ud[j]}) exceeds the input's dim {d} ({xd[d]})")
@@ -513,10 +523,8 @@ class SortOp(OpSpec):
             if len(td) != len(d):
                 raise DeduceError(f"operand #{i} has rank {len(td)}, operand #0 {len(d)}")
             for j, (a, b) in enumerate(zip(dims, td)):
-                if a is None:
-                    dims[j] = b
-                elif b is not None and not dims_equal(a, b, op.facts):
-                    raise DeduceError(f"operand #{i} dim {j} ({b}) differs from operand #0's ({a})")
+                if not dims_equal(a, b, op.facts):
+                    raise DeduceError(f"operand #{i} dim {j} ({fmt(b)}) is not provably equal to operand #0's ({fmt(a)})")
         return ts, tuple(dims), axis, nk, [bool(v) for v in desc]
 
     @classmethod

@@ -217,7 +217,19 @@ class _Checker:
                     raise PassError(op, f"'{name}' op {e}") from None
         if self.infer and name == "relax.take":
             self.take_rows(op, info, deduced)
+        if self.infer and hasattr(spec, "run_time_requirements"):
+            self.op_requirements(op, spec.run_time_requirements(info))
         self.set_results(op, deduced)
+
+    def op_requirements(self, op: ir.Operation, reqs) -> None:
+        """Record an op's `lhs <= rhs` shape requirements (symbolic) that the facts cannot prove, for
+        relax-lower-shapes to check at entry (ValueError before any kernel runs)."""
+        for lhs, rhs, msg in reqs:
+            if self.facts.prove_le(lhs, rhs):
+                continue
+            _add_requirement(self.func, ir.DictAttr.get({
+                "lhs": ir.StringAttr.get(str(lhs)), "rhs": ir.StringAttr.get(str(rhs)),
+                "message": ir.StringAttr.get(f"'{op.name}' op at {where(op)}: {msg}")}))
 
     def take_rows(self, op: ir.Operation, info: OpInfo, results: list):
         """`relax.take` reads a row of its table for every index: a table with no rows along the

@@ -172,3 +172,82 @@ def test_lax_reduce_value_index_pairs_max():
     (n,) = sym("n")
     fn = lambda x: (lax.argmax(x, 1, jnp.int32), jnp.max(x, axis=1))  # noqa: E731
     check_against_jax(fn, (S((n, 5), jnp.float32),), lambda b: (f32(b, 5),), BIND)
+
+
+# --- relax programs: run-time checks, semantics on the op directly -----------------------------------
+
+def _gather_src(slice_w: str) -> str:
+    x, i, w, r = ('!relax.tensor<["n", 4], f32>', '!relax.tensor<["k", 1], i32>', '!relax.tensor<["w"], f32>',
+                  '!relax.tensor<["?", "?", "?"], f32>')
+    return (f"func.func @main(%x: {x}, %i: {i}, %w: {w}) -> {r} {{\n"
+            f'  %0 = "relax.gather"(%x, %i) {{offset_dims = [1, 2], start_index_map = [0], index_vector_dim = 1, '
+            f'slice_sizes = ["{slice_w}", 4]}} : ({x}, {i}) -> {r}\n  return %0 : {r}\n}}\n')
+
+
+def _np_gather_rows(x, idx, w):
+    n = x.shape[0]
+    return np.stack([x[min(max(int(s), 0), n - w):min(max(int(s), 0), n - w) + w] for s in idx[:, 0]])
+
+
+def test_gather_symbolic_slice_size_checked_at_run_time():
+    import relax_mlir
+
+    exe = relax_mlir.compile(_gather_src("w"))
+    idx = np.array([[-5], [0], [2], [3], [50]], np.int32)
+    for n, w in ((1, 1), (5, 2), (5, 5), (9, 3)):
+        x = f32(n, 4)
+        np.testing.assert_array_equal(exe(x, idx, np.zeros(w, np.float32)), _np_gather_rows(x, idx, w))
+    with pytest.raises(ValueError, match="slice size w of dim 0 exceeds"):
+        exe(f32(2, 4), idx, np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="slice size w of dim 0 exceeds"):
+        exe(f32(0, 4), idx, np.zeros(1, np.float32))
+
+
+STABLEHLO_SCATTER_SUB = """
+func.func public @main(%x: tensor<4xf32>, %i: tensor<2x1xi32>, %u: tensor<2xf32>) -> tensor<4xf32> {
+  %0 = "stablehlo.scatter"(%x, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.subtract %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<4xf32>, tensor<2x1xi32>, tensor<2xf32>) -> tensor<4xf32> loc("scatter_sub_here")
+  return %0 : tensor<4xf32>
+}
+"""
+
+STABLEHLO_REDUCE_PAIR_SUM = """
+func.func public @main(%x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<i32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %zi = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.reduce(%x init: %z), (%y init: %zi) across dimensions = [0] : (tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
+   reducer(%a: tensor<f32>, %c: tensor<f32>) (%ai: tensor<i32>, %ci: tensor<i32>) {
+    %s = stablehlo.add %a, %c : tensor<f32>
+    %si = stablehlo.add %ai, %ci : tensor<i32>
+    stablehlo.return %s, %si : tensor<f32>, tensor<i32>
+  } loc("pair_sum_here")
+  return %0#1 : tensor<i32>
+}
+"""
+
+STABLEHLO_SORT_RAW_FLOAT = """
+func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.compare LT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }) : (tensor<4xf32>) -> tensor<4xf32> loc("raw_sort_here")
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("src, where, what", [
+    (STABLEHLO_SCATTER_SUB, "scatter_sub_here", "scatter update computation ['stablehlo.subtract']"),
+    (STABLEHLO_REDUCE_PAIR_SUM, "pair_sum_here", "variadic reduce: only jax's argmax/argmin form"),
+    (STABLEHLO_SORT_RAW_FLOAT, "raw_sort_here", "sort comparator is not"),
+])
+def test_importer_refuses_other_regions_with_located_errors(src, where, what):
+    from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo
+
+    with pytest.raises(UnsupportedOpError) as e:
+        import_stablehlo(src)
+    assert what in str(e.value) and where in str(e.value)
