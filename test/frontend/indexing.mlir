@@ -11,7 +11,7 @@
 // CHECK: %[[G:.*]] = "relax.gather"(%[[X]], %[[I]]) {collapsed_slice_dims = [1], index_vector_dim = 2 : i64, offset_dims = [], operand_batching_dims = [0], slice_sizes = [1, 1], start_index_map = [1], start_indices_batching_dims = [0]}
 // CHECK: %[[S:.*]] = "relax_v.scatter"(%[[X]], %[[SI]], %[[U]]) {combiner = "add", index_vector_dim = 1 : i64, input_batching_dims = [], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], scatter_indices_batching_dims = [], update_window_dims = [1]}
 // CHECK: %[[AM:.*]] = "relax.argmax"(%[[X]]) {axis = 1 : i64, dtype = i32}
-// CHECK: %[[SO:.*]]:2 = "relax_v.sort"(%[[X]], %{{.*}}) {axis = 1 : i64, descending = [0], num_keys = 1 : i64}
+// CHECK: %[[SO:.*]]:2 = "relax_v.sort"(%[[X]], %{{.*}}) {axis = 1 : i64, descending = [0], num_keys = 1 : i64, total_order = [0]}
 // CHECK: return %[[G]], %[[S]], %[[AM]], %[[SO]]#1
 
 // INFER: "relax.gather"{{.*}} -> !relax.tensor<["n", 2], f32>

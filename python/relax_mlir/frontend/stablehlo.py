@@ -1160,11 +1160,11 @@ def _sort_less(v, args, dts):
         if pa is None or pb is None or d not in ("LT", "GT") or pa // 2 != pb // 2 or pa == pb:
             return None
         key = pa // 2
-        if dts[key] in _FLOATS and not (ca and cb and ct == "TOTALORDER"):
-            return None
+        if dts[key] in _FLOATS and not (ca == cb and ct == "TOTALORDER"):
+            return None  # (a FLOAT compare is no strict weak order with NaNs)
         if dts[key] not in _FLOATS and ct != ("UNSIGNED" if dts[key] == "i1" else "SIGNED"):
             return None
-        return [(key, (d == "GT") == (pa % 2 == 0))]
+        return [(key, (d == "GT") == (pa % 2 == 0), dts[key] in _FLOATS and not ca)]
     if o.name == "stablehlo.or":
         for lt, rest in (tuple(o.operands), tuple(reversed(list(o.operands)))):
             first = _sort_less(lt, args, dts)
@@ -1191,14 +1191,46 @@ def _sort(im, op, ins):
     ret = _body_ops(op)[-1]
     dts = [v.dtype for v in ins]
     keys = _sort_less(ret.operands[0], args, dts)
-    if keys is None or [kk for kk, _ in keys] != list(range(len(keys))):
+    if keys is None or [kk for kk, _, _ in keys] != list(range(len(keys))):
         raise ValueError("sort comparator is not a lexicographic less-than / greater-than over the leading "
                          "operands of the form jax emits")
     results = [_res(op, i) for i in range(len(op.results))]
     dims = ins[0].dims
     outs = _emit_multi(im, "relax_v.sort", ins, [(_merge_dims(d, dims), dt) for d, dt in results],
                        {"axis": axis % max(len(dims), 1), "num_keys": len(keys),
-                        "descending": [int(dsc) for _, dsc in keys]})
+                        "descending": [int(dsc) for _, dsc, _ in keys],
+                        "total_order": [int(raw) for _, _, raw in keys]})
+    return outs
+
+
+def _composite(im, op, ins):
+    """stablehlo.composite: chlo.top_k as a descending IEEE-total-order stable sort and a slice (its
+    decomposition's semantics); any other composite runs its decomposition function."""
+    from jax._src.lib.mlir import ir as jir
+
+    name = _string(op.attributes["name"])
+    if name == "chlo.top_k" and len(ins) == 1:
+        x = ins[0]
+        k = jir.IntegerAttr(jir.DictAttr(op.attributes["composite_attributes"])["k"]).value
+        axis = len(x.dims) - 1
+        (vd, vdt), (idims, idt) = _res(op, 0), _res(op, 1)
+        if x.dims[axis] is None:
+            raise ValueError("top_k along an unknown dim")
+        iota = _iota_impl(im, x.dims, idt, axis)
+        vals, idx = _emit_multi(im, "relax_v.sort", [x, iota], [(x.dims, x.dtype), (x.dims, idt)],
+                                {"axis": axis, "num_keys": 1, "descending": [1],
+                                 "total_order": [int(x.dtype in _FLOATS)]})
+        out = []
+        for v, (d, dt) in ((vals, (vd, vdt)), (idx, (idims, idt))):
+            out.append(im.emit("relax.strided_slice", [v], len(d), dt,
+                               {"axes": [axis], "begin": [0], "end": [k], "strides": [1]},
+                               dims=_merge_dims(d, x.dims[:axis] + [const(k)])))
+        return out
+    callee = _string(op.attributes["decomposition"])
+    f = im.funcs.get(callee)
+    if f is None:
+        raise ValueError(f"composite {name}: unknown decomposition @{callee}")
+    outs, _ = im.run_func(f, list(ins))
     return outs
 
 
@@ -1269,6 +1301,7 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.scatter": _scatter,
     "stablehlo.sort": _sort,
     "stablehlo.reverse": _reverse,
+    "stablehlo.composite": _composite,
 }
 
 

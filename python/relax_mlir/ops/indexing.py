@@ -459,9 +459,25 @@ class ArgminOp(_ArgOp):
 # --- sort ----------------------------------------------------------------------------------------
 
 
-def _less(dt: str, a: str, b: str, r: str) -> list[str]:
+_BITS = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
+
+
+def _less(dt: str, a: str, b: str, r: str, raw: bool = False) -> list[str]:
     """r = a < b in jax's sort order: floats totally ordered with -0.0 == 0.0 and every NaN after
-    +inf (NaNs equal to each other); integers signed; i1 false < true."""
+    +inf (NaNs equal to each other); integers signed; i1 false < true. `raw`: IEEE totalOrder of
+    the bits (StableHLO's TOTALORDER compare: -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN)."""
+    if dt in FLOAT_DTYPES and raw:
+        it = _BITS[dt]
+        w = int(it[1:])
+        lines = [f"{r}_w = arith.constant {w - 1} : {it}", f"{r}_one = arith.constant 1 : {it}"]
+        keys = []
+        for v, nm in ((a, "a"), (b, "b")):
+            # negative floats: flip every bit but the sign, so the signed integers order as the floats
+            lines += [f"{r}_{nm}i = arith.bitcast {v} : {dt} to {it}", f"{r}_{nm}s = arith.shrsi {r}_{nm}i, {r}_w : {it}",
+                      f"{r}_{nm}m = arith.shrui {r}_{nm}s, {r}_one : {it}",
+                      f"{r}_{nm}k = arith.xori {r}_{nm}i, {r}_{nm}m : {it}"]
+            keys.append(f"{r}_{nm}k")
+        return lines + [f"{r} = arith.cmpi slt, {keys[0]}, {keys[1]} : {it}"]
     if dt in FLOAT_DTYPES:
         return [f"{r}_lt = arith.cmpf olt, {a}, {b} : {dt}", f"{r}_an = arith.cmpf ord, {a}, {a} : {dt}",
                 f"{r}_bn = arith.cmpf uno, {b}, {b} : {dt}", f"{r}_nl = arith.andi {r}_an, {r}_bn : i1",
@@ -469,17 +485,18 @@ def _less(dt: str, a: str, b: str, r: str) -> list[str]:
     return [f"{r} = arith.cmpi {'ult' if dt == 'i1' else 'slt'}, {a}, {b} : {dt}"]
 
 
-def _lex_less(dts: list[str], desc: list[bool], a: list[str], b: list[str], r: str) -> list[str]:
-    """r = (a0, a1, ...) before (b0, b1, ...) lexicographically, key i descending where desc[i]."""
+def _lex_less(dts: list[str], desc: list[bool], raw: list[bool], a: list[str], b: list[str], r: str) -> list[str]:
+    """r = (a0, a1, ...) before (b0, b1, ...) lexicographically, key i descending where desc[i],
+    in IEEE total order where raw[i]."""
     lines: list[str] = []
     acc = None
     for i in range(len(dts) - 1, -1, -1):
         x, y = (b[i], a[i]) if desc[i] else (a[i], b[i])
-        lines += _less(dts[i], x, y, f"{r}_k{i}")
+        lines += _less(dts[i], x, y, f"{r}_k{i}", raw[i])
         if acc is None:
             acc = f"{r}_k{i}"
             continue
-        lines += _less(dts[i], y, x, f"{r}_g{i}")
+        lines += _less(dts[i], y, x, f"{r}_g{i}", raw[i])
         lines += [f"{r}_t{i} = arith.constant true",
                   f"{r}_ng{i} = arith.xori {r}_g{i}, {r}_t{i} : i1",
                   f"{r}_e{i} = arith.andi {r}_ng{i}, {acc} : i1", f"{r}_o{i} = arith.ori {r}_k{i}, {r}_e{i} : i1"]
@@ -492,8 +509,9 @@ def _lex_less(dts: list[str], desc: list[bool], a: list[str], b: list[str], r: s
 class SortOp(OpSpec):
     """Stable sort of several same-shaped tensors along `axis`, ordered by the first `num_keys`
     of them lexicographically (jax's order: floats with -0.0 == 0.0 and NaNs last; `descending`,
-    one bool per key, reverses a key's order). Attributes: axis (int), num_keys (int, default 1),
-    descending (array of 0/1, default all 0)."""
+    one bool per key, reverses a key's order; `total_order`, one bool per key, orders a float key
+    by IEEE totalOrder instead, as StableHLO's TOTALORDER compare of raw values). Attributes: axis
+    (int), num_keys (int, default 1), descending, total_order (arrays of 0/1, default all 0)."""
 
     name = "relax_v.sort"
     inputs = operand(TENSOR, variadic=True)
@@ -501,6 +519,7 @@ class SortOp(OpSpec):
     axis = attr("int", optional=False)
     num_keys = attr("int", default=1)
     descending = attr("array")
+    total_order = attr("array")
 
     @classmethod
     def config(cls, op: OpInfo):
@@ -517,6 +536,9 @@ class SortOp(OpSpec):
         desc = op.attr("descending") or [0] * nk
         if not isinstance(desc, list) or len(desc) != nk:
             raise DeduceError(f"descending must have one entry per key ({nk}), got {desc!r}")
+        raw = op.attr("total_order") or [0] * nk
+        if not isinstance(raw, list) or len(raw) != nk:
+            raise DeduceError(f"total_order must have one entry per key ({nk}), got {raw!r}")
         dims = list(d)
         for i, t in enumerate(ts[1:], 1):
             td = require_rank(t, f"operand #{i}")
@@ -525,16 +547,16 @@ class SortOp(OpSpec):
             for j, (a, b) in enumerate(zip(dims, td)):
                 if not dims_equal(a, b, op.facts):
                     raise DeduceError(f"operand #{i} dim {j} ({fmt(b)}) is not provably equal to operand #0's ({fmt(a)})")
-        return ts, tuple(dims), axis, nk, [bool(v) for v in desc]
+        return ts, tuple(dims), axis, nk, [bool(v) for v in desc], [bool(v) for v in raw]
 
     @classmethod
     def deduce(cls, op: OpInfo):
-        ts, dims, _, _, _ = cls.config(op)
+        ts, dims = cls.config(op)[:2]
         return [TensorType(dims, t.dtype) for t in ts]
 
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
-        ts, dims, axis, nk, desc = cls.config(op)
+        ts, dims, axis, nk, desc, raw = cls.config(op)
         rs = op.result_types
         rank = len(dims)
         k = Kernel("sort", ts, rs)
@@ -549,7 +571,7 @@ class SortOp(OpSpec):
         a = [f"%a{i}" for i in range(nk)]
         b = [f"%a{nk + i}" for i in range(nk)]
         dts = [t.dtype for t in ts[:nk]]
-        body = _lex_less(dts, desc, b, a, "%jb") + _lex_less(dts, desc, a, b, "%ib")
+        body = _lex_less(dts, desc, raw, b, a, "%jb") + _lex_less(dts, desc, raw, a, b, "%ib")
         body += [f"%ii = linalg.index {axis} : index", f"%jj = linalg.index {rank} : index",
                  "%jlt = arith.cmpi slt, %jj, %ii : index", "%t = arith.constant true",
                  "%nib = arith.xori %ib, %t : i1", "%njb = arith.xori %jb, %t : i1",

@@ -70,3 +70,17 @@ def test_arange_and_iota_symbolic():
     fn = lambda x: (jnp.arange(x.shape[0]) * 2, jnp.arange(2 * x.shape[0] + 1, dtype=jnp.float32),  # noqa: E731
                     lax.broadcasted_iota(jnp.int32, (x.shape[0], 3), 1), x + jnp.arange(3.0))
     check_against_jax(fn, (S((n, 3), jnp.float32),), lambda b: (rng.standard_normal((b, 3)).astype(np.float32),), BIND)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_top_k_special_floats_and_ties(k):
+    """chlo.top_k (a composite): descending IEEE total order (NaN first, 0.0 before -0.0), ties in
+    index order."""
+    (n,) = export.symbolic_shape("n")
+    check_against_jax(lambda x: lax.top_k(x, k), (S((n, 8), jnp.float32),), lambda b: (special((b, 8)),), BIND)
+
+
+def test_top_k_integers():
+    (n,) = export.symbolic_shape("n")
+    check_against_jax(lambda x: lax.top_k(x, 2), (S((n, 5), jnp.int32),),
+                      lambda b: (rng.integers(-2, 2, (b, 5)).astype(np.int32),), BIND)
