@@ -702,7 +702,7 @@ def _dynamic_reshape(im, op, ins):
 
 
 def _broadcast_in_dim_impl(im, op, x: Val, bdims, rdims, dt):
-    if x.known is not None and len(rdims) <= 1 and all(d is not None and d.is_const for d in rdims):
+    if x.known is not None and len(rdims) <= 1 and all(d is not None and d.is_const and d.value <= 64 for d in rdims):
         n = rdims[0].value if rdims else 1
         if len(x.known) in (1, n):
             return Val(None, dt, rdims, list(x.known) * (n if len(x.known) == 1 and n != 1 else 1))

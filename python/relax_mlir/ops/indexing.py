@@ -505,6 +505,10 @@ def _lex_less(dts: list[str], desc: list[bool], raw: list[bool], a: list[str], b
     return lines
 
 
+RANK_SORT_MAX = 32
+"""Rows of a static length up to this sort by all-pairs ranks; longer or symbolic rows merge sort."""
+
+
 @relax_op
 class SortOp(OpSpec):
     """Stable sort of several same-shaped tensors along `axis`, ordered by the first `num_keys`
@@ -556,6 +560,113 @@ class SortOp(OpSpec):
 
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
+        ts, dims, axis, nk, desc, raw = cls.config(op)
+        n = dims[axis]
+        if n is not None and n.is_const and n.value <= RANK_SORT_MAX:
+            return cls.rank_sort(op)
+        return cls.merge_sort(op)
+
+    @classmethod
+    def merge_sort(cls, op: OpInfo) -> Legalized:
+        """Per row along the axis: a bottom-up stable merge sort of the positions 0..n-1 by the keys
+        (O(n log n) compares, scf loops), then one gather of every operand by the sorted positions."""
+        ts, dims, axis, nk, desc, raw = cls.config(op)
+        rs = op.result_types
+        rank = len(dims)
+        k = Kernel("sort", ts, rs)
+        pt = TensorType(rs[0].dims, "i32")
+        rt = TensorType((None,), "i32")
+        tp, tr = k.ty(pt), k.ty(rt)
+        c0, c1 = k.const_index(0), k.const_index(1)
+        sizes = [k.dim(k.out(0), rs[0], d) for d in range(rank)]
+        nn = sizes[axis]
+        perm = k.empty(pt, dims_from=(k.out(0), rs[0]))
+        batch = [d for d in range(rank) if d != axis]
+        acc = perm
+        heads = []
+        for d in batch:
+            a = k.fresh("pa")
+            k.emit(f"{a}_r = scf.for %b{d} = {c0} to {sizes[d]} step {c1} iter_args({a} = {acc}) -> ({tp}) {{")
+            heads.append(f"{a}_r")
+            acc = a
+
+        def at(i: str) -> list[str]:
+            return [i if d == axis else f"%b{d}" for d in range(rank)]
+
+        dts = [t.dtype for t in ts[:nk]]
+        L: list[str] = []
+        # the row's positions 0..n-1
+        L += [f"%pos0e = tensor.empty({nn}) : {tr}",
+              f"%pos0 = scf.for %q = {c0} to {nn} step {c1} iter_args(%t = %pos0e) -> ({tr}) {{",
+              "  %qi = arith.index_cast %q : index to i32",
+              f"  %t2 = tensor.insert %qi into %t[%q] : {tr}", f"  scf.yield %t2 : {tr}", "}"]
+        # while w < n: merge runs [lo, lo + w) and [lo + w, lo + 2w) of A into a fresh B
+        L += [f"%srt:2 = scf.while (%w = {c1}, %A = %pos0) : (index, {tr}) -> (index, {tr}) {{",
+              f"  %more = arith.cmpi slt, %w, {nn} : index", f"  scf.condition(%more) %w, %A : index, {tr}",
+              f"}} do {{", f"^bb0(%w1: index, %A1: {tr}):",
+              "  %w2 = arith.addi %w1, %w1 : index", f"  %be = tensor.empty({nn}) : {tr}",
+              f"  %B = scf.for %lo = {c0} to {nn} step %w2 iter_args(%Bt = %be) -> ({tr}) {{",
+              "    %mid0 = arith.addi %lo, %w1 : index", f"    %mid = arith.minsi %mid0, {nn} : index",
+              "    %hi0 = arith.addi %lo, %w2 : index", f"    %hi = arith.minsi %hi0, {nn} : index",
+              f"    %mm1 = arith.subi %mid, {c1} : index", f"    %hm1 = arith.subi %hi, {c1} : index",
+              f"    %mg:3 = scf.for %p = %lo to %hi step {c1} iter_args(%i = %lo, %j = %mid, %Bm = %Bt) -> "
+              f"(index, index, {tr}) {{",
+              "      %ii = arith.minsi %i, %mm1 : index", "      %jj = arith.minsi %j, %hm1 : index",
+              f"      %xi = tensor.extract %A1[%ii] : {tr}", f"      %xj = tensor.extract %A1[%jj] : {tr}",
+              "      %xii = arith.index_cast %xi : i32 to index", "      %xji = arith.index_cast %xj : i32 to index"]
+        ka, kb = [], []
+        for q in range(nk):
+            L += [f"      %ka{q} = tensor.extract {k.inp(q)}[{', '.join(at('%xii'))}] : {k.ty(ts[q])}",
+                  f"      %kb{q} = tensor.extract {k.inp(q)}[{', '.join(at('%xji'))}] : {k.ty(ts[q])}"]
+            ka.append(f"%ka{q}")
+            kb.append(f"%kb{q}")
+        # take the left element unless the right one is strictly before it (stable), or the left
+        # run is used up; never the right one once it is used up
+        L += ["      " + x for x in _lex_less(dts, desc, raw, kb, ka, "%rb")]
+        L += ["      %lok = arith.cmpi slt, %i, %mid : index", "      %rok = arith.cmpi slt, %j, %hi : index",
+              "      %tru = arith.constant true", "      %nrb = arith.xori %rb, %tru : i1",
+              "      %nrok = arith.xori %rok, %tru : i1", "      %pref = arith.ori %nrb, %nrok : i1",
+              "      %left = arith.andi %lok, %pref : i1",
+              "      %v = arith.select %left, %xi, %xj : i32",
+              f"      %Bn = tensor.insert %v into %Bm[%p] : {tr}",
+              f"      %i1 = arith.addi %i, {c1} : index", f"      %j1 = arith.addi %j, {c1} : index",
+              "      %in = arith.select %left, %i1, %i : index", "      %jn = arith.select %left, %j, %j1 : index",
+              f"      scf.yield %in, %jn, %Bn : index, index, {tr}", "    }",
+              f"    scf.yield %mg#2 : {tr}", "  }",
+              # (copied back into A: a while loop's yield must be its own iter buffer to bufferize)
+              f"  %A2 = linalg.copy ins(%B : {tr}) outs(%A1 : {tr}) -> {tr}",
+              f"  scf.yield %w2, %A2 : index, {tr}", "}"]
+        offs = [("%b" + str(d)) if d != axis else c0 for d in range(rank)]
+        szs = ["1" if d != axis else nn for d in range(rank)]
+        size_txt = ", ".join(szs)
+        L.append(f"%row = tensor.insert_slice %srt#1 into {acc}[{', '.join(offs)}] [{size_txt}] "
+                 f"[{', '.join(['1'] * rank)}] : {tr} into {tp}")
+        for l in L:
+            k.emit("  " * (len(batch)) + l)
+        res = "%row"
+        if heads:
+            k.emit("  " * len(batch) + f"scf.yield %row : {tp}")
+            for j in range(len(heads) - 1, 0, -1):
+                k.emit("}")
+                k.emit(f"scf.yield {heads[j]} : {tp}")
+            k.emit("}")
+            res = heads[0]
+        # out[..., p, ...] = operand[..., perm[..., p, ...], ...]
+        body = [f"%g{d} = linalg.index {d} : index" for d in range(rank)]
+        body.append("%src = arith.index_cast %a0 : i32 to index")
+        coords = ["%src" if d == axis else f"%g{d}" for d in range(rank)]
+        outs = []
+        for i, t in enumerate(ts):
+            body.append(f"%r{i} = tensor.extract {k.inp(i)}[{', '.join(coords)}] : {k.ty(t)}")
+            outs.append(f"%r{i}")
+        g = k.generic([(res, pt, identity_map(rank))], [(k.out(i), t, identity_map(rank)) for i, t in enumerate(rs)],
+                      ["parallel"] * rank, body, outs)
+        return Legalized(k, g)
+
+    @classmethod
+    def rank_sort(cls, op: OpInfo) -> Legalized:
+        """Short static rows: each element's stable rank from all pairs of the row (O(n^2)
+        compares, all parallel linalg), then a select of the element of each rank."""
         ts, dims, axis, nk, desc, raw = cls.config(op)
         rs = op.result_types
         rank = len(dims)

@@ -84,3 +84,13 @@ def test_top_k_integers():
     (n,) = export.symbolic_shape("n")
     check_against_jax(lambda x: lax.top_k(x, 2), (S((n, 5), jnp.int32),),
                       lambda b: (rng.integers(-2, 2, (b, 5)).astype(np.int32),), BIND)
+
+
+def test_merge_sort_middle_axis_long_rows():
+    """Rows longer than RANK_SORT_MAX (or symbolic) take the merge sort: several merge passes,
+    odd lengths, batch dims on both sides of the axis, argsort stability."""
+    (n,) = export.symbolic_shape("n")
+    fn = lambda x: (jnp.sort(x, axis=1), jnp.argsort(x, axis=1))  # noqa: E731
+    check_against_jax(fn, (S((2, n, 3), jnp.float32),), lambda b: (special((2, b, 3)),), (1, 2, 33, 1000))
+    check_against_jax(lambda x: jnp.argsort(x, axis=0), (S((100, n), jnp.float32),),
+                      lambda b: (special((100, b)),), (1, 5))
