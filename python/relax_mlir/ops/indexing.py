@@ -636,11 +636,12 @@ class SortOp(OpSpec):
               # (copied back into A: a while loop's yield must be its own iter buffer to bufferize)
               f"  %A2 = linalg.copy ins(%B : {tr}) outs(%A1 : {tr}) -> {tr}",
               f"  scf.yield %w2, %A2 : index, {tr}", "}"]
-        offs = [("%b" + str(d)) if d != axis else c0 for d in range(rank)]
-        szs = ["1" if d != axis else nn for d in range(rank)]
-        size_txt = ", ".join(szs)
-        L.append(f"%row = tensor.insert_slice %srt#1 into {acc}[{', '.join(offs)}] [{size_txt}] "
-                 f"[{', '.join(['1'] * rank)}] : {tr} into {tp}")
+        # the row into the positions tensor, element by element (an insert_slice would be a strided
+        # view of the buffer, which the GPU targets' flat buffers do not take)
+        L += [f"%row = scf.for %p2 = {c0} to {nn} step {c1} iter_args(%pr = {acc}) -> ({tp}) {{",
+              f"  %pv = tensor.extract %srt#1[%p2] : {tr}",
+              f"  %pr2 = tensor.insert %pv into %pr[{', '.join(at('%p2'))}] : {tp}",
+              f"  scf.yield %pr2 : {tp}", "}"]
         for l in L:
             k.emit("  " * (len(batch)) + l)
         res = "%row"
