@@ -1104,6 +1104,8 @@ def _variadic_reduce(im, op, ins):
     import math
     if x.dtype in _FLOATS:
         good_v = init_v is not None and math.isinf(init_v) and (init_v < 0) == greater
+    elif x.dtype == "i1":
+        good_v = init_v is not None and bool(init_v) == (not greater)
     else:
         w = int(x.dtype[1:])
         good_v = init_v == (-(1 << (w - 1)) if greater else (1 << (w - 1)) - 1)

@@ -251,3 +251,16 @@ def test_importer_refuses_other_regions_with_located_errors(src, where, what):
     with pytest.raises(UnsupportedOpError) as e:
         import_stablehlo(src)
     assert what in str(e.value) and where in str(e.value)
+
+
+def test_scatter_set_duplicates_last_wins_and_bool_argmax():
+    """.at[i].set with a repeated index: the updates apply in order, so the last one stays (XLA's
+    CPU backend does the same); argmax/argmin of booleans."""
+    (n,) = sym("n")
+    check_against_jax(SCATTER["set"], (S((n, 2), jnp.float32), S((5,), jnp.int32), S((5, 2), jnp.float32)),
+                      lambda b: (f32(b, 2), np.array([1, 1, 0, 1, 0], np.int32) % b, f32(5, 2)), BIND)
+    for fn in (jnp.argmax, jnp.argmin):
+        check_against_jax(lambda x: fn(x, axis=1), (S((n, 4), jnp.bool_),),
+                          lambda b: (rng.integers(0, 2, (b, 4)).astype(bool),), BIND)
+    check_against_jax(lambda x: (jnp.argmax(x), jnp.argmin(x, axis=0)), (S((n, 3), jnp.float16),),
+                      lambda b: (np.round(f32(b, 3)).astype(np.float16),), BIND)
