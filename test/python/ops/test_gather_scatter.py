@@ -264,3 +264,37 @@ def test_scatter_set_duplicates_last_wins_and_bool_argmax():
                           lambda b: (rng.integers(0, 2, (b, 4)).astype(bool),), BIND)
     check_against_jax(lambda x: (jnp.argmax(x), jnp.argmin(x, axis=0)), (S((n, 3), jnp.float16),),
                       lambda b: (np.round(f32(b, 3)).astype(np.float16),), BIND)
+
+
+def test_gather_mixed_index_forms():
+    """Index vectors over non-adjacent dims, a 2-D index array, an ellipsis, a scalar index."""
+    (n,) = sym("n")
+    i2 = np.array([[0, -1], [2, 7]], np.int32)
+    cases = [
+        (lambda x, i, j: x[i, :, j], lambda b: (f32(b, 4, 5), np.array([0, -1, 3], np.int32) % b,
+                                                np.array([4, -5, 9], np.int32))),
+        (lambda x, i, j: x[:, i, j], lambda b: (f32(b, 4, 5), np.array([0, -1, 3], np.int32),
+                                                np.array([4, -5, 1], np.int32))),
+        (lambda x, i, j: x[..., i2] + j[0], lambda b: (f32(b, 4, 5), np.array([1, 2, 3], np.int32),
+                                                       np.array([1, 2, 3], np.int32))),
+        (lambda x, i, j: x[:, i[0]] * j[1], lambda b: (f32(b, 4, 5), np.array([-1, 2, 3], np.int32),
+                                                       np.array([1, 2, 3], np.int32))),
+    ]
+    for fn, make in cases:
+        check_against_jax(fn, (S((n, 4, 5), jnp.float32), S((3,), jnp.int32), S((3,), jnp.int32)), make, BIND)
+
+
+def test_scatter_batched_put_along_axis_and_points():
+    """Scatter with batching dims (put_along_axis's form, through lax.scatter_add) and 2-D point
+    updates."""
+    (n,) = sym("n")
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(1,),
+                                     scatter_dims_to_operand_dims=(1,), operand_batching_dims=(0,),
+                                     scatter_indices_batching_dims=(0,))
+    fn = lambda x, i, u: lax.scatter_add(x, i[..., None], u, dn, mode="drop")  # noqa: E731
+    check_against_jax(fn, (S((n, 5), jnp.float32), S((n, 3), jnp.int32), S((n, 3), jnp.float32)),
+                      lambda b: (f32(b, 5), rng.integers(-2, 7, (b, 3)).astype(np.int32), f32(b, 3)), BIND)
+    fn2 = lambda x, i, j, u: x.at[i, j].add(u)  # noqa: E731
+    check_against_jax(fn2, (S((n, 5), jnp.float32), S((4,), jnp.int32), S((4,), jnp.int32), S((4,), jnp.float32)),
+                      lambda b: (f32(b, 5), np.array([0, 0, -1, 3], np.int32) % b, np.array([1, 1, 9, -2], np.int32),
+                                 f32(4)), BIND)
