@@ -94,3 +94,31 @@ def test_merge_sort_middle_axis_long_rows():
     check_against_jax(fn, (S((2, n, 3), jnp.float32),), lambda b: (special((2, b, 3)),), (1, 2, 33, 1000))
     check_against_jax(lambda x: jnp.argsort(x, axis=0), (S((100, n), jnp.float32),),
                       lambda b: (special((100, b)),), (1, 5))
+
+
+def test_zero_size_dims():
+    """Empty index arrays, empty rows and empty batches (static zero dims next to symbolic ones)."""
+    (n,) = export.symbolic_shape("n")
+    fn = lambda x, e, i: (jnp.sort(e, axis=1), jnp.argsort(e, axis=0), jnp.argmax(x[:0], axis=1),  # noqa: E731
+                          x[i], x.at[i].add(1.0), jnp.sort(x[:, :0], axis=0))
+    check_against_jax(fn, (S((n, 3), jnp.float32), S((n, 0), jnp.float32), S((0,), jnp.int32)),
+                      lambda b: (special((b, 3)), np.zeros((b, 0), np.float32), np.zeros(0, np.int32)), BIND)
+
+
+def test_relax_sort_symbol_bound_to_zero():
+    """A relax program (no jax: symbols may be 0): the merge sort and the gather on empty rows."""
+    import relax_mlir
+
+    t = '!relax.tensor<["n", 3], f32>'
+    ti = '!relax.tensor<["n", 3], i32>'
+    src = (f"func.func @main(%x: {t}, %i: {ti}) -> ({t}, {ti}) {{\n"
+           f'  %s:2 = "relax_v.sort"(%x, %i) {{axis = 0, num_keys = 1}} : ({t}, {ti}) -> ({t}, {ti})\n'
+           f"  return %s#0, %s#1 : {t}, {ti}\n}}\n")
+    exe = relax_mlir.compile(src)
+    for b in (0, 1, 6, 50):
+        x = special((b, 3))
+        idx = np.broadcast_to(np.arange(b, dtype=np.int32)[:, None], (b, 3)).copy()
+        got = exe(x, idx)
+        order = np.argsort(np.where(x == 0, 0, x), axis=0, kind="stable")  # numpy: NaNs last, stable
+        np.testing.assert_array_equal(got[1], order.astype(np.int32))
+        np.testing.assert_array_equal(got[0], np.take_along_axis(x, order, axis=0))
