@@ -373,10 +373,6 @@ class ScatterOp(OpSpec):
 # --- argmax / argmin -----------------------------------------------------------------------------
 
 
-def _is_nan(dt: str, v: str, r: str) -> list[str]:
-    return [f"{r} = arith.cmpf uno, {v}, {v} : {dt}"]
-
-
 class _ArgOp(OpSpec):
     """Base of argmax/argmin: the first index along `axis` of the max (min) element; a NaN counts
     as beyond every number, so the first NaN's index is the result (as jax)."""
@@ -473,7 +469,8 @@ def _less(dt: str, a: str, b: str, r: str, raw: bool = False) -> list[str]:
         keys = []
         for v, nm in ((a, "a"), (b, "b")):
             # negative floats: flip every bit but the sign, so the signed integers order as the floats
-            lines += [f"{r}_{nm}i = arith.bitcast {v} : {dt} to {it}", f"{r}_{nm}s = arith.shrsi {r}_{nm}i, {r}_w : {it}",
+            lines += [f"{r}_{nm}i = arith.bitcast {v} : {dt} to {it}",
+                      f"{r}_{nm}s = arith.shrsi {r}_{nm}i, {r}_w : {it}",
                       f"{r}_{nm}m = arith.shrui {r}_{nm}s, {r}_one : {it}",
                       f"{r}_{nm}k = arith.xori {r}_{nm}i, {r}_{nm}m : {it}"]
             keys.append(f"{r}_{nm}k")
@@ -550,7 +547,8 @@ class SortOp(OpSpec):
                 raise DeduceError(f"operand #{i} has rank {len(td)}, operand #0 {len(d)}")
             for j, (a, b) in enumerate(zip(dims, td)):
                 if not dims_equal(a, b, op.facts):
-                    raise DeduceError(f"operand #{i} dim {j} ({fmt(b)}) is not provably equal to operand #0's ({fmt(a)})")
+                    raise DeduceError(f"operand #{i} dim {j} ({fmt(b)}) is not provably equal to operand #0's "
+                                      f"({fmt(a)})")
         return ts, tuple(dims), axis, nk, [bool(v) for v in desc], [bool(v) for v in raw]
 
     @classmethod

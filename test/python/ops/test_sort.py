@@ -47,7 +47,9 @@ def test_sort_descending_and_integers():
 def test_lax_sort_several_operands_num_keys():
     (n,) = export.symbolic_shape("n")
     specs = (S((n,), jnp.int32), S((n,), jnp.float32), S((n,), jnp.float32))
-    make = lambda b: (rng.integers(0, 3, b).astype(np.int32), special(b), rng.standard_normal(b).astype(np.float32))  # noqa: E731
+    def make(b):
+        return rng.integers(0, 3, b).astype(np.int32), special(b), rng.standard_normal(b).astype(np.float32)
+
     check_against_jax(lambda a, b, c: lax.sort((a, b, c), num_keys=2), specs, make, BIND)
     check_against_jax(lambda a, b, c: lax.sort((a, b, c), num_keys=1), specs, make, BIND)
     check_against_jax(lambda a, b, c: lax.sort((b, a, c), num_keys=3, is_stable=False), specs, make, BIND)
