@@ -329,13 +329,13 @@ class ScatterOp(OpSpec):
         for a, b in zip(ibd, sibd):
             full[a] = ucoords[bpos.index(b)]
         # in bounds: 0 <= start[d] <= dim[d] - window[d] for every input dim
+        # (a dim no index moves starts at 0: its window must still fit, 0 <= dim - window)
         ok = "%true"
         for d in range(rank):
-            if full[d] is None:
-                continue
+            start = full[d] if full[d] is not None else c0
             body += [f"%hi{d} = arith.subi {xdims[d]}, {wsize[d]} : index",
-                     f"%ge{d} = arith.cmpi sge, {full[d]}, {c0} : index",
-                     f"%le{d} = arith.cmpi sle, {full[d]}, %hi{d} : index",
+                     f"%ge{d} = arith.cmpi sge, {start}, {c0} : index",
+                     f"%le{d} = arith.cmpi sle, {start}, %hi{d} : index",
                      f"%in{d}_a = arith.andi %ge{d}, %le{d} : i1", f"%ok{d} = arith.andi {ok}, %in{d}_a : i1"]
             ok = f"%ok{d}"
         res = []

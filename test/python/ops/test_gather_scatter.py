@@ -298,3 +298,24 @@ def test_scatter_batched_put_along_axis_and_points():
     check_against_jax(fn2, (S((n, 5), jnp.float32), S((4,), jnp.int32), S((4,), jnp.int32), S((4,), jnp.float32)),
                       lambda b: (f32(b, 5), np.array([0, 0, -1, 3], np.int32) % b, np.array([1, 1, 9, -2], np.int32),
                                  f32(4)), BIND)
+
+
+def test_scatter_window_larger_than_input_is_dropped():
+    """A relax scatter whose update window (symbolic m) exceeds the input's dim (n) at run time:
+    every window is out of bounds and dropped (never a write outside the input)."""
+    import relax_mlir
+
+    x, i, u = ('!relax.tensor<["n", "n"], f32>', '!relax.tensor<[2, 1], i32>', '!relax.tensor<[2, "m"], f32>')
+    src = (f"func.func @main(%x: {x}, %i: {i}, %u: {u}) -> {x} {{\n"
+           f'  %0 = "relax_v.scatter"(%x, %i, %u) {{update_window_dims = [1], inserted_window_dims = [0], '
+           f'scatter_dims_to_operand_dims = [0], index_vector_dim = 1, combiner = "add"}} : ({x}, {i}, {u}) -> {x}\n'
+           f"  return %0 : {x}\n}}\n")
+    exe = relax_mlir.compile(src)
+    idx = np.array([[0], [2]], np.int32)
+    for n, m in ((3, 5), (3, 3), (4, 2), (0, 1)):
+        xv, uv = f32(n, n), f32(2, m)
+        want = xv.copy()
+        for r, s in zip(idx[:, 0], uv):
+            if m <= n and 0 <= r < n:
+                want[r, :m] += s
+        np.testing.assert_array_equal(exe(xv, idx, uv), want)
