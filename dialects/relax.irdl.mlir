@@ -80,6 +80,26 @@ irdl.dialect @relax {
     irdl.results(result: %0)
     irdl.attributes {"end" = %1, "dtype" = %2}
   }
+  // The first index of the maximum along `axis` (the first NaN if any), as integer `dtype`.
+  irdl.operation @argmax {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.integer"
+    %3 = irdl.base "#builtin.type"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"axis" = %2, "dtype" = %3}
+  }
+  // The first index of the minimum along `axis` (the first NaN if any), as integer `dtype`.
+  irdl.operation @argmin {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.integer"
+    %3 = irdl.base "#builtin.type"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"axis" = %2, "dtype" = %3}
+  }
   // A run-time check of a shape relation. Attributes: message (string), code (int).
   irdl.operation @assert {
     %0 = irdl.is i1
@@ -199,6 +219,18 @@ irdl.dialect @relax {
     irdl.operands(fill_value: %0)
     irdl.results(result: %1)
     irdl.attributes {"shape" = %2}
+  }
+  // StableHLO gather: slices of `x` at start indices read from `indices`. Attributes as
+  irdl.operation @gather {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    %3 = irdl.base "#builtin.array"
+    %4 = irdl.base "#builtin.integer"
+    %5 = irdl.base "#builtin.array"
+    irdl.operands(x: %0, indices: %1)
+    irdl.results(result: %2)
+    irdl.attributes {"start_index_map" = %3, "index_vector_dim" = %4, "slice_sizes" = %5}
   }
   // x * Phi(x) (the exact, erf form of GELU), elementwise.
   irdl.operation @gelu {

@@ -705,7 +705,7 @@ def _dynamic_reshape(im, op, ins):
 
 
 def _broadcast_in_dim_impl(im, op, x: Val, bdims, rdims, dt):
-    if x.known is not None and len(rdims) <= 1 and all(d is not None and d.is_const for d in rdims):
+    if x.known is not None and len(rdims) <= 1 and all(d is not None and d.is_const and d.value <= 64 for d in rdims):
         n = rdims[0].value if rdims else 1
         if len(x.known) in (1, n):
             return Val(None, dt, rdims, list(x.known) * (n if len(x.known) == 1 and n != 1 else 1))
@@ -909,7 +909,7 @@ def _is_identity(kind: str, dt: str, v) -> bool:
 
 def _reduce(im, op, ins):
     if len(op.results) != 1:
-        raise ValueError("variadic reduce (e.g. argmax) is not supported")
+        return _variadic_reduce(im, op, ins)
     x, init = ins[0], ins[1]
     body = [o for o in op.regions[0].blocks[0].operations]
     kinds = [o.operation.name for o in body if o.operation.name != "stablehlo.return"]
@@ -956,59 +956,6 @@ def _dot_general(im, op, ins):
     final = batch + [a.dims[i] for i in lf] + [b.dims[i] for i in rf]
     final = _merge_dims(final, rdims)
     return im.reshape(out, final)
-
-
-def _gather(im, op, ins):
-    x, idx = ins[0], ins[1]
-    rdims, dt = _res(op)
-    from jax._src.lib.mlir.dialects import hlo
-
-    dn = hlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
-    offset = list(dn.offset_dims)
-    collapsed = list(dn.collapsed_slice_dims)
-    smap = list(dn.start_index_map)
-    obatch = list(dn.operand_batching_dims)
-    ivd = int(dn.index_vector_dim)
-    if obatch:
-        raise ValueError("batched gather")
-    if op.operation.name == "stablehlo.dynamic_gather":
-        if ins[2].known is None:
-            raise ValueError("slice_sizes is not a known shape computation")
-        sizes = list(ins[2].known)
-    else:
-        sizes = [const(v) for v in _ints(op.attributes["slice_sizes"])]
-    r = len(x.dims)
-    # Form 1: constant start (a slice).
-    if idx.known is not None and len(idx.dims) <= 1 and ivd == len(idx.dims) - (0 if len(idx.dims) == 0 else 1) \
-            or (idx.known is not None and len(idx.dims) == 1):
-        starts = [const(0)] * r
-        for j, ax in enumerate(smap):
-            starts[ax] = idx.known[j]
-        axes = list(range(r))
-        ends = [s + z for s, z in zip(starts, sizes)]
-        sl = im.emit("relax.strided_slice", [x], r, dt,
-                     {"axes": axes, "begin": starts, "end": ends},
-                     dims=sizes)
-        keep = [sizes[i] for i in range(r) if i not in collapsed]
-        return im.reshape(sl, keep) if collapsed else sl
-    # Form 2: take along one axis (embedding lookup).
-    if len(smap) == 1 and collapsed == smap:
-        ax = smap[0]
-        if all(sizes[i] is not None and x.dims[i] is not None and (i == ax and sizes[i] == const(1)
-                                                                   or i != ax and sizes[i] == x.dims[i])
-               for i in range(r)) or all(
-                (i == ax and sizes[i] == const(1)) or i != ax for i in range(r)):
-            nb = len(idx.dims) - (1 if ivd < len(idx.dims) else 0)
-            if offset == [i for i in range(len(rdims)) if not (ax <= i < ax + nb)] or \
-                    offset == list(range(nb, nb + r - 1)) and ax == 0:
-                ind = idx
-                if ivd < len(idx.dims):
-                    if ivd != len(idx.dims) - 1:
-                        raise ValueError("index_vector_dim not last")
-                    ind = im.reshape(idx, idx.dims[:-1])
-                return im.emit("relax.take", [x, ind], len(rdims), dt, {"axis": ax},
-                               dims=_merge_dims(rdims, x.dims[:ax] + ind.dims + x.dims[ax + 1:]))
-    raise ValueError("only slice-like and take-like (embedding) gathers are supported")
 
 
 def _custom_call(im, op, ins):
@@ -1222,6 +1169,274 @@ def _reverse(im, op, ins):
     if not axes:
         return x
     return im.emit("relax.reverse", [x], len(x.dims), dt, {"dimensions": axes}, dims=_merge_dims(rdims, x.dims))
+# --- indexing (issue 16) ---
+
+
+def _emit_multi(im, opname, operands, results, attrs) -> list[Val]:
+    """Build a relax op with several results ((dims, dtype) each) at the current op's location."""
+    values = [im.use(o) for o in operands]
+    op = ir.Operation.create(opname, results=[_qtype(len(d), dt) for d, dt in results], operands=values,
+                             attributes={k: _attr(v) for k, v in attrs.items()}, loc=im.loc)
+    for k, v in attrs.items():
+        if _is_symbolic(v):
+            im.symbolic_attrs.append((op, k, v))
+    return [Val(r, dt, d) for r, (d, dt) in zip(op.results, results)]
+
+
+def _body_ops(op, i=0):
+    return [o for o in op.regions[i].blocks[0].operations]
+
+
+def _cmp_info(o):
+    """(direction, compare type) of a stablehlo.compare."""
+    from jax._src.lib.mlir.dialects import hlo
+
+    ct = o.attributes["compare_type"] if "compare_type" in o.attributes else None
+    return (hlo.ComparisonDirectionAttr(o.attributes["comparison_direction"]).value,
+            hlo.ComparisonTypeAttr(ct).value if ct is not None else None)
+
+
+def _owner(v):
+    o = v.owner
+    return o if getattr(o, "name", None) is not None and not hasattr(o, "arguments") else None
+
+
+def _gather(im, op, ins):
+    """stablehlo.gather / dynamic_gather: relax.take for the one-axis row lookups (x[idx]), the
+    general relax.gather otherwise."""
+    x, idx = ins[0], ins[1]
+    rdims, dt = _res(op)
+    from jax._src.lib.mlir.dialects import hlo
+
+    dn = hlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
+    offset, collapsed, smap = list(dn.offset_dims), list(dn.collapsed_slice_dims), list(dn.start_index_map)
+    obatch, ibatch, ivd = list(dn.operand_batching_dims), list(dn.start_indices_batching_dims), int(dn.index_vector_dim)
+    if op.operation.name == "stablehlo.dynamic_gather":
+        if ins[2].known is None:
+            raise ValueError("slice_sizes is not a known shape computation")
+        sizes = list(ins[2].known)
+    else:
+        sizes = [const(v) for v in _ints(op.attributes["slice_sizes"])]
+    r = len(x.dims)
+    if not obatch and len(smap) == 1 and collapsed == smap and sizes[smap[0]] == const(1):
+        ax = smap[0]
+        nb = len(idx.dims) - (1 if ivd < len(idx.dims) else 0)
+        vec_ok = ivd == len(idx.dims) or (ivd == len(idx.dims) - 1 and idx.dims[ivd] == const(1))
+        full = all(i == ax or (x.dims[i] is not None and sizes[i] == x.dims[i]) for i in range(r))
+        if vec_ok and full and offset == [i for i in range(len(rdims)) if not ax <= i < ax + nb]:
+            ind = im.reshape(idx, idx.dims[:ivd]) if ivd < len(idx.dims) else idx
+            return im.emit("relax.take", [x, ind], len(rdims), dt, {"axis": ax},
+                           dims=_merge_dims(rdims, x.dims[:ax] + ind.dims + x.dims[ax + 1:]))
+    attrs = {"offset_dims": offset, "collapsed_slice_dims": collapsed, "operand_batching_dims": obatch,
+             "start_indices_batching_dims": ibatch, "start_index_map": smap, "index_vector_dim": ivd,
+             "slice_sizes": sizes}
+    return im.emit("relax.gather", [x, idx], len(rdims), dt, attrs, dims=_merge_dims(rdims))
+
+
+_SCATTER_KIND = {"stablehlo.add": "add", "stablehlo.multiply": "mul", "stablehlo.maximum": "max",
+                 "stablehlo.minimum": "min", "stablehlo.or": "add", "stablehlo.and": "mul"}
+
+
+def _scatter(im, op, ins):
+    """stablehlo.scatter of one input with an update computation that is replace (return the
+    update), add, multiply, maximum or minimum."""
+    if len(op.results) != 1:
+        raise ValueError("scatter of several inputs is not supported")
+    x, idx, upd = ins
+    rdims, dt = _res(op)
+    from jax._src.lib.mlir.dialects import hlo
+
+    block = op.regions[0].blocks[0]
+    body = _body_ops(op)
+    args = list(block.arguments)
+    ret = body[-1]
+    kind = None
+    if len(body) == 1 and ret.operands[0] == args[1]:
+        kind = "replace"
+    elif len(body) == 2 and body[0].name in _SCATTER_KIND and ret.operands[0] == body[0].results[0] \
+            and {body[0].operands[0], body[0].operands[1]} == {args[0], args[1]} \
+            and (body[0].name not in ("stablehlo.or", "stablehlo.and") or dt == "i1"):
+        kind = _SCATTER_KIND[body[0].name]
+    if kind is None:
+        names = [o.name for o in body[:-1]]
+        raise ValueError(f"scatter update computation {names} is not one of replace, add, multiply, maximum, "
+                         f"minimum")
+    dn = hlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+    attrs = {"update_window_dims": list(dn.update_window_dims), "inserted_window_dims": list(dn.inserted_window_dims),
+             "input_batching_dims": list(dn.input_batching_dims),
+             "scatter_indices_batching_dims": list(dn.scatter_indices_batching_dims),
+             "scatter_dims_to_operand_dims": list(dn.scattered_dims_to_operand_dims),
+             "index_vector_dim": int(dn.index_vector_dim), "combiner": ir.StringAttr.get(kind)}
+    return im.emit("relax_v.scatter", [x, idx, upd], len(rdims), dt, attrs, dims=_merge_dims(rdims, x.dims))
+
+
+def _variadic_reduce(im, op, ins):
+    """A reduce of (values, iota) pairs with jax's argmax/argmin body -> relax.argmax/argmin."""
+    n = len(op.results)
+    why = "variadic reduce: only jax's argmax/argmin form (values, iota along the axis) is supported"
+    axes = _ints(op.attributes["dimensions"])
+    if n != 2 or len(axes) != 1:
+        raise ValueError(why)
+    axis = axes[0]
+    src = _owner(op.operands[1])
+    if src is None or src.name not in ("stablehlo.iota", "stablehlo.dynamic_iota") \
+            or _ints(src.attributes["iota_dimension"])[0] != axis:
+        raise ValueError(why + " (operand #1 is not an iota along the reduced dim)")
+    body = _body_ops(op)
+    args = list(op.regions[0].blocks[0].arguments)
+    names = [o.name for o in body]
+    expect = ["stablehlo.compare", "stablehlo.compare", "stablehlo.or", "stablehlo.compare", "stablehlo.compare",
+              "stablehlo.and", "stablehlo.or", "stablehlo.select", "stablehlo.select", "stablehlo.return"]
+    if names != expect:
+        raise ValueError(why + f" (the body is {names[:-1]})")
+    c0, cnan, or0, ceq, cidx, and0, or1, s0, s1, ret = body
+    d0, d1, d3, d4 = _cmp_info(c0)[0], _cmp_info(cnan)[0], _cmp_info(ceq)[0], _cmp_info(cidx)[0]
+    a, ai, b, bi = args
+    shape_ok = (list(c0.operands) == [a, b] and d0 in ("GT", "LT") and list(cnan.operands) == [a, a] and d1 == "NE"
+                and set(or0.operands) == {c0.results[0], cnan.results[0]} and d3 == "EQ"
+                and list(ceq.operands) == [a, b] and d4 == "LT" and list(cidx.operands) == [ai, bi]
+                and set(and0.operands) == {ceq.results[0], cidx.results[0]}
+                and set(or1.operands) == {or0.results[0], and0.results[0]}
+                and list(s0.operands) == [or0.results[0], a, b] and list(s1.operands) == [or1.results[0], ai, bi]
+                and list(ret.operands) == [s0.results[0], s1.results[0]])
+    if not shape_ok:
+        raise ValueError(why + " (the body is not jax's argmax/argmin comparator)")
+    x = ins[0]
+    greater = d0 == "GT"
+    init_v, init_i = _splat_value(op.operands[2]), _splat_value(op.operands[3])
+    import math
+    if x.dtype in _FLOATS:
+        good_v = init_v is not None and math.isinf(init_v) and (init_v < 0) == greater
+    elif x.dtype == "i1":
+        good_v = init_v is not None and bool(init_v) == (not greater)
+    else:
+        w = int(x.dtype[1:])
+        good_v = init_v == (-(1 << (w - 1)) if greater else (1 << (w - 1)) - 1)
+    if not good_v or init_i != 0:
+        raise ValueError(why + " (the init values are not jax's argmax/argmin identity)")
+    vdims, vdt = _res(op, 0)
+    idims, idt = _res(op, 1)
+    dims = _merge_dims(idims, [d for i, d in enumerate(x.dims) if i != axis])
+    name = "relax.argmax" if greater else "relax.argmin"
+    ix = im.emit(name, [x], len(idims), idt, {"axis": axis, "dtype": _dtype_attr(idt)}, dims=dims)
+    # the value output: x at the index (a batched gather), usually dead
+    r = len(x.dims)
+    others = [i for i in range(r) if i != axis]
+    val = im.emit("relax.gather", [x, im.reshape(ix, dims + [const(1)])], len(dims), vdt,
+                  {"offset_dims": [], "collapsed_slice_dims": [axis], "operand_batching_dims": others,
+                   "start_indices_batching_dims": list(range(r - 1)), "start_index_map": [axis],
+                   "index_vector_dim": r - 1, "slice_sizes": [1] * r}, dims=dims)
+    return [val, ix]
+
+
+def _sort_key(v, args):
+    """The block-argument position behind a comparator operand: the argument itself, or jax's
+    canonicalization of a float argument (-0.0 -> 0.0, NaN -> NaN); (position, canonicalized)."""
+    if v in args:
+        return args.index(v), False
+    o = _owner(v)
+    if o is None or o.name != "stablehlo.select":
+        return None, False
+    c, nan, inner = o.operands
+    co, io = _owner(c), _owner(inner)
+    if co is None or co.name != "stablehlo.compare" or _cmp_info(co)[0] != "NE" or co.operands[0] != co.operands[1]:
+        return None, False
+    x = co.operands[0]
+    if io is None or io.name != "stablehlo.select":
+        return None, False
+    c2, zero, x2 = io.operands
+    c2o = _owner(c2)
+    nv, zv = _splat_value(nan), _splat_value(zero)
+    import math
+    if x2 != x or c2o is None or c2o.name != "stablehlo.compare" or _cmp_info(c2o)[0] != "EQ" \
+            or list(c2o.operands) != [x, zero] or nv is None or not math.isnan(nv) or zv != 0 or x not in args:
+        return None, False
+    return args.index(x), True
+
+
+def _sort_less(v, args, dts):
+    """The keys (operand number, descending) of jax's lexicographic less-than comparator."""
+    o = _owner(v)
+    if o is None:
+        return None
+    if o.name == "stablehlo.compare":
+        d, ct = _cmp_info(o)
+        (pa, ca), (pb, cb) = _sort_key(o.operands[0], args), _sort_key(o.operands[1], args)
+        if pa is None or pb is None or d not in ("LT", "GT") or pa // 2 != pb // 2 or pa == pb:
+            return None
+        key = pa // 2
+        if dts[key] in _FLOATS and not (ca == cb and ct == "TOTALORDER"):
+            return None  # (a FLOAT compare is no strict weak order with NaNs)
+        if dts[key] not in _FLOATS and ct != ("UNSIGNED" if dts[key] == "i1" else "SIGNED"):
+            return None
+        return [(key, (d == "GT") == (pa % 2 == 0), dts[key] in _FLOATS and not ca)]
+    if o.name == "stablehlo.or":
+        for lt, rest in (tuple(o.operands), tuple(reversed(list(o.operands)))):
+            first = _sort_less(lt, args, dts)
+            ao = _owner(rest)
+            if first is None or len(first) != 1 or ao is None or ao.name != "stablehlo.and":
+                continue
+            for eq, p in (tuple(ao.operands), tuple(reversed(list(ao.operands)))):
+                eo = _owner(eq)
+                if eo is None or eo.name != "stablehlo.compare" or _cmp_info(eo)[0] != "EQ":
+                    continue
+                keys = sorted(_sort_key(e, args)[0] // 2 for e in eo.operands if _sort_key(e, args)[0] is not None)
+                tail = _sort_less(p, args, dts)
+                if keys == [first[0][0]] * 2 and tail is not None:
+                    return first + tail
+    return None
+
+
+def _sort(im, op, ins):
+    """stablehlo.sort with a comparator of jax's form (lax.sort, jnp.sort/argsort): lexicographic
+    less-than over the first keys, floats canonicalized and totally ordered."""
+    axis = _ints(op.attributes["dimension"])[0]
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    ret = _body_ops(op)[-1]
+    dts = [v.dtype for v in ins]
+    keys = _sort_less(ret.operands[0], args, dts)
+    if keys is None or [kk for kk, _, _ in keys] != list(range(len(keys))):
+        raise ValueError("sort comparator is not a lexicographic less-than / greater-than over the leading "
+                         "operands of the form jax emits")
+    results = [_res(op, i) for i in range(len(op.results))]
+    dims = ins[0].dims
+    outs = _emit_multi(im, "relax_v.sort", ins, [(_merge_dims(d, dims), dt) for d, dt in results],
+                       {"axis": axis % max(len(dims), 1), "num_keys": len(keys),
+                        "descending": [int(dsc) for _, dsc, _ in keys],
+                        "total_order": [int(raw) for _, _, raw in keys]})
+    return outs
+
+
+def _composite(im, op, ins):
+    """stablehlo.composite: chlo.top_k as a descending IEEE-total-order stable sort and a slice (its
+    decomposition's semantics); any other composite runs its decomposition function."""
+    from jax._src.lib.mlir import ir as jir
+
+    name = _string(op.attributes["name"])
+    if name == "chlo.top_k" and len(ins) == 1:
+        x = ins[0]
+        k = jir.IntegerAttr(jir.DictAttr(op.attributes["composite_attributes"])["k"]).value
+        axis = len(x.dims) - 1
+        (vd, vdt), (idims, idt) = _res(op, 0), _res(op, 1)
+        if x.dims[axis] is None:
+            raise ValueError("top_k along an unknown dim")
+        iota = _iota_impl(im, x.dims, idt, axis)
+        vals, idx = _emit_multi(im, "relax_v.sort", [x, iota], [(x.dims, x.dtype), (x.dims, idt)],
+                                {"axis": axis, "num_keys": 1, "descending": [1],
+                                 "total_order": [int(x.dtype in _FLOATS)]})
+        out = []
+        for v, (d, dt) in ((vals, (vd, vdt)), (idx, (idims, idt))):
+            out.append(im.emit("relax.strided_slice", [v], len(d), dt,
+                               {"axes": [axis], "begin": [0], "end": [k], "strides": [1]},
+                               dims=_merge_dims(d, x.dims[:axis] + [const(k)])))
+        return out
+    callee = _string(op.attributes["decomposition"])
+    f = im.funcs.get(callee)
+    if f is None:
+        raise ValueError(f"composite {name}: unknown decomposition @{callee}")
+    outs, _ = im.run_func(f, list(ins))
+    return outs
 
 
 CONVERTERS: dict[str, Callable] = {
@@ -1278,6 +1493,9 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.dynamic_update_slice": _dynamic_update_slice,
     "stablehlo.pad": _pad,
     "stablehlo.reverse": _reverse,
+    "stablehlo.scatter": _scatter,
+    "stablehlo.sort": _sort,
+    "stablehlo.composite": _composite,
 }
 
 

@@ -155,7 +155,8 @@ class Kernel:
         for b in body:
             self.lines.append("    " + b)
         self.lines.append(f"    linalg.yield {', '.join(results)} : {', '.join(t.dtype for _, t, _ in outs)}")
-        self.lines.append(f"  }} -> {', '.join(self.ty(t) for _, t, _ in outs)}")
+        rts = ", ".join(self.ty(t) for _, t, _ in outs)
+        self.lines.append(f"  }} -> {rts if len(outs) == 1 else '(' + rts + ')'}")
         return rs
 
     def text(self, name: str, results: Sequence[str]) -> str:
