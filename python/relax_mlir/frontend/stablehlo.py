@@ -1230,7 +1230,14 @@ def _gather(im, op, ins):
     attrs = {"offset_dims": offset, "collapsed_slice_dims": collapsed, "operand_batching_dims": obatch,
              "start_indices_batching_dims": ibatch, "start_index_map": smap, "index_vector_dim": ivd,
              "slice_sizes": sizes}
-    return im.emit("relax.gather", [x, idx], len(rdims), dt, attrs, dims=_merge_dims(rdims))
+    # The result dims (relax.gather's deduction, kept here so later shape computations see them):
+    # offset dims take the window sizes of the dims neither collapsed nor batching, the others
+    # the index dims but index_vector_dim, in order.
+    window = [sizes[d] for d in range(r) if d not in collapsed and d not in obatch]
+    batch = [idx.dims[i] for i in range(len(idx.dims)) if i != ivd]
+    wi, bi = iter(window), iter(batch)
+    dims = [next(wi) if i in offset else next(bi) for i in range(len(offset) + len(batch))]
+    return im.emit("relax.gather", [x, idx], len(rdims), dt, attrs, dims=_merge_dims(rdims, dims))
 
 
 _SCATTER_KIND = {"stablehlo.add": "add", "stablehlo.multiply": "mul", "stablehlo.maximum": "max",
