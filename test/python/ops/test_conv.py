@@ -1,0 +1,115 @@
+"""relax.conv through jax: lax.conv_general_dilated with several dimension_numbers, strides,
+padding ('SAME' / 'VALID' / explicit, negative), lhs dilation (transposed conv), rhs dilation,
+feature groups (grouped, depthwise) and batch groups, 1-D / 2-D / 3-D, symbolic batch and spatial
+dims: each compiled ONCE and compared with jax.jit at several bindings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+
+B, N = jax.export.symbolic_shape("b, n")
+rng = np.random.default_rng(61)
+
+
+def S(shape, dt=jnp.float32):
+    return jax.ShapeDtypeStruct(shape, dt)
+
+
+def rnd(shape, dt=np.float32):
+    if np.issubdtype(dt, np.integer):
+        return rng.integers(-8, 8, size=shape).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def check(fn, specs, make_args, sizes=(1, 7, 19), rtol=1e-4, atol=1e-4):
+    mod = from_jax(fn, *specs)
+    exe = relax_mlir.compile(mod)
+    ref = jax.jit(fn)
+    for n in sizes:
+        args = make_args(n)
+        got, want = np.asarray(exe(*args)), np.asarray(ref(*args))
+        assert got.shape == want.shape, (n, got.shape, want.shape)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"n = {n}")
+    return str(mod)
+
+
+def conv(strides, padding, dn, lhs_dil=None, rhs_dil=None, groups=1, batch_groups=1):
+    return lambda x, w: lax.conv_general_dilated(x, w, strides, padding, lhs_dil, rhs_dil, dn,
+                                                 feature_group_count=groups, batch_group_count=batch_groups,
+                                                 precision=lax.Precision.HIGHEST)
+
+
+# (name, fn, lhs spec, lhs shape of n, rhs shape)
+CASES = [
+    ("nhwc_same_s2_grouped_dilated", conv((2, 1), "SAME", ("NHWC", "HWIO", "NHWC"), rhs_dil=(1, 2), groups=2),
+     (B, N, N, 4), lambda n: (2, n, n, 4), (3, 3, 2, 6)),
+    ("nchw_valid", conv((1, 1), "VALID", ("NCHW", "OIHW", "NCHW")),
+     (B, 3, N, 6), lambda n: (2, 3, n + 2, 6), (5, 3, 3, 2)),
+    ("nchw_explicit_negative_padding", conv((1, 2), [(2, -1), (-1, 3)], ("NCHW", "OIHW", "NCHW")),
+     (B, 2, N, 5), lambda n: (2, 2, n + 1, 5), (3, 2, 2, 3)),
+    ("nhwc_depthwise_same", conv((1, 1), "SAME", ("NHWC", "HWIO", "NHWC"), groups=4),
+     (B, N, 6, 4), lambda n: (3, n, 6, 4), (3, 3, 1, 8)),
+    ("odd_layout_c_first_output", conv((1, 1), [(1, 1), (0, 0)], ("HWCN", "OHWI", "CNHW")),
+     (N, 5, 3, B), lambda n: (n, 5, 3, 2), (4, 3, 2, 3)),
+    ("transposed_lhs_dilation", conv((1,), [(2, 2)], ("NCH", "OIH", "NCH"), lhs_dil=(2,)),
+     (B, 3, N), lambda n: (2, 3, n), (5, 3, 3)),
+    ("conv1d_nwc_same_stride3", conv((3,), "SAME", ("NWC", "WIO", "NWC")),
+     (B, N, 2), lambda n: (2, n, 2), (4, 2, 3)),
+    ("conv3d_ndhwc", conv((1, 2, 1), "SAME", ("NDHWC", "DHWIO", "NDHWC"), rhs_dil=(2, 1, 1)),
+     (B, N, 4, 3, 2), lambda n: (1, n, 4, 3, 2), (2, 3, 2, 2, 3)),
+    ("batch_groups", conv((1, 1), "VALID", ("NCHW", "OIHW", "NCHW"), batch_groups=2),
+     (4, 3, N, 5), lambda n: (4, 3, n + 1, 5), (6, 3, 2, 2)),
+    ("kernel_larger_than_input", conv((1,), "VALID", ("NCH", "OIH", "NCH")),
+     (B, 2, N), lambda n: (2, 2, n), (3, 2, 5)),   # n = 1: an empty result
+]
+
+
+@pytest.mark.parametrize("name, fn, spec, shape, wshape", CASES, ids=[c[0] for c in CASES])
+def test_conv_matches_jax(name, fn, spec, shape, wshape):
+    check(fn, [S(spec), S(wshape)], lambda n: [rnd(shape(n)), rnd(wshape)])
+
+
+def test_conv_integer():
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))  # noqa: E731
+    check(fn, [S((B, N, 4, 2), jnp.int32), S((3, 3, 2, 3), jnp.int32)],
+          lambda n: [rnd((2, n, 4, 2), np.int32), rnd((3, 3, 2, 3), np.int32)], rtol=0, atol=0)
+
+
+def test_conv_nan_and_inf_propagate():
+    fn = conv((1,), "SAME", ("NCH", "OIH", "NCH"))
+
+    def args(n):
+        x = rnd((1, 2, n))
+        x[0, 0, 0] = np.nan
+        x[0, 1, n - 1] = np.inf
+        return [x, rnd((2, 2, 3))]
+    check(fn, [S((1, 2, N)), S((2, 2, 3))], args)
+
+
+def test_same_padding_deduces_ceildiv():
+    """SAME padding at a symbolic dim comes as stablehlo.dynamic_conv whose padding jax computes
+    with floor_divide of -n: the importer folds it, and the output dim is ceil(n / 2)."""
+    text = check(conv((2,), "SAME", ("NCH", "OIH", "NCH")), [S((B, 2, N)), S((3, 2, 3))],
+                 lambda n: [rnd((2, 2, n)), rnd((3, 2, 3))])
+    assert '!relax.tensor<["b", 3, "floordiv(n, 2) + mod(n, 2)"], f32>' in text
+
+
+def test_conv_and_pool_model():
+    """A small CNN block: conv (SAME) -> relu -> max pool (SAME) -> conv -> mean, symbolic batch
+    and image size."""
+    w1, w2 = rnd((3, 3, 3, 8)), rnd((3, 3, 8, 4))
+
+    def net(x):
+        y = lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        y = jnp.maximum(y, 0.0)
+        y = lax.reduce_window(y, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "SAME")
+        y = lax.conv_general_dilated(y, w2, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.mean(y, axis=(1, 2))
+    check(net, [S((B, N, N, 3))], lambda n: [rnd((2, n, n, 3))], sizes=(1, 7, 16), rtol=1e-3, atol=1e-3)
