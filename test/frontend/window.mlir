@@ -18,18 +18,22 @@
 // CHECK: %[[R:.*]] = "relax.permute_dims"(%[[Y]]) {axes = [0, 2, 1]}
 // CHECK: return %[[P]], %[[C]], %[[R]]
 
-// The cumsum kernel takes the symbolic padding and window as index arguments.
-// LEG: "relax_v.call_tir"(%arg0) {callee = @reduce_window_1, sym_args = ["n - 1", "n"]}
+// The cumsum is recognized as a cumulative reduction: an O(n) scan (scf.for, reversed), not a
+// window of n at every position.
+// LEG: "relax_v.call_tir"(%arg0) {callee = @cumulative}
 // LEG-LABEL: func.func private @reduce_window(
 // LEG: %[[PAD:.*]] = tensor.pad %arg0 low[0, 1, 0] high[0, 1, 0]
 // LEG: %[[WIN:.*]] = tensor.empty() : tensor<1x3x1xf32>
 // LEG: linalg.generic {{.*}} ins(%[[PAD]], %[[WIN]] : tensor<?x?x4xf32>, tensor<1x3x1xf32>)
 // LEG: arith.maximumf
-// LEG-LABEL: func.func private @reduce_window_1(
-// LEG-SAME: %[[LEN_PAD:[a-z0-9]+]]: index, %[[LEN:[a-z0-9]+]]: index)
-// LEG: tensor.pad %arg0 low[0, 0, 0] high[0, %[[LEN_PAD]], 0]
-// LEG: tensor.empty(%[[LEN]]) : tensor<1x?x1xf32>
+// LEG-LABEL: func.func private @cumulative(
+// LEG: %[[N:.*]] = tensor.dim %arg0, %c1
+// LEG: scf.for %[[I:.*]] = %c0 to %[[N]] step %c1
+// LEG: %[[LAST:.*]] = arith.subi %[[N]], %c1
+// LEG: %[[POS:.*]] = arith.subi %[[LAST]], %[[I]]
+// LEG: tensor.extract_slice %arg0[0, %[[POS]], 0]
 // LEG: arith.addf
+// LEG: tensor.insert_slice
 // LEG-LABEL: func.func private @conv(
 // LEG: tensor.pad %arg0 low[0, 0, 1] high[0, 0, 0]
 // LEG: linalg.generic

@@ -130,11 +130,12 @@ class ConvOp(OpSpec):
         oe = k.fresh("og")
         k.emit(f"{oe} = tensor.expand_shape {f} {o_re} output_shape [{', '.join(osz)}] : "
                f"{k.ty(r)} into {k.ty(o4_t)}")
-        # loops: b, g, og, q_0.., c, k_0..
+        # loops: b, g, og, c, k_0.., q_0..: the output's last spatial dim (contiguous in the
+        # output and, at stride 1, in the input) innermost, where the CPU backend vectorizes
         n = 3 + ns + 1 + ns
-        q = [f"d{3 + j}" for j in range(ns)]
-        c = f"d{3 + ns}"
-        kk = [f"d{4 + ns + j}" for j in range(ns)]
+        c = "d3"
+        kk = [f"d{4 + j}" for j in range(ns)]
+        q = [f"d{4 + ns + j}" for j in range(ns)]
         sp = [_term(q[j], kk[j], strides[j], rdil[j]) for j in range(ns)]
         lmap = affine_map(n, (["d1", "d0", c] if bgc > 1 else ["d0", "d1", c]) + sp)
         wmap = affine_map(n, ["d1", "d2", c] + kk)
@@ -144,7 +145,7 @@ class ConvOp(OpSpec):
         else:
             body = [f"%m = arith.muli %a0, %a1 : {dt}", f"%y = arith.addi %o0, %m : {dt}"]
         gen = k.generic([(xe, l4_t, lmap), (we, w4_t, wmap)], [(oe, o4_t, omap)],
-                        ["parallel"] * (3 + ns) + ["reduction"] * (1 + ns), body, ["%y"])[0]
+                        ["parallel"] * 3 + ["reduction"] * (1 + ns) + ["parallel"] * ns, body, ["%y"])[0]
         res = k.fresh("res")
         k.emit(f"{res} = tensor.collapse_shape {gen} {o_re} : {k.ty(o4_t)} into {k.ty(r)}")
         return Legalized(k, [res], syms)

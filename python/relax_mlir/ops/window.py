@@ -258,6 +258,27 @@ class ReduceWindowOp(OpSpec):
                 ints_attr(op, "window_dilation", rank), dims_attr(op, "pad_lo", rank, 0),
                 dims_attr(op, "pad_hi", rank, 0))
 
+    @staticmethod
+    def cumulative_axis(x: TensorType, win, strides, bdil, wdil, lo, hi, facts: Facts):
+        """(axis, reverse) when the op is a cumulative reduction (jax's cumsum/cummax/...): one axis
+        whose window is the whole dim, padded by dim - 1 before (or after, reversed), stride 1, no
+        dilation, every other window 1 and unpadded; None otherwise."""
+        if any(s != 1 for s in strides) or any(d != 1 for d in list(bdil) + list(wdil)):
+            return None
+        found = None
+        for i, n in enumerate(x.dims):
+            if win[i] == ONE and lo[i] == ZERO and hi[i] == ZERO:
+                continue
+            if found is not None or n is None or not (win[i] == n or facts.prove_eq(win[i], n)):
+                return None
+            if facts.prove_eq(lo[i], n - ONE) and hi[i] == ZERO:
+                found = (i, False)
+            elif facts.prove_eq(hi[i], n - ONE) and lo[i] == ZERO:
+                found = (i, True)
+            else:
+                return None
+        return found
+
     @classmethod
     def deduce(cls, op: OpInfo):
         x = op.tensor(0)
@@ -279,6 +300,9 @@ class ReduceWindowOp(OpSpec):
         x, r = op.tensor(0), op.result_types[0]
         rank = len(x.dims)
         kind, win, strides, bdil, wdil, lo, hi = cls.params(op, rank)
+        scan = cls.cumulative_axis(x, win, strides, bdil, wdil, lo, hi, op.facts)
+        if scan is not None:
+            return _scan_kernel(kind, x, r, *scan)
         k = Kernel("reduce_window", [x], [r])
         syms: list[Expr] = []
         init = _INIT[kind](x.dtype)
@@ -300,6 +324,39 @@ class ReduceWindowOp(OpSpec):
                       ["parallel"] * rank + ["reduction"] * rank,
                       combine(kind, x.dtype, "%a0", "%o0", "%y"), ["%y"])[0]
         return Legalized(k, [g], syms)
+
+
+def _scan_kernel(kind: str, x: TensorType, r: TensorType, axis: int, reverse: bool) -> Legalized:
+    """A cumulative reduction in O(n): an scf.for along `axis` carrying the running value of the
+    other dims, each step one elementwise linalg.generic over a slice (vectorized across them)."""
+    k = Kernel("cumulative", [x], [r])
+    rank = len(x.dims)
+    acc_t = TensorType(tuple(d for i, d in enumerate(x.dims) if i != axis), x.dtype)
+    sizes = [str(d.value) if d is not None and d.is_const else k.dim(k.inp(0), x, i) for i, d in enumerate(x.dims)]
+    acc_dyn = [s for i, s in enumerate(sizes) if i != axis and not s.isdigit()]
+    acc0 = k.fill(_INIT[kind](x.dtype), k.empty(acc_t, dyn=acc_dyn), acc_t)
+    n = sizes[axis] if not sizes[axis].isdigit() else k.const_index(int(sizes[axis]))
+    c0, c1 = k.const_index(0), k.const_index(1)
+    res = k.fresh("scan")
+    k.emit(f"{res}:2 = scf.for %it = {c0} to {n} step {c1} iter_args(%so = {k.out(0)}, %sa = {acc0}) "
+           f"-> ({k.ty(r)}, {k.ty(acc_t)}) {{")
+    if reverse:
+        k.emit(f"  %last = arith.subi {n}, {c1} : index")
+        k.emit("  %pos = arith.subi %last, %it : index")
+    else:
+        k.emit(f"  %pos = arith.addi %it, {c0} : index")
+    offs = ", ".join("%pos" if i == axis else "0" for i in range(rank))
+    szs = ", ".join("1" if i == axis else sizes[i] for i in range(rank))
+    ones = ", ".join("1" for _ in range(rank))
+    k.emit(f"  %sx = tensor.extract_slice {k.inp(0)}[{offs}] [{szs}] [{ones}] : {k.ty(x)} to {k.ty(acc_t)}")
+    ar = len(acc_t.dims)
+    body = combine(kind, x.dtype, "%a0", "%o0", "%y")
+    g = k.generic([("%sx", acc_t, identity_map(ar))], [("%sa", acc_t, identity_map(ar))], ["parallel"] * ar,
+                  body, ["%y"])[0]
+    k.emit(f"  %so2 = tensor.insert_slice {g} into %so[{offs}] [{szs}] [{ones}] : {k.ty(acc_t)} into {k.ty(r)}")
+    k.emit(f"  scf.yield %so2, {g} : {k.ty(r)}, {k.ty(acc_t)}")
+    k.emit("}")
+    return Legalized(k, [f"{res}#0"])
 
 
 def _term(o: int, w: int, stride: int, dil: int) -> str:
