@@ -113,3 +113,43 @@ def test_conv_and_pool_model():
         y = lax.conv_general_dilated(y, w2, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
         return jnp.mean(y, axis=(1, 2))
     check(net, [S((B, N, N, 3))], lambda n: [rnd((2, n, n, 3))], sizes=(1, 7, 16), rtol=1e-3, atol=1e-3)
+
+
+def T(dims, dt="f32") -> str:
+    return "!relax.tensor<[" + ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims) + f"], {dt}>"
+
+
+def conv_src(attrs: str, lhs=("b", 4, "n"), rhs=(6, 2, 3)) -> str:
+    rt = T(["?"] * len(lhs))
+    return (f"func.func @main(%x: {T(lhs)}, %w: {T(rhs)}) -> {rt} {{\n"
+            f'  %0 = "relax.conv"(%x, %w) {{{attrs}}} : ({T(lhs)}, {T(rhs)}) -> {rt}\n'
+            f"  return %0 : {rt}\n}}\n")
+
+
+@pytest.mark.parametrize("attrs, rhs, msg", [
+    ("", (6, 2, 3), "lhs features 4 must equal rhs input features 2 times feature_group_count 1"),
+    ("feature_group_count = 2", (5, 2, 3), "rhs output features 5 must be divisible by the group count 2"),
+    ("feature_group_count = 2, batch_group_count = 2", (6, 2, 3), "cannot both exceed 1"),
+    ("batch_group_count = 2", (6, 4, 3), r"lhs batch b must be divisible by batch_group_count 2"),
+    ("feature_group_count = 2, strides = [0]", (6, 2, 3), "'strides' must hold integers >= 1"),
+    ("feature_group_count = 2, pad_lo = [1, 1]", (6, 2, 3), "'pad_lo' has 2 elements, expected 1"),
+    ("feature_group_count = 0", (6, 2, 3), "group counts must be >= 1"),
+])
+def test_conv_bad_attributes_are_located(attrs, rhs, msg):
+    with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: error: 'relax.conv' op .*" + msg):
+        relax_mlir.compile(conv_src(attrs, rhs=rhs))
+
+
+def test_conv_builds_from_relax_text():
+    """relax.conv written by hand (canonical layout, symbolic batch and length) against numpy."""
+    exe = relax_mlir.compile(conv_src("feature_group_count = 2, pad_lo = [1], pad_hi = [0], strides = [2]"))
+    for b, n in ((1, 1), (3, 8), (2, 13)):
+        x, w = rnd((b, 4, n)), rnd((6, 2, 3))
+        xp = np.pad(x, [(0, 0), (0, 0), (1, 0)])
+        out = (xp.shape[2] - 3) // 2 + 1
+        want = np.zeros((b, 6, out), np.float32)
+        for o in range(6):
+            g = o // 3
+            for q in range(out):
+                want[:, o, q] = np.einsum("bck,ck->b", xp[:, 2 * g:2 * g + 2, 2 * q:2 * q + 3], w[o])
+        np.testing.assert_allclose(exe(x, w), want, rtol=1e-4, atol=1e-4)

@@ -164,3 +164,42 @@ def test_variadic_reduce_window_is_refused():
         return lax.reduce_window((x, idx), (-jnp.inf, 0), red, (1, 2), (1, 2), "VALID")[1]
     with pytest.raises(UnsupportedOpError, match="variadic reduce_window"):
         from_jax(argmax_pool, S((2, 8)))
+
+
+def test_cumulative_large_binding():
+    """The O(n) scan at a large length, forward and reversed."""
+    fn = lambda x: (jnp.cumsum(x, axis=1), lax.cummax(x, axis=1, reverse=True))  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((B, N))))
+    for n in (1, 2003):
+        x = rnd((2, n))
+        for g, w in zip(exe(x), jax.jit(fn)(x)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-3)
+
+
+def T(dims, dt="f32") -> str:
+    return "!relax.tensor<[" + ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims) + f"], {dt}>"
+
+
+def window_src(attrs: str, dims=("n", 8), dt="f32") -> str:
+    rt = T(["?"] * len(dims), dt)
+    return (f"func.func @main(%x: {T(dims, dt)}) -> {rt} {{\n"
+            f'  %0 = "relax.reduce_window"(%x) {{{attrs}}} : ({T(dims, dt)}) -> {rt}\n'
+            f"  return %0 : {rt}\n}}\n")
+
+
+@pytest.mark.parametrize("attrs, msg", [
+    ('kind = "avg", window = [1, 2]', "kind must be one of sum, max, min, prod"),
+    ('kind = "max", window = [2]', "attribute 'window' has 1 elements, expected 2"),
+    ('kind = "max", window = [1, -1]', "window dims must be >= 0"),
+    ('kind = "max", window = [1, 2], strides = [1, 0]', "'strides' must hold integers >= 1"),
+    ('kind = "max", window = [1, 2], pad_lo = [0, -9]', "leaves a negative size"),
+    ('kind = "max", window = [1, "q"]', "symbol 'q', which is not bound"),
+])
+def test_reduce_window_bad_attributes_are_located(attrs, msg):
+    with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: error: 'relax.reduce_window' op .*" + msg):
+        relax_mlir.compile(window_src(attrs))
+
+
+def test_reduce_window_sum_of_booleans_is_refused():
+    with pytest.raises(relax_mlir.CompileError, match="cannot sum booleans"):
+        relax_mlir.compile(window_src('kind = "sum", window = [1, 2]', dt="i1"))
