@@ -153,3 +153,10 @@ def test_conv_builds_from_relax_text():
             for q in range(out):
                 want[:, o, q] = np.einsum("bck,ck->b", xp[:, 2 * g:2 * g + 2, 2 * q:2 * q + 3], w[o])
         np.testing.assert_allclose(exe(x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_transpose_same():
+    """lax.conv_transpose: lhs dilation 2 with the padding jax derives, at symbolic dims."""
+    w = rnd((3, 3, 4, 2))
+    fn = lambda x: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))  # noqa: E731
+    check(fn, [S((B, N, N, 4))], lambda n: [rnd((2, n, n, 4))], sizes=(1, 5, 8))

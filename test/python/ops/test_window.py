@@ -203,3 +203,10 @@ def test_reduce_window_bad_attributes_are_located(attrs, msg):
 def test_reduce_window_sum_of_booleans_is_refused():
     with pytest.raises(relax_mlir.CompileError, match="cannot sum booleans"):
         relax_mlir.compile(window_src('kind = "sum", window = [1, 2]', dt="i1"))
+
+
+@pytest.mark.parametrize("op, init", [(lax.bitwise_or, False), (lax.bitwise_and, True)])
+def test_boolean_pool(op, init):
+    """On i1, or is max and and is min (padding holds the identity: false / true)."""
+    fn = pool(op, init, (1, 2), (1, 1), [(0, 0), (1, 0)])
+    check(fn, [S((B, N), jnp.bool_)], lambda n: [rng.standard_normal((3, n)) > (1 if init is False else -1)])
