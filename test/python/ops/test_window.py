@@ -210,3 +210,34 @@ def test_boolean_pool(op, init):
     """On i1, or is max and and is min (padding holds the identity: false / true)."""
     fn = pool(op, init, (1, 2), (1, 1), [(0, 0), (1, 0)])
     check(fn, [S((B, N), jnp.bool_)], lambda n: [rng.standard_normal((3, n)) > (1 if init is False else -1)])
+
+
+def _gpu_programs():
+    u = T(["?", "?", "?"])
+    x = T(["b", "n", 4])
+    return {
+        "pool": (f"func.func @main(%x: {x}) -> {u} {{\n"
+                 f'  %r = "relax.reduce_window"(%x) {{kind = "max", window = [1, 3, 1], strides = [1, 2, 1], '
+                 f"pad_lo = [0, 1, 0], pad_hi = [0, 1, 0]}} : ({x}) -> {u}\n  return %r : {u}\n}}"),
+        "cumulative": (f"func.func @main(%x: {x}) -> {u} {{\n"
+                       f'  %r = "relax.reduce_window"(%x) {{kind = "sum", window = [1, "n", 1], '
+                       f'pad_lo = [0, "n - 1", 0], pad_hi = [0, 0, 0]}} : ({x}) -> {u}\n  return %r : {u}\n}}'),
+        "conv": (f"func.func @main(%x: {T(['b', 4, 'n'])}, %w: {T([6, 2, 3])}) -> {u} {{\n"
+                 f'  %r = "relax.conv"(%x, %w) {{feature_group_count = 2, pad_lo = [1], pad_hi = [1]}} : '
+                 f"({T(['b', 4, 'n'])}, {T([6, 2, 3])}) -> {u}\n  return %r : {u}\n}}"),
+    }
+
+
+@pytest.mark.parametrize("name", ["pool", "cumulative", "conv"])
+def test_window_kernels_lower_to_ptx(name):
+    """The GPU backend maps the window, scan and conv kernels to gpu.func kernels and PTX."""
+    from relax_mlir.backend import gpu
+
+    m = relax_mlir.run_passes(relax_mlir.parse(_gpu_programs()[name]),
+                              ["relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream"])
+    with m.context:
+        gpu.lower(m.op, gpu.GPUOptions())
+        ptx = gpu.ptx_of(m.op)
+    assert ptx
+    for kname, text in ptx.items():
+        assert ".entry" in text and ".target sm_90" in text, kname
