@@ -37,7 +37,7 @@
 // LEG-LABEL: func.func private @conv(
 // LEG: tensor.pad %arg0 low[0, 0, 1] high[0, 0, 0]
 // LEG: linalg.generic
-// LEG-SAME: "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"
+// LEG-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
 // LEG: arith.mulf
 // LEG: arith.addf
 // LEG: tensor.collapse_shape

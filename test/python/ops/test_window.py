@@ -241,3 +241,16 @@ def test_window_kernels_lower_to_ptx(name):
     assert ptx
     for kname, text in ptx.items():
         assert ".entry" in text and ".target sm_90" in text, kname
+
+
+@pytest.mark.parametrize("kind, op, init", [("max", lax.max, -np.inf), ("sum", lax.add, 0.0)])
+def test_zero_size_dims_from_relax_text(kind, op, init):
+    """A symbol that may be 0 (relax text, no lower bound): one compile, n = 0, 1, a prime."""
+    exe = relax_mlir.compile(window_src(f'kind = "{kind}", window = [2, 3], strides = [1, 2], '
+                                        f"pad_lo = [1, 1], pad_hi = [0, 1]", dims=("n", 8)))
+    for n in (0, 1, 5):
+        x = rnd((n, 8))
+        want = lax.reduce_window(x, np.float32(init), op, (2, 3), (1, 2), [(1, 0), (1, 1)])
+        got = exe(x)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6)
