@@ -11,9 +11,9 @@ from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, o
 from relax_mlir.dialect.types import FLOAT_DTYPES, TensorType
 from relax_mlir.ops.common import dims_equal, require_rank, symbols_note
 from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, zero_literal
-from relax_mlir.ops.window import (_tensor, check_padded_size, dilate_pad, dims_attr, ints_attr, pad_values,
+from relax_mlir.ops.window import (sized_tensor, check_padded_size, dilate_pad, dims_attr, ints_attr, pad_values,
                                    window_out)
-from relax_mlir.shape import Expr, const, floordiv
+from relax_mlir.shape import Expr, floordiv
 
 
 @relax_op
@@ -107,14 +107,14 @@ class ConvOp(OpSpec):
             l4 = [xs[0], g, csz // g if isinstance(csz, int) else None] + xs[2:]
             sizes = [_ix_text(k, xs[0]), str(g), _div_text(k, csz, g)] + [_ix_text(k, s) for s in xs[2:]]
             reassoc = [[0], [1, 2]] + [[j + 1] for j in range(2, ns + 2)]
-        l4_t = _tensor([d if isinstance(d, int) else "?" for d in l4], dt)
+        l4_t = sized_tensor([d if isinstance(d, int) else "?" for d in l4], dt)
         xe = k.fresh("xg")
         k.emit(f"{xe} = tensor.expand_shape {xp} {_reassoc(reassoc)} output_shape [{', '.join(sizes)}] : "
                f"{k.ty(xp_t)} into {k.ty(l4_t)}")
         # rhs [O, Cg, K...] -> [G, Og, Cg, K...]
         wd = [d.value if d is not None and d.is_const else None for d in rhs.dims]
         w4 = [g, None if wd[0] is None else wd[0] // g] + wd[1:]
-        w4_t = _tensor([d if d is not None else "?" for d in w4], dt)
+        w4_t = sized_tensor([d if d is not None else "?" for d in w4], dt)
         wsz = [str(g), _div_text(k, _size(k, k.inp(1), rhs, 0), g)] + \
               [_ix_text(k, _size(k, k.inp(1), rhs, j)) for j in range(1, ns + 2)]
         we = k.fresh("wg")
@@ -123,7 +123,7 @@ class ConvOp(OpSpec):
         # out [B', O, Q...] -> [B', G, Og, Q...]
         rd = [d.value if d is not None and d.is_const else None for d in r.dims]
         o4 = [rd[0], g, None if rd[1] is None else rd[1] // g] + rd[2:]
-        o4_t = _tensor([d if d is not None else "?" for d in o4], dt)
+        o4_t = sized_tensor([d if d is not None else "?" for d in o4], dt)
         osz = [_ix_text(k, _size(k, f, r, 0)), str(g), _div_text(k, _size(k, f, r, 1), g)] + \
               [_ix_text(k, _size(k, f, r, j)) for j in range(2, ns + 2)]
         o_re = _reassoc([[0], [1, 2]] + [[j + 1] for j in range(2, ns + 2)])
@@ -187,5 +187,3 @@ def _term(o: str, w: str, stride: int, dil: int) -> str:
     b = w if dil == 1 else f"{w} * {dil}"
     return f"{a} + {b}"
 
-
-_ = const

@@ -141,7 +141,8 @@ def expr_value(k: Kernel, e: Expr, syms: list[Expr]):
     return k.sym(len(syms) - 1)
 
 
-def _tensor(dims: Sequence, dtype: str) -> TensorType:
+def sized_tensor(dims: Sequence, dtype: str) -> TensorType:
+    """A tensor type of kernel sizes: ints are static dims, index values dynamic ones."""
     return TensorType(tuple(const(d) if isinstance(d, int) else None for d in dims), dtype)
 
 
@@ -163,7 +164,7 @@ def dilate_pad(k: Kernel, value: str, t: TensorType, axes: Sequence[int], lows: 
         for a, d in zip(axes, dils):
             if d != 1:
                 nd[a] = ix.max0(ix.add(ix.mul(ix.sub(sizes[a], 1), d), 1))
-        nt = _tensor(nd, t.dtype)
+        nt = sized_tensor(nd, t.dtype)
         e = k.empty(nt, dyn=_dyn(nd))
         f = k.fill(fill, e, nt)
         strides = [1] * rank
@@ -191,7 +192,7 @@ def dilate_pad(k: Kernel, value: str, t: TensorType, axes: Sequence[int], lows: 
         hi_pos[a], hi_neg[a] = split(hi)
     if any(v != 0 for v in lo_pos + hi_pos):
         nd = [ix.add(ix.add(s, lo), hi) for s, lo, hi in zip(sizes, lo_pos, hi_pos)]
-        nt = _tensor(nd, t.dtype)
+        nt = sized_tensor(nd, t.dtype)
         r = k.fresh("pad")
         idx = ", ".join(f"%pi{i}: index" for i in range(rank))
         typ = "" if t.dtype == "i1" else f" : {t.dtype}"
@@ -203,7 +204,7 @@ def dilate_pad(k: Kernel, value: str, t: TensorType, axes: Sequence[int], lows: 
         cur, cur_t, sizes = r, nt, nd
     if any(v != 0 for v in lo_neg + hi_neg):
         nd = [ix.max0(ix.sub(ix.sub(s, lo), hi)) for s, lo, hi in zip(sizes, lo_neg, hi_neg)]
-        nt = _tensor(nd, t.dtype)
+        nt = sized_tensor(nd, t.dtype)
         r = k.fresh("cut")
         # (a size clamped at 0 only where StableHLO's padded size would be negative: no window fits)
         offs = [o if isinstance(o, int) and isinstance(s, int) or o == 0 else ix._bin("minsi", o, s)
@@ -314,7 +315,7 @@ class ReduceWindowOp(OpSpec):
         if any(d is not None and d.is_const and d.value == 0 for d in r.dims):
             return Legalized(k, [f], syms)
         xp, xp_t, _ = dilate_pad(k, k.inp(0), x, range(rank), lows, highs, bdil, init)
-        wt = _tensor(wins, x.dtype)
+        wt = sized_tensor(wins, x.dtype)
         we = k.empty(wt, dyn=_dyn(wins))
         n = 2 * rank
         in_map = affine_map(n, [_term(i, rank + i, strides[i], wdil[i]) for i in range(rank)])
@@ -366,4 +367,4 @@ def _term(o: int, w: int, stride: int, dil: int) -> str:
 
 
 __all__ = ["ReduceWindowOp", "dilate_pad", "pad_values", "window_out", "check_padded_size", "dilated",
-           "dims_attr", "ints_attr", "expr_value", "Ix", "identity_map"]
+           "dims_attr", "ints_attr", "expr_value", "Ix"]
