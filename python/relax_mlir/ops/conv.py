@@ -10,7 +10,7 @@ from __future__ import annotations
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import FLOAT_DTYPES, TensorType
 from relax_mlir.ops.common import dims_equal, require_rank, symbols_note
-from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, zero_literal
+from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map, zero_literal
 from relax_mlir.ops.window import (sized_tensor, check_padded_size, dilate_pad, dims_attr, ints_attr, pad_values,
                                    window_out)
 from relax_mlir.shape import Expr, floordiv
@@ -123,13 +123,18 @@ class ConvOp(OpSpec):
         # out [B', O, Q...] -> [B', G, Og, Q...]
         rd = [d.value if d is not None and d.is_const else None for d in r.dims]
         o4 = [rd[0], g, None if rd[1] is None else rd[1] // g] + rd[2:]
-        o4_t = sized_tensor([d if d is not None else "?" for d in o4], dt)
+        # f16/bf16: products and sums in f32, rounded once at the end (as XLA's convolution)
+        half = dt in ("f16", "bf16")
+        acc_dt = "f32" if half else dt
+        acc_r = TensorType(r.dims, acc_dt)
+        acc = k.fill("0.0", k.empty(acc_r, (k.out(0), r)), acc_r) if half else f
+        o4_t = sized_tensor([d if d is not None else "?" for d in o4], acc_dt)
         osz = [_ix_text(k, _size(k, f, r, 0)), str(g), _div_text(k, _size(k, f, r, 1), g)] + \
               [_ix_text(k, _size(k, f, r, j)) for j in range(2, ns + 2)]
         o_re = _reassoc([[0], [1, 2]] + [[j + 1] for j in range(2, ns + 2)])
         oe = k.fresh("og")
-        k.emit(f"{oe} = tensor.expand_shape {f} {o_re} output_shape [{', '.join(osz)}] : "
-               f"{k.ty(r)} into {k.ty(o4_t)}")
+        k.emit(f"{oe} = tensor.expand_shape {acc} {o_re} output_shape [{', '.join(osz)}] : "
+               f"{k.ty(acc_r)} into {k.ty(o4_t)}")
         # loops: b, g, og, c, k_0.., q_0..: the output's last spatial dim (contiguous in the
         # output and, at stride 1, in the input) innermost, where the CPU backend vectorizes
         n = 3 + ns + 1 + ns
@@ -140,14 +145,21 @@ class ConvOp(OpSpec):
         lmap = affine_map(n, (["d1", "d0", c] if bgc > 1 else ["d0", "d1", c]) + sp)
         wmap = affine_map(n, ["d1", "d2", c] + kk)
         omap = affine_map(n, ["d0", "d1", "d2"] + q)
-        if dt in FLOAT_DTYPES:
+        if half:
+            body = [f"%x = arith.extf %a0 : {dt} to f32", f"%w = arith.extf %a1 : {dt} to f32",
+                    "%m = arith.mulf %x, %w : f32", "%y = arith.addf %o0, %m : f32"]
+        elif dt in FLOAT_DTYPES:
             body = [f"%m = arith.mulf %a0, %a1 : {dt}", f"%y = arith.addf %o0, %m : {dt}"]
         else:
             body = [f"%m = arith.muli %a0, %a1 : {dt}", f"%y = arith.addi %o0, %m : {dt}"]
         gen = k.generic([(xe, l4_t, lmap), (we, w4_t, wmap)], [(oe, o4_t, omap)],
                         ["parallel"] * 3 + ["reduction"] * (1 + ns) + ["parallel"] * ns, body, ["%y"])[0]
         res = k.fresh("res")
-        k.emit(f"{res} = tensor.collapse_shape {gen} {o_re} : {k.ty(o4_t)} into {k.ty(r)}")
+        k.emit(f"{res} = tensor.collapse_shape {gen} {o_re} : {k.ty(o4_t)} into {k.ty(acc_r)}")
+        if half:
+            rank = ns + 2
+            res = k.generic([(res, acc_r, identity_map(rank))], [(k.out(0), r, identity_map(rank))],
+                            ["parallel"] * rank, [f"%t = arith.truncf %a0 : f32 to {dt}"], ["%t"])[0]
         return Legalized(k, [res], syms)
 
 

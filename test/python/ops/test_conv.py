@@ -160,3 +160,17 @@ def test_conv_transpose_same():
     w = rnd((3, 3, 4, 2))
     fn = lambda x: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))  # noqa: E731
     check(fn, [S((B, N, N, 4))], lambda n: [rnd((2, n, n, 4))], sizes=(1, 5, 8))
+
+
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16], ids=["f16", "bf16"])
+def test_conv_half_accumulates_in_f32(dt):
+    """f16/bf16: products and sums in f32, rounded once, as XLA: jax.jit's result within an ulp (the
+    summation order differs); an f16 / bf16 accumulator is off by ~10x more over 192-term sums."""
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"))  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((B, N, 64), dt), S((3, 64, 8), dt)))
+    for n in (1, 17):
+        x, w = np.asarray(jnp.asarray(rnd((2, n, 64)), dt)), np.asarray(jnp.asarray(rnd((3, 64, 8)), dt))
+        got, want = np.asarray(exe(x, w)), np.asarray(jax.jit(fn)(x, w))
+        assert got.dtype == want.dtype
+        tol = (1e-3, 1e-3) if dt == jnp.float16 else (8e-3, 1e-2)
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol[0], atol=tol[1])
