@@ -332,10 +332,13 @@ def _scan_kernel(kind: str, x: TensorType, r: TensorType, axis: int, reverse: bo
     other dims, each step one elementwise linalg.generic over a slice (vectorized across them)."""
     k = Kernel("cumulative", [x], [r])
     rank = len(x.dims)
-    acc_t = TensorType(tuple(d for i, d in enumerate(x.dims) if i != axis), x.dtype)
+    # f16/bf16 sums and products run in f32, each prefix rounded once (no error growing along n)
+    wide = x.dtype in ("f16", "bf16") and kind in ("sum", "prod")
+    slice_t = TensorType(tuple(d for i, d in enumerate(x.dims) if i != axis), x.dtype)
+    acc_t = TensorType(slice_t.dims, "f32" if wide else x.dtype)
     sizes = [str(d.value) if d is not None and d.is_const else k.dim(k.inp(0), x, i) for i, d in enumerate(x.dims)]
     acc_dyn = [s for i, s in enumerate(sizes) if i != axis and not s.isdigit()]
-    acc0 = k.fill(_INIT[kind](x.dtype), k.empty(acc_t, dyn=acc_dyn), acc_t)
+    acc0 = k.fill(_INIT[kind](acc_t.dtype), k.empty(acc_t, dyn=acc_dyn), acc_t)
     n = sizes[axis] if not sizes[axis].isdigit() else k.const_index(int(sizes[axis]))
     c0, c1 = k.const_index(0), k.const_index(1)
     res = k.fresh("scan")
@@ -349,12 +352,20 @@ def _scan_kernel(kind: str, x: TensorType, r: TensorType, axis: int, reverse: bo
     offs = ", ".join("%pos" if i == axis else "0" for i in range(rank))
     szs = ", ".join("1" if i == axis else sizes[i] for i in range(rank))
     ones = ", ".join("1" for _ in range(rank))
-    k.emit(f"  %sx = tensor.extract_slice {k.inp(0)}[{offs}] [{szs}] [{ones}] : {k.ty(x)} to {k.ty(acc_t)}")
+    k.emit(f"  %sx = tensor.extract_slice {k.inp(0)}[{offs}] [{szs}] [{ones}] : {k.ty(x)} to {k.ty(slice_t)}")
     ar = len(acc_t.dims)
-    body = combine(kind, x.dtype, "%a0", "%o0", "%y")
-    g = k.generic([("%sx", acc_t, identity_map(ar))], [("%sa", acc_t, identity_map(ar))], ["parallel"] * ar,
+    if wide:
+        body = [f"%x = arith.extf %a0 : {x.dtype} to f32"] + combine(kind, "f32", "%x", "%o0", "%y")
+    else:
+        body = combine(kind, x.dtype, "%a0", "%o0", "%y")
+    g = k.generic([("%sx", slice_t, identity_map(ar))], [("%sa", acc_t, identity_map(ar))], ["parallel"] * ar,
                   body, ["%y"])[0]
-    k.emit(f"  %so2 = tensor.insert_slice {g} into %so[{offs}] [{szs}] [{ones}] : {k.ty(acc_t)} into {k.ty(r)}")
+    val = g
+    if wide:
+        e = k.empty(slice_t, dyn=acc_dyn)
+        val = k.generic([(g, acc_t, identity_map(ar))], [(e, slice_t, identity_map(ar))], ["parallel"] * ar,
+                        [f"%t = arith.truncf %a0 : f32 to {x.dtype}"], ["%t"])[0]
+    k.emit(f"  %so2 = tensor.insert_slice {val} into %so[{offs}] [{szs}] [{ones}] : {k.ty(slice_t)} into {k.ty(r)}")
     k.emit(f"  scf.yield %so2, {g} : {k.ty(r)}, {k.ty(acc_t)}")
     k.emit("}")
     return Legalized(k, [f"{res}#0"])

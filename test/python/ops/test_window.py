@@ -254,3 +254,20 @@ def test_zero_size_dims_from_relax_text(kind, op, init):
         got = exe(x)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16], ids=["f16", "bf16"])
+def test_half_cumsum_is_rounded_once(dt):
+    """f16/bf16 cumsum accumulates in f32 and rounds each prefix once: within an ulp of the exact
+    prefix sums (an f16 running sum drifts by many ulps over 300 terms)."""
+    fn = lambda x: jnp.cumsum(x, axis=1)  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((B, N), dt)))
+    for n in (1, 300):
+        x = np.asarray(jnp.asarray(rnd((2, n)), dt))
+        got = np.asarray(exe(x))
+        assert got.dtype == x.dtype
+        exact = np.cumsum(x.astype(np.float64), axis=1)
+        eps = 2.0 ** (-10 if dt == jnp.float16 else -7)
+        ulp = 2.0 ** np.floor(np.log2(np.maximum(np.abs(exact), 2.0 ** -14))) * eps
+        err = np.abs(got.astype(np.float64) - exact)
+        assert np.all(err <= ulp), (n, float((err / ulp).max()))
