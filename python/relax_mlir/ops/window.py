@@ -317,12 +317,16 @@ class ReduceWindowOp(OpSpec):
         xp, xp_t, _ = dilate_pad(k, k.inp(0), x, range(rank), lows, highs, bdil, init)
         wt = sized_tensor(wins, x.dtype)
         we = k.empty(wt, dyn=_dyn(wins))
+        # loops: output dims but the last, window dims, the last output dim innermost (contiguous,
+        # where the CPU backend vectorizes: the channels of an NHWC pool)
         n = 2 * rank
-        in_map = affine_map(n, [_term(i, rank + i, strides[i], wdil[i]) for i in range(rank)])
-        win_map = affine_map(n, [f"d{rank + i}" for i in range(rank)])
-        out_map = affine_map(n, [f"d{i}" for i in range(rank)])
+        od = [i if i < rank - 1 else n - 1 for i in range(rank)]
+        wd = [rank - 1 + i for i in range(rank)]
+        in_map = affine_map(n, [_term(od[i], wd[i], strides[i], wdil[i]) for i in range(rank)])
+        win_map = affine_map(n, [f"d{wd[i]}" for i in range(rank)])
+        out_map = affine_map(n, [f"d{od[i]}" for i in range(rank)])
         g = k.generic([(xp, xp_t, in_map), (we, wt, win_map)], [(f, r, out_map)],
-                      ["parallel"] * rank + ["reduction"] * rank,
+                      (["parallel"] * (rank - 1) + ["reduction"] * rank + ["parallel"]) if rank else [],
                       combine(kind, x.dtype, "%a0", "%o0", "%y"), ["%y"])[0]
         return Legalized(k, [g], syms)
 

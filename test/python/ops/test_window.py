@@ -271,3 +271,8 @@ def test_half_cumsum_is_rounded_once(dt):
         ulp = 2.0 ** np.floor(np.log2(np.maximum(np.abs(exact), 2.0 ** -14))) * eps
         err = np.abs(got.astype(np.float64) - exact)
         assert np.all(err <= ulp), (n, float((err / ulp).max()))
+
+
+def test_scalar_reduce_window():
+    """Rank 0: no window dims, the result is the operand combined with the init."""
+    check(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (), (), ()), [S(())], lambda n: [rnd(())], sizes=(None,))
