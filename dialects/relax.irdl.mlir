@@ -139,6 +139,14 @@ irdl.dialect @relax {
     irdl.results(result: %0)
     irdl.attributes {"value" = %1}
   }
+  // N-d convolution (cross-correlation, StableHLO semantics) in the canonical layout: lhs
+  irdl.operation @conv {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
   // Cosine, elementwise.
   irdl.operation @cos {
     %0 = irdl.base @relax::@tensor
@@ -466,6 +474,16 @@ irdl.dialect @relax {
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
+  }
+  // Reduce every window of x (StableHLO reduce_window with the reduction's identity as init).
+  irdl.operation @reduce_window {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.string"
+    %3 = irdl.base "#builtin.array"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"kind" = %2, "window" = %3}
   }
   // max(x, 0), elementwise (i1: x).
   irdl.operation @relu {

@@ -229,9 +229,10 @@ def relax_op(cls: type[OpSpec]) -> type[OpSpec]:
 # every attribute an op declares before its deduction rule runs, so each of those is a located
 # `'relax.<op>' op ...` diagnostic. What an array attribute holds follows from its name:
 
-INT_ARRAYS = frozenset({"axes", "indices", "strides", "lowered"})
+INT_ARRAYS = frozenset({"axes", "indices", "strides", "lowered", "base_dilation", "window_dilation",
+                        "lhs_dilation", "rhs_dilation"})
 """Array attributes of integers."""
-DIM_ARRAYS = frozenset({"shape", "begin", "end", "sym_args"})
+DIM_ARRAYS = frozenset({"shape", "begin", "end", "sym_args", "window", "pad_lo", "pad_hi"})
 """Array attributes of dims: integers or symbolic expression strings ("?" where the op allows it)."""
 DIM_SCALARS = frozenset({"start", "end", "value"})
 """`any` attributes that are one dim (an integer or an expression string), where an op declares them so."""

@@ -28,7 +28,7 @@ from relax_mlir.core.module import Module
 from relax_mlir.core.pipeline import run_pipeline
 from relax_mlir.core.session import Session
 from relax_mlir.dialect.types import TensorType
-from relax_mlir.shape import Expr, Facts, ceildiv, const, floordiv, max_, min_, sym
+from relax_mlir.shape import Expr, Facts, ceildiv, const, floordiv, max_, min_, mod, sym
 
 __all__ = ["import_stablehlo", "import_module", "render_error", "UnsupportedOpError", "UnsupportedTypesError",
            "StableHLOParseError", "CONVERTERS"]
@@ -351,7 +351,7 @@ class Importer:
             else:
                 value = ir.DenseElementsAttr.get([_scalar_attr(v.dtype, x) for x in vals],
                                                  type=ir.RankedTensorType.get([len(vals)], _elt(v.dtype)))
-            r = self.emit("relax.constant", [], rank, v.dtype, {"value": value})
+            r = self.emit("relax.constant", [], min(rank, 1), v.dtype, {"value": value})
         else:
             parts = []
             for e in k:
@@ -363,9 +363,15 @@ class Importer:
                 r = self.emit("relax_v.concat", parts, 1, v.dtype, {"axis": 0})
             if rank == 0:
                 r = self.emit("relax.reshape", [r], 0, v.dtype, {"shape": []})
+        if rank >= 2:  # a small static table (e.g. reduce_window padding), known row-major
+            r = self.emit("relax.reshape", [r], rank, v.dtype, {"shape": list(v.dims)}, dims=v.dims)
         v.value = r.value
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def int_facts(self) -> Facts:
+        """What the integer folds may assume: jax's dimension variables are >= 1."""
+        return Facts(lower={s: 1 for s in self.dim_vars})
 
     @staticmethod
     def ttype(t):
@@ -575,24 +581,41 @@ def _wrap(e: Expr, dt: str) -> Expr:
     return const(v - (1 << w) if v >> (w - 1) else v)
 
 
-def _fold_divide(a: Expr, b: Expr) -> Expr | None:
+def _fold_divide(a: Expr, b: Expr, facts: Facts | None = None) -> Expr | None:
     """StableHLO integer divide: truncating, x / 0 = -1 (INT_MIN / -1 wraps, see _wrap). A symbolic
-    quotient is kept only where truncation is floor division: a >= 0 and b > 0; None otherwise."""
+    quotient is kept only where the signs are proven (jax's floor_divide of a negated dim, as
+    SAME padding computes it, divides -n); None otherwise."""
     if a.is_const and b.is_const:
         x, y = a.value, b.value
         if y == 0:
             return const(-1)
         q = abs(x) // abs(y)
         return const(-q if (x < 0) != (y < 0) else q)
-    facts = Facts()
-    if facts.prove_ge(a, 0) and facts.prove_positive(b):
+    facts = facts or Facts()
+    if facts.prove_positive(-b):
+        q = _fold_divide(a, -b, facts)
+        return None if q is None else -q
+    if not facts.prove_positive(b):
+        return None
+    if _decide(facts.prove_ge, a, facts, const(0)):
         return floordiv(a, b)
+    if _decide(facts.prove_le, a, facts, const(0)):
+        return -floordiv(-a, b)
     return None
 
 
-def _fold_remainder(a: Expr, b: Expr) -> Expr | None:
-    """StableHLO integer remainder: the sign of a, x % 0 = x; constants only."""
+def _fold_remainder(a: Expr, b: Expr, facts: Facts | None = None) -> Expr | None:
+    """StableHLO integer remainder: the sign of a, x % 0 = x; symbolic where the signs are proven."""
     if not (a.is_const and b.is_const):
+        facts = facts or Facts()
+        if facts.prove_positive(-b):
+            b = -b
+        if not facts.prove_positive(b):
+            return None
+        if _decide(facts.prove_ge, a, facts, const(0)):
+            return mod(a, b)
+        if _decide(facts.prove_le, a, facts, const(0)):
+            return -mod(-a, b)
         return None
     x, y = a.value, b.value
     if y == 0:
@@ -603,13 +626,13 @@ def _fold_remainder(a: Expr, b: Expr) -> Expr | None:
 
 # Folds of known integer values (None: not foldable, emit the op); results wrap to the dtype.
 _INT_FOLD: dict[str, Callable] = {
-    "stablehlo.add": lambda a, b: a + b,
-    "stablehlo.subtract": lambda a, b: a - b,
-    "stablehlo.multiply": lambda a, b: a * b,
+    "stablehlo.add": lambda a, b, facts=None: a + b,
+    "stablehlo.subtract": lambda a, b, facts=None: a - b,
+    "stablehlo.multiply": lambda a, b, facts=None: a * b,
     "stablehlo.divide": _fold_divide,
     "stablehlo.remainder": _fold_remainder,
-    "stablehlo.maximum": lambda a, b: max_(a, b),
-    "stablehlo.minimum": lambda a, b: min_(a, b),
+    "stablehlo.maximum": lambda a, b, facts=None: max_(a, b),
+    "stablehlo.minimum": lambda a, b, facts=None: min_(a, b),
 }
 
 
@@ -620,11 +643,22 @@ def _binary(relax_name, int_fold=None):
         dims = _merge_dims(dims, a.dims, b.dims)
         if int_fold is not None and dt not in ("f16", "bf16", "f32", "f64", "i1") and _known_ok(ins) \
                 and len(a.known) == len(b.known):
-            folded = [int_fold(x, y) for x, y in zip(a.known, b.known)]
+            facts = im.int_facts()
+            folded = [int_fold(x, y, facts) for x, y in zip(a.known, b.known)]
             if all(f is not None for f in folded):
                 return Val(None, dt, dims, [_wrap(f, dt) for f in folded])
         return im.emit(relax_name, [a, b], len(dims), dt, dims=dims)
     return conv
+
+
+def _known_sign(e: Expr, facts: Facts) -> int | None:
+    if _decide(facts.prove_positive, e, facts):
+        return 1
+    if _decide(facts.prove_positive, -e, facts):
+        return -1
+    if _decide(facts.prove_eq, e, facts, const(0)):
+        return 0
+    return None
 
 
 def _unary(relax_name):
@@ -633,8 +667,46 @@ def _unary(relax_name):
         dims, dt = _res(op)
         if relax_name == "relax.negative" and a.known is not None:
             return Val(None, dt, _merge_dims(dims, a.dims), [_wrap(-x, dt) for x in a.known])
+        if relax_name == "relax.sign" and a.known is not None and dt not in _FLOATS:
+            facts = im.int_facts()
+            signs = [_known_sign(x, facts) for x in a.known]
+            if all(v is not None for v in signs):
+                return Val(None, dt, _merge_dims(dims, a.dims), [const(v) for v in signs])
+            known = [const(v) if v is not None else _positive_indicator(x, facts) - _positive_indicator(-x, facts)
+                     for v, x in zip(signs, a.known)]
+            return im.emit(relax_name, [a], len(dims), dt, dims=_merge_dims(dims, a.dims), known=known)
         return im.emit(relax_name, [a], len(dims), dt, dims=_merge_dims(dims, a.dims))
     return conv
+
+
+def _bool_decided(e: Expr, facts: Facts) -> Expr:
+    """A boolean Expr in {0, 1} as a constant where the facts (by cases) decide it."""
+    if e.is_const:
+        return e
+    if _decide(facts.prove_eq, e, facts, const(0)):
+        return const(0)
+    if _decide(facts.prove_eq, e, facts, const(1)):
+        return const(1)
+    return e
+
+
+def _and_expr(xs: list[Expr]) -> Expr:
+    """The conjunction of booleans known as Exprs in {0, 1}."""
+    out = const(1)
+    for x in xs:
+        if x.is_const and x.value == 0:
+            return const(0)
+        out = x if out.is_const else (out if x.is_const else out * x)
+    return out
+
+
+def _or_expr(xs: list[Expr]) -> Expr:
+    out = const(0)
+    for x in xs:
+        if x.is_const and x.value != 0:
+            return const(1)
+        out = x if out.is_const else (out if x.is_const else max_(out, x))
+    return out
 
 
 def _logic(relax_name):
@@ -642,7 +714,16 @@ def _logic(relax_name):
         dims, dt = _res(op)
         if dt != "i1":
             raise UnsupportedOpError(op.operation.name, str(op.location), "bitwise ops on integers")
-        return im.emit(relax_name, ins, len(dims), dt, dims=_merge_dims(dims, *[v.dims for v in ins]))
+        known = None
+        if _known_ok(ins) and len({len(v.known) for v in ins}) == 1:
+            fn = {"relax.logical_and": _and_expr, "relax.logical_or": _or_expr,
+                  "relax.logical_not": lambda xs: const(1) - xs[0]}[relax_name]
+            facts = im.int_facts()
+            known = [_bool_decided(fn([v.known[i] for v in ins]), facts) for i in range(len(ins[0].known))]
+            if all(e.is_const for e in known):
+                return Val(None, dt, dims, known)
+        return im.emit(relax_name, ins, len(dims), dt, dims=_merge_dims(dims, *[v.dims for v in ins]),
+                       known=known)
     return conv
 
 
@@ -688,7 +769,7 @@ def _convert(im, op, ins):
 def _reshape(im, op, ins):
     x = ins[0]
     dims, dt = _res(op)
-    if x.known is not None and len(dims) <= 1:
+    if x.known is not None and (len(dims) <= 1 or all(d is not None and d.is_const for d in dims)):
         return Val(None, dt, dims, list(x.known))
     return im.reshape(x, dims)
 
@@ -699,7 +780,7 @@ def _dynamic_reshape(im, op, ins):
     if shp.known is None:
         raise ValueError("output shape is not a known shape computation")
     dims = _merge_dims(dims, shp.known)
-    if x.known is not None and len(dims) <= 1:
+    if x.known is not None and (len(dims) <= 1 or all(d is not None and d.is_const for d in dims)):
         return Val(None, dt, dims, list(x.known))
     return im.reshape(x, dims)
 
@@ -779,7 +860,7 @@ def _transpose(im, op, ins):
 def _concatenate(im, op, ins):
     rdims, dt = _res(op)
     axis = _ints(op.attributes["dimension"])[0]
-    if _known_ok(ins) and len(rdims) == 1:
+    if _known_ok(ins) and (len(rdims) == 1 or axis == 0 and all(d is not None for d in rdims)):
         k = []
         for v in ins:
             k.extend(v.known)
@@ -812,11 +893,66 @@ def _slice(im, op, ins):
 def _select(im, op, ins):
     c, a, b = ins
     rdims, dt = _res(op)
+    if _known_ok(ins) and all(e.is_const for e in c.known):
+        n = max(len(a.known), len(b.known))
+        pick = [c.known[0 if len(c.known) == 1 else i].value for i in range(n)]
+        if len(a.known) == len(b.known) == n and len(c.known) in (1, n):
+            return Val(None, dt, _merge_dims(rdims, a.dims), [a.known[i] if pick[i] else b.known[i] for i in range(n)])
+    known = None
+    if _known_ok(ins) and dt not in _FLOATS and dt != "i1" and len(a.known) == len(b.known) \
+            and len(c.known) in (1, len(a.known)):
+        # c in {0, 1}: b + c * (a - b)
+        known = [b.known[i] + c.known[0 if len(c.known) == 1 else i] * (a.known[i] - b.known[i])
+                 for i in range(len(a.known))]
+        return im.emit("relax.where", [c, a, b], len(rdims), dt, dims=_merge_dims(rdims, a.dims, b.dims, c.dims),
+                       known=known)
     return im.emit("relax.where", [c, a, b], len(rdims), dt, dims=_merge_dims(rdims, a.dims, b.dims, c.dims))
 
 
 _CMP = {"EQ": "relax.equal", "NE": "relax.not_equal", "LT": "relax.less", "LE": "relax.less_equal",
         "GT": "relax.greater", "GE": "relax.greater_equal"}
+
+
+def _fold_compare(im, direction: str, a: Val, b: Val, op) -> list[Expr] | None:
+    """Known integer (or boolean) operands whose relation the facts decide -> known booleans."""
+    if not (_known_ok([a, b]) and len(a.known) == len(b.known)) or a.dtype in _FLOATS:
+        return None
+    if "compare_type" in op.attributes and "FLOAT" in str(op.attributes["compare_type"]):
+        return None
+    facts = im.int_facts()
+    out = []
+    for x, y in zip(a.known, b.known):
+        d = x - y
+        if d.is_const:
+            v = {"EQ": d.value == 0, "NE": d.value != 0, "LT": d.value < 0, "LE": d.value <= 0,
+                 "GT": d.value > 0, "GE": d.value >= 0}[direction]
+        else:
+            pos, neg = _decide(facts.prove_positive, d, facts), _decide(facts.prove_positive, -d, facts)
+            zero = _decide(facts.prove_eq, d, facts, const(0))
+            ge, le = pos or _decide(facts.prove_ge, d, facts, const(0)), neg or _decide(facts.prove_le, d, facts, const(0))
+            v = {"EQ": True if zero else (False if pos or neg else None),
+                 "NE": False if zero else (True if pos or neg else None),
+                 "LT": True if neg else (False if ge else None), "LE": True if le else (False if pos else None),
+                 "GT": True if pos else (False if le else None), "GE": True if ge else (False if neg else None)}[direction]
+            if v is None:
+                out.append(_bool_decided(_bool_expr(direction, d, facts), facts))
+                continue
+        out.append(const(int(v)))
+    return out
+
+
+def _positive_indicator(e: Expr, facts: Facts) -> Expr:
+    """[e > 0] for an integer e, as an Expr in {0, 1}."""
+    if facts.prove_ge(e, 0) and facts.prove_le(e, 1):
+        return e
+    return min_(max_(e, const(0)), const(1))
+
+
+def _bool_expr(direction: str, d: Expr, facts: Facts) -> Expr:
+    """[d <direction> 0] as an Expr in {0, 1} (jax's floor_divide selects on the remainder's sign)."""
+    gt, lt = _positive_indicator(d, facts), _positive_indicator(-d, facts)
+    return {"GT": gt, "LT": lt, "LE": const(1) - gt, "GE": const(1) - lt, "NE": gt + lt,
+            "EQ": const(1) - gt - lt}[direction]
 
 
 def _compare(im, op, ins):
@@ -829,7 +965,12 @@ def _compare(im, op, ins):
             and a.known[0].is_symbol and b.known[0].is_symbol:
         (sa,), (sb,) = a.known[0].symbols(), b.known[0].symbols()
         im.unions.append((sa, sb))
-    return im.emit(_CMP[direction], [a, b], len(rdims), "i1", dims=_merge_dims(rdims, a.dims, b.dims))
+    folded = _fold_compare(im, direction, a, b, op)
+    if folded is not None and all(e.is_const for e in folded):
+        return Val(None, "i1", _merge_dims(rdims, a.dims, b.dims), folded)
+    # a symbolic boolean keeps its relax op (used as data) and its known value (used in shapes)
+    return im.emit(_CMP[direction], [a, b], len(rdims), "i1", dims=_merge_dims(rdims, a.dims, b.dims),
+                   known=folded)
 
 
 def _clamp(im, op, ins):
@@ -962,6 +1103,8 @@ def _custom_call(im, op, ins):
     target = _string(op.attributes["call_target_name"])
     if target == "shape_assertion":
         return []
+    if target == "stablehlo.dynamic_reduce_window":
+        return _dynamic_reduce_window(im, op, ins)
     raise UnsupportedOpError("stablehlo.custom_call", str(op.location), f"call target @{target}")
 
 
@@ -1444,6 +1587,199 @@ def _composite(im, op, ins):
         raise ValueError(f"composite {name}: unknown decomposition @{callee}")
     outs, _ = im.run_func(f, list(ins))
     return outs
+# --- window (issue 16) ---
+# reduce_window (pooling, cumulative sums) -> relax.reduce_window; convolution -> relax.conv in the
+# canonical layout [b, f, spatial...] x [o, i, spatial...], with permute_dims around it.
+
+_WINDOW_KIND = {"stablehlo.add": "sum", "stablehlo.maximum": "max", "stablehlo.minimum": "min",
+                "stablehlo.multiply": "prod"}
+_WINDOW_KIND_I1 = {"stablehlo.or": "max", "stablehlo.add": "max", "stablehlo.maximum": "max",
+                   "stablehlo.and": "min", "stablehlo.multiply": "min", "stablehlo.minimum": "min"}
+_WINDOW_RELAX = {"sum": "relax.sum", "max": "relax.max", "min": "relax.min", "prod": "relax.prod"}
+
+
+def _divisors(e: Expr, out: set) -> set:
+    """The constant divisors of the floordiv/mod atoms of e, and the symbols under them."""
+    from relax_mlir.shape.expr import _CALLS
+
+    for mono, _ in e.terms:
+        for a in mono:
+            node = _CALLS.get(a)
+            if node is None:
+                continue
+            if node.kind in ("floordiv", "mod") and node.args[1].is_const:
+                out.add(("c", abs(node.args[1].value)))
+                out |= {("s", x) for x in node.args[0].symbols()}
+            for x in node.args:
+                _divisors(x, out)
+    return out
+
+
+def _decide(prove, e: Expr, facts: Facts, *rest) -> bool:
+    """prove(e, *rest), else by cases: every symbol s under a floordiv/mod by constants (lcm L,
+    at most 64 cases) written L*q + r for each remainder r, where floordiv and mod simplify
+    (jax's floor_divide of -n by 2 leaves 2*floordiv(n, 2) + 2*mod(n, 2) - n + 1, which is
+    mod(n, 2) + 1 >= 1 in both cases)."""
+    if prove(e, *rest):
+        return True
+    found = _divisors(e, set())
+    divs = [c for k, c in found if k == "c"]
+    names = sorted(x for k, x in found if k == "s")
+    if not divs or not names:
+        return False
+    step = 1
+    for c in divs:
+        step = step * c // np.gcd(step, c)
+    if step ** len(names) > 64:
+        return False
+    import itertools
+
+    for rs in itertools.product(range(step), repeat=len(names)):
+        mapping = {}
+        lower = {k: v for k, v in facts.lower.items() if k not in names}
+        for nm, r in zip(names, rs):
+            q = f"zzQ{nm}"
+            mapping[nm] = sym(q) * step + r
+            lower[q] = max(0, -((r - facts.lower.get(nm, 0)) // step))  # L*q + r >= lower(s)
+        case = Facts(lower=lower)
+        args = [x.subs(mapping) if isinstance(x, Expr) else x for x in rest]
+        if not getattr(case, prove.__name__)(e.subs(mapping), *args):
+            return False
+    return True
+
+
+def _window_kind(body_ops, dt: str) -> str:
+    kinds = [o.operation.name for o in body_ops if o.operation.name not in ("stablehlo.return", "func.return")]
+    table = _WINDOW_KIND_I1 if dt == "i1" else _WINDOW_KIND
+    if len(kinds) != 1 or kinds[0] not in table:
+        raise ValueError(f"reduce_window body {kinds} is not a single add/max/min/mul (or and/or on i1)")
+    return table[kinds[0]]
+
+
+def _init_value(v):
+    """The splat value behind a reduce_window init, through scalar broadcast_in_dim / reshape."""
+    while getattr(v.owner, "name", None) in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
+        v = v.owner.operands[0]
+    return _splat_value(v)
+
+
+def _window_known(v: Val, what: str) -> list[Expr]:
+    if v.known is None:
+        raise ValueError(f"the {what} of dynamic_reduce_window is not a known shape computation")
+    return list(v.known)
+
+
+def _const_ints(es: list[Expr], what: str) -> list[int]:
+    if not all(e.is_const for e in es):
+        raise ValueError(f"symbolic {what} {[str(e) for e in es]} (only window sizes and padding may be symbolic)")
+    return [e.value for e in es]
+
+
+def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window, strides, bdil, wdil, lo, hi):
+    rdims, dt = _res(op)
+    r = len(x.dims)
+    if not (len(window) == len(strides) == len(bdil) == len(wdil) == len(lo) == len(hi) == r):
+        raise ValueError("reduce_window attributes do not match the operand rank")
+    identity = _is_identity(_WINDOW_RELAX[kind], dt, init_value)
+    holes = any(p != const(0) for p in list(lo) + list(hi)) or any(d != 1 for d in bdil)
+    if not identity and kind in ("sum", "prod") and holes:
+        raise ValueError(f"reduce_window {kind} with a non-identity init value and padding or base "
+                         f"dilation (the padding would hold the init value) is not supported")
+    attrs = {"kind": ir.StringAttr.get(kind), "window": list(window), "strides": list(strides),
+             "base_dilation": list(bdil), "window_dilation": list(wdil), "pad_lo": list(lo), "pad_hi": list(hi)}
+    res = im.emit("relax.reduce_window", [x], r, dt, attrs, dims=rdims)
+    if identity:
+        return res
+    # max/min are idempotent: the init counts once however many padding elements a window holds
+    return im.emit(_REDUCE_COMBINE[_WINDOW_RELAX[kind]], [res, init], r, dt, dims=rdims)
+
+
+def _reduce_window(im, op, ins):
+    if len(op.results) != 1 or len(ins) != 2:
+        raise ValueError("variadic reduce_window (several operands) is not supported")
+    x, init = ins
+    kind = _window_kind(op.regions[0].blocks[0].operations, x.dtype)
+    r = len(x.dims)
+    a = op.attributes
+
+    def ints(name, default):
+        return _ints(a[name]) if name in a else [default] * r
+
+    window = [const(v) for v in _ints(a["window_dimensions"])]
+    pads = _ints(a["padding"]) if "padding" in a else [0] * (2 * r)
+    return _emit_reduce_window(im, op, x, init, _init_value(op.operands[1]), kind, window,
+                               ints("window_strides", 1), ints("base_dilations", 1), ints("window_dilations", 1),
+                               [const(p) for p in pads[0::2]], [const(p) for p in pads[1::2]])
+
+
+def _dynamic_reduce_window(im, op, ins):
+    """`stablehlo.custom_call @stablehlo.dynamic_reduce_window(x, init, window_dimensions,
+    window_strides, base_dilations, window_dilations, padding)`, body in `called_computations`."""
+    if len(op.results) != 1 or len(ins) != 7:
+        raise ValueError("variadic dynamic_reduce_window (several operands) is not supported")
+    x, init = ins[0], ins[1]
+    callee = _string(op.attributes["called_computations"][0])
+    f = im.funcs.get(callee)
+    if f is None:
+        raise ValueError(f"unknown reducer @{callee}")
+    kind = _window_kind(f.regions[0].blocks[0].operations, x.dtype)
+    window = _window_known(ins[2], "window_dimensions")
+    strides = _const_ints(_window_known(ins[3], "window_strides"), "window strides")
+    bdil = _const_ints(_window_known(ins[4], "base_dilations"), "base dilations")
+    wdil = _const_ints(_window_known(ins[5], "window_dilations"), "window dilations")
+    pads = _window_known(ins[6], "padding")
+    return _emit_reduce_window(im, op, x, init, _init_value(op.operands[1]), kind, window, strides, bdil, wdil,
+                               pads[0::2], pads[1::2])
+
+
+def _convolution(im, op, ins):
+    from jax._src.lib.mlir.dialects import hlo
+
+    lhs, rhs = ins[0], ins[1]
+    rdims, dt = _res(op)
+    if lhs.dtype != rhs.dtype or lhs.dtype != dt:
+        raise ValueError(f"mixed element types in convolution ({lhs.dtype} x {rhs.dtype} -> {dt})")
+    a = op.attributes
+    dn = hlo.ConvDimensionNumbers(a["dimension_numbers"])
+    ib, if_, isp = dn.input_batch_dimension, dn.input_feature_dimension, list(dn.input_spatial_dimensions)
+    ki, ko, ksp = dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension, \
+        list(dn.kernel_spatial_dimensions)
+    ob, of, osp = dn.output_batch_dimension, dn.output_feature_dimension, list(dn.output_spatial_dimensions)
+    ns = len(isp)
+
+    def ints(name, default):
+        return _ints(a[name]) if name in a else [default] * ns
+
+    if "window_reversal" in a and any(_bools(a["window_reversal"])):
+        raise ValueError("window_reversal is not supported")
+    if op.operation.name == "stablehlo.dynamic_conv":
+        if ins[2].known is None:
+            raise ValueError("the padding of dynamic_conv is not a known shape computation")
+        pads = list(ins[2].known)
+    else:
+        pads = [const(p) for p in (_ints(a["padding"]) if "padding" in a else [0] * (2 * ns))]
+    fgc = _ints(a["feature_group_count"])[0] if "feature_group_count" in a else 1
+    bgc = _ints(a["batch_group_count"])[0] if "batch_group_count" in a else 1
+    x = im.permute(lhs, [ib, if_] + isp)
+    w = im.permute(rhs, [ko, ki] + ksp)
+    canon = [None] * (ns + 2)
+    order = [ob, of] + osp
+    for j, pos in enumerate(order):
+        canon[j] = rdims[pos]
+    attrs = {"strides": ints("window_strides", 1), "lhs_dilation": ints("lhs_dilation", 1),
+             "rhs_dilation": ints("rhs_dilation", 1), "pad_lo": pads[0::2], "pad_hi": pads[1::2],
+             "feature_group_count": fgc, "batch_group_count": bgc}
+    c = im.emit("relax.conv", [x, w], ns + 2, dt, attrs, dims=canon)
+    inv = [order.index(j) for j in range(ns + 2)]
+    return im.permute(c, inv)
+
+
+def _bools(attr) -> list[bool]:
+    from jax._src.lib.mlir import ir as jir
+
+    if isinstance(attr, jir.DenseBoolArrayAttr):
+        return [bool(v) for v in attr]
+    return [bool(v) for v in _ints(attr)]
 
 
 CONVERTERS: dict[str, Callable] = {
@@ -1503,6 +1839,9 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.scatter": _scatter,
     "stablehlo.sort": _sort,
     "stablehlo.composite": _composite,
+    "stablehlo.reduce_window": _reduce_window,
+    "stablehlo.convolution": _convolution,
+    "stablehlo.dynamic_conv": _convolution,
 }
 
 

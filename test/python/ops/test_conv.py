@@ -1,0 +1,176 @@
+"""relax.conv through jax: lax.conv_general_dilated with several dimension_numbers, strides,
+padding ('SAME' / 'VALID' / explicit, negative), lhs dilation (transposed conv), rhs dilation,
+feature groups (grouped, depthwise) and batch groups, 1-D / 2-D / 3-D, symbolic batch and spatial
+dims: each compiled ONCE and compared with jax.jit at several bindings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+
+B, N = jax.export.symbolic_shape("b, n")
+rng = np.random.default_rng(61)
+
+
+def S(shape, dt=jnp.float32):
+    return jax.ShapeDtypeStruct(shape, dt)
+
+
+def rnd(shape, dt=np.float32):
+    if np.issubdtype(dt, np.integer):
+        return rng.integers(-8, 8, size=shape).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def check(fn, specs, make_args, sizes=(1, 7, 19), rtol=1e-4, atol=1e-4):
+    mod = from_jax(fn, *specs)
+    exe = relax_mlir.compile(mod)
+    ref = jax.jit(fn)
+    for n in sizes:
+        args = make_args(n)
+        got, want = np.asarray(exe(*args)), np.asarray(ref(*args))
+        assert got.shape == want.shape, (n, got.shape, want.shape)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"n = {n}")
+    return str(mod)
+
+
+def conv(strides, padding, dn, lhs_dil=None, rhs_dil=None, groups=1, batch_groups=1):
+    return lambda x, w: lax.conv_general_dilated(x, w, strides, padding, lhs_dil, rhs_dil, dn,
+                                                 feature_group_count=groups, batch_group_count=batch_groups,
+                                                 precision=lax.Precision.HIGHEST)
+
+
+# (name, fn, lhs spec, lhs shape of n, rhs shape)
+CASES = [
+    ("nhwc_same_s2_grouped_dilated", conv((2, 1), "SAME", ("NHWC", "HWIO", "NHWC"), rhs_dil=(1, 2), groups=2),
+     (B, N, N, 4), lambda n: (2, n, n, 4), (3, 3, 2, 6)),
+    ("nchw_valid", conv((1, 1), "VALID", ("NCHW", "OIHW", "NCHW")),
+     (B, 3, N, 6), lambda n: (2, 3, n + 2, 6), (5, 3, 3, 2)),
+    ("nchw_explicit_negative_padding", conv((1, 2), [(2, -1), (-1, 3)], ("NCHW", "OIHW", "NCHW")),
+     (B, 2, N, 5), lambda n: (2, 2, n + 1, 5), (3, 2, 2, 3)),
+    ("nhwc_depthwise_same", conv((1, 1), "SAME", ("NHWC", "HWIO", "NHWC"), groups=4),
+     (B, N, 6, 4), lambda n: (3, n, 6, 4), (3, 3, 1, 8)),
+    ("odd_layout_c_first_output", conv((1, 1), [(1, 1), (0, 0)], ("HWCN", "OHWI", "CNHW")),
+     (N, 5, 3, B), lambda n: (n, 5, 3, 2), (4, 3, 2, 3)),
+    ("transposed_lhs_dilation", conv((1,), [(2, 2)], ("NCH", "OIH", "NCH"), lhs_dil=(2,)),
+     (B, 3, N), lambda n: (2, 3, n), (5, 3, 3)),
+    ("conv1d_nwc_same_stride3", conv((3,), "SAME", ("NWC", "WIO", "NWC")),
+     (B, N, 2), lambda n: (2, n, 2), (4, 2, 3)),
+    ("conv3d_ndhwc", conv((1, 2, 1), "SAME", ("NDHWC", "DHWIO", "NDHWC"), rhs_dil=(2, 1, 1)),
+     (B, N, 4, 3, 2), lambda n: (1, n, 4, 3, 2), (2, 3, 2, 2, 3)),
+    ("batch_groups", conv((1, 1), "VALID", ("NCHW", "OIHW", "NCHW"), batch_groups=2),
+     (4, 3, N, 5), lambda n: (4, 3, n + 1, 5), (6, 3, 2, 2)),
+    ("kernel_larger_than_input", conv((1,), "VALID", ("NCH", "OIH", "NCH")),
+     (B, 2, N), lambda n: (2, 2, n), (3, 2, 5)),   # n = 1: an empty result
+]
+
+
+@pytest.mark.parametrize("name, fn, spec, shape, wshape", CASES, ids=[c[0] for c in CASES])
+def test_conv_matches_jax(name, fn, spec, shape, wshape):
+    check(fn, [S(spec), S(wshape)], lambda n: [rnd(shape(n)), rnd(wshape)])
+
+
+def test_conv_integer():
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))  # noqa: E731
+    check(fn, [S((B, N, 4, 2), jnp.int32), S((3, 3, 2, 3), jnp.int32)],
+          lambda n: [rnd((2, n, 4, 2), np.int32), rnd((3, 3, 2, 3), np.int32)], rtol=0, atol=0)
+
+
+def test_conv_nan_and_inf_propagate():
+    fn = conv((1,), "SAME", ("NCH", "OIH", "NCH"))
+
+    def args(n):
+        x = rnd((1, 2, n))
+        x[0, 0, 0] = np.nan
+        x[0, 1, n - 1] = np.inf
+        return [x, rnd((2, 2, 3))]
+    check(fn, [S((1, 2, N)), S((2, 2, 3))], args)
+
+
+def test_same_padding_deduces_ceildiv():
+    """SAME padding at a symbolic dim comes as stablehlo.dynamic_conv whose padding jax computes
+    with floor_divide of -n: the importer folds it, and the output dim is ceil(n / 2)."""
+    text = check(conv((2,), "SAME", ("NCH", "OIH", "NCH")), [S((B, 2, N)), S((3, 2, 3))],
+                 lambda n: [rnd((2, 2, n)), rnd((3, 2, 3))])
+    assert '!relax.tensor<["b", 3, "floordiv(n, 2) + mod(n, 2)"], f32>' in text
+
+
+def test_conv_and_pool_model():
+    """A small CNN block: conv (SAME) -> relu -> max pool (SAME) -> conv -> mean, symbolic batch
+    and image size."""
+    w1, w2 = rnd((3, 3, 3, 8)), rnd((3, 3, 8, 4))
+
+    def net(x):
+        y = lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        y = jnp.maximum(y, 0.0)
+        y = lax.reduce_window(y, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "SAME")
+        y = lax.conv_general_dilated(y, w2, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.mean(y, axis=(1, 2))
+    check(net, [S((B, N, N, 3))], lambda n: [rnd((2, n, n, 3))], sizes=(1, 7, 16), rtol=1e-3, atol=1e-3)
+
+
+def T(dims, dt="f32") -> str:
+    return "!relax.tensor<[" + ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims) + f"], {dt}>"
+
+
+def conv_src(attrs: str, lhs=("b", 4, "n"), rhs=(6, 2, 3)) -> str:
+    rt = T(["?"] * len(lhs))
+    return (f"func.func @main(%x: {T(lhs)}, %w: {T(rhs)}) -> {rt} {{\n"
+            f'  %0 = "relax.conv"(%x, %w) {{{attrs}}} : ({T(lhs)}, {T(rhs)}) -> {rt}\n'
+            f"  return %0 : {rt}\n}}\n")
+
+
+@pytest.mark.parametrize("attrs, rhs, msg", [
+    ("", (6, 2, 3), "lhs features 4 must equal rhs input features 2 times feature_group_count 1"),
+    ("feature_group_count = 2", (5, 2, 3), "rhs output features 5 must be divisible by the group count 2"),
+    ("feature_group_count = 2, batch_group_count = 2", (6, 2, 3), "cannot both exceed 1"),
+    ("batch_group_count = 2", (6, 4, 3), r"lhs batch b must be divisible by batch_group_count 2"),
+    ("feature_group_count = 2, strides = [0]", (6, 2, 3), "'strides' must hold integers >= 1"),
+    ("feature_group_count = 2, pad_lo = [1, 1]", (6, 2, 3), "'pad_lo' has 2 elements, expected 1"),
+    ("feature_group_count = 0", (6, 2, 3), "group counts must be >= 1"),
+])
+def test_conv_bad_attributes_are_located(attrs, rhs, msg):
+    with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: error: 'relax.conv' op .*" + msg):
+        relax_mlir.compile(conv_src(attrs, rhs=rhs))
+
+
+def test_conv_builds_from_relax_text():
+    """relax.conv written by hand (canonical layout, symbolic batch and length) against numpy."""
+    exe = relax_mlir.compile(conv_src("feature_group_count = 2, pad_lo = [1], pad_hi = [0], strides = [2]"))
+    for b, n in ((1, 1), (3, 8), (2, 13)):
+        x, w = rnd((b, 4, n)), rnd((6, 2, 3))
+        xp = np.pad(x, [(0, 0), (0, 0), (1, 0)])
+        out = (xp.shape[2] - 3) // 2 + 1
+        want = np.zeros((b, 6, out), np.float32)
+        for o in range(6):
+            g = o // 3
+            for q in range(out):
+                want[:, o, q] = np.einsum("bck,ck->b", xp[:, 2 * g:2 * g + 2, 2 * q:2 * q + 3], w[o])
+        np.testing.assert_allclose(exe(x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_transpose_same():
+    """lax.conv_transpose: lhs dilation 2 with the padding jax derives, at symbolic dims."""
+    w = rnd((3, 3, 4, 2))
+    fn = lambda x: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))  # noqa: E731
+    check(fn, [S((B, N, N, 4))], lambda n: [rnd((2, n, n, 4))], sizes=(1, 5, 8))
+
+
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16], ids=["f16", "bf16"])
+def test_conv_half_accumulates_in_f32(dt):
+    """f16/bf16: products and sums in f32, rounded once, as XLA: jax.jit's result within an ulp (the
+    summation order differs); an f16 / bf16 accumulator is off by ~10x more over 192-term sums."""
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"))  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((B, N, 64), dt), S((3, 64, 8), dt)))
+    for n in (1, 17):
+        x, w = np.asarray(jnp.asarray(rnd((2, n, 64)), dt)), np.asarray(jnp.asarray(rnd((3, 64, 8)), dt))
+        got, want = np.asarray(exe(x, w)), np.asarray(jax.jit(fn)(x, w))
+        assert got.dtype == want.dtype
+        tol = (1e-3, 1e-3) if dt == jnp.float16 else (8e-3, 1e-2)
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol[0], atol=tol[1])

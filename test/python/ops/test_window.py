@@ -1,0 +1,278 @@
+"""relax.reduce_window through jax: pooling (max / avg / min, strides, padding, base and window
+dilation), cumulative sums/max/min/prod (reduce_window at static shapes, the custom call
+@stablehlo.dynamic_reduce_window at symbolic ones), each exported with symbolic dims, compiled
+ONCE and compared with jax.jit at several bindings; NaN, -inf, integers, empty windows, padding
+larger than the input, and the located refusals."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+from relax_mlir.frontend.stablehlo import UnsupportedOpError  # noqa: E402
+
+B, N = jax.export.symbolic_shape("b, n")
+rng = np.random.default_rng(16)
+
+
+def S(shape, dt=jnp.float32):
+    return jax.ShapeDtypeStruct(shape, dt)
+
+
+def rnd(shape, dt=np.float32):
+    if np.issubdtype(dt, np.integer):
+        return rng.integers(-50, 50, size=shape).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def check(fn, specs, make_args, sizes=(1, 7, 33), rtol=1e-5, atol=1e-5):
+    """Compile fn ONCE, compare with jax.jit at every size; returns the imported module text."""
+    mod = from_jax(fn, *specs)
+    exe = relax_mlir.compile(mod)
+    ref = jax.jit(fn)
+    for n in sizes:
+        args = make_args(n)
+        got, want = np.asarray(exe(*args)), np.asarray(ref(*args))
+        assert got.shape == want.shape, (n, got.shape, want.shape)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"n = {n}")
+    return str(mod)
+
+
+def pool(op, init, window, strides, padding, base=None, wdil=None):
+    return lambda x: lax.reduce_window(x, init, op, window, strides, padding, base, wdil)
+
+
+# (name, fn, spec shape, arg shape of n): NHWC pools at symbolic batch and spatial dims
+POOLS = [
+    ("max_3x3_s2_pad1", pool(lax.max, -jnp.inf, (1, 3, 3, 1), (1, 2, 2, 1), [(0, 0), (1, 1), (1, 1), (0, 0)]),
+     (B, N, N, 3), lambda n: (2, n, n, 3)),
+    ("max_2x2_valid", pool(lax.max, -jnp.inf, (1, 2, 2, 1), (1, 2, 2, 1), [(0, 0)] * 4),
+     (B, N, 5, 2), lambda n: (3, n + 1, 5, 2)),
+    ("min_window_dilation", pool(lax.min, jnp.inf, (1, 2, 3), (1, 1, 2), [(0, 0), (2, 1), (0, 3)], None, (1, 2, 2)),
+     (B, N, 6), lambda n: (2, n, 6)),
+    ("sum_base_dilation", pool(lax.add, 0.0, (1, 3), (1, 1), [(0, 0), (1, 2)], (1, 2)),
+     (B, N), lambda n: (3, n)),
+    ("max_negative_padding", pool(lax.max, -jnp.inf, (1, 2), (1, 1), [(0, 0), (-1, 2)]),
+     (B, N), lambda n: (2, n + 1)),
+    ("max_padding_larger_than_input", pool(lax.max, -jnp.inf, (1, 2), (1, 3), [(0, 0), (5, 7)]),
+     (B, N), lambda n: (2, n)),
+    ("sum_window_larger_than_input", pool(lax.add, 0.0, (1, 5), (1, 1), [(0, 0), (0, 0)]),
+     (B, N), lambda n: (2, n)),  # n = 1: no window fits, an empty result
+    ("max_windows_only_in_padding", pool(lax.max, -jnp.inf, (1, 1), (1, 1), [(0, 0), (3, 2)]),
+     (B, N), lambda n: (2, n)),
+    ("max_non_identity_init", pool(lax.max, 0.25, (2, 2), (1, 1), [(1, 0), (0, 1)]),
+     (N, 5), lambda n: (n, 5)),
+    ("sum_non_identity_init_unpadded", pool(lax.add, 1.5, (1, 3), (1, 2), [(0, 0), (0, 0)]),
+     (B, 9), lambda n: (n, 9)),
+]
+
+
+@pytest.mark.parametrize("name, fn, spec, shape", POOLS, ids=[p[0] for p in POOLS])
+def test_pool_matches_jax(name, fn, spec, shape):
+    check(fn, [S(spec)], lambda n: [rnd(shape(n))])
+
+
+def test_max_pool_propagates_nan_and_inf():
+    fn = pool(lax.max, -jnp.inf, (1, 3), (1, 1), [(0, 0), (1, 1)])
+
+    def args(n):
+        x = rnd((3, n))
+        x[0, 0] = np.nan
+        x[1, :] = -np.inf
+        x[2, n // 2] = np.inf
+        return [x]
+    check(fn, [S((3, N))], args)
+
+
+@pytest.mark.parametrize("dt, op, init", [(np.int32, lax.max, -2 ** 31), (np.int32, lax.min, 2 ** 31 - 1),
+                                          (np.int32, lax.add, 0), (np.int8, lax.max, -128)])
+def test_integer_pool(dt, op, init):
+    fn = pool(op, np.array(init, dt), (1, 2, 2), (1, 2, 1), [(0, 0), (0, 1), (1, 1)])
+    check(fn, [S((B, N, 4), dt)], lambda n: [rnd((2, n, 4), dt)])
+
+
+def test_avg_pool_count_include_pad_both_ways():
+    """flax's avg_pool: the window sum over the padded window size (count_include_pad=True) or
+    over the number of real elements (a reduce_window of ones, count_include_pad=False)."""
+    win, st, pad = (1, 3, 3, 1), (1, 2, 2, 1), [(0, 0), (1, 1), (1, 1), (0, 0)]
+
+    def avg(x):
+        s = lax.reduce_window(x, 0.0, lax.add, win, st, pad)
+        cnt = lax.reduce_window(jnp.ones_like(x), 0.0, lax.add, win, st, pad)
+        return s / 9.0, s / cnt
+    mod = from_jax(avg, S((B, N, N, 2)))
+    exe = relax_mlir.compile(mod)
+    for n in (1, 7, 20):
+        x = rnd((2, n, n, 2))
+        for g, w in zip(exe(x), jax.jit(avg)(x)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+CUMULATIVE = [(lax.cumsum, np.float32), (lax.cummax, np.float32), (lax.cummin, np.float32),
+              (lax.cumprod, np.float32), (lax.cumsum, np.int32), (lax.cummax, np.int32)]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("op, dt", CUMULATIVE, ids=[f"{o.__name__}-{d.__name__}" for o, d in CUMULATIVE])
+def test_cumulative_symbolic(op, dt, reverse):
+    """Symbolic length: jax exports @stablehlo.dynamic_reduce_window with a window of n."""
+    text = check(lambda x: op(x, axis=1, reverse=reverse), [S((B, N), dt)],
+                 lambda n: [rnd((3, n), dt) if op is not lax.cumprod else (1 + 0.1 * rnd((3, n))).astype(dt)],
+                 rtol=1e-4)
+    assert '"relax.reduce_window"' in text and 'window = [1, "n"]' in text
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum_static_and_jnp(reverse):
+    check(lambda x: lax.cumsum(x, axis=0, reverse=reverse), [S((11, 3))], lambda n: [rnd((11, 3))], sizes=(None,))
+    check(lambda x: jnp.cumsum(x, axis=-1), [S((B, 6))], lambda n: [rnd((n, 6))])
+
+
+def test_cumsum_nan():
+    def args(n):
+        x = rnd((2, n))
+        x[0, 0] = np.nan
+        return [x]
+    check(lambda x: jnp.cumsum(x, axis=1), [S((2, N))], args)
+
+
+def test_symbolic_output_dim_is_deduced():
+    text = check(pool(lax.max, -jnp.inf, (1, 3), (1, 2), [(0, 0), (1, 1)]), [S((B, N))],
+                 lambda n: [rnd((2, n))])
+    assert '!relax.tensor<["b", "floordiv(n + 1, 2)"], f32>' in text
+
+
+def test_sum_with_non_identity_init_and_padding_is_refused():
+    fn = pool(lax.add, 1.0, (1, 3), (1, 1), [(0, 0), (1, 1)])
+    with pytest.raises(UnsupportedOpError, match="non-identity init value and padding"):
+        from_jax(fn, S((B, N)))
+
+
+def test_variadic_reduce_window_is_refused():
+    def argmax_pool(x):
+        idx = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+
+        def red(a, b):
+            pick = a[0] >= b[0]
+            return lax.select(pick, a[0], b[0]), lax.select(pick, a[1], b[1])
+        return lax.reduce_window((x, idx), (-jnp.inf, 0), red, (1, 2), (1, 2), "VALID")[1]
+    with pytest.raises(UnsupportedOpError, match="variadic reduce_window"):
+        from_jax(argmax_pool, S((2, 8)))
+
+
+def test_cumulative_large_binding():
+    """The O(n) scan at a large length, forward and reversed."""
+    fn = lambda x: (jnp.cumsum(x, axis=1), lax.cummax(x, axis=1, reverse=True))  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((B, N))))
+    for n in (1, 2003):
+        x = rnd((2, n))
+        for g, w in zip(exe(x), jax.jit(fn)(x)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-3)
+
+
+def T(dims, dt="f32") -> str:
+    return "!relax.tensor<[" + ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims) + f"], {dt}>"
+
+
+def window_src(attrs: str, dims=("n", 8), dt="f32") -> str:
+    rt = T(["?"] * len(dims), dt)
+    return (f"func.func @main(%x: {T(dims, dt)}) -> {rt} {{\n"
+            f'  %0 = "relax.reduce_window"(%x) {{{attrs}}} : ({T(dims, dt)}) -> {rt}\n'
+            f"  return %0 : {rt}\n}}\n")
+
+
+@pytest.mark.parametrize("attrs, msg", [
+    ('kind = "avg", window = [1, 2]', "kind must be one of sum, max, min, prod"),
+    ('kind = "max", window = [2]', "attribute 'window' has 1 elements, expected 2"),
+    ('kind = "max", window = [1, -1]', "window dims must be >= 0"),
+    ('kind = "max", window = [1, 2], strides = [1, 0]', "'strides' must hold integers >= 1"),
+    ('kind = "max", window = [1, 2], pad_lo = [0, -9]', "leaves a negative size"),
+    ('kind = "max", window = [1, "q"]', "symbol 'q', which is not bound"),
+])
+def test_reduce_window_bad_attributes_are_located(attrs, msg):
+    with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: error: 'relax.reduce_window' op .*" + msg):
+        relax_mlir.compile(window_src(attrs))
+
+
+def test_reduce_window_sum_of_booleans_is_refused():
+    with pytest.raises(relax_mlir.CompileError, match="cannot sum booleans"):
+        relax_mlir.compile(window_src('kind = "sum", window = [1, 2]', dt="i1"))
+
+
+@pytest.mark.parametrize("op, init", [(lax.bitwise_or, False), (lax.bitwise_and, True)])
+def test_boolean_pool(op, init):
+    """On i1, or is max and and is min (padding holds the identity: false / true)."""
+    fn = pool(op, init, (1, 2), (1, 1), [(0, 0), (1, 0)])
+    check(fn, [S((B, N), jnp.bool_)], lambda n: [rng.standard_normal((3, n)) > (1 if init is False else -1)])
+
+
+def _gpu_programs():
+    u = T(["?", "?", "?"])
+    x = T(["b", "n", 4])
+    return {
+        "pool": (f"func.func @main(%x: {x}) -> {u} {{\n"
+                 f'  %r = "relax.reduce_window"(%x) {{kind = "max", window = [1, 3, 1], strides = [1, 2, 1], '
+                 f"pad_lo = [0, 1, 0], pad_hi = [0, 1, 0]}} : ({x}) -> {u}\n  return %r : {u}\n}}"),
+        "cumulative": (f"func.func @main(%x: {x}) -> {u} {{\n"
+                       f'  %r = "relax.reduce_window"(%x) {{kind = "sum", window = [1, "n", 1], '
+                       f'pad_lo = [0, "n - 1", 0], pad_hi = [0, 0, 0]}} : ({x}) -> {u}\n  return %r : {u}\n}}'),
+        "conv": (f"func.func @main(%x: {T(['b', 4, 'n'])}, %w: {T([6, 2, 3])}) -> {u} {{\n"
+                 f'  %r = "relax.conv"(%x, %w) {{feature_group_count = 2, pad_lo = [1], pad_hi = [1]}} : '
+                 f"({T(['b', 4, 'n'])}, {T([6, 2, 3])}) -> {u}\n  return %r : {u}\n}}"),
+    }
+
+
+@pytest.mark.parametrize("name", ["pool", "cumulative", "conv"])
+def test_window_kernels_lower_to_ptx(name):
+    """The GPU backend maps the window, scan and conv kernels to gpu.func kernels and PTX."""
+    from relax_mlir.backend import gpu
+
+    m = relax_mlir.run_passes(relax_mlir.parse(_gpu_programs()[name]),
+                              ["relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream"])
+    with m.context:
+        gpu.lower(m.op, gpu.GPUOptions())
+        ptx = gpu.ptx_of(m.op)
+    assert ptx
+    for kname, text in ptx.items():
+        assert ".entry" in text and ".target sm_90" in text, kname
+
+
+@pytest.mark.parametrize("kind, op, init", [("max", lax.max, -np.inf), ("sum", lax.add, 0.0)])
+def test_zero_size_dims_from_relax_text(kind, op, init):
+    """A symbol that may be 0 (relax text, no lower bound): one compile, n = 0, 1, a prime."""
+    exe = relax_mlir.compile(window_src(f'kind = "{kind}", window = [2, 3], strides = [1, 2], '
+                                        f"pad_lo = [1, 1], pad_hi = [0, 1]", dims=("n", 8)))
+    for n in (0, 1, 5):
+        x = rnd((n, 8))
+        want = lax.reduce_window(x, np.float32(init), op, (2, 3), (1, 2), [(1, 0), (1, 1)])
+        got = exe(x)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16], ids=["f16", "bf16"])
+def test_half_cumsum_is_rounded_once(dt):
+    """f16/bf16 cumsum accumulates in f32 and rounds each prefix once: within an ulp of the exact
+    prefix sums (an f16 running sum drifts by many ulps over 300 terms)."""
+    fn = lambda x: jnp.cumsum(x, axis=1)  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((B, N), dt)))
+    for n in (1, 300):
+        x = np.asarray(jnp.asarray(rnd((2, n)), dt))
+        got = np.asarray(exe(x))
+        assert got.dtype == x.dtype
+        exact = np.cumsum(x.astype(np.float64), axis=1)
+        eps = 2.0 ** (-10 if dt == jnp.float16 else -7)
+        ulp = 2.0 ** np.floor(np.log2(np.maximum(np.abs(exact), 2.0 ** -14))) * eps
+        err = np.abs(got.astype(np.float64) - exact)
+        assert np.all(err <= ulp), (n, float((err / ulp).max()))
+
+
+def test_scalar_reduce_window():
+    """Rank 0: no window dims, the result is the operand combined with the init."""
+    check(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (), (), ()), [S(())], lambda n: [rnd(())], sizes=(None,))
