@@ -9,8 +9,7 @@
 // CHECK: %[[SO:.*]]:2 = "relax_v.sort"(%[[X]], %{{.*}}) {axis = 1 : i64, descending = [1], num_keys = 1 : i64, total_order = [1]}
 // CHECK-DAG: %[[V:.*]] = "relax.strided_slice"(%[[SO]]#0) {axes = [1], begin = [0], end = [3], strides = [1]}
 // CHECK-DAG: %[[I:.*]] = "relax.strided_slice"(%[[SO]]#1) {axes = [1], begin = [0], end = [3], strides = [1]}
-// CHECK: %[[R:.*]] = "relax.arange"() {dtype = i64, end = -1 : i64, start = 7 : i64, step = -1 : i64}
-// CHECK: %[[REV:.*]] = "relax.take"(%[[X]], %[[R]]) {axis = 1 : i64}
+// CHECK: %[[REV:.*]] = "relax.reverse"(%[[X]]) {dimensions = [1]}
 // CHECK: return %[[V]], %[[I]], %[[REV]]
 
 module @jit_f attributes {jax.uses_shape_polymorphism = true} {

@@ -1361,6 +1361,24 @@ def _gather(im, op, ins):
     else:
         sizes = [const(v) for v in _ints(op.attributes["slice_sizes"])]
     r = len(x.dims)
+    if not obatch and idx.known is not None and len(idx.dims) == 1 and ivd == 0 and len(smap) == len(idx.known):
+        # One start vector known as shape computations (x[:, s - 1:] of a symbolic dim): a static
+        # slice, each start clamped into [0, dim - size] as StableHLO's gather does.
+        facts = _slice_facts(im)
+        begin = [const(0)] * r
+        for j, ax in enumerate(smap):
+            b, d = idx.known[j], x.dims[ax]
+            if d is None:
+                break
+            hi = d - sizes[ax]
+            b = b if facts.prove_ge(b, 0) else max_(b, const(0))
+            begin[ax] = b if facts.prove_le(b, hi) else min_(b, hi)
+        else:
+            sl = im.emit("relax.strided_slice", [x], r, dt,
+                         {"axes": list(range(r)), "begin": begin, "end": [b + z for b, z in zip(begin, sizes)]},
+                         dims=list(sizes))
+            keep = [sizes[i] for i in range(r) if i not in collapsed]
+            return im.reshape(sl, keep) if collapsed else sl
     if not obatch and len(smap) == 1 and collapsed == smap and sizes[smap[0]] == const(1):
         ax = smap[0]
         nb = len(idx.dims) - (1 if ivd < len(idx.dims) else 0)
