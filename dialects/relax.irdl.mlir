@@ -96,6 +96,54 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     irdl.attributes {"dtype" = %2}
   }
+  // atan2(a, b) (the angle of the point (b, a)) with numpy broadcasting, elementwise.
+  irdl.operation @atan2 {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // Reinterpret each element's bits as another element type of the same width. Attribute: dtype.
+  irdl.operation @bitcast {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.type"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"dtype" = %2}
+  }
+  // a & b with numpy broadcasting (integers and i1).
+  irdl.operation @bitwise_and {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // ~x, elementwise (integers and i1).
+  irdl.operation @bitwise_not {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // a | b with numpy broadcasting (integers and i1).
+  irdl.operation @bitwise_or {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // a ^ b with numpy broadcasting (integers and i1).
+  irdl.operation @bitwise_xor {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
   // Broadcast to a shape (numpy rules). Attribute: shape (array of int or expression strings).
   irdl.operation @broadcast_to {
     %0 = irdl.base @relax::@tensor
@@ -104,6 +152,13 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
     irdl.attributes {"shape" = %2}
+  }
+  // Cube root (cbrt(-8) = -2), elementwise.
+  irdl.operation @cbrt {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
   }
   // Round up, elementwise.
   irdl.operation @ceil {
@@ -121,6 +176,13 @@ irdl.dialect @relax {
   }
   // Cosine, elementwise.
   irdl.operation @cos {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // The number of leading zero bits of x (the bit width for 0), elementwise (integers).
+  irdl.operation @count_leading_zeros {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
@@ -231,6 +293,14 @@ irdl.dialect @relax {
     %3 = irdl.base @relax::@tensor
     irdl.operands(x: %0, gamma: %1, beta: %2)
     irdl.results(result: %3)
+  }
+  // a << b with numpy broadcasting (integers; b >= the bit width or b < 0 gives 0).
+  irdl.operation @left_shift {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
   }
   // a < b (i1) with numpy broadcasting (i1: false < true).
   irdl.operation @less {
@@ -382,7 +452,14 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // a ** b with numpy broadcasting.
+  // The number of set bits of x, elementwise (integers).
+  irdl.operation @popcount {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // a ** b with numpy broadcasting (integers: wrapping; for b < 0, 1 and -1 keep their powers, others give 0).
   irdl.operation @power {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -429,6 +506,22 @@ irdl.dialect @relax {
     irdl.results(result: %2)
     irdl.attributes {"shape" = %3}
   }
+  // a >> b filling with the sign bit, numpy broadcasting (integers; b >= the bit width or b < 0
+  irdl.operation @right_shift_arithmetic {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // a >> b filling with zeros, numpy broadcasting (integers; b >= the bit width or b < 0 gives 0).
+  irdl.operation @right_shift_logical {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
   // x / sqrt(mean(x*x) + eps) * weight over axes. Attributes: axes, epsilon.
   irdl.operation @rms_norm {
     %0 = irdl.base @relax::@tensor
@@ -436,6 +529,20 @@ irdl.dialect @relax {
     %2 = irdl.base @relax::@tensor
     irdl.operands(x: %0, weight: %1)
     irdl.results(result: %2)
+  }
+  // Round to the nearest integer, ties away from zero (StableHLO round_nearest_afz), elementwise.
+  irdl.operation @round {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // Round to the nearest integer, ties to even (StableHLO round_nearest_even), elementwise.
+  irdl.operation @round_even {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
   }
   // 1 / sqrt(x), elementwise.
   irdl.operation @rsqrt {
@@ -526,6 +633,13 @@ irdl.dialect @relax {
     %2 = irdl.base @relax::@tensor
     irdl.operands(x: %0, indices: %1)
     irdl.results(result: %2)
+  }
+  // Tangent, elementwise.
+  irdl.operation @tan {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
   }
   // Hyperbolic tangent, elementwise.
   irdl.operation @tanh {

@@ -25,6 +25,18 @@ DTYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64")
 FLOAT_DTYPES = frozenset({"f32", "f16", "bf16", "f64"})
 INT_DTYPES = frozenset({"i1", "i8", "i16", "i32", "i64"})
 
+
+
+def is_unsigned(dtype: str) -> bool:
+    """True for the unsigned integer dtypes (ui8 .. ui64)."""
+    return dtype.startswith("ui")
+
+
+def signless(dtype: str) -> str:
+    """The signless type kernels compute an element type in (ui32 -> i32; others unchanged)."""
+    return dtype[1:] if dtype.startswith("ui") else dtype
+
+
 Dim = Expr | None  # None is an unknown dim ("?")
 
 # Size limits, checked by the verifier where a type is read (and on every deduced result type):

@@ -634,15 +634,6 @@ def _unary(relax_name):
     return conv
 
 
-def _logic(relax_name):
-    def conv(im, op, ins):
-        dims, dt = _res(op)
-        if dt != "i1":
-            raise UnsupportedOpError(op.operation.name, str(op.location), "bitwise ops on integers")
-        return im.emit(relax_name, ins, len(dims), dt, dims=_merge_dims(dims, *[v.dims for v in ins]))
-    return conv
-
-
 def _constant(im: Importer, op, ins):
     from jax._src.lib.mlir import ir as jir
 
@@ -1019,6 +1010,27 @@ def _optimization_barrier(im, op, ins):
     return list(ins)
 
 
+# --- integer bits and element math (issue 16) ---
+
+def _bitwise(bool_name, int_name):
+    """and/or/not: logical on i1, bitwise on integers."""
+    def conv(im, op, ins):
+        dims, dt = _res(op)
+        return im.emit(bool_name if dt == "i1" else int_name, ins, len(dims), dt,
+                       dims=_merge_dims(dims, *[v.dims for v in ins]))
+    return conv
+
+
+def _bitcast_convert(im, op, ins):
+    (x,) = ins
+    dims, dt = _res(op)
+    if len(dims) != len(x.dims):
+        raise ValueError("bitcast_convert between element types of different bit widths")
+    if dt == x.dtype:
+        return x
+    return im.emit("relax.bitcast", [x], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=_merge_dims(dims, x.dims))
+
+
 CONVERTERS: dict[str, Callable] = {
     "stablehlo.add": _binary("relax.add", _INT_FOLD["stablehlo.add"]),
     "stablehlo.subtract": _binary("relax.subtract", _INT_FOLD["stablehlo.subtract"]),
@@ -1044,9 +1056,6 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.ceil": _unary("relax.ceil"),
     "stablehlo.sign": _unary("relax.sign"),
     "chlo.erf": _unary("relax.erf"),
-    "stablehlo.not": _logic("relax.logical_not"),
-    "stablehlo.and": _logic("relax.logical_and"),
-    "stablehlo.or": _logic("relax.logical_or"),
     "stablehlo.compare": _compare,
     "stablehlo.select": _select,
     "stablehlo.clamp": _clamp,
@@ -1068,6 +1077,23 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.dynamic_gather": _gather,
     "stablehlo.custom_call": _custom_call,
     "stablehlo.optimization_barrier": _optimization_barrier,
+    # integer bits and element math (issue 16)
+    "stablehlo.not": _bitwise("relax.logical_not", "relax.bitwise_not"),
+    "stablehlo.and": _bitwise("relax.logical_and", "relax.bitwise_and"),
+    "stablehlo.or": _bitwise("relax.logical_or", "relax.bitwise_or"),
+    "stablehlo.xor": _binary("relax.bitwise_xor"),
+    "stablehlo.shift_left": _binary("relax.left_shift"),
+    "stablehlo.shift_right_logical": _binary("relax.right_shift_logical"),
+    "stablehlo.shift_right_arithmetic": _binary("relax.right_shift_arithmetic"),
+    "stablehlo.popcnt": _unary("relax.popcount"),
+    "stablehlo.count_leading_zeros": _unary("relax.count_leading_zeros"),
+    "stablehlo.is_finite": _unary("relax.isfinite"),
+    "stablehlo.atan2": _binary("relax.atan2"),
+    "stablehlo.cbrt": _unary("relax.cbrt"),
+    "stablehlo.tan": _unary("relax.tan"),
+    "stablehlo.round_nearest_even": _unary("relax.round_even"),
+    "stablehlo.round_nearest_afz": _unary("relax.round"),
+    "stablehlo.bitcast_convert": _bitcast_convert,
 }
 
 

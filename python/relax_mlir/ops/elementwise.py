@@ -453,10 +453,18 @@ class DivideOp(BinaryOp):
 
 @relax_op
 class PowerOp(BinaryOp):
-    """a ** b with numpy broadcasting."""
+    """a ** b with numpy broadcasting (integers: wrapping; for b < 0, 1 and -1 keep their powers, others give 0)."""
 
     name = "relax.power"
     float_scalar = ("%r = math.powf %a, %b : {t}",)
+    int_scalar = ("(built per width by ops/bits.py: int_power_scalar)",)
+
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        if dtype in FLOAT_DTYPES:
+            return cls.float_scalar
+        from relax_mlir.ops.bits import int_power_scalar
+        return int_power_scalar(dtype)
 
 
 # max(+0, -0) = +0 and min(+0, -0) = -0 (as XLA): arith.maximumf's CPU expansion returns b for

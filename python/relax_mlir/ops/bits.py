@@ -1,0 +1,270 @@
+"""Integer bit ops and the remaining StableHLO element math (issue 16).
+
+Bits: bitwise and/or/xor/not, shifts (StableHLO/APInt semantics: the shift amount is read as an
+unsigned number; an amount >= the bit width gives 0, or the sign fill for an arithmetic right
+shift, never LLVM's poison), popcount, count_leading_zeros, bitcast between same-width types.
+Math: atan2, cbrt, tan, round to nearest (ties to even, ties away from zero). f16 and bf16 compute
+in f32 and round once (as XLA's CPU backend does).
+
+Scalar templates use signless integers; an unsigned dtype (ui8..ui64) runs the signless template
+of its width (every op here is sign-agnostic on the bits except where it says otherwise).
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_, short_name
+from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType, is_unsigned, signless
+from relax_mlir.ops.common import broadcast_shapes, require_rank, require_same_dtype
+from relax_mlir.ops.elementwise import BinaryOp, UnaryOp, _elementwise
+from relax_mlir.ops.kernel import Legalized
+
+
+def width(dtype: str) -> int:
+    return int(signless(dtype)[1:])
+
+
+# --- bitwise logic -------------------------------------------------------------------------------
+
+class _IntBinary(BinaryOp):
+    """A binary op on integers (i1 included where `bool_scalar` is set), sign-agnostic."""
+
+    unsigned_ok: ClassVar[bool] = True
+
+
+@relax_op
+class BitwiseAndOp(_IntBinary):
+    """a & b with numpy broadcasting (integers and i1)."""
+
+    name = "relax.bitwise_and"
+    int_scalar = ("%r = arith.andi %a, %b : {t}",)
+    bool_scalar = ("%r = arith.andi %a, %b : i1",)
+
+
+@relax_op
+class BitwiseOrOp(_IntBinary):
+    """a | b with numpy broadcasting (integers and i1)."""
+
+    name = "relax.bitwise_or"
+    int_scalar = ("%r = arith.ori %a, %b : {t}",)
+    bool_scalar = ("%r = arith.ori %a, %b : i1",)
+
+
+@relax_op
+class BitwiseXorOp(_IntBinary):
+    """a ^ b with numpy broadcasting (integers and i1)."""
+
+    name = "relax.bitwise_xor"
+    int_scalar = ("%r = arith.xori %a, %b : {t}",)
+    bool_scalar = ("%r = arith.xori %a, %b : i1",)
+
+
+class _IntUnary(UnaryOp):
+    """A unary op on integers only (i1 where `bool_scalar` is set)."""
+
+    float_only = False
+    unsigned_ok: ClassVar[bool] = True
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        if x.dtype in FLOAT_DTYPES:
+            raise DeduceError(f"operand must have an integer element type, got {x.dtype}")
+        return super().deduce(op)
+
+
+@relax_op
+class BitwiseNotOp(_IntUnary):
+    """~x, elementwise (integers and i1)."""
+
+    name = "relax.bitwise_not"
+    int_scalar = ("%m = arith.constant -1 : {t}", "%r = arith.xori %x, %m : {t}")
+    bool_scalar = ("%o = arith.constant true", "%r = arith.xori %x, %o : i1")
+
+
+@relax_op
+class PopcountOp(_IntUnary):
+    """The number of set bits of x, elementwise (integers)."""
+
+    name = "relax.popcount"
+    int_scalar = ("%r = math.ctpop %x : {t}",)
+
+
+@relax_op
+class CountLeadingZerosOp(_IntUnary):
+    """The number of leading zero bits of x (the bit width for 0), elementwise (integers)."""
+
+    name = "relax.count_leading_zeros"
+    int_scalar = ("%r = math.ctlz %x : {t}",)
+
+
+# --- shifts ---------------------------------------------------------------------------------------
+# The amount b is unsigned (a negative amount is a huge one); b >= width selects the saturated
+# result, so the poison of an over-wide LLVM shift is never chosen.
+
+class _Shift(_IntBinary):
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        return tuple(line.replace("{w}", str(width(dtype))) for line in cls.int_scalar)
+
+
+@relax_op
+class LeftShiftOp(_Shift):
+    """a << b with numpy broadcasting (integers; b >= the bit width or b < 0 gives 0)."""
+
+    name = "relax.left_shift"
+    int_scalar = ("%w = arith.constant {w} : {t}", "%z = arith.constant 0 : {t}",
+                  "%big = arith.cmpi uge, %b, %w : {t}", "%s = arith.shli %a, %b : {t}",
+                  "%r = arith.select %big, %z, %s : {t}")
+
+
+@relax_op
+class RightShiftLogicalOp(_Shift):
+    """a >> b filling with zeros, numpy broadcasting (integers; b >= the bit width or b < 0 gives 0)."""
+
+    name = "relax.right_shift_logical"
+    int_scalar = ("%w = arith.constant {w} : {t}", "%z = arith.constant 0 : {t}",
+                  "%big = arith.cmpi uge, %b, %w : {t}", "%s = arith.shrui %a, %b : {t}",
+                  "%r = arith.select %big, %z, %s : {t}")
+
+
+@relax_op
+class RightShiftArithmeticOp(_Shift):
+    """a >> b filling with the sign bit, numpy broadcasting (integers; b >= the bit width or b < 0
+    shifts by width - 1: 0 or -1)."""
+
+    name = "relax.right_shift_arithmetic"
+    int_scalar = ("%w = arith.constant {w} : {t}", "%w1 = arith.constant 1 : {t}",
+                  "%wm = arith.subi %w, %w1 : {t}", "%big = arith.cmpi uge, %b, %w : {t}",
+                  "%n = arith.select %big, %wm, %b : {t}", "%r = arith.shrsi %a, %n : {t}")
+
+
+def int_power_scalar(dtype: str) -> tuple[str, ...]:
+    """Integer a ** b (StableHLO's reference interpreter, XLA): exponentiation by squaring over
+    every bit of b (products wrap); for signed b < 0: 1 ** b = 1, (-1) ** b = +-1 by b's parity,
+    anything else 0. Unrolled over the bit width (no loop in the kernel body)."""
+    w = width(dtype)
+    lines = ["%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}"]
+    e = "%b"
+    if not is_unsigned(dtype):
+        lines += ["%bn = arith.cmpi slt, %b, %z : {t}", "%nb = arith.subi %z, %b : {t}",
+                  "%ab = arith.select %bn, %nb, %b : {t}", "%m1 = arith.constant -1 : {t}",
+                  "%a1 = arith.cmpi eq, %a, %o : {t}", "%am1 = arith.cmpi eq, %a, %m1 : {t}",
+                  "%unit = arith.ori %a1, %am1 : i1"]
+        e = "%ab"
+    acc, base = "%o", "%a"
+    for i in range(w):
+        lines += [f"%c{i} = arith.constant {i} : {{t}}", f"%s{i} = arith.shrui {e}, %c{i} : {{t}}",
+                  f"%bit{i} = arith.andi %s{i}, %o : {{t}}", f"%set{i} = arith.cmpi ne, %bit{i}, %z : {{t}}",
+                  f"%p{i} = arith.muli {acc}, {base} : {{t}}", f"%acc{i} = arith.select %set{i}, %p{i}, {acc} : {{t}}"]
+        acc = f"%acc{i}"
+        if i + 1 < w:
+            lines.append(f"%sq{i} = arith.muli {base}, {base} : {{t}}")
+            base = f"%sq{i}"
+    if is_unsigned(dtype):
+        lines.append(f"%r = arith.select %o_true, {acc}, {acc} : {{t}}")
+        lines.insert(0, "%o_true = arith.constant true")
+    else:
+        lines += [f"%zr = arith.select %unit, {acc}, %z : {{t}}", f"%r = arith.select %bn, %zr, {acc} : {{t}}"]
+    return tuple(lines)
+
+
+# --- element math ---------------------------------------------------------------------------------
+
+def _via_f32(dtype: str, lines: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, ...]:
+    """`lines` (a template over `args`, assigning %r) computed in f32 for f16/bf16 and rounded once."""
+    if dtype not in ("f16", "bf16"):
+        return lines
+    pre = tuple(f"{a}_w = arith.extf {a} : {{t}} to f32" for a in args)
+    body = []
+    for line in lines:
+        for a in args:
+            line = line.replace(f"{a},", f"{a}_w,").replace(f"{a} :", f"{a}_w :")
+        body.append(line.replace("%r =", "%r_w =").replace("{t}", "f32"))
+    return pre + tuple(body) + ("%r = arith.truncf %r_w : f32 to {t}",)
+
+
+class _FloatUnary(UnaryOp):
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        return _via_f32(dtype, cls.scalar, ("%x",))
+
+
+@relax_op
+class TanOp(_FloatUnary):
+    """Tangent, elementwise."""
+
+    name = "relax.tan"
+    scalar = ("%r = math.tan %x : {t}",)
+
+
+@relax_op
+class CbrtOp(_FloatUnary):
+    """Cube root (cbrt(-8) = -2), elementwise."""
+
+    name = "relax.cbrt"
+    scalar = ("%r = math.cbrt %x : {t}",)
+
+
+@relax_op
+class RoundOp(_FloatUnary):
+    """Round to the nearest integer, ties away from zero (StableHLO round_nearest_afz), elementwise."""
+
+    name = "relax.round"
+    scalar = ("%r = math.round %x : {t}",)
+
+
+@relax_op
+class RoundEvenOp(_FloatUnary):
+    """Round to the nearest integer, ties to even (StableHLO round_nearest_even), elementwise."""
+
+    name = "relax.round_even"
+    scalar = ("%r = math.roundeven %x : {t}",)
+
+
+@relax_op
+class Atan2Op(BinaryOp):
+    """atan2(a, b) (the angle of the point (b, a)) with numpy broadcasting, elementwise."""
+
+    name = "relax.atan2"
+    float_scalar = ("%r = math.atan2 %a, %b : {t}",)
+
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        return _via_f32(dtype, cls.float_scalar, ("%a", "%b"))
+
+
+# --- bitcast --------------------------------------------------------------------------------------
+
+@relax_op
+class BitcastOp(OpSpec):
+    """Reinterpret each element's bits as another element type of the same width. Attribute: dtype."""
+
+    name = "relax.bitcast"
+    x = operand(TENSOR)
+    result = result_(TENSOR)
+    dtype = attr("type", optional=False, doc="the result element type (same bit width)")
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        dt = str(op.attr("dtype"))
+        if dt not in DTYPES:
+            raise DeduceError(f"unsupported dtype {dt}")
+        if "i1" in (dt, x.dtype) or _bits(dt) != _bits(x.dtype):
+            raise DeduceError(f"bitcast needs element types of one bit width (not i1), got {x.dtype} -> {dt}")
+        return [TensorType(x.dims, dt)]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x, r = op.tensor(0), op.result_types[0]
+        src, dst = signless(x.dtype), signless(r.dtype)
+        if src == dst:
+            tmpl = ("%true = arith.constant true", "%r = arith.select %true, %x, %x : {t}")
+        else:
+            tmpl = (f"%r = arith.bitcast %x : {src} to {dst}",)
+        return _elementwise(op, "bitcast", [x], tmpl, ["x"])
+
+
+def _bits(dt: str) -> int:
+    return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(dt) or width(dt)
