@@ -13,7 +13,11 @@ irdl.dialect @relax {
     %i16 = irdl.is i16
     %i32 = irdl.is i32
     %i64 = irdl.is i64
-    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64)
+    %ui8 = irdl.is ui8
+    %ui16 = irdl.is ui16
+    %ui32 = irdl.is ui32
+    %ui64 = irdl.is ui64
+    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64, %ui8, %ui16, %ui32, %ui64)
     irdl.parameters(dims: %dims, dtype: %dtype)
   }
   // A tensor of unknown rank, refined by relax.match_cast.
@@ -27,7 +31,11 @@ irdl.dialect @relax {
     %i16 = irdl.is i16
     %i32 = irdl.is i32
     %i64 = irdl.is i64
-    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64)
+    %ui8 = irdl.is ui8
+    %ui16 = irdl.is ui16
+    %ui32 = irdl.is ui32
+    %ui64 = irdl.is ui64
+    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64, %ui8, %ui16, %ui32, %ui64)
     irdl.parameters(dtype: %dtype)
   }
   // A shape value (relax.shape_of).

@@ -68,10 +68,11 @@ class StableHLOParseError(ValueError):
         super().__init__("; ".join(f"{loc}: {msg}" for loc, msg in diagnostics) or "the input does not parse")
 
 
-_DTYPES = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64"}
+_DTYPES = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"}
 _FLOATS = ("f16", "bf16", "f32", "f64")
 _NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,
-              "i32": np.int32, "i64": np.int64}
+              "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32,
+              "ui64": np.uint64}
 
 
 def _file_position(loc: str) -> tuple[str, int, int] | None:
@@ -144,6 +145,8 @@ def _jax_dtype(t) -> str:
     if isinstance(t, jir.IntegerType):
         if t.is_signless and t.width in (1, 8, 16, 32, 64):
             return f"i{t.width}"
+        if t.is_unsigned and t.width in (8, 16, 32, 64):
+            return f"ui{t.width}"
     else:
         for cls, name in ((jir.F16Type, "f16"), (jir.BF16Type, "bf16"), (jir.F32Type, "f32"), (jir.F64Type, "f64")):
             if isinstance(t, cls):
@@ -187,6 +190,8 @@ def _elt(dt: str) -> ir.Type:
         return ir.F32Type.get()
     if dt == "f64":
         return ir.F64Type.get()
+    if dt.startswith("ui"):
+        return ir.IntegerType.get_unsigned(int(dt[2:]))
     return ir.IntegerType.get_signless(int(dt[1:]))
 
 
@@ -615,7 +620,7 @@ def _binary(relax_name, int_fold=None):
         a, b = ins
         dims, dt = _res(op)
         dims = _merge_dims(dims, a.dims, b.dims)
-        if int_fold is not None and dt not in ("f16", "bf16", "f32", "f64", "i1") and _known_ok(ins) \
+        if int_fold is not None and dt.startswith("i") and dt != "i1" and _known_ok(ins) \
                 and len(a.known) == len(b.known):
             folded = [int_fold(x, y) for x, y in zip(a.known, b.known)]
             if all(f is not None for f in folded):
@@ -648,6 +653,8 @@ def _constant(im: Importer, op, ins):
                 [int(attr[i]) for i in range(len(attr))]
             if len(vals) == n:
                 return Val(None, dt, dims, [const(x) for x in vals])
+    if dt.startswith("ui"):
+        return _unsigned_constant(im, attr, dims, dt)
     value = _dense_from_jax(attr, [d.value for d in dims], dt)
     return im.emit("relax.constant", [], len(dims), dt, {"value": value}, dims=dims)
 
@@ -891,6 +898,8 @@ def _is_identity(kind: str, dt: str, v) -> bool:
     lo = kind == "relax.max"
     if dt in ("f16", "bf16", "f32", "f64"):
         return math.isinf(v) and (v < 0) == lo
+    if dt.startswith("ui"):
+        return v == (0 if lo else (1 << int(dt[2:])) - 1)
     w = int(dt[1:])
     return v == (-(1 << (w - 1)) if lo else (1 << (w - 1)) - 1)
 
@@ -1019,6 +1028,26 @@ def _bitwise(bool_name, int_name):
         return im.emit(bool_name if dt == "i1" else int_name, ins, len(dims), dt,
                        dims=_merge_dims(dims, *[v.dims for v in ins]))
     return conv
+
+
+def _unsigned_constant(im, attr, dims, dt):
+    """An unsigned constant: its bits as a signless relax.constant, bitcast to `dt` (kernels and
+    the lowered constants compute on signless integers)."""
+    from jax._src.lib.mlir import ir as jir
+
+    sdt = dt[1:]
+    shape = [d.value for d in dims]
+    w = int(sdt[1:])
+    if attr.is_splat:
+        v = int(attr.get_splat_value().value) & ((1 << w) - 1)
+        value = _splat(shape, sdt, v - (1 << w) if v >> (w - 1) else v)
+    else:
+        if not isinstance(attr, jir.DenseElementsAttr):
+            raise ValueError(f"a constant value of kind {type(attr).__name__} is not supported")
+        arr = np.ascontiguousarray(np.asarray(attr, dtype=_NP_DTYPES[dt]).view(_NP_DTYPES[sdt]))
+        value = ir.DenseElementsAttr.get(arr, type=_elt(sdt))
+    c = im.emit("relax.constant", [], len(dims), sdt, {"value": value}, dims=dims)
+    return im.emit("relax.bitcast", [c], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=dims)
 
 
 def _bitcast_convert(im, op, ins):

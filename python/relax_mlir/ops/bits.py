@@ -268,3 +268,80 @@ class BitcastOp(OpSpec):
 
 def _bits(dt: str) -> int:
     return {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}.get(dt) or width(dt)
+
+
+# --- unsigned integers ------------------------------------------------------------------------------
+# ui8..ui64 are relax dtypes; kernels compute on the signless type of the same width. Elementwise ops
+# say how they treat them (`unsigned_ok`: sign-agnostic; `uint_scalar`: an unsigned template); the
+# ops of other families listed here compute the same bits for either signedness and are legalized
+# as if their types were signless; every other op refuses unsigned types at legalization.
+
+SIGN_AGNOSTIC = frozenset({
+    "relax.broadcast_to", "relax.permute_dims", "relax.strided_slice", "relax_v.concat", "relax_v.split",
+    "relax.arange", "relax.zeros", "relax.ones", "relax.sum", "relax.prod", "relax.take", "relax.where",
+})
+
+
+def _tensors(types):
+    return [t for t in types if isinstance(t, TensorType)]
+
+
+def unsigned_legalize_info(spec, info: OpInfo) -> OpInfo:
+    """The OpInfo an op's legalize() sees when unsigned types are involved: unchanged for the ops
+    that handle them, with signless types for SIGN_AGNOSTIC ones; else a LegalizeError."""
+    from relax_mlir.ops.elementwise import AstypeOp
+    from relax_mlir.ops.kernel import LegalizeError
+
+    types = _tensors(info.operand_types) + _tensors(info.result_types)
+    unsigned = sorted({t.dtype for t in types if is_unsigned(t.dtype)})
+    if not unsigned:
+        return info
+    if issubclass(spec, (UnaryOp, BinaryOp, AstypeOp, BitcastOp)):  # their deduce() checked the dtype
+        return info
+    if spec.name not in SIGN_AGNOSTIC:
+        raise LegalizeError(f"unsigned element types ({', '.join(unsigned)}) are not supported by {spec.name}")
+
+    def sl(t):
+        return t.with_dtype(signless(t.dtype)) if isinstance(t, TensorType) else t
+
+    new = OpInfo(info.op, info.facts, [sl(t) for t in info.operand_types])
+    new.result_types = [sl(t) for t in info.result_types]
+    return new
+
+
+def _int_width(dt: str) -> int:
+    return 1 if dt == "i1" else width(dt)
+
+
+def convert_unsigned(src: str, dst: str) -> tuple[str, ...]:
+    """Scalar conversion %x : src -> %r : dst where src or dst is unsigned, as XLA: integers
+    zero-extend from unsigned and sign-extend from signed sources, truncate to narrower ones;
+    unsigned -> float rounds the unsigned value; float -> unsigned truncates toward zero and
+    saturates (NaN and negatives -> 0, >= 2**w -> all ones); -> i1 is x != 0."""
+    s, d = signless(src), signless(dst)
+    fsrc, fdst = src in FLOAT_DTYPES, dst in FLOAT_DTYPES
+    if not fsrc and not fdst:
+        sw, dw = _int_width(s), _int_width(d)
+        if dst == "i1":
+            return (f"%z = arith.constant 0 : {s}", f"%r = arith.cmpi ne, %x, %z : {s}")
+        if sw < dw:
+            ext = "extui" if (is_unsigned(src) or src == "i1") else "extsi"
+            return (f"%r = arith.{ext} %x : {s} to {d}",)
+        if sw > dw:
+            return (f"%r = arith.trunci %x : {s} to {d}",)
+        return ("%true = arith.constant true", f"%r = arith.select %true, %x, %x : {s}")
+    if not fsrc:  # unsigned -> float
+        return (f"%r = arith.uitofp %x : {s} to {dst}",)
+    # float -> unsigned
+    lines: list[str] = []
+    x, f = "%x", src
+    if src in ("f16", "bf16"):
+        lines.append(f"%x32 = arith.extf %x : {src} to f32")
+        x, f = "%x32", "f32"
+    w = width(d)
+    lines += [f"%fz = arith.constant 0.0 : {f}", f"%ok = arith.cmpf ogt, {x}, %fz : {f}",  # false for NaN
+              f"%xp = arith.select %ok, {x}, %fz : {f}", f"%lim = arith.constant {float(2 ** w)!r} : {f}",
+              f"%over = arith.cmpf oge, %xp, %lim : {f}", f"%c = arith.select %over, %fz, %xp : {f}",
+              f"%u = arith.fptoui %c : {f} to {d}", f"%all = arith.constant -1 : {d}",
+              f"%r = arith.select %over, %all, %u : {d}"]
+    return tuple(lines)
