@@ -125,6 +125,12 @@ def test_unsigned_refused_where_undefined():
     text = f'func.func @main(%x: {t}) -> {t} {{\n  %0 = "relax.abs"(%x) : ({t}) -> {t}\n  return %0 : {t}\n}}'
     with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: .*abs is not defined on unsigned ui32"):
         relax_mlir.compile(text)
+    t2 = "!relax.tensor<[2], ui32>"
+    c = (f"func.func @main() -> {t2} {{\n"
+         f'  %0 = "relax.constant"() {{value = dense<[1, 4000000000]> : tensor<2xui32>}} : () -> {t2}\n'
+         f"  return %0 : {t2}\n}}")
+    with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: .*unsigned constant \(ui32\) must be written signless"):
+        relax_mlir.compile(c)
 
 
 # --- jax.random: threefry2x32 on uint32 bits, the key an argument ---------------------------------
