@@ -489,6 +489,16 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
+  // x rounded to a float format of `exponent_bits` and `mantissa_bits` and back (StableHLO
+  irdl.operation @reduce_precision {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.integer"
+    %3 = irdl.base "#builtin.integer"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"exponent_bits" = %2, "mantissa_bits" = %3}
+  }
   // max(x, 0), elementwise (i1: x).
   irdl.operation @relu {
     %0 = irdl.base @relax::@tensor

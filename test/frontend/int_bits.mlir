@@ -25,7 +25,8 @@
 // CHECK: %[[RE:.*]] = "relax.round_even"(%[[AT]])
 // CHECK: %[[RA:.*]] = "relax.round"(%[[RE]])
 // CHECK: %[[BC:.*]] = "relax.bitcast"(%[[RA]]) {dtype = i32}
-// CHECK: return %[[POW]], %[[PXOR]], %[[FIN]], %[[BC]]
+// CHECK: %[[RP:.*]] = "relax.reduce_precision"(%[[F]]) {exponent_bits = 5 : i64, mantissa_bits = 2 : i64}
+// CHECK: return %[[POW]], %[[PXOR]], %[[FIN]], %[[BC]], %[[RP]]
 
 // The shift kernels select the saturated value for amounts >= 32 (unsigned compare).
 // LEG-LABEL: func.func private @left_shift
@@ -43,7 +44,7 @@
 // LEG: math.ctlz
 
 module @jit_f attributes {jax.uses_shape_polymorphism = true} {
-  func.func public @main(%a: tensor<8xi32>, %s: tensor<8xi32>, %f: tensor<8xf32>, %p: tensor<8xi1>) -> (tensor<8xi32>, tensor<8xi1>, tensor<8xi1>, tensor<8xi32>) {
+  func.func public @main(%a: tensor<8xi32>, %s: tensor<8xi32>, %f: tensor<8xf32>, %p: tensor<8xi1>) -> (tensor<8xi32>, tensor<8xi1>, tensor<8xi1>, tensor<8xi32>, tensor<8xf32>) {
     %0 = stablehlo.and %a, %s : tensor<8xi32>
     %1 = stablehlo.or %0, %s : tensor<8xi32>
     %2 = stablehlo.xor %1, %a : tensor<8xi32>
@@ -64,6 +65,7 @@ module @jit_f attributes {jax.uses_shape_polymorphism = true} {
     %17 = stablehlo.round_nearest_even %16 : tensor<8xf32>
     %18 = stablehlo.round_nearest_afz %17 : tensor<8xf32>
     %19 = stablehlo.bitcast_convert %18 : (tensor<8xf32>) -> tensor<8xi32>
-    return %9, %12, %13, %19 : tensor<8xi32>, tensor<8xi1>, tensor<8xi1>, tensor<8xi32>
+    %20 = stablehlo.reduce_precision %f, format = e5m2 : tensor<8xf32>
+    return %9, %12, %13, %19, %20 : tensor<8xi32>, tensor<8xi1>, tensor<8xi1>, tensor<8xi32>, tensor<8xf32>
   }
 }

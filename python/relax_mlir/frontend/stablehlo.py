@@ -1050,6 +1050,14 @@ def _unsigned_constant(im, attr, dims, dt):
     return im.emit("relax.bitcast", [c], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=dims)
 
 
+def _reduce_precision(im, op, ins):
+    (x,) = ins
+    dims, dt = _res(op)
+    attrs = {"exponent_bits": _ints(op.attributes["exponent_bits"])[0],
+             "mantissa_bits": _ints(op.attributes["mantissa_bits"])[0]}
+    return im.emit("relax.reduce_precision", [x], len(dims), dt, attrs, dims=_merge_dims(dims, x.dims))
+
+
 def _bitcast_convert(im, op, ins):
     (x,) = ins
     dims, dt = _res(op)
@@ -1123,6 +1131,7 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.round_nearest_even": _unary("relax.round_even"),
     "stablehlo.round_nearest_afz": _unary("relax.round"),
     "stablehlo.bitcast_convert": _bitcast_convert,
+    "stablehlo.reduce_precision": _reduce_precision,
 }
 
 

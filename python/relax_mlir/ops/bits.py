@@ -345,3 +345,72 @@ def convert_unsigned(src: str, dst: str) -> tuple[str, ...]:
               f"%u = arith.fptoui %c : {f} to {d}", f"%all = arith.constant -1 : {d}",
               f"%r = arith.select %over, %all, %u : {d}"]
     return tuple(lines)
+
+
+# --- reduce_precision -----------------------------------------------------------------------------
+
+_FLOAT_LAYOUT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}  # exponent, mantissa bits
+
+
+@relax_op
+class ReducePrecisionOp(UnaryOp):
+    """x rounded to a float format of `exponent_bits` and `mantissa_bits` and back (StableHLO
+    reduce_precision: mantissa rounded to nearest even, exponent overflow -> +-inf, underflow
+    (denormals included) -> +-0; NaN stays NaN, as XLA). Attributes:
+    exponent_bits (>= 1), mantissa_bits (>= 0)."""
+
+    name = "relax.reduce_precision"
+    exponent_bits = attr("int", optional=False, doc="exponent bits of the format (>= 1)")
+    mantissa_bits = attr("int", optional=False, doc="mantissa bits of the format (>= 0)")
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        e, m = op.attr("exponent_bits"), op.attr("mantissa_bits")
+        if not isinstance(e, int) or e < 1:
+            raise DeduceError(f"exponent_bits must be an integer >= 1, got {e}")
+        if not isinstance(m, int) or m < 0:
+            raise DeduceError(f"mantissa_bits must be an integer >= 0, got {m}")
+        return super().deduce(op)
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x = op.tensor(0)
+        tmpl = reduce_precision_scalar(x.dtype, op.attr("exponent_bits"), op.attr("mantissa_bits"))
+        return _elementwise(op, "reduce_precision", [x], tmpl, ["x"])
+
+
+def reduce_precision_scalar(dtype: str, exp_bits: int, mant_bits: int) -> tuple[str, ...]:
+    se, sm = _FLOAT_LAYOUT[dtype]
+    w = 1 + se + sm
+    it = f"i{w}"
+
+    def lit(v: int) -> str:  # an unsigned w-bit pattern as the signed literal arith takes
+        v &= (1 << w) - 1
+        return str(v - (1 << w) if v >> (w - 1) else v)
+
+    lines = [f"%v0 = arith.bitcast %x : {{t}} to {it}"]
+    v = "%v0"
+    if mant_bits < sm:
+        last = 1 << (sm - mant_bits)
+        lines += [f"%lm = arith.constant {lit(last)} : {it}", f"%sh = arith.constant {sm - mant_bits} : {it}",
+                  f"%bb = arith.constant {lit((last >> 1) - 1)} : {it}", f"%l = arith.andi {v}, %lm : {it}",
+                  f"%lb = arith.shrui %l, %sh : {it}", f"%bias = arith.addi %lb, %bb : {it}",
+                  f"%s = arith.addi {v}, %bias : {it}", f"%tm = arith.constant {lit(~(last - 1))} : {it}",
+                  f"%v1 = arith.andi %s, %tm : {it}"]
+        v = "%v1"
+    if exp_bits < se:
+        exp_mask = ((1 << se) - 1) << sm
+        bias = (1 << (se - 1)) - 1
+        rbias = (1 << (exp_bits - 1)) - 1
+        lines += [f"%em = arith.constant {lit(exp_mask)} : {it}", f"%sm = arith.constant {lit(1 << (w - 1))} : {it}",
+                  f"%xe = arith.andi {v}, %em : {it}",
+                  f"%hi = arith.constant {lit((bias + rbias) << sm)} : {it}",
+                  f"%lo = arith.constant {lit((bias - rbias) << sm)} : {it}",
+                  f"%ov = arith.cmpi ugt, %xe, %hi : {it}", f"%un = arith.cmpi ule, %xe, %lo : {it}",
+                  f"%sz = arith.andi {v}, %sm : {it}", f"%si = arith.ori %sz, %em : {it}",
+                  f"%v2 = arith.select %ov, %si, {v} : {it}", f"%v3 = arith.select %un, %sz, %v2 : {it}"]
+        v = "%v3"
+    # NaN stays x, also with 0 mantissa bits (as XLA; the reference interpreter gives +inf there)
+    lines += [f"%rf = arith.bitcast {v} : {it} to {{t}}", "%ord = arith.cmpf oeq, %x, %x : {t}",
+              "%r = arith.select %ord, %rf, %x : {t}"]
+    return tuple(lines)

@@ -135,3 +135,23 @@ def test_atan2_signed_zeros_and_infinities():
     got, want = exe(y, x), np.asarray(jax.jit(jnp.arctan2)(y, x))
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_reduce_precision_bit_for_bit(dt):
+    """Random bit patterns (NaN, inf, denormals included) rounded to bf16-, f16-, f8-like and tiny
+    formats: equal to jax.jit bit for bit (NaN stays NaN)."""
+    import ml_dtypes
+
+    npdt = ml_dtypes.bfloat16 if dt == "bfloat16" else np.dtype(dt)
+    ui = UINT[np.dtype(npdt).itemsize]
+    for e, m in [(8, 7), (5, 10), (4, 3), (5, 2), (2, 1), (1, 0), (3, 0), (11, 52)]:
+        fn = lambda v: lax.reduce_precision(v, exponent_bits=e, mantissa_bits=m)  # noqa: E731
+        exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((B,), npdt)))
+        for n in (1, 13, 4000):
+            x = rng.integers(0, np.iinfo(ui).max, n, dtype=ui, endpoint=True).view(npdt)
+            x[: min(n, 6)] = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0], np.float32)[: min(n, 6)].astype(npdt)
+            got, want = exe(x), np.asarray(jax.jit(fn)(x))
+            nan = np.isnan(got.astype(np.float32)) & np.isnan(want.astype(np.float32))
+            np.testing.assert_array_equal(np.where(nan, 0, got.view(ui)), np.where(nan, 0, want.view(ui)),
+                                          err_msg=f"exponent_bits={e} mantissa_bits={m} n={n}")
