@@ -63,6 +63,7 @@ BINARY = {
     "bits": lambda a, b: (a & b, a | b, a ^ b, ~a, a << b, a >> b, lax.shift_right_arithmetic(a, b)),
     "count": lambda a, b: (lax.population_count(a), lax.clz(b)),
     "where": lambda a, b: jnp.where(a < b, a, b + jnp.asarray(1, a.dtype)),
+    "jnp": lambda a, b: (jnp.sign(a), jnp.abs(a), jnp.clip(a, 3, 10), a // 3, a % 3, a ** 3, b // a, b % a),
     "constants": lambda a, b: (a + jnp.asarray(np.iinfo(a.dtype).max - 3, a.dtype),
                                a * jnp.array([3, np.iinfo(a.dtype).max, 1], a.dtype).sum()),
 }
