@@ -135,8 +135,8 @@ def test_unsigned_refused_where_undefined():
 
 
 # --- jax.random: threefry2x32 on uint32 bits, the key an argument ---------------------------------
-# jax lowers threefry for the CPU with a rolled fori_loop (stablehlo.while, which the importer does
-# not take yet) and for GPUs unrolled: the GPU export is the same computation, and runs here.
+# jax lowers threefry for the CPU with a rolled fori_loop (stablehlo.while over a constant trip
+# count, unrolled by the importer) and for GPUs unrolled: both lowerings import and run here.
 
 RANDOM = {
     "bits": lambda k, x: jax.random.bits(k, x.shape),
@@ -147,16 +147,19 @@ RANDOM = {
 }
 
 
-def random_module(fn):
+def random_module(fn, platform):
     key = jax.ShapeDtypeStruct((2,), jnp.uint32)
-    exported = jax.export.export(jax.jit(fn), platforms=["cuda"])(key, jax.ShapeDtypeStruct((B,), jnp.float32))
-    return relax_mlir.compile(import_exported(exported))
+    x = jax.ShapeDtypeStruct((B,), jnp.float32)
+    if platform == "cpu":
+        return relax_mlir.compile(from_jax(fn, key, x))
+    return relax_mlir.compile(import_exported(jax.export.export(jax.jit(fn), platforms=[platform])(key, x)))
 
 
+@pytest.mark.parametrize("platform", ["cpu", "cuda"])
 @pytest.mark.parametrize("name", sorted(RANDOM))
-def test_random_from_key_argument_matches_jax(name):
+def test_random_from_key_argument_matches_jax(name, platform):
     fn = RANDOM[name]
-    exe = random_module(fn)
+    exe = random_module(fn, platform)
     for seed in (0, 42, 2**31 + 7):
         key = np.asarray(jax.random.key_data(jax.random.PRNGKey(seed)))
         for n in (1, 7, 1000):
@@ -167,3 +170,16 @@ def test_random_from_key_argument_matches_jax(name):
                 np.testing.assert_array_equal(got, want)  # bit for bit
             else:  # the uniform bits are exact; erf_inv's log1p/sqrt round within a few ulps of XLA's
                 np.testing.assert_array_max_ulp(got, want, maxulp=4)
+
+
+def test_while_with_unknown_trip_count_is_refused():
+    from relax_mlir.frontend.stablehlo import UnsupportedOpError
+
+    fn = lambda x: jax.lax.while_loop(lambda c: c[0].sum() < 100.0, lambda c: (c[0] * 2.0,), (x,))[0]  # noqa: E731
+    with pytest.raises(UnsupportedOpError, match="stablehlo.while.*condition is known at import time"):
+        from_jax(fn, jax.ShapeDtypeStruct((B,), jnp.float32))
+
+
+def test_fori_loop_with_constant_bounds_is_unrolled():
+    fn = lambda x, k: jax.lax.fori_loop(0, 7, lambda i, c: c * 3 + (k >> i), x)  # noqa: E731
+    check(fn, [np.uint32, np.uint32], lambda n: list(pair(np.uint32, n)))
