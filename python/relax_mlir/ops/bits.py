@@ -82,12 +82,37 @@ class BitwiseNotOp(_IntUnary):
     bool_scalar = ("%o = arith.constant true", "%r = arith.xori %x, %o : i1")
 
 
+def _pattern(byte: int, w: int) -> str:
+    """The w-bit integer whose bytes are all `byte`, as the signed literal arith takes."""
+    v = int.from_bytes(bytes([byte]) * (w // 8), "little")
+    return str(v - (1 << w) if v >> (w - 1) else v)
+
+
+def _popcount_lines(x: str, w: int, out: str = "%r") -> list[str]:
+    """Set bits of x by the SWAR sums (plain arith: every target lowers it; LLVM finds the ctpop)."""
+    lines = [f"%p1 = arith.constant 1 : {{t}}", f"%p2 = arith.constant 2 : {{t}}", f"%p4 = arith.constant 4 : {{t}}",
+             f"%m55 = arith.constant {_pattern(0x55, w)} : {{t}}", f"%m33 = arith.constant {_pattern(0x33, w)} : {{t}}",
+             f"%m0f = arith.constant {_pattern(0x0F, w)} : {{t}}",
+             f"%q1 = arith.shrui {x}, %p1 : {{t}}", f"%q2 = arith.andi %q1, %m55 : {{t}}", f"%y1 = arith.subi {x}, %q2 : {{t}}",
+             "%y2 = arith.andi %y1, %m33 : {t}", "%q3 = arith.shrui %y1, %p2 : {t}", "%q4 = arith.andi %q3, %m33 : {t}",
+             "%y3 = arith.addi %y2, %q4 : {t}", "%q5 = arith.shrui %y3, %p4 : {t}", "%y4 = arith.addi %y3, %q5 : {t}"]
+    if w == 8:
+        return lines + [f"{out} = arith.andi %y4, %m0f : {{t}}"]
+    return lines + ["%y5 = arith.andi %y4, %m0f : {t}", f"%m01 = arith.constant {_pattern(0x01, w)} : {{t}}",
+                    "%y6 = arith.muli %y5, %m01 : {t}", f"%top = arith.constant {w - 8} : {{t}}",
+                    f"{out} = arith.shrui %y6, %top : {{t}}"]
+
+
 @relax_op
 class PopcountOp(_IntUnary):
     """The number of set bits of x, elementwise (integers)."""
 
     name = "relax.popcount"
-    int_scalar = ("%r = math.ctpop %x : {t}",)
+    int_scalar = ("(built per width: _popcount_lines)",)
+
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        return tuple(_popcount_lines("%x", width(dtype)))
 
 
 @relax_op
@@ -95,7 +120,19 @@ class CountLeadingZerosOp(_IntUnary):
     """The number of leading zero bits of x (the bit width for 0), elementwise (integers)."""
 
     name = "relax.count_leading_zeros"
-    int_scalar = ("%r = math.ctlz %x : {t}",)
+    int_scalar = ("(built per width: the set bits of ~smear(x))",)
+
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        # smear the highest set bit into every lower one; the zeros left are the leading zeros
+        w, v, lines = width(dtype), "%x", []
+        k = 1
+        while k < w:
+            lines += [f"%c{k} = arith.constant {k} : {{t}}", f"%h{k} = arith.shrui {v}, %c{k} : {{t}}",
+                      f"%s{k} = arith.ori {v}, %h{k} : {{t}}"]
+            v, k = f"%s{k}", k * 2
+        lines += ["%all = arith.constant -1 : {t}", f"%inv = arith.xori {v}, %all : {{t}}"]
+        return tuple(lines + _popcount_lines("%inv", w))
 
 
 # --- shifts ---------------------------------------------------------------------------------------
