@@ -3,11 +3,13 @@
 Bits: bitwise and/or/xor/not, shifts (StableHLO/APInt semantics: the shift amount is read as an
 unsigned number; an amount >= the bit width gives 0, or the sign fill for an arithmetic right
 shift, never LLVM's poison), popcount, count_leading_zeros, bitcast between same-width types.
-Math: atan2, cbrt, tan, round to nearest (ties to even, ties away from zero). f16 and bf16 compute
-in f32 and round once (as XLA's CPU backend does).
+Math: atan2, cbrt, tan, round to nearest (ties to even, ties away from zero), reduce_precision.
+f16 and bf16 compute in f32 and round once (as XLA's CPU backend does).
 
-Scalar templates use signless integers; an unsigned dtype (ui8..ui64) runs the signless template
-of its width (every op here is sign-agnostic on the bits except where it says otherwise).
+Unsigned integers (ui8..ui64, see the section at the end): scalar templates use signless integers;
+an unsigned dtype runs the signless template of its width (every op here is sign-agnostic on the
+bits except where it says otherwise); conversions and the legalization rule for other families
+live here too.
 """
 from __future__ import annotations
 
