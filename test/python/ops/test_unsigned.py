@@ -94,7 +94,8 @@ def test_float_to_unsigned_saturates(dt):
 @pytest.mark.parametrize("dt", UINTS, ids=lambda d: np.dtype(d).name)
 def test_unsigned_conversions(dt):
     def fn(u):
-        return (u.astype(jnp.float32), u.astype(jnp.float16), u.astype(jnp.int32), u.astype(jnp.int8),
+        return (u.astype(jnp.float32), u.astype(jnp.float16), u.astype(jnp.bfloat16).astype(jnp.float32),
+                u.astype(jnp.bfloat16).astype(dt), u.astype(jnp.int32), u.astype(jnp.int8),
                 u.astype(jnp.uint8), u.astype(jnp.uint32), u.astype(jnp.int8).astype(dt),
                 u.astype(jnp.int16).astype(jnp.uint32), u.astype(jnp.bool_), (u > 3).astype(dt))
     check(fn, [dt], lambda n: [values(dt, n)])
