@@ -184,3 +184,19 @@ def test_while_with_unknown_trip_count_is_refused():
 def test_fori_loop_with_constant_bounds_is_unrolled():
     fn = lambda x, k: jax.lax.fori_loop(0, 7, lambda i, c: c * 3 + (k >> i), x)  # noqa: E731
     check(fn, [np.uint32, np.uint32], lambda n: list(pair(np.uint32, n)))
+
+
+def test_unsigned_through_exported_artifact(tmp_path):
+    """The .so artifact (runtime.load, no MLIR) takes and returns numpy uint arrays too."""
+    from relax_mlir import runtime
+
+    fn = lambda k, x: (jax.random.bits(k, x.shape), x >> jnp.uint32(3))  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((2,), jnp.uint32), jax.ShapeDtypeStruct((B,), jnp.uint32)))
+    exe.export(str(tmp_path / "m"))
+    art = runtime.load(str(tmp_path / "m"))
+    key = np.array([0, 42], np.uint32)
+    for n in (1, 9, 100):
+        x = values(np.uint32, n)
+        for g, w in zip(art(key, x), jax.jit(fn)(key, x)):
+            assert g.dtype == np.uint32
+            np.testing.assert_array_equal(g, np.asarray(w))
