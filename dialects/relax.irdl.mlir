@@ -13,7 +13,11 @@ irdl.dialect @relax {
     %i16 = irdl.is i16
     %i32 = irdl.is i32
     %i64 = irdl.is i64
-    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64)
+    %ui8 = irdl.is ui8
+    %ui16 = irdl.is ui16
+    %ui32 = irdl.is ui32
+    %ui64 = irdl.is ui64
+    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64, %ui8, %ui16, %ui32, %ui64)
     irdl.parameters(dims: %dims, dtype: %dtype)
   }
   // A tensor of unknown rank, refined by relax.match_cast.
@@ -27,7 +31,11 @@ irdl.dialect @relax {
     %i16 = irdl.is i16
     %i32 = irdl.is i32
     %i64 = irdl.is i64
-    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64)
+    %ui8 = irdl.is ui8
+    %ui16 = irdl.is ui16
+    %ui32 = irdl.is ui32
+    %ui64 = irdl.is ui64
+    %dtype = irdl.any_of(%f32, %f16, %bf16, %f64, %i1, %i8, %i16, %i32, %i64, %ui8, %ui16, %ui32, %ui64)
     irdl.parameters(dtype: %dtype)
   }
   // A shape value (relax.shape_of).
@@ -116,6 +124,54 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     irdl.attributes {"dtype" = %2}
   }
+  // atan2(a, b) (the angle of the point (b, a)) with numpy broadcasting, elementwise.
+  irdl.operation @atan2 {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // Reinterpret each element's bits as another element type of the same width. Attribute: dtype.
+  irdl.operation @bitcast {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.type"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"dtype" = %2}
+  }
+  // a & b with numpy broadcasting (integers and i1).
+  irdl.operation @bitwise_and {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // ~x, elementwise (integers and i1).
+  irdl.operation @bitwise_not {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // a | b with numpy broadcasting (integers and i1).
+  irdl.operation @bitwise_or {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // a ^ b with numpy broadcasting (integers and i1).
+  irdl.operation @bitwise_xor {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
   // Broadcast to a shape (numpy rules). Attribute: shape (array of int or expression strings).
   irdl.operation @broadcast_to {
     %0 = irdl.base @relax::@tensor
@@ -124,6 +180,13 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
     irdl.attributes {"shape" = %2}
+  }
+  // Cube root (cbrt(-8) = -2), elementwise.
+  irdl.operation @cbrt {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
   }
   // Round up, elementwise.
   irdl.operation @ceil {
@@ -149,6 +212,13 @@ irdl.dialect @relax {
   }
   // Cosine, elementwise.
   irdl.operation @cos {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // The number of leading zero bits of x (the bit width for 0), elementwise (integers).
+  irdl.operation @count_leading_zeros {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
@@ -290,6 +360,14 @@ irdl.dialect @relax {
     %3 = irdl.base @relax::@tensor
     irdl.operands(x: %0, gamma: %1, beta: %2)
     irdl.results(result: %3)
+  }
+  // a << b with numpy broadcasting (integers; b >= the bit width or b < 0 gives 0).
+  irdl.operation @left_shift {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
   }
   // a < b (i1) with numpy broadcasting (i1: false < true).
   irdl.operation @less {
@@ -453,7 +531,14 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
-  // a ** b with numpy broadcasting.
+  // The number of set bits of x, elementwise (integers).
+  irdl.operation @popcount {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // a ** b with numpy broadcasting (integers: wrapping; for b < 0, 1 and -1 keep their powers, others give 0).
   irdl.operation @power {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
@@ -474,6 +559,16 @@ irdl.dialect @relax {
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
+  }
+  // x rounded to a float format of `exponent_bits` and `mantissa_bits` and back (StableHLO
+  irdl.operation @reduce_precision {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.integer"
+    %3 = irdl.base "#builtin.integer"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"exponent_bits" = %2, "mantissa_bits" = %3}
   }
   // Reduce every window of x (StableHLO reduce_window with the reduction's identity as init).
   irdl.operation @reduce_window {
@@ -519,6 +614,22 @@ irdl.dialect @relax {
     irdl.results(result: %1)
     irdl.attributes {"dimensions" = %2}
   }
+  // a >> b filling with the sign bit, numpy broadcasting (integers; b >= the bit width or b < 0
+  irdl.operation @right_shift_arithmetic {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
+  // a >> b filling with zeros, numpy broadcasting (integers; b >= the bit width or b < 0 gives 0).
+  irdl.operation @right_shift_logical {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(lhs: %0, rhs: %1)
+    irdl.results(result: %2)
+  }
   // x / sqrt(mean(x*x) + eps) * weight over axes. Attributes: axes, epsilon.
   irdl.operation @rms_norm {
     %0 = irdl.base @relax::@tensor
@@ -526,6 +637,20 @@ irdl.dialect @relax {
     %2 = irdl.base @relax::@tensor
     irdl.operands(x: %0, weight: %1)
     irdl.results(result: %2)
+  }
+  // Round to the nearest integer, ties away from zero (StableHLO round_nearest_afz), elementwise.
+  irdl.operation @round {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // Round to the nearest integer, ties to even (StableHLO round_nearest_even), elementwise.
+  irdl.operation @round_even {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
   }
   // 1 / sqrt(x), elementwise.
   irdl.operation @rsqrt {
@@ -616,6 +741,13 @@ irdl.dialect @relax {
     %2 = irdl.base @relax::@tensor
     irdl.operands(x: %0, indices: %1)
     irdl.results(result: %2)
+  }
+  // Tangent, elementwise.
+  irdl.operation @tan {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
   }
   // Hyperbolic tangent, elementwise.
   irdl.operation @tanh {

@@ -1,7 +1,7 @@
 // RUN: not relax-import-stablehlo %s 2>&1 | FileCheck %s
-// CHECK: unsupported StableHLO op 'stablehlo.cbrt' at loc("cube_root_here")
+// CHECK: unsupported StableHLO op 'stablehlo.cholesky' at loc("cholesky_here")
 
-func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = stablehlo.cbrt %arg0 : tensor<4xf32> loc("cube_root_here")
-  return %0 : tensor<4xf32>
+func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = stablehlo.cholesky %arg0, lower = true : tensor<4x4xf32> loc("cholesky_here")
+  return %0 : tensor<4x4xf32>
 }

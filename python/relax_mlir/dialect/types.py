@@ -21,9 +21,21 @@ from mlir import ir
 
 from relax_mlir.shape import Expr, parse as parse_expr
 
-DTYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64")
+DTYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64")
 FLOAT_DTYPES = frozenset({"f32", "f16", "bf16", "f64"})
 INT_DTYPES = frozenset({"i1", "i8", "i16", "i32", "i64"})
+
+
+
+def is_unsigned(dtype: str) -> bool:
+    """True for the unsigned integer dtypes (ui8 .. ui64)."""
+    return dtype.startswith("ui")
+
+
+def signless(dtype: str) -> str:
+    """The signless type kernels compute an element type in (ui32 -> i32; others unchanged)."""
+    return dtype[1:] if dtype.startswith("ui") else dtype
+
 
 Dim = Expr | None  # None is an unknown dim ("?")
 
@@ -33,7 +45,8 @@ Dim = Expr | None  # None is an unknown dim ("?")
 # computed from it, in Python or in native code, fits in int64 with room for a symbolic factor.
 MAX_DIM = 2 ** 40 - 1
 MAX_BYTES = 2 ** 48
-ITEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+ITEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8,
+              "ui8": 1, "ui16": 2, "ui32": 4, "ui64": 8}
 
 
 def _dim_text(d: Dim) -> str:
@@ -267,11 +280,12 @@ def dtype_to_mlir(dtype: str) -> ir.Type:
 
 
 def builtin_tensor_text(tt: TensorType) -> str:
-    """The builtin tensor type a relax tensor lowers to (`tensor<?x64xf32>`)."""
+    """The builtin tensor type a relax tensor lowers to (`tensor<?x64xf32>`; unsigned integers
+    become the signless type of their width, as arith and the kernels compute on)."""
     if tt.dims is None:
-        return f"tensor<*x{tt.dtype}>"
+        return f"tensor<*x{signless(tt.dtype)}>"
     parts = [str(d.value) if (d is not None and d.is_const) else "?" for d in tt.dims]
-    return "tensor<" + "".join(p + "x" for p in parts) + tt.dtype + ">"
+    return "tensor<" + "".join(p + "x" for p in parts) + signless(tt.dtype) + ">"
 
 
 def builtin_memref_text(tt: TensorType) -> str:

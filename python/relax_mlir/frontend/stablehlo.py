@@ -68,10 +68,11 @@ class StableHLOParseError(ValueError):
         super().__init__("; ".join(f"{loc}: {msg}" for loc, msg in diagnostics) or "the input does not parse")
 
 
-_DTYPES = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64"}
+_DTYPES = {"f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"}
 _FLOATS = ("f16", "bf16", "f32", "f64")
 _NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,
-              "i32": np.int32, "i64": np.int64}
+              "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32,
+              "ui64": np.uint64}
 
 
 def _file_position(loc: str) -> tuple[str, int, int] | None:
@@ -144,6 +145,8 @@ def _jax_dtype(t) -> str:
     if isinstance(t, jir.IntegerType):
         if t.is_signless and t.width in (1, 8, 16, 32, 64):
             return f"i{t.width}"
+        if t.is_unsigned and t.width in (8, 16, 32, 64):
+            return f"ui{t.width}"
     else:
         for cls, name in ((jir.F16Type, "f16"), (jir.BF16Type, "bf16"), (jir.F32Type, "f32"), (jir.F64Type, "f64")):
             if isinstance(t, cls):
@@ -187,6 +190,8 @@ def _elt(dt: str) -> ir.Type:
         return ir.F32Type.get()
     if dt == "f64":
         return ir.F64Type.get()
+    if dt.startswith("ui"):
+        return ir.IntegerType.get_unsigned(int(dt[2:]))
     return ir.IntegerType.get_signless(int(dt[1:]))
 
 
@@ -298,6 +303,7 @@ class Importer:
         self.unions: list[tuple[str, str]] = []
         self.dim_vars: set[str] = set(dim_vars)  # symbols of jax dimension variables (>= 1)
         self.symbolic_attrs: list[tuple[ir.Operation, str, Any]] = []  # renamed at the end
+        self.scope: dict = {}  # the values in scope of the op being converted (see run_func)
         self.loc: ir.Location | None = None  # the jax op being converted
         self.env: dict = {}  # jax value -> Val, of the function being walked
         self._locs: dict[str, ir.Location] = {}
@@ -481,9 +487,11 @@ class Importer:
                         counter += 1
         return {k: sym(v) for k, v in self.renames.items()}
 
-    def run_func(self, func, args: list[Val]) -> tuple[list[Val], ir.Location]:
+    def run_func(self, func, args: list[Val], outer: dict | None = None) -> tuple[list[Val], ir.Location]:
+        """Import the first block of `func` (a function, or a region whose ops may use the values of
+        the enclosing `outer` scope) on `args`; its returned values and the return's location."""
         block = func.regions[0].blocks[0]
-        env = {}
+        env = dict(outer) if outer else {}
         for a, v in zip(block.arguments, args):
             env[a] = v
         for op in block.operations:
@@ -507,6 +515,7 @@ class Importer:
             ins = [env[o] for o in op.operands]
             self.loc = self.location(op)
             self.env = env  # the converter may look through its operands' defining ops
+            self.scope = env  # what a converter of an op with regions (stablehlo.while) sees
             try:
                 folded = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
                 outs = folded if folded is not None else conv(self, op, ins)
@@ -641,7 +650,7 @@ def _binary(relax_name, int_fold=None):
         a, b = ins
         dims, dt = _res(op)
         dims = _merge_dims(dims, a.dims, b.dims)
-        if int_fold is not None and dt not in ("f16", "bf16", "f32", "f64", "i1") and _known_ok(ins) \
+        if int_fold is not None and dt.startswith("i") and dt != "i1" and _known_ok(ins) \
                 and len(a.known) == len(b.known):
             facts = im.int_facts()
             folded = [int_fold(x, y, facts) for x, y in zip(a.known, b.known)]
@@ -741,6 +750,8 @@ def _constant(im: Importer, op, ins):
                 [int(attr[i]) for i in range(len(attr))]
             if len(vals) == n:
                 return Val(None, dt, dims, [const(x) for x in vals])
+    if dt.startswith("ui"):
+        return _unsigned_constant(im, attr, dims, dt)
     value = _dense_from_jax(attr, [d.value for d in dims], dt)
     return im.emit("relax.constant", [], len(dims), dt, {"value": value}, dims=dims)
 
@@ -1044,6 +1055,8 @@ def _is_identity(kind: str, dt: str, v) -> bool:
     lo = kind == "relax.max"
     if dt in ("f16", "bf16", "f32", "f64"):
         return math.isinf(v) and (v < 0) == lo
+    if dt.startswith("ui"):
+        return v == (0 if lo else (1 << int(dt[2:])) - 1)
     w = int(dt[1:])
     return v == (-(1 << (w - 1)) if lo else (1 << (w - 1)) - 1)
 
@@ -1800,6 +1813,112 @@ def _bools(attr) -> list[bool]:
     return [bool(v) for v in _ints(attr)]
 
 
+# --- integer bits and element math (issue 16) ---
+
+def _bitwise(bool_name, int_name):
+    """and/or/not: logical on i1, bitwise on integers."""
+    def conv(im, op, ins):
+        dims, dt = _res(op)
+        if dt == "i1":  # logical, with known (shape computation) values decided on the symbols
+            return _logic(bool_name)(im, op, ins)
+        return im.emit(int_name, ins, len(dims), dt, dims=_merge_dims(dims, *[v.dims for v in ins]))
+    return conv
+
+
+def _unsigned_constant(im, attr, dims, dt):
+    """An unsigned constant: its bits as a signless relax.constant, bitcast to `dt` (kernels and
+    the lowered constants compute on signless integers)."""
+    from jax._src.lib.mlir import ir as jir
+
+    sdt = dt[1:]
+    shape = [d.value for d in dims]
+    w = int(sdt[1:])
+    if attr.is_splat:
+        v = int(attr.get_splat_value().value) & ((1 << w) - 1)
+        value = _splat(shape, sdt, v - (1 << w) if v >> (w - 1) else v)
+    else:
+        if not isinstance(attr, jir.DenseElementsAttr):
+            raise ValueError(f"a constant value of kind {type(attr).__name__} is not supported")
+        arr = np.ascontiguousarray(np.asarray(attr, dtype=_NP_DTYPES[dt]).view(_NP_DTYPES[sdt]))
+        value = ir.DenseElementsAttr.get(arr, type=_elt(sdt))
+    c = im.emit("relax.constant", [], len(dims), sdt, {"value": value}, dims=dims)
+    return im.emit("relax.bitcast", [c], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=dims)
+
+
+def _reduce_precision(im, op, ins):
+    (x,) = ins
+    dims, dt = _res(op)
+    attrs = {"exponent_bits": _ints(op.attributes["exponent_bits"])[0],
+             "mantissa_bits": _ints(op.attributes["mantissa_bits"])[0]}
+    return im.emit("relax.reduce_precision", [x], len(dims), dt, attrs, dims=_merge_dims(dims, x.dims))
+
+
+_MAX_UNROLL = 256
+_CMP_FOLD = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
+             "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
+
+
+class _RegionAsFunc:
+    """A region seen as the function `Importer.run_func` walks (its first block, up to the return)."""
+
+    def __init__(self, region):
+        self.regions = [region]
+
+
+def _known_condition(im, region, vals) -> bool:
+    """The value of a while loop's condition region on `vals`, which must be known at import time
+    (a counter compared with a constant, as in jax's fori_loop)."""
+    from jax._src.lib.mlir.dialects import hlo
+
+    block = region.blocks[0]
+    env = dict(im.scope)
+    env.update(zip(block.arguments, vals))
+    for o in block.operations:
+        name = o.operation.name
+        ins = [env[x] for x in o.operands]
+        if name == "stablehlo.return":
+            v = ins[0]
+            if v.known is None or len(v.known) != 1 or not v.known[0].is_const:
+                break
+            return bool(v.known[0].value)
+        if name == "stablehlo.compare" and all(x.known is not None and len(x.known) == 1 and x.known[0].is_const
+                                               for x in ins):
+            direction = hlo.ComparisonDirectionAttr(o.attributes["comparison_direction"]).value
+            r = _CMP_FOLD[direction](ins[0].known[0].value, ins[1].known[0].value)
+            env[o.results[0]] = Val(None, "i1", [], [const(int(r))])
+            continue
+        conv = CONVERTERS.get(name)
+        if conv is None:
+            break
+        outs = conv(im, o, ins)
+        for r, v in zip(o.results, [outs] if isinstance(outs, Val) else outs or []):
+            env[r] = v
+    raise ValueError("only while loops whose condition is known at import time (a counter against a constant, "
+                     "as in fori_loop with constant bounds) are supported; they are unrolled")
+
+
+def _while(im, op, ins):
+    """stablehlo.while with a trip count known at import time (jax's fori_loop over constant bounds,
+    e.g. threefry's rounds on the CPU): unrolled, the body imported once per iteration."""
+    vals, scope = list(ins), im.scope
+    for _ in range(_MAX_UNROLL + 1):
+        im.scope = scope
+        if not _known_condition(im, op.regions[0], vals):
+            return vals
+        vals, _ = im.run_func(_RegionAsFunc(op.regions[1]), vals, outer=scope)
+    raise ValueError(f"the loop runs more than {_MAX_UNROLL} iterations (loops are unrolled at import)")
+
+
+def _bitcast_convert(im, op, ins):
+    (x,) = ins
+    dims, dt = _res(op)
+    if len(dims) != len(x.dims):
+        raise ValueError("bitcast_convert between element types of different bit widths")
+    if dt == x.dtype:
+        return x
+    return im.emit("relax.bitcast", [x], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=_merge_dims(dims, x.dims))
+
+
 CONVERTERS: dict[str, Callable] = {
     "stablehlo.add": _binary("relax.add", _INT_FOLD["stablehlo.add"]),
     "stablehlo.subtract": _binary("relax.subtract", _INT_FOLD["stablehlo.subtract"]),
@@ -1825,9 +1944,6 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.ceil": _unary("relax.ceil"),
     "stablehlo.sign": _unary("relax.sign"),
     "chlo.erf": _unary("relax.erf"),
-    "stablehlo.not": _logic("relax.logical_not"),
-    "stablehlo.and": _logic("relax.logical_and"),
-    "stablehlo.or": _logic("relax.logical_or"),
     "stablehlo.compare": _compare,
     "stablehlo.select": _select,
     "stablehlo.clamp": _clamp,
@@ -1860,6 +1976,25 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.reduce_window": _reduce_window,
     "stablehlo.convolution": _convolution,
     "stablehlo.dynamic_conv": _convolution,
+    # integer bits and element math (issue 16)
+    "stablehlo.not": _bitwise("relax.logical_not", "relax.bitwise_not"),
+    "stablehlo.and": _bitwise("relax.logical_and", "relax.bitwise_and"),
+    "stablehlo.or": _bitwise("relax.logical_or", "relax.bitwise_or"),
+    "stablehlo.xor": _binary("relax.bitwise_xor"),
+    "stablehlo.shift_left": _binary("relax.left_shift"),
+    "stablehlo.shift_right_logical": _binary("relax.right_shift_logical"),
+    "stablehlo.shift_right_arithmetic": _binary("relax.right_shift_arithmetic"),
+    "stablehlo.popcnt": _unary("relax.popcount"),
+    "stablehlo.count_leading_zeros": _unary("relax.count_leading_zeros"),
+    "stablehlo.is_finite": _unary("relax.isfinite"),
+    "stablehlo.atan2": _binary("relax.atan2"),
+    "stablehlo.cbrt": _unary("relax.cbrt"),
+    "stablehlo.tan": _unary("relax.tan"),
+    "stablehlo.round_nearest_even": _unary("relax.round_even"),
+    "stablehlo.round_nearest_afz": _unary("relax.round"),
+    "stablehlo.bitcast_convert": _bitcast_convert,
+    "stablehlo.reduce_precision": _reduce_precision,
+    "stablehlo.while": _while,
 }
 
 

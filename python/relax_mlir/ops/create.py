@@ -27,6 +27,8 @@ class ConstantOp(OpSpec):
         dt = str(t.element_type)
         if dt not in DTYPES:
             raise DeduceError(f"unsupported element type {dt}")
+        if dt.startswith("ui"):  # kernels and lowered constants are signless (ops/bits.py)
+            raise DeduceError(f"an unsigned constant ({dt}) must be written signless, then relax.bitcast")
         return [TensorType.of(list(t.shape), dt)]
 
 

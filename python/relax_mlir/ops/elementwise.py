@@ -12,7 +12,7 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import (OPS, DeduceError, OpInfo, OpSpec, TENSOR, attr, attr_dict, operand,
                                      relax_op, result_)
-from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType, view
+from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType, is_unsigned, signless, view
 from relax_mlir.dialect.spec import short_name
 from relax_mlir.ops.common import (broadcast_shapes, require_float, require_rank, require_same_dtype,
                                    splat_constant, splat_source)
@@ -31,7 +31,7 @@ def _elementwise(op: OpInfo, short: str, operands: list[TensorType], template, r
     rank = len(r.dims)
     k = Kernel(short, operands, [r])
     names = {f"%{n}": f"%a{i}" for i, n in enumerate(renames_of)}
-    body, res = scalar_body(template, operands[-1].dtype, names)
+    body, res = scalar_body(template, signless(operands[-1].dtype), names)
     ins = [(k.inp(i), t, broadcast_map(t, rank, r)) for i, t in enumerate(operands)]
     g = k.generic(ins, [(k.out(0), r, identity_map(rank))], ["parallel"] * rank, body, [res])
     return Legalized(k, g)
@@ -58,12 +58,18 @@ class UnaryOp(OpSpec):
     int_scalar: ClassVar[tuple[str, ...]] = ()
     # On i1 (bool); None: the op is not defined on i1 (StableHLO and numpy reject it too).
     bool_scalar: ClassVar[tuple[str, ...] | None] = None
+    # Unsigned integers (ui8..ui64): `unsigned_ok` ops run int_scalar on the bits (sign-agnostic),
+    # others need a `uint_scalar`; neither: the op is not defined on unsigned types.
+    unsigned_ok: ClassVar[bool] = False
+    uint_scalar: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def deduce(cls, op: OpInfo):
         x = op.tensor(0)
         if cls.float_only:
             require_float(x, "operand")
+        if is_unsigned(x.dtype) and not (cls.unsigned_ok or cls.uint_scalar):
+            raise DeduceError(f"{short_name(cls.name)} is not defined on unsigned {x.dtype}")
         if cls.bool_only and x.dtype != "i1":
             raise DeduceError(f"operand must be i1, got {x.dtype}")
         if x.dtype == "i1" and not cls.bool_only and cls.bool_scalar is None:
@@ -77,6 +83,8 @@ class UnaryOp(OpSpec):
             return cls.scalar
         if dtype == "i1" and cls.bool_scalar is not None:
             return cls.bool_scalar
+        if is_unsigned(dtype) and cls.uint_scalar:
+            return cls.uint_scalar
         return cls.int_scalar or cls.scalar
 
     @classmethod
@@ -193,6 +201,7 @@ class NegativeOp(UnaryOp):
     scalar = ("%r = arith.negf %x : {t}",)
     int_scalar = ("%z = arith.constant 0 : {t}", "%r = arith.subi %z, %x : {t}")
     float_only = False
+    unsigned_ok = True
 
 
 @relax_op
@@ -355,12 +364,17 @@ class BinaryOp(OpSpec):
     bool_scalar: ClassVar[tuple[str, ...] | None] = None
     bool_result: ClassVar[bool] = False
     bool_only: ClassVar[bool] = False
+    # Unsigned integers: as in UnaryOp (`unsigned_ok`: int_scalar is sign-agnostic; `uint_scalar`).
+    unsigned_ok: ClassVar[bool] = False
+    uint_scalar: ClassVar[tuple[str, ...]] = ()
     canonicalization_patterns = (ScalarizeSplatOperand,)
 
     @classmethod
     def deduce(cls, op: OpInfo):
         a, b = op.tensor(0), op.tensor(1)
         dt = require_same_dtype([a, b], ["lhs", "rhs"])
+        if is_unsigned(dt) and not (cls.unsigned_ok or cls.uint_scalar):
+            raise DeduceError(f"{short_name(cls.name)} is not defined on unsigned {dt}")
         if cls.bool_only and dt != "i1":
             raise DeduceError(f"operands must be i1, got {dt}")
         if not cls.int_scalar and dt not in FLOAT_DTYPES:
@@ -379,6 +393,8 @@ class BinaryOp(OpSpec):
             return cls.float_scalar
         if dtype == "i1" and cls.bool_scalar is not None:
             return cls.bool_scalar
+        if is_unsigned(dtype) and cls.uint_scalar:
+            return cls.uint_scalar
         return cls.int_scalar
 
     @classmethod
@@ -406,6 +422,15 @@ _INT_REM = _MAGNITUDES + (
     "%sr = arith.select %an, %nr, %ur : {t}", "%r = arith.select %b0, %a, %sr : {t}")
 
 
+# Unsigned (XLA): x / 0 = all ones (UINT_MAX), x % 0 = x.
+_UINT_DIV = ("%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}", "%m1 = arith.constant -1 : {t}",
+             "%b0 = arith.cmpi eq, %b, %z : {t}", "%sb = arith.select %b0, %o, %b : {t}",
+             "%q = arith.divui %a, %sb : {t}", "%r = arith.select %b0, %m1, %q : {t}")
+_UINT_REM = ("%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}", "%b0 = arith.cmpi eq, %b, %z : {t}",
+             "%sb = arith.select %b0, %o, %b : {t}", "%q = arith.remui %a, %sb : {t}",
+             "%r = arith.select %b0, %a, %q : {t}")
+
+
 def _select_by(pred: str) -> tuple[str, ...]:
     return (f"%c = arith.cmpi {pred}, %a, %b : {{t}}", "%r = arith.select %c, %a, %b : {t}")
 
@@ -421,6 +446,7 @@ class AddOp(BinaryOp):
     float_scalar = ("%r = arith.addf %a, %b : {t}",)
     int_scalar = ("%r = arith.addi %a, %b : {t}",)
     bool_scalar = ("%r = arith.ori %a, %b : i1",)
+    unsigned_ok = True
 
 
 @relax_op
@@ -430,6 +456,7 @@ class SubtractOp(BinaryOp):
     name = "relax.subtract"
     float_scalar = ("%r = arith.subf %a, %b : {t}",)
     int_scalar = ("%r = arith.subi %a, %b : {t}",)
+    unsigned_ok = True
 
 
 @relax_op
@@ -440,6 +467,7 @@ class MultiplyOp(BinaryOp):
     float_scalar = ("%r = arith.mulf %a, %b : {t}",)
     int_scalar = ("%r = arith.muli %a, %b : {t}",)
     bool_scalar = ("%r = arith.andi %a, %b : i1",)
+    unsigned_ok = True
 
 
 @relax_op
@@ -449,14 +477,24 @@ class DivideOp(BinaryOp):
     name = "relax.divide"
     float_scalar = ("%r = arith.divf %a, %b : {t}",)
     int_scalar = _INT_DIV
+    uint_scalar = _UINT_DIV
 
 
 @relax_op
 class PowerOp(BinaryOp):
-    """a ** b with numpy broadcasting."""
+    """a ** b with numpy broadcasting (integers: wrapping; for b < 0, 1 and -1 keep their powers, others give 0)."""
 
     name = "relax.power"
     float_scalar = ("%r = math.powf %a, %b : {t}",)
+    int_scalar = ("(built per width by ops/bits.py: int_power_scalar)",)
+    unsigned_ok = True
+
+    @classmethod
+    def template(cls, dtype: str) -> tuple[str, ...]:
+        if dtype in FLOAT_DTYPES:
+            return cls.float_scalar
+        from relax_mlir.ops.bits import int_power_scalar
+        return int_power_scalar(dtype)
 
 
 # max(+0, -0) = +0 and min(+0, -0) = -0 (as XLA): arith.maximumf's CPU expansion returns b for
@@ -474,6 +512,7 @@ class MaximumOp(BinaryOp):
     float_scalar = _SIGN_OF_A + ("%m = arith.maximumf %a, %b : {t}", "%pa = arith.select %an, %b, %a : {t}",
                                  "%r = arith.select %eq, %pa, %m : {t}")
     int_scalar = _select_by("sgt")
+    uint_scalar = _select_by("ugt")
     bool_scalar = ("%r = arith.ori %a, %b : i1",)
 
 
@@ -485,6 +524,7 @@ class MinimumOp(BinaryOp):
     float_scalar = _SIGN_OF_A + ("%m = arith.minimumf %a, %b : {t}", "%pa = arith.select %an, %a, %b : {t}",
                                  "%r = arith.select %eq, %pa, %m : {t}")
     int_scalar = _select_by("slt")
+    uint_scalar = _select_by("ult")
     bool_scalar = ("%r = arith.andi %a, %b : i1",)
 
 
@@ -495,6 +535,7 @@ class RemainderOp(BinaryOp):
     name = "relax.remainder"
     float_scalar = ("%r = arith.remf %a, %b : {t}",)
     int_scalar = _INT_REM
+    uint_scalar = _UINT_REM
 
 
 def _compare(f: str, i: str, u: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -514,6 +555,7 @@ class EqualOp(BinaryOp):
     name = "relax.equal"
     bool_result = True
     float_scalar, int_scalar, bool_scalar = _compare("oeq", "eq", "eq")
+    unsigned_ok = True
 
 
 @relax_op
@@ -523,6 +565,7 @@ class NotEqualOp(BinaryOp):
     name = "relax.not_equal"
     bool_result = True
     float_scalar, int_scalar, bool_scalar = _compare("une", "ne", "ne")
+    unsigned_ok = True
 
 
 @relax_op
@@ -532,6 +575,7 @@ class LessOp(BinaryOp):
     name = "relax.less"
     bool_result = True
     float_scalar, int_scalar, bool_scalar = _compare("olt", "slt", "ult")
+    uint_scalar = ("%r = arith.cmpi ult, %a, %b : {t}",)
 
 
 @relax_op
@@ -541,6 +585,7 @@ class LessEqualOp(BinaryOp):
     name = "relax.less_equal"
     bool_result = True
     float_scalar, int_scalar, bool_scalar = _compare("ole", "sle", "ule")
+    uint_scalar = ("%r = arith.cmpi ule, %a, %b : {t}",)
 
 
 @relax_op
@@ -550,6 +595,7 @@ class GreaterOp(BinaryOp):
     name = "relax.greater"
     bool_result = True
     float_scalar, int_scalar, bool_scalar = _compare("ogt", "sgt", "ugt")
+    uint_scalar = ("%r = arith.cmpi ugt, %a, %b : {t}",)
 
 
 @relax_op
@@ -559,6 +605,7 @@ class GreaterEqualOp(BinaryOp):
     name = "relax.greater_equal"
     bool_result = True
     float_scalar, int_scalar, bool_scalar = _compare("oge", "sge", "uge")
+    uint_scalar = ("%r = arith.cmpi uge, %a, %b : {t}",)
 
 
 @relax_op
@@ -640,6 +687,9 @@ def convert_scalar(src: str, dst: str) -> tuple[str, ...]:
     """Scalar conversion %x : src -> %r : dst, with XLA's semantics on every target: float -> int
     truncates toward zero and saturates (NaN -> 0, +-inf -> INT_MAX / INT_MIN); float -> i1 is
     x != 0 (NaN -> true); int -> int wraps; i1 is unsigned (true -> 1)."""
+    if is_unsigned(src) or is_unsigned(dst):
+        from relax_mlir.ops.bits import convert_unsigned
+        return convert_unsigned(src, dst)
     fsrc, fdst = src in FLOAT_DTYPES, dst in FLOAT_DTYPES
     width = _WIDTH
     if src == dst:

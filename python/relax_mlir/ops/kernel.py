@@ -11,7 +11,7 @@ from typing import Sequence
 
 from mlir import ir
 
-from relax_mlir.dialect.types import FLOAT_DTYPES, TensorType, builtin_tensor_text
+from relax_mlir.dialect.types import FLOAT_DTYPES, TensorType, builtin_tensor_text, signless
 from relax_mlir.shape import Expr
 
 
@@ -130,10 +130,10 @@ class Kernel:
     def fill(self, value_literal: str, dest: str, t: TensorType) -> str:
         c = self.fresh("cst")
         # `arith.constant true : i1` does not parse: a bool literal carries its type
-        typ = "" if t.dtype == "i1" else f" : {t.dtype}"
+        typ = "" if t.dtype == "i1" else f" : {signless(t.dtype)}"
         self.emit(f"{c} = arith.constant {value_literal}{typ}")
         r = self.fresh("f")
-        self.emit(f"{r} = linalg.fill ins({c} : {t.dtype}) outs({dest} : {self.ty(t)}) -> {self.ty(t)}")
+        self.emit(f"{r} = linalg.fill ins({c} : {signless(t.dtype)}) outs({dest} : {self.ty(t)}) -> {self.ty(t)}")
         return r
 
     def generic(self, ins: Sequence[tuple[str, TensorType, str]], outs: Sequence[tuple[str, TensorType, str]],
@@ -149,12 +149,12 @@ class Kernel:
         outs_t = f"outs({', '.join(v for v, _, _ in outs)} : {', '.join(self.ty(t) for _, t, _ in outs)})"
         self.emit(f"{res_names} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
                   f"{ins_t}{outs_t} {{")
-        bargs = [f"%a{i}: {t.dtype}" for i, (_, t, _) in enumerate(ins)] + \
-                [f"%o{i}: {t.dtype}" for i, (_, t, _) in enumerate(outs)]
+        bargs = [f"%a{i}: {signless(t.dtype)}" for i, (_, t, _) in enumerate(ins)] + \
+                [f"%o{i}: {signless(t.dtype)}" for i, (_, t, _) in enumerate(outs)]
         self.lines.append(f"  ^bb0({', '.join(bargs)}):")
         for b in body:
             self.lines.append("    " + b)
-        self.lines.append(f"    linalg.yield {', '.join(results)} : {', '.join(t.dtype for _, t, _ in outs)}")
+        self.lines.append(f"    linalg.yield {', '.join(results)} : {', '.join(signless(t.dtype) for _, t, _ in outs)}")
         rts = ", ".join(self.ty(t) for _, t, _ in outs)
         self.lines.append(f"  }} -> {rts if len(outs) == 1 else '(' + rts + ')'}")
         return rs

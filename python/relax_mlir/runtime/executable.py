@@ -18,7 +18,8 @@ import numpy as np
 from relax_mlir.shape import Expr, parse as parse_expr
 
 NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
-                "i16": np.int16, "i32": np.int32, "i64": np.int64}
+                "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16,
+                "ui32": np.uint32, "ui64": np.uint64}
 try:  # numpy has no bfloat16; ml_dtypes (installed with jax) is what jax uses for numpy bf16 arrays
     import ml_dtypes as _ml_dtypes
 
@@ -37,13 +38,17 @@ def numpy_dtype(dtype: str, where: str = "") -> np.dtype:
     return np.dtype(t)
 
 
+_SIGNED_VIEW = {np.dtype(np.uint8): np.int8, np.dtype(np.uint16): np.int16, np.dtype(np.uint32): np.int32,
+                np.dtype(np.uint64): np.int64}
+
+
 def _raw(arrays: list[np.ndarray]) -> list[np.ndarray]:
     """bf16 arrays as uint16 views (same bytes): ml_dtypes arrays do not export the buffer
-    protocol that native calls read pointers through."""
+    protocol that native calls read pointers through. Unsigned arrays as signed views (same
+    bytes): native code computes on signless integers."""
     bf16 = NUMPY_DTYPES.get("bf16")
-    if bf16 is None:
-        return arrays
-    return [a.view(np.uint16) if a.dtype == bf16 else a for a in arrays]
+    return [a.view(np.uint16) if bf16 is not None and a.dtype == bf16
+            else a.view(_SIGNED_VIEW[a.dtype]) if a.dtype in _SIGNED_VIEW else a for a in arrays]
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ import numpy as np
 FORMAT = "relax-mlir-hostprog-1"
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
-          "i16": np.int16, "i32": np.int32, "i64": np.int64}
+          "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16,
+          "ui32": np.uint32, "ui64": np.uint64}
 
 __all__ = ["FORMAT", "Buffer", "HostError", "HostProgram", "extract"]
 

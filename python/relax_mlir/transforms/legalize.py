@@ -13,6 +13,7 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
 from relax_mlir.dialect.types import TensorType
+from relax_mlir.ops.bits import unsigned_legalize_info
 from relax_mlir.ops.kernel import LegalizeError
 from relax_mlir.core.diagnostics import suggest
 from relax_mlir.passes import ModulePass, PassError, PipelineError
@@ -120,6 +121,7 @@ def legalize_op(op: ir.Operation, facts, table: KernelTable) -> ir.Operation:
         if isinstance(t, TensorType) and t.dims is None:
             raise PassError(op, f"'{op.name}' op operand #{i} has unknown rank; refine it with relax.match_cast")
     try:
+        info = unsigned_legalize_info(spec, info)
         lz = spec.legalize(info)
     except (LegalizeError, DeduceError) as e:
         raise PassError(op, f"'{op.name}' op cannot be legalized: {e}") from None

@@ -27,7 +27,8 @@ from relax_mlir.passes import ModulePass
 from relax_mlir.shape import Expr, const
 from relax_mlir.transforms.infer_shapes import function_facts, graph_functions
 
-ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8,
+            "ui8": 1, "ui16": 2, "ui32": 4, "ui64": 8}
 VIEW_OPS = ("relax.reshape", "relax.match_cast")
 
 

@@ -54,11 +54,11 @@ def test_symbolic_dims_survive_the_import(name, typ):
 
 def test_unsupported_op_names_op():
     text = """
-func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = stablehlo.cbrt %arg0 : tensor<4xf32> loc("here")
-  return %0 : tensor<4xf32>
+func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = stablehlo.cholesky %arg0, lower = true : tensor<4x4xf32> loc("here")
+  return %0 : tensor<4x4xf32>
 }"""
-    with pytest.raises(UnsupportedOpError, match="stablehlo.cbrt.*here"):
+    with pytest.raises(UnsupportedOpError, match="stablehlo.cholesky.*here"):
         import_stablehlo(text)
 
 
