@@ -1854,7 +1854,7 @@ def _reduce_precision(im, op, ins):
 
 
 _MAX_UNROLL = 256
-_CMP_FOLD = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
+_CMP_CONST = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
              "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
 
 
@@ -1884,7 +1884,7 @@ def _known_condition(im, region, vals) -> bool:
         if name == "stablehlo.compare" and all(x.known is not None and len(x.known) == 1 and x.known[0].is_const
                                                for x in ins):
             direction = hlo.ComparisonDirectionAttr(o.attributes["comparison_direction"]).value
-            r = _CMP_FOLD[direction](ins[0].known[0].value, ins[1].known[0].value)
+            r = _CMP_CONST[direction](ins[0].known[0].value, ins[1].known[0].value)
             env[o.results[0]] = Val(None, "i1", [], [const(int(r))])
             continue
         conv = CONVERTERS.get(name)
