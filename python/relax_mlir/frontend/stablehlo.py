@@ -419,6 +419,8 @@ class Importer:
             params.append((i, sdims, dt))
         floc = self.location(main)
         module = ir.Module.create(loc=floc)
+        self.relax_module = module
+        self.region_funcs: list[ir.Operation] = []
         types = [_ttype(sdims, dt) for _, sdims, dt in params]
         func = ir.Operation.create("func.func", regions=1, loc=floc, attributes={
             "sym_name": ir.StringAttr.get("main"),
@@ -440,6 +442,7 @@ class Importer:
         for op, name, v in self.symbolic_attrs:
             op.attributes[name] = _attr(_subs(v, mapping))
         _erase_dead_ops(body)
+        _finish_region_functions(self, mapping)
         func.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in body.arguments], [v.type for v in rets]))
         sig = set()
@@ -479,6 +482,18 @@ class Importer:
         env = {}
         for a, v in zip(block.arguments, args):
             env[a] = v
+        return self.run_block(block, env)
+
+    def run_block(self, block, env: dict) -> tuple[list[Val], ir.Location]:
+        """Convert the ops of `block` (its arguments, and any outer value it uses, already in
+        `env`) up to its return; `self.env` is the environment of the block being converted."""
+        saved, self.env = getattr(self, "env", None), env
+        try:
+            return self._run_block(block, env)
+        finally:
+            self.env = saved
+
+    def _run_block(self, block, env: dict) -> tuple[list[Val], ir.Location]:
         for op in block.operations:
             name = op.operation.name
             if name in ("func.return", "stablehlo.return"):
@@ -1019,6 +1034,184 @@ def _optimization_barrier(im, op, ins):
     return list(ins)
 
 
+# --- control flow (issue 16) ---
+#
+# Each region of a StableHLO while / if / case becomes a private graph function marked
+# `relax.region` (ops/control_flow.py): its parameters are the region's block arguments (the carried
+# values of a while), then the outer values the region uses (captures). A capture that the importer
+# knows symbolically (a small integer shape computation, such as jax's dimension-variable argument)
+# is not passed: it is re-materialized inside the function where used. Parameter types are left
+# unknown ("?") here; relax-infer-shapes gives each region function the types of its op's operands.
+
+def _region_free_values(regions) -> list:
+    """Outer values the ops of `regions` (nested regions included) use, in first-use order."""
+    inside = set()
+
+    def define(region):
+        for b in region.blocks:
+            for a in b.arguments:
+                inside.add(a)
+            for o in b.operations:
+                for r in o.results:
+                    inside.add(r)
+                for inner in o.regions:
+                    define(inner)
+
+    free: list = []
+    seen = set()
+
+    def uses(region):
+        for b in region.blocks:
+            for o in b.operations:
+                for v in o.operands:
+                    if v not in inside and v not in seen:
+                        seen.add(v)
+                        free.append(v)
+                for inner in o.regions:
+                    uses(inner)
+
+    for r in regions:
+        define(r)
+    for r in regions:
+        uses(r)
+    return free
+
+
+def _cf_captures(im: Importer, regions) -> tuple[list, list[Val], dict]:
+    """(passed jax values, their outer Vals, env entries for the re-materialized ones)."""
+    passed, vals, remat = [], [], {}
+    for v in _region_free_values(regions):
+        outer = im.env.get(v)
+        if outer is None:
+            raise UnsupportedOpError("stablehlo region", "", "a region uses a value that is not defined before it")
+        if outer.known is not None:
+            remat[v] = Val(None, outer.dtype, outer.dims, list(outer.known))
+        else:
+            passed.append(v)
+            vals.append(outer)
+    return passed, vals, remat
+
+
+def _cf_outline(im: Importer, kind: str, region, params: list[Val], passed: list, remat: dict,
+                n_block_args: int) -> tuple[str, list[Val]]:
+    """Outline `region` (its only block) into a private region function; `params` are the outer
+    Vals passed in order (the first `n_block_args` bind the block's arguments, the rest the
+    `passed` captures). Returns the function's name and the Vals its region returns."""
+    if len(region.blocks) != 1:
+        raise UnsupportedOpError(f"stablehlo.{kind}", "", "a region with more than one block")
+    block = region.blocks[0]
+    im.n_regions = getattr(im, "n_regions", 0) + 1
+    name = f"main_{kind}{im.n_regions}"
+    types = [_qtype(len(v.dims), v.dtype) for v in params]
+    loc = im.loc
+    with ir.InsertionPoint(im.relax_module.body):
+        f = ir.Operation.create("func.func", regions=1, loc=loc, attributes={
+            "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
+            "relax.region": ir.UnitAttr.get(),
+            "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, []))})
+    fblock = f.regions[0].blocks.append(*types, arg_locs=[loc] * len(types))
+    # fresh Vals per region: materializing one emits its op in this region's function
+    env = {k: Val(None, v.dtype, v.dims, list(v.known)) for k, v in remat.items()}
+    for i, (a, v) in enumerate(zip(fblock.arguments, params)):
+        inner = Val(a, v.dtype, v.dims)  # a carried value changes from iteration to iteration
+        if i < n_block_args:
+            env[block.arguments[i]] = inner
+        else:
+            env[passed[i - n_block_args]] = inner
+    with ir.InsertionPoint(fblock):
+        outs, ret_loc = im.run_block(block, env)
+        im.loc = ret_loc
+        rets = [im.use(o) for o in outs]
+        ir.Operation.create("func.return", operands=rets, loc=ret_loc)
+    im.loc = loc
+    f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(types, [r.type for r in rets]))
+    im.region_funcs.append(f)
+    return name, outs
+
+
+def _cf_result_dims(branch_outs: list[list[Val]], i: int, rank: int) -> list:
+    dims = []
+    for j in range(rank):
+        cands = [o[i].dims[j] if j < len(o[i].dims) else None for o in branch_outs]
+        dims.append(cands[0] if all(c is not None and c == cands[0] for c in cands) else None)
+    return dims
+
+
+def _while(im, op, ins):
+    n = len(ins)
+    cond_r, body_r = op.regions[0], op.regions[1]
+    passed, cap_vals, remat = _cf_captures(im, [cond_r, body_r])
+    carried = [Val(None, v.dtype, v.dims) for v in ins]
+    params = carried + cap_vals
+    cond, _ = _cf_outline(im, "while_cond", cond_r, params, passed, remat, n)
+    body, outs = _cf_outline(im, "while_body", body_r, params, passed, remat, n)
+    if len(outs) != n:
+        raise UnsupportedOpError("stablehlo.while", str(op.location), f"the body returns {len(outs)} values for {n} carried")
+    operands = [im.use(v) for v in ins] + [im.use(v) for v in cap_vals]
+    w = ir.Operation.create("relax_v.while", results=[_qtype(len(v.dims), v.dtype) for v in ins], operands=operands,
+                            attributes={"cond": ir.FlatSymbolRefAttr.get(cond), "body": ir.FlatSymbolRefAttr.get(body),
+                                        "carried": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n)},
+                            loc=im.loc)
+    return [Val(r, v.dtype, v.dims) for r, v in zip(w.results, ins)]
+
+
+def _branches(im, op, selector: Val, opname: str, kinds: list[str], attrs_of):
+    passed, cap_vals, remat = _cf_captures(im, list(op.regions))
+    names, outs = [], []
+    for kind, region in zip(kinds, op.regions):
+        nm, o = _cf_outline(im, kind, region, cap_vals, passed, remat, 0)
+        if len(o) != len(op.results):
+            raise UnsupportedOpError(op.operation.name, str(op.location),
+                                     f"a branch returns {len(o)} values, the op has {len(op.results)} results")
+        names.append(nm)
+        outs.append(o)
+    rtypes = [im.ttype(r.type) for r in op.results]
+    operands = [im.use(selector)] + [im.use(v) for v in cap_vals]
+    c = ir.Operation.create(opname, results=[_qtype(len(d), dt) for d, dt in rtypes], operands=operands,
+                            attributes=attrs_of(names), loc=im.loc)
+    return [Val(r, dt, _merge_dims(d, _cf_result_dims(outs, i, len(d))))
+            for i, (r, (d, dt)) in enumerate(zip(c.results, rtypes))]
+
+
+def _case(im, op, ins):
+    if ins[0].dtype != "i32" or ins[0].dims:
+        raise UnsupportedOpError("stablehlo.case", str(op.location), "the index must be a tensor<i32>")
+    k = len(op.regions)
+    return _branches(im, op, ins[0], "relax_v.case", [f"case_branch{i}_" for i in range(k)],
+                     lambda names: {"branches": ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(n) for n in names])})
+
+
+def _if(im, op, ins):
+    if ins[0].dtype != "i1" or ins[0].dims:
+        raise UnsupportedOpError("stablehlo.if", str(op.location), "the predicate must be a tensor<i1>")
+    return _branches(im, op, ins[0], "relax_v.if", ["if_then", "if_else"],
+                     lambda names: {"then_branch": ir.FlatSymbolRefAttr.get(names[0]),
+                                    "else_branch": ir.FlatSymbolRefAttr.get(names[1])})
+
+
+def _finish_region_functions(im: Importer, mapping: dict) -> None:
+    """Dead code out of the region functions; region functions no live op calls are erased."""
+    from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
+
+    funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in im.region_funcs}
+    for f in funcs.values():
+        _erase_dead_ops(f.regions[0].blocks[0])
+    live: set[str] = set()
+    work = [op for op in im.relax_module.body.operations if op.operation.name == "func.func"
+            and "relax.region" not in op.attributes]
+    while work:
+        f = work.pop()
+        for o in f.regions[0].blocks[0].operations:
+            if o.operation.name in CONTROL_FLOW:
+                for c in region_callees(o.operation):
+                    if c not in live and c in funcs:
+                        live.add(c)
+                        work.append(funcs[c])
+    for n, f in funcs.items():
+        if n not in live:
+            f.erase()
+
+
 CONVERTERS: dict[str, Callable] = {
     "stablehlo.add": _binary("relax.add", _INT_FOLD["stablehlo.add"]),
     "stablehlo.subtract": _binary("relax.subtract", _INT_FOLD["stablehlo.subtract"]),
@@ -1068,6 +1261,9 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.dynamic_gather": _gather,
     "stablehlo.custom_call": _custom_call,
     "stablehlo.optimization_barrier": _optimization_barrier,
+    "stablehlo.while": _while,
+    "stablehlo.case": _case,
+    "stablehlo.if": _if,
 }
 
 
