@@ -1092,16 +1092,21 @@ def _cf_captures(im: Importer, regions) -> tuple[list, list[Val], dict]:
     return passed, vals, remat
 
 
+def _cf_name(im: Importer, kind: str) -> str:
+    """A fresh name prefix for the region functions of one control-flow op: main_while3, ..."""
+    im.n_regions = getattr(im, "n_regions", 0) + 1
+    return f"main_{kind}{im.n_regions}"
+
+
 def _cf_outline(im: Importer, kind: str, region, params: list[Val], passed: list, remat: dict,
                 n_block_args: int) -> tuple[str, list[Val]]:
-    """Outline `region` (its only block) into a private region function; `params` are the outer
+    """Outline `region` (its only block) into private region function @kind; `params` are the outer
     Vals passed in order (the first `n_block_args` bind the block's arguments, the rest the
     `passed` captures). Returns the function's name and the Vals its region returns."""
     if len(region.blocks) != 1:
         raise UnsupportedOpError(f"stablehlo.{kind}", "", "a region with more than one block")
     block = region.blocks[0]
-    im.n_regions = getattr(im, "n_regions", 0) + 1
-    name = f"main_{kind}{im.n_regions}"
+    name = kind
     types = [_qtype(len(v.dims), v.dtype) for v in params]
     loc = im.loc
     with ir.InsertionPoint(im.relax_module.body):
@@ -1143,8 +1148,9 @@ def _while(im, op, ins):
     passed, cap_vals, remat = _cf_captures(im, [cond_r, body_r])
     carried = [Val(None, v.dtype, v.dims) for v in ins]
     params = carried + cap_vals
-    cond, _ = _cf_outline(im, "while_cond", cond_r, params, passed, remat, n)
-    body, outs = _cf_outline(im, "while_body", body_r, params, passed, remat, n)
+    prefix = _cf_name(im, "while")
+    cond, _ = _cf_outline(im, f"{prefix}_cond", cond_r, params, passed, remat, n)
+    body, outs = _cf_outline(im, f"{prefix}_body", body_r, params, passed, remat, n)
     if len(outs) != n:
         raise UnsupportedOpError("stablehlo.while", str(op.location), f"the body returns {len(outs)} values for {n} carried")
     operands = [im.use(v) for v in ins] + [im.use(v) for v in cap_vals]
@@ -1177,14 +1183,16 @@ def _case(im, op, ins):
     if ins[0].dtype != "i32" or ins[0].dims:
         raise UnsupportedOpError("stablehlo.case", str(op.location), "the index must be a tensor<i32>")
     k = len(op.regions)
-    return _branches(im, op, ins[0], "relax_v.case", [f"case_branch{i}_" for i in range(k)],
+    prefix = _cf_name(im, "case")
+    return _branches(im, op, ins[0], "relax_v.case", [f"{prefix}_branch{i}" for i in range(k)],
                      lambda names: {"branches": ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(n) for n in names])})
 
 
 def _if(im, op, ins):
     if ins[0].dtype != "i1" or ins[0].dims:
         raise UnsupportedOpError("stablehlo.if", str(op.location), "the predicate must be a tensor<i1>")
-    return _branches(im, op, ins[0], "relax_v.if", ["if_then", "if_else"],
+    prefix = _cf_name(im, "if")
+    return _branches(im, op, ins[0], "relax_v.if", [f"{prefix}_then", f"{prefix}_else"],
                      lambda names: {"then_branch": ir.FlatSymbolRefAttr.get(names[0]),
                                     "else_branch": ir.FlatSymbolRefAttr.get(names[1])})
 
