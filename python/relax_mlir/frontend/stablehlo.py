@@ -1197,6 +1197,72 @@ def _if(im, op, ins):
                                     "else_branch": ir.FlatSymbolRefAttr.get(names[1])})
 
 
+# Minimal dynamic_slice / dynamic_update_slice for lax.scan (which reads xs[i] and writes ys[i] in
+# its loop body), composed of existing relax ops; another engineer adds them as relax ops (issue
+# 16, indexing): registered with setdefault after the table, so their converters win when both
+# land. StableHLO semantics: each start index is clamped into [0, dim - size].
+
+def _cf_index_scalar(im, start: Val, dim: Expr, size: Expr) -> Val:
+    """clamp(start, 0, dim - size) as a rank-0 value of start's dtype."""
+    dt = start.dtype
+    hi = Val(None, dt, [], [dim - size])
+    lo = Val(None, dt, [], [const(0)])
+    r = im.emit("relax.minimum", [start, hi], 0, dt, dims=[])
+    return im.emit("relax.maximum", [r, lo], 0, dt, dims=[])
+
+
+def _cf_axis_vector(im, v: Val, rank: int, axis: int, dims: list) -> Val:
+    """A vector along `axis` broadcast to `dims` (rank `rank`)."""
+    inter = [const(1)] * rank
+    inter[axis] = dims[axis]
+    return im.broadcast(im.reshape(v, inter), dims)
+
+
+def _cf_dynamic_slice(im, op, ins):
+    x, starts = ins[0], ins[1:]
+    sizes = _ints(op.attributes["slice_sizes"])
+    if any(d is None for d in x.dims):
+        raise ValueError("dynamic_slice of an operand with an unknown dim")
+    r = x
+    for a, (st, size) in enumerate(zip(starts, sizes)):
+        d = x.dims[a]
+        if d.is_const and d.value == size:
+            continue  # the start clamps to 0: the whole axis
+        s0 = _cf_index_scalar(im, st, d, const(size))
+        idx = im.emit("relax.arange", [], 1, st.dtype, {"end": size, "dtype": _dtype_attr(st.dtype)}, dims=[const(size)])
+        idx = im.emit("relax.add", [idx, s0], 1, st.dtype, dims=[const(size)])
+        dims = list(r.dims)
+        dims[a] = const(size)
+        r = im.emit("relax.take", [r, idx], len(dims), r.dtype, {"axis": a}, dims=dims)
+    return r
+
+
+def _cf_dynamic_update_slice(im, op, ins):
+    x, upd, starts = ins[0], ins[1], ins[2:]
+    if any(d is None for d in x.dims) or any(d is None for d in upd.dims):
+        raise ValueError("dynamic_update_slice of an operand with an unknown dim")
+    rank = len(x.dims)
+    g, mask = upd, None
+    for a, st in enumerate(starts):
+        d, u = x.dims[a], upd.dims[a]
+        if d == u:
+            continue  # the start clamps to 0: the update covers the whole axis
+        s0 = _cf_index_scalar(im, st, d, u)
+        pos = im.emit("relax.arange", [], 1, st.dtype, {"end": d, "dtype": _dtype_attr(st.dtype)}, dims=[d])
+        rel = im.emit("relax.subtract", [pos, s0], 1, st.dtype, dims=[d])  # row of the update, if inside
+        gd = list(g.dims)
+        gd[a] = d
+        g = im.emit("relax.take", [g, rel], rank, g.dtype, {"axis": a}, dims=gd)
+        lo = im.emit("relax.greater_equal", [rel, Val(None, st.dtype, [], [const(0)])], 1, "i1", dims=[d])
+        hi = im.emit("relax.less", [rel, Val(None, st.dtype, [], [u])], 1, "i1", dims=[d])
+        inside = _cf_axis_vector(im, im.emit("relax.logical_and", [lo, hi], 1, "i1", dims=[d]), rank, a, list(x.dims))
+        mask = inside if mask is None else im.emit("relax.logical_and", [mask, inside], rank, "i1", dims=list(x.dims))
+    if mask is None:
+        return upd
+    return im.emit("relax.where", [mask, g, x], rank, x.dtype, dims=list(x.dims))
+
+
+
 def _finish_region_functions(im: Importer, mapping: dict) -> None:
     """Dead code out of the region functions; region functions no live op calls are erased."""
     from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
@@ -1273,6 +1339,8 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.case": _case,
     "stablehlo.if": _if,
 }
+CONVERTERS.setdefault("stablehlo.dynamic_slice", _cf_dynamic_slice)  # control flow (issue 16): see above
+CONVERTERS.setdefault("stablehlo.dynamic_update_slice", _cf_dynamic_update_slice)
 
 
 def _element_type(t) -> str | None:

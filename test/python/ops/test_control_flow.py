@@ -132,6 +132,72 @@ def test_result_sharing_an_operand_buffer_is_not_overwritten(kind):
                                        rtol=1e-4, atol=1e-4)
 
 
+# --- scan (stablehlo.while with dynamic_slice / dynamic_update_slice on the stacked values) ------
+
+def rnn(xs, h0, w, u):
+    def cell(h, x):
+        h = jnp.tanh(x @ w + h @ u)
+        return h, h * 2.0
+    return lax.scan(cell, h0, xs)
+
+
+def gru(xs, h0, wz, uz, wr, ur, wh, uh, reverse=False):
+    def cell(h, x):
+        z = jax.nn.sigmoid(x @ wz + h @ uz)
+        r = jax.nn.sigmoid(x @ wr + h @ ur)
+        hh = jnp.tanh(x @ wh + (r * h) @ uh)
+        h = (1.0 - z) * h + z * hh
+        return h, h
+    return lax.scan(cell, h0, xs, reverse=reverse)
+
+
+def test_scan_rnn_over_symbolic_sequence():
+    check(rnn, [f32(N, 2, 3), f32(2, 4), f32(3, 4), f32(4, 4)],
+          lambda n: [rnd(n, 2, 3), rnd(2, 4), rnd(3, 4) * 0.5, rnd(4, 4) * 0.5], rtol=1e-3)
+
+
+GRU_SPECS = [f32(N, 3), f32(4)] + [f32(3, 4), f32(4, 4)] * 3
+
+
+def gru_args(n):
+    return [rnd(n, 3), rnd(4)] + [rnd(3, 4) * 0.5, rnd(4, 4) * 0.5] * 3
+
+
+def test_scan_gru_over_symbolic_sequence():
+    check(gru, GRU_SPECS, gru_args, rtol=1e-3)
+
+
+def test_scan_gru_reversed():
+    check(lambda *args: gru(*args, reverse=True), GRU_SPECS, gru_args, rtol=1e-3)
+
+
+def test_scan_reverse_and_empty_sequence():
+    def f(xs, c0):
+        return lax.scan(lambda c, x: (c * 0.9 + x, c.sum() + x[0]), c0, xs, reverse=True)
+    check(f, [f32(N, 5), f32(5)], lambda n: [rnd(n, 5), rnd(5)])
+    exe = relax_mlir.compile(from_jax(f, f32(0, 5), f32(5)))  # a static empty sequence
+    c0 = rnd(5)
+    c, ys = exe(np.zeros((0, 5), np.float32), c0)
+    np.testing.assert_array_equal(c, c0)
+    assert np.asarray(ys).shape == (0,)
+
+
+def test_dynamic_slice_and_update_clamp_start_indices():
+    """StableHLO clamps each start into [0, dim - size] (jax relies on it)."""
+    def f(i, j, x, u):
+        s = lax.dynamic_slice(x, (i, j), (1, 3))
+        y = lax.dynamic_update_slice(x, u, (j, i))
+        return s, y
+    exe = relax_mlir.compile(from_jax(f, i32(), i32(), f32(N, 4), f32(1, 2)))
+    for n in (2, 7, 40):
+        x, u = rnd(n, 4), rnd(1, 2)
+        for i, j in ((0, 0), (1, 1), (-3, 2), (100, -1), (n - 1, 3), (5, 100)):
+            got = exe(np.int32(i) * np.ones((), np.int32), np.int32(j) * np.ones((), np.int32), x, u)
+            want = jax.jit(f)(np.int32(i), np.int32(j), x, u)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+
+
 # --- branches ----------------------------------------------------------------------------------
 
 def test_cond_tensor_operands():
