@@ -209,6 +209,11 @@ class _Lowerer:
             c = self.const_index(axis)
             self.map[op.results[0]] = self.create("tensor.dim", [self.index], [self.v(op.operands[0]), c]).results[0]
         elif n == "relax.assert":
+            if not self.entry and "relax.region" in self.f.attributes and "relax.body_check" in op.attributes:
+                # A region function has no error channel: its checks would be skipped.
+                msg = ir.StringAttr(op.attributes["message"]).value
+                raise PassError(op, f"'relax.assert' op: the run-time check '{msg}' inside a loop or branch body "
+                                    f"is not supported yet")
             self.checks.append((self.v(op.operands[0]), ir.IntegerAttr(op.attributes["code"]).value))
         elif n.startswith("arith."):
             new = self.create(n, [r.type for r in op.results], [self.v(x) for x in op.operands], attr_dict(op))
