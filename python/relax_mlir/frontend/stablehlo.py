@@ -1077,14 +1077,24 @@ def _region_free_values(regions) -> list:
     return free
 
 
-def _cf_captures(im: Importer, regions) -> tuple[list, list[Val], dict]:
-    """(passed jax values, their outer Vals, env entries for the re-materialized ones)."""
-    passed, vals, remat = [], [], {}
+def _cf_captures(im: Importer, regions, carried: list[Val] = ()) -> tuple[list, list[Val], dict]:
+    """(passed jax values, their outer Vals, env entries for the re-materialized ones). A known
+    capture is re-materialized only where its symbols are bound in the region function (a bare
+    dim of a parameter); otherwise it is passed as a value (its known ints are then lost)."""
+    passed, vals, known = [], [], []
     for v in _region_free_values(regions):
         outer = im.env.get(v)
         if outer is None:
             raise UnsupportedOpError("stablehlo region", "", "a region uses a value that is not defined before it")
         if outer.known is not None:
+            known.append((v, outer))
+        else:
+            passed.append(v)
+            vals.append(outer)
+    bound = {str(d) for p in list(carried) + vals for d in p.dims if d is not None and d.is_symbol}
+    remat = {}
+    for v, outer in known:
+        if set().union(*(e.symbols() for e in outer.known)) <= bound:
             remat[v] = Val(None, outer.dtype, outer.dims, list(outer.known))
         else:
             passed.append(v)
@@ -1145,8 +1155,8 @@ def _cf_result_dims(branch_outs: list[list[Val]], i: int, rank: int) -> list:
 def _while(im, op, ins):
     n = len(ins)
     cond_r, body_r = op.regions[0], op.regions[1]
-    passed, cap_vals, remat = _cf_captures(im, [cond_r, body_r])
     carried = [Val(None, v.dtype, v.dims) for v in ins]
+    passed, cap_vals, remat = _cf_captures(im, [cond_r, body_r], carried)
     params = carried + cap_vals
     prefix = _cf_name(im, "while")
     cond, _ = _cf_outline(im, f"{prefix}_cond", cond_r, params, passed, remat, n)

@@ -68,6 +68,15 @@ def test_fori_loop_symbolic_trip_count_and_captures():
     check(f, [f32(N, 8), f32(8, 8)], lambda n: [rnd(n, 8) * 0.3, rnd(8, 8) * 0.3], rtol=1e-3)
 
 
+def test_fori_loop_scalar_carry_symbolic_trip_count():
+    """Only a scalar is carried: the trip count n (a dimension variable) is passed into the
+    condition as a value, since no parameter there binds the symbol."""
+    def f(x):
+        return lax.fori_loop(0, x.shape[0], lambda i, c: c * 2.0 + 1.0, jnp.float32(0.5)), \
+            lax.cond(x.sum() > 0.0, lambda: jnp.int32(x.shape[0]) * 2, lambda: jnp.int32(-1))
+    check(f, [f32(N, 3)], lambda n: [rnd(n, 3)], sizes=(1, 4, 7, 20))
+
+
 def test_fori_loop_data_dependent_trip_count_zero_iterations():
     def f(k, x):
         return lax.fori_loop(0, k, lambda i, c: c * 2.0 + 1.0, x)
