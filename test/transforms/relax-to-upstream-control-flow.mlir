@@ -3,6 +3,7 @@
 // relax_v.while -> scf.while (condition: the i1 element of the condition function's result),
 // relax_v.if -> scf.if, relax_v.case -> scf.index_switch whose default region is the LAST branch
 // (StableHLO runs it for an index outside [0, N)). Captures are passed straight from the caller.
+// Each scf op names the relax op it comes from (`relax.control_flow`; the GPU targets refuse them).
 
 // CHECK-LABEL: func.func @main(
 // CHECK:      %[[W:.*]]:2 = scf.while (%[[A0:.*]] = %{{.*}}, %[[A1:.*]] = %{{.*}}) : (tensor<i32>, tensor<?xf32>) -> (tensor<i32>, tensor<?xf32>) {
@@ -13,14 +14,16 @@
 // CHECK:      ^bb0(%[[D0:.*]]: tensor<i32>, %[[D1:.*]]: tensor<?xf32>):
 // CHECK:        %[[N:.*]]:2 = func.call @body(%[[D0]], %[[D1]], %[[Y]])
 // CHECK:        scf.yield %[[N]]#0, %[[N]]#1 : tensor<i32>, tensor<?xf32>
+// CHECK:      } attributes {relax.control_flow = "relax_v.while"}
 // CHECK:      %[[P:.*]] = tensor.extract %{{.*}}[] : tensor<i1>
 // CHECK:      %[[IF:.*]] = scf.if %[[P]] -> (tensor<?xf32>) {
 // CHECK:        func.call @then(%[[W]]#1)
 // CHECK:      } else {
 // CHECK:        func.call @else(%[[W]]#1)
+// CHECK:      } {relax.control_flow = "relax_v.if"}
 // CHECK:      %[[K:.*]] = tensor.extract %{{.*}}[] : tensor<i32>
 // CHECK:      %[[IX:.*]] = arith.index_cast %[[K]] : i32 to index
-// CHECK:      scf.index_switch %[[IX]] -> tensor<?xf32>
+// CHECK:      scf.index_switch %[[IX]] {relax.control_flow = "relax_v.case"} -> tensor<?xf32>
 // CHECK-NEXT: case 0 {
 // CHECK:        func.call @b0(%[[IF]])
 // CHECK:      case 1 {

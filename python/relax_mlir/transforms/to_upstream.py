@@ -330,6 +330,7 @@ class _Lowerer:
                 blk = region.blocks.append()
                 self.in_block(blk, lambda name=name: self.create("scf.yield", [], self.region_call(
                     name, vals[1:], rtypes)))
+        new.attributes["relax.control_flow"] = ir.StringAttr.get(op.name)  # GPU targets refuse these
         for a, b in zip(op.results, new.results):
             self.map[a] = b
 

@@ -308,3 +308,10 @@ func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
 def test_carried_value_that_changes_shape_is_refused():
     with pytest.raises(relax_mlir.CompileError, match=r"carried value #1 changes type in the body"):
         import_stablehlo(GROWING, [["n"]])
+
+
+@pytest.mark.parametrize("target", ["vulkan", "cuda"])
+def test_gpu_targets_refuse_control_flow(target):
+    mod = from_jax(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x), f32(N, 4))
+    with pytest.raises(relax_mlir.CompileError, match=r"does not support control flow yet \('relax_v.while'"):
+        relax_mlir.compile(mod, target=target)
