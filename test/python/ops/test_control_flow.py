@@ -191,6 +191,42 @@ def test_scan_reverse_and_empty_sequence():
     assert np.asarray(ys).shape == (0,)
 
 
+def test_flax_rnn_lstm_over_symbolic_sequence():
+    import flax.linen as nn
+
+    rnn = nn.RNN(nn.LSTMCell(features=8))
+    params = rnn.init(jax.random.PRNGKey(0), jnp.zeros((2, 5, 3), jnp.float32))
+
+    def f(x):
+        z = jnp.zeros((x.shape[0], 8), x.dtype)  # an explicit carry (the default one draws a PRNG key)
+        return rnn.apply(params, x, initial_carry=(z, z))
+    check(f, [f32(2, N, 3)], lambda n: [rnd(2, n, 3)], rtol=1e-3)
+
+
+def test_flax_nn_scan_layer_stack():
+    """nn.scan over 4 residual layers with stacked parameters (the loop slices layer i's weights)."""
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, h, _):
+            return nn.tanh(nn.Dense(8)(h)) + h, None
+
+    stack = nn.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=4)()
+    params = stack.init(jax.random.PRNGKey(0), jnp.zeros((3, 8)), None)
+    check(lambda x: stack.apply(params, x, None)[0], [f32(N, 8)], lambda n: [rnd(n, 8)], rtol=1e-3)
+
+
+def test_equinox_gru_cell_in_scan():
+    import equinox as eqx
+
+    cell = eqx.nn.GRUCell(3, 8, key=jax.random.PRNGKey(1))
+
+    def f(xs, h0):
+        return lax.scan(lambda h, x: (cell(x, h),) * 2, h0, xs)
+    check(f, [f32(N, 3), f32(8)], lambda n: [rnd(n, 3), rnd(8)], rtol=1e-3)
+
+
 def test_dynamic_slice_and_update_clamp_start_indices():
     """StableHLO clamps each start into [0, dim - size] (jax relies on it)."""
     def f(i, j, x, u):
