@@ -1080,7 +1080,8 @@ def _region_free_values(regions) -> list:
 def _cf_captures(im: Importer, regions, carried: list[Val] = ()) -> tuple[list, list[Val], dict]:
     """(passed jax values, their outer Vals, env entries for the re-materialized ones). A known
     capture is re-materialized only where its symbols are bound in the region function (a bare
-    dim of a parameter); otherwise it is passed as a value (its known ints are then lost)."""
+    dim of a parameter, perhaps of a witness passed for that purpose); otherwise it is passed as a
+    value (its known ints are then lost)."""
     passed, vals, known = [], [], []
     for v in _region_free_values(regions):
         outer = im.env.get(v)
@@ -1092,6 +1093,17 @@ def _cf_captures(im: Importer, regions, carried: list[Val] = ()) -> tuple[list, 
             passed.append(v)
             vals.append(outer)
     bound = {str(d) for p in list(carried) + vals for d in p.dims if d is not None and d.is_symbol}
+    # A symbol a known capture needs but no parameter binds: pass a tensor that has it as a whole
+    # dim (a witness, say the argument it comes from) so that the region function binds it too.
+    need = set().union(set(), *(e.symbols() for _, o in known for e in o.known)) - bound
+    for s in sorted(need):
+        for k, w in im.env.items():
+            if w.value is not None and any(d is not None and d.is_symbol and str(d) == s for d in w.dims):
+                if k not in passed:
+                    passed.append(k)
+                    vals.append(w)
+                bound |= {str(d) for d in w.dims if d is not None and d.is_symbol}
+                break
     remat = {}
     for v, outer in known:
         if set().union(*(e.symbols() for e in outer.known)) <= bound:

@@ -77,6 +77,15 @@ def test_fori_loop_scalar_carry_symbolic_trip_count():
     check(f, [f32(N, 3)], lambda n: [rnd(n, 3)], sizes=(1, 4, 7, 20))
 
 
+def test_carried_dim_is_an_expression():
+    """The carry has n + 1 rows (no parameter of the loop's functions has n as a whole dim) and
+    the body builds ones of its shape from n: the importer passes x along to bind n there."""
+    def f(x):
+        c0 = jnp.concatenate([x, x[:1]])
+        return lax.fori_loop(0, 3, lambda i, c: c * 2.0 + jnp.ones_like(c), c0)
+    check(f, [f32(N, 4)], lambda n: [rnd(n, 4)])
+
+
 def test_fori_loop_data_dependent_trip_count_zero_iterations():
     def f(k, x):
         return lax.fori_loop(0, k, lambda i, c: c * 2.0 + 1.0, x)
