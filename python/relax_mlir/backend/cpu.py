@@ -998,7 +998,7 @@ _KERNEL_PREFIX = "__relax_kernel_"
 _BUFFERIZE_CALLS = (
     "eliminate-empty-tensors,"
     "empty-tensor-to-alloc-tensor,"
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map "
     "unknown-type-conversion=identity-layout-map},"
     # A kernel's result that is its output argument written in place is dropped: the caller
@@ -1067,6 +1067,7 @@ def _calls(op: ir.Operation) -> dict[str, list[ir.Operation]]:
 
 
 _BUFFERIZE_CHECK = ("func.func(lower-affine),canonicalize,one-shot-bufferize{bufferize-function-boundaries "
+                    "allow-return-allocs-from-loops "
                     "function-boundary-type-conversion=identity-layout-map "
                     "unknown-type-conversion=identity-layout-map}")
 

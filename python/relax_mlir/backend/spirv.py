@@ -108,7 +108,7 @@ SPIRV_WORKGROUP = WorkgroupMemory("#spirv.storage_class<Workgroup>", False)
 _BUFFERIZE = (
     "eliminate-empty-tensors,"
     "empty-tensor-to-alloc-tensor,"
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map "
     "unknown-type-conversion=identity-layout-map},"
     "canonicalize,cse"

@@ -432,6 +432,8 @@ class Importer:
             params.append((i, sdims, dt))
         floc = self.location(main)
         module = ir.Module.create(loc=floc)
+        self.relax_module = module
+        self.region_funcs: list[ir.Operation] = []
         types = [_ttype(sdims, dt) for _, sdims, dt in params]
         func = ir.Operation.create("func.func", regions=1, loc=floc, attributes={
             "sym_name": ir.StringAttr.get("main"),
@@ -453,6 +455,7 @@ class Importer:
         for op, name, v in self.symbolic_attrs:
             op.attributes[name] = _attr(_subs(v, mapping))
         _erase_dead_ops(body)
+        _finish_region_functions(self, mapping)
         func.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in body.arguments], [v.type for v in rets]))
         sig = set()
@@ -494,6 +497,18 @@ class Importer:
         env = dict(outer) if outer else {}
         for a, v in zip(block.arguments, args):
             env[a] = v
+        return self.run_block(block, env)
+
+    def run_block(self, block, env: dict) -> tuple[list[Val], ir.Location]:
+        """Convert the ops of `block` (its arguments, and any outer value it uses, already in
+        `env`) up to its return; `self.env` is the environment of the block being converted."""
+        saved, self.env = getattr(self, "env", None), env
+        try:
+            return self._run_block(block, env)
+        finally:
+            self.env = saved
+
+    def _run_block(self, block, env: dict) -> tuple[list[Val], ir.Location]:
         for op in block.operations:
             name = op.operation.name
             if name in ("func.return", "stablehlo.return"):
@@ -1853,7 +1868,7 @@ def _reduce_precision(im, op, ins):
     return im.emit("relax.reduce_precision", [x], len(dims), dt, attrs, dims=_merge_dims(dims, x.dims))
 
 
-_MAX_UNROLL = 256
+_MAX_UNROLL = 16
 _CMP_CONST = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
              "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
 
@@ -1897,7 +1912,7 @@ def _known_condition(im, region, vals) -> bool:
                      "as in fori_loop with constant bounds) are supported; they are unrolled")
 
 
-def _while(im, op, ins):
+def _while_unrolled(im, op, ins):
     """stablehlo.while with a trip count known at import time (jax's fori_loop over constant bounds,
     e.g. threefry's rounds on the CPU): unrolled, the body imported once per iteration."""
     vals, scope = list(ins), im.scope
@@ -1909,6 +1924,18 @@ def _while(im, op, ins):
     raise ValueError(f"the loop runs more than {_MAX_UNROLL} iterations (loops are unrolled at import)")
 
 
+def _while_any(im, op, ins):
+    """A while loop whose trip count is known at import and at most _MAX_UNROLL (threefry's five
+    rounds) is unrolled, so it runs on every target; any other becomes relax_v.while. An attempt
+    that fails leaves only dead ops, which the importer erases."""
+    scope = im.scope
+    try:
+        return _while_unrolled(im, op, ins)
+    except (ValueError, KeyError, IndexError, TypeError, UnsupportedOpError):
+        im.scope = scope
+        return _while(im, op, ins)
+
+
 def _bitcast_convert(im, op, ins):
     (x,) = ins
     dims, dt = _res(op)
@@ -1917,6 +1944,214 @@ def _bitcast_convert(im, op, ins):
     if dt == x.dtype:
         return x
     return im.emit("relax.bitcast", [x], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=_merge_dims(dims, x.dims))
+
+
+# --- control flow (issue 16) ---
+#
+# Each region of a StableHLO while / if / case becomes a private graph function marked
+# `relax.region` (ops/control_flow.py): its parameters are the region's block arguments (the carried
+# values of a while), then the outer values the region uses (captures). A capture that the importer
+# knows symbolically (a small integer shape computation, such as jax's dimension-variable argument)
+# is not passed: it is re-materialized inside the function where used. Parameter types are left
+# unknown ("?") here; relax-infer-shapes gives each region function the types of its op's operands.
+
+def _region_free_values(regions) -> list:
+    """Outer values the ops of `regions` (nested regions included) use, in first-use order."""
+    inside = set()
+
+    def define(region):
+        for b in region.blocks:
+            for a in b.arguments:
+                inside.add(a)
+            for o in b.operations:
+                for r in o.results:
+                    inside.add(r)
+                for inner in o.regions:
+                    define(inner)
+
+    free: list = []
+    seen = set()
+
+    def uses(region):
+        for b in region.blocks:
+            for o in b.operations:
+                for v in o.operands:
+                    if v not in inside and v not in seen:
+                        seen.add(v)
+                        free.append(v)
+                for inner in o.regions:
+                    uses(inner)
+
+    for r in regions:
+        define(r)
+    for r in regions:
+        uses(r)
+    return free
+
+
+def _cf_captures(im: Importer, regions, carried: list[Val] = ()) -> tuple[list, list[Val], dict]:
+    """(passed jax values, their outer Vals, env entries for the re-materialized ones). A known
+    capture is re-materialized only where its symbols are bound in the region function (a bare
+    dim of a parameter, perhaps of a witness passed for that purpose); otherwise it is passed as a
+    value (its known ints are then lost)."""
+    passed, vals, known = [], [], []
+    for v in _region_free_values(regions):
+        outer = im.env.get(v)
+        if outer is None:
+            raise UnsupportedOpError("stablehlo region", "", "a region uses a value that is not defined before it")
+        if outer.known is not None:
+            known.append((v, outer))
+        else:
+            passed.append(v)
+            vals.append(outer)
+    bound = {str(d) for p in list(carried) + vals for d in p.dims if d is not None and d.is_symbol}
+    # A symbol a known capture needs but no parameter binds: pass a tensor that has it as a whole
+    # dim (a witness, say the argument it comes from) so that the region function binds it too.
+    need = set().union(set(), *(e.symbols() for _, o in known for e in o.known)) - bound
+    for s in sorted(need):
+        for k, w in im.env.items():
+            if w.value is not None and any(d is not None and d.is_symbol and str(d) == s for d in w.dims):
+                if k not in passed:
+                    passed.append(k)
+                    vals.append(w)
+                bound |= {str(d) for d in w.dims if d is not None and d.is_symbol}
+                break
+    remat = {}
+    for v, outer in known:
+        if set().union(*(e.symbols() for e in outer.known)) <= bound:
+            remat[v] = Val(None, outer.dtype, outer.dims, list(outer.known))
+        else:
+            passed.append(v)
+            vals.append(outer)
+    return passed, vals, remat
+
+
+def _cf_name(im: Importer, kind: str) -> str:
+    """A fresh name prefix for the region functions of one control-flow op: main_while3, ..."""
+    im.n_regions = getattr(im, "n_regions", 0) + 1
+    return f"main_{kind}{im.n_regions}"
+
+
+def _cf_outline(im: Importer, kind: str, region, params: list[Val], passed: list, remat: dict,
+                n_block_args: int) -> tuple[str, list[Val]]:
+    """Outline `region` (its only block) into private region function @kind; `params` are the outer
+    Vals passed in order (the first `n_block_args` bind the block's arguments, the rest the
+    `passed` captures). Returns the function's name and the Vals its region returns."""
+    if len(region.blocks) != 1:
+        raise UnsupportedOpError(f"stablehlo.{kind}", "", "a region with more than one block")
+    block = region.blocks[0]
+    name = kind
+    types = [_qtype(len(v.dims), v.dtype) for v in params]
+    loc = im.loc
+    with ir.InsertionPoint(im.relax_module.body):
+        f = ir.Operation.create("func.func", regions=1, loc=loc, attributes={
+            "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
+            "relax.region": ir.UnitAttr.get(),
+            "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, []))})
+    fblock = f.regions[0].blocks.append(*types, arg_locs=[loc] * len(types))
+    # fresh Vals per region: materializing one emits its op in this region's function
+    env = {k: Val(None, v.dtype, v.dims, list(v.known)) for k, v in remat.items()}
+    for i, (a, v) in enumerate(zip(fblock.arguments, params)):
+        inner = Val(a, v.dtype, v.dims)  # a carried value changes from iteration to iteration
+        if i < n_block_args:
+            env[block.arguments[i]] = inner
+        else:
+            env[passed[i - n_block_args]] = inner
+    with ir.InsertionPoint(fblock):
+        outs, ret_loc = im.run_block(block, env)
+        im.loc = ret_loc
+        rets = [im.use(o) for o in outs]
+        ir.Operation.create("func.return", operands=rets, loc=ret_loc)
+    im.loc = loc
+    f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(types, [r.type for r in rets]))
+    im.region_funcs.append(f)
+    return name, outs
+
+
+def _cf_result_dims(branch_outs: list[list[Val]], i: int, rank: int) -> list:
+    dims = []
+    for j in range(rank):
+        cands = [o[i].dims[j] if j < len(o[i].dims) else None for o in branch_outs]
+        dims.append(cands[0] if all(c is not None and c == cands[0] for c in cands) else None)
+    return dims
+
+
+def _while(im, op, ins):
+    n = len(ins)
+    cond_r, body_r = op.regions[0], op.regions[1]
+    carried = [Val(None, v.dtype, v.dims) for v in ins]
+    passed, cap_vals, remat = _cf_captures(im, [cond_r, body_r], carried)
+    params = carried + cap_vals
+    prefix = _cf_name(im, "while")
+    cond, _ = _cf_outline(im, f"{prefix}_cond", cond_r, params, passed, remat, n)
+    body, outs = _cf_outline(im, f"{prefix}_body", body_r, params, passed, remat, n)
+    if len(outs) != n:
+        raise UnsupportedOpError("stablehlo.while", str(op.location), f"the body returns {len(outs)} values for {n} carried")
+    operands = [im.use(v) for v in ins] + [im.use(v) for v in cap_vals]
+    w = ir.Operation.create("relax_v.while", results=[_qtype(len(v.dims), v.dtype) for v in ins], operands=operands,
+                            attributes={"cond": ir.FlatSymbolRefAttr.get(cond), "body": ir.FlatSymbolRefAttr.get(body),
+                                        "carried": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n)},
+                            loc=im.loc)
+    return [Val(r, v.dtype, v.dims) for r, v in zip(w.results, ins)]
+
+
+def _branches(im, op, selector: Val, opname: str, kinds: list[str], attrs_of):
+    passed, cap_vals, remat = _cf_captures(im, list(op.regions))
+    names, outs = [], []
+    for kind, region in zip(kinds, op.regions):
+        nm, o = _cf_outline(im, kind, region, cap_vals, passed, remat, 0)
+        if len(o) != len(op.results):
+            raise UnsupportedOpError(op.operation.name, str(op.location),
+                                     f"a branch returns {len(o)} values, the op has {len(op.results)} results")
+        names.append(nm)
+        outs.append(o)
+    rtypes = [im.ttype(r.type) for r in op.results]
+    operands = [im.use(selector)] + [im.use(v) for v in cap_vals]
+    c = ir.Operation.create(opname, results=[_qtype(len(d), dt) for d, dt in rtypes], operands=operands,
+                            attributes=attrs_of(names), loc=im.loc)
+    return [Val(r, dt, _merge_dims(d, _cf_result_dims(outs, i, len(d))))
+            for i, (r, (d, dt)) in enumerate(zip(c.results, rtypes))]
+
+
+def _case(im, op, ins):
+    if ins[0].dtype != "i32" or ins[0].dims:
+        raise UnsupportedOpError("stablehlo.case", str(op.location), "the index must be a tensor<i32>")
+    k = len(op.regions)
+    prefix = _cf_name(im, "case")
+    return _branches(im, op, ins[0], "relax_v.case", [f"{prefix}_branch{i}" for i in range(k)],
+                     lambda names: {"branches": ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(n) for n in names])})
+
+
+def _if(im, op, ins):
+    if ins[0].dtype != "i1" or ins[0].dims:
+        raise UnsupportedOpError("stablehlo.if", str(op.location), "the predicate must be a tensor<i1>")
+    prefix = _cf_name(im, "if")
+    return _branches(im, op, ins[0], "relax_v.if", [f"{prefix}_then", f"{prefix}_else"],
+                     lambda names: {"then_branch": ir.FlatSymbolRefAttr.get(names[0]),
+                                    "else_branch": ir.FlatSymbolRefAttr.get(names[1])})
+
+
+def _finish_region_functions(im: Importer, mapping: dict) -> None:
+    """Dead code out of the region functions; region functions no live op calls are erased."""
+    from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
+
+    funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in im.region_funcs}
+    for f in funcs.values():
+        _erase_dead_ops(f.regions[0].blocks[0])
+    live: set[str] = set()
+    work = [op for op in im.relax_module.body.operations if op.operation.name == "func.func"
+            and "relax.region" not in op.attributes]
+    while work:
+        f = work.pop()
+        for o in f.regions[0].blocks[0].operations:
+            if o.operation.name in CONTROL_FLOW:
+                for c in region_callees(o.operation):
+                    if c not in live and c in funcs:
+                        live.add(c)
+                        work.append(funcs[c])
+    for n, f in funcs.items():
+        if n not in live:
+            f.erase()
 
 
 CONVERTERS: dict[str, Callable] = {
@@ -1994,7 +2229,9 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.round_nearest_afz": _unary("relax.round"),
     "stablehlo.bitcast_convert": _bitcast_convert,
     "stablehlo.reduce_precision": _reduce_precision,
-    "stablehlo.while": _while,
+    "stablehlo.while": _while_any,
+    "stablehlo.case": _case,
+    "stablehlo.if": _if,
 }
 
 

@@ -37,8 +37,27 @@ def compile_gpu(module, target: str, lower: Callable[[ir.Operation], None],
     with ctx:
         if not entry_signatures(op):
             raise ValueError("the module has no public graph function to call")
+        _refuse_control_flow(op, target)
         lower(op)
         sigs = entry_signatures(op)  # after mapping: workspace blocks no kernel uses are dropped
         program = json.loads(json.dumps(extract(op, target)))  # exactly what an artifact holds
         bins = binaries(op)
     return gpu_executable(target, sigs, program, {kind: bins}, lambda: driver(bins))
+
+
+def _refuse_control_flow(op: ir.Operation, target: str) -> None:
+    """Loops and branches of the graph (relax_v.while / if / case, lowered to scf ops marked
+    `relax.control_flow`) need a host that reads device scalars: not there yet."""
+    def walk(o):
+        for r in o.regions:
+            for b in r.blocks:
+                for inner in b.operations:
+                    inner = inner.operation
+                    if "relax.control_flow" in inner.attributes:
+                        kind = ir.StringAttr(inner.attributes["relax.control_flow"]).value
+                        raise ValueError(f"the {target} target does not support control flow yet ('{kind}' at "
+                                         f"{inner.location})")
+                    walk(inner)
+    for f in op.regions[0].blocks[0].operations:
+        if f.operation.name == "func.func" and "relax.kernel" not in f.attributes:
+            walk(f.operation)

@@ -14,6 +14,7 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo
 from relax_mlir.dialect.types import TypeTextError, OtherType, RelaxType, ShapeType, TensorType, view
+from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
 from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, dims_differ, dims_equal,
                                    normalize_axis, product)
 from relax_mlir.passes import ModulePass, PassError, where
@@ -83,6 +84,8 @@ def _callees(f: ir.Operation) -> Iterable[str]:
             op = op.operation
             if op.name == "func.call":
                 out.append(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            elif op.name in CONTROL_FLOW:
+                out.extend(region_callees(op))
             for r in op.regions:
                 for b in r.blocks:
                     walk(b)
@@ -120,13 +123,14 @@ class _Checker:
 
     def run(self):
         for f in graph_functions(self.module):
-            self.function(f)
+            if "relax.region" not in f.attributes:  # checked at its control-flow op
+                self.function(f)
 
-    def function(self, f: ir.Operation):
+    def function(self, f: ir.Operation, region_params: list[RelaxType] | None = None):
         self.facts = function_facts(f)
         ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
         try:
-            params = [view(t) for t in ft.inputs]
+            params = region_params if region_params is not None else [view(t) for t in ft.inputs]
             [view(t) for t in ft.results]
         except TypeTextError as e:
             raise PassError(f, f"'func.func' op {e}") from None
@@ -185,6 +189,9 @@ class _Checker:
             return
         if name == "func.call":
             self.call(op)
+            return
+        if name in CONTROL_FLOW:
+            self.control_flow(op)
             return
         spec = OPS.get(name)
         if spec is None:
@@ -467,6 +474,119 @@ class _Checker:
             else:
                 deduced.append(r)
         self.set_results(op, deduced)
+
+
+    # --- control flow (ops/control_flow.py) -------------------------------------------------
+
+    def control_flow(self, op: ir.Operation):
+        names = region_callees(op)
+        funcs = []
+        for n in names:
+            f = self.kernels.get(n)
+            if f is None or not f.regions[0].blocks or "relax.region" not in f.attributes:
+                raise PassError(op, f"'{op.name}' op: @{n} is not a region function (a func.func marked relax.region)")
+            funcs.append(f)
+        types = [self.type_of(v) for v in op.operands]
+        for i, t in enumerate(types):
+            if not isinstance(t, TensorType):
+                raise PassError(op, f"'{op.name}' op operand #{i} must be a relax tensor, got {t}")
+        if op.name == "relax_v.while":
+            n = ir.IntegerAttr(op.attributes["carried"]).value
+            if not 0 <= n <= len(types) or len(op.results) != n:
+                raise PassError(op, f"'relax_v.while' op carries {n} values: it needs at least {n} operands and "
+                                    f"exactly {n} results")
+            (c,) = self.region_results(op, funcs[0], types, "the condition", 1)
+            if c.dtype != "i1" or c.dims != ():
+                raise PassError(op, f"'relax_v.while' op condition @{names[0]} must return tensor<[], i1>, got {c}")
+            body = self.region_results(op, funcs[1], types, "the body", n)
+            for i, (b, t) in enumerate(zip(body, types[:n])):
+                if not self.same_type(b, t):
+                    raise PassError(op, f"'relax_v.while' op carried value #{i} changes type in the body @{names[1]}: "
+                                        f"carried as {t}, returned as {b}")
+            self.set_results(op, types[:n])
+            return
+        sel = types[0] if types else None
+        want = "i1" if op.name == "relax_v.if" else "i32"
+        if sel is None or sel.dtype != want or sel.dims != ():
+            raise PassError(op, f"'{op.name}' op operand #0 must be tensor<[], {want}>, got {sel}")
+        outs = [self.region_results(op, f, types[1:], f"branch @{nm}", len(op.results))
+                for f, nm in zip(funcs, names)]
+        result = []
+        for i in range(len(op.results)):
+            ts = [o[i] for o in outs]
+            for j, t in enumerate(ts[1:], 1):
+                if ts[0].dtype != t.dtype or ts[0].dims is None or t.dims is None or len(ts[0].dims) != len(t.dims):
+                    raise PassError(op, f"'{op.name}' op result #{i}: branch @{names[0]} returns {ts[0]}, branch "
+                                        f"@{names[j]} returns {t}")
+            if ts[0].dims is None:
+                result.append(ts[0])
+                continue
+            # A dim the branches do not provably agree on is unknown ("?"); relax.match_cast refines it.
+            dims = tuple(d if all(dims_equal(d, t.dims[k], self.facts) for t in ts[1:]) else None
+                         for k, d in enumerate(ts[0].dims))
+            result.append(TensorType(dims, ts[0].dtype))
+        self.set_results(op, result)
+
+    def same_type(self, a: RelaxType, b: RelaxType) -> bool:
+        if not (isinstance(a, TensorType) and isinstance(b, TensorType)) or a.dtype != b.dtype:
+            return a == b
+        if a.dims is None or b.dims is None:
+            return a.dims is None and b.dims is None
+        return len(a.dims) == len(b.dims) and all(
+            (x is None and y is None) or dims_equal(x, y, self.facts) for x, y in zip(a.dims, b.dims))
+
+    def region_results(self, op, f: ir.Operation, params: list[RelaxType], what: str, n: int) -> list[RelaxType]:
+        """Check region function `f` with parameter types `params` (the op's operands), in the
+        caller's symbols; its result types, in the caller's symbols."""
+        name = ir.StringAttr(f.attributes["sym_name"]).value
+        block = f.regions[0].blocks[0]
+        if len(block.arguments) != len(params):
+            raise PassError(op, f"'{op.name}' op: {what} @{name} takes {len(block.arguments)} arguments, "
+                                f"the op passes {len(params)}")
+        # A dim whose symbols are not all bare dims of some parameter cannot be bound from the
+        # arguments: inside the region it is a fresh symbol (the same for equal expressions).
+        binds = param_bindings(params)
+        fresh: dict[Expr, Expr] = {}
+        inner = []
+        for t in params:
+            if t.dims is None:
+                inner.append(t)
+                continue
+            dims = []
+            for d in t.dims:
+                if d is not None and not d.is_const and not d.symbols() <= set(binds):
+                    if d not in fresh:
+                        fresh[d] = sym(f"{name}_s{len(fresh)}")
+                    d = fresh[d]
+                dims.append(d)
+            inner.append(TensorType(tuple(dims), t.dtype))
+        back = {str(v): k for k, v in fresh.items()}
+        ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        if self.infer:
+            for a, t in zip(block.arguments, inner):
+                a.set_type(t.to_mlir())
+            f.attributes["function_type"] = ir.TypeAttr.get(
+                ir.FunctionType.get([t.to_mlir() for t in inner], list(ft.results)))
+            for key in ("relax.symbol_lower", "relax.symbol_bounds"):
+                if key in self.func.attributes:
+                    f.attributes[key] = self.func.attributes[key]
+        for a, t in zip(block.arguments, inner):
+            self.types[a] = t
+        state = (self.facts, self.bound, self.func, self.returned)
+        try:
+            self.function(f, inner)
+        finally:
+            self.facts, self.bound, self.func, self.returned = state
+        results = self.signatures[name][1]
+        if len(results) != n:
+            raise PassError(op, f"'{op.name}' op: {what} @{name} returns {len(results)} values, expected {n}")
+        out = []
+        for r in results:
+            if isinstance(r, TensorType) and r.dims is not None and back:
+                dims = tuple(None if d is None else d.subs({k: v for k, v in back.items()}) for d in r.dims)
+                r = TensorType(dims, r.dtype)
+            out.append(r)
+        return out
 
 
 def _reason(spec) -> str:

@@ -106,14 +106,20 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
     def dim_of(value: ir.Value, axis: int) -> ir.Value:
         return m.create("relax.dim", [value], {"axis": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis)})
 
+    in_body = []  # non-empty once the parameter checks are done
+
     def check(cond_a: ir.Value, cond_b: ir.Value, message: str, predicate: int = 0):
         c = m.create("arith.cmpi", [cond_a, cond_b], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)},
                      result=ir.IntegerType.get_signless(1))
         messages.append(message)
+        attrs = {"message": ir.StringAttr.get(message),
+                 "code": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(messages))}
+        if in_body and "relax.region" in f.attributes:
+            # a check of a loop/branch body (match_cast, requirements), not of its arguments
+            # (those the control-flow op's operand types guarantee): relax-to-upstream refuses it
+            attrs["relax.body_check"] = ir.UnitAttr.get()
         with m.ip, m.loc:
-            ir.Operation.create("relax.assert", results=[], operands=[c], attributes={
-                "message": ir.StringAttr.get(message),
-                "code": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(messages))})
+            ir.Operation.create("relax.assert", results=[], operands=[c], attributes=attrs)
 
     binds = param_bindings(params)
     for s, (i, j) in binds.items():
@@ -130,6 +136,8 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
                     continue
                 check(dim_of(block.arguments[i], j), m.expr(d),
                       f"{names[i]} dim {j} must be {d}" + _bound_by(d, binds, names))
+
+    in_body.append(True)
 
     def walk(blk: ir.Block):
         for op in list(blk.operations):

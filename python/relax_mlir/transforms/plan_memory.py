@@ -23,6 +23,7 @@ from mlir import ir
 
 from relax_mlir.analysis.kernel_alias import result_aliases
 from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.ops.control_flow import CONTROL_FLOW
 from relax_mlir.passes import ModulePass
 from relax_mlir.shape import Expr, const
 from relax_mlir.transforms.infer_shapes import function_facts, graph_functions
@@ -105,6 +106,11 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
                 if isinstance(t, TensorType) and t.known:
                     sz = nbytes(t)
                     intervals[r] = Interval(r, op, i, i, sz, facts.upper_bound(sz))
+        elif op.name in CONTROL_FLOW:
+            # After bufferization a loop's or branch's result may share the buffer of any tensor
+            # it reads (a carried value updated in place, a captured value returned as it is).
+            for r in op.results:
+                aliases.append((r, list(op.operands)))
         elif op.name in VIEW_OPS and op.operands[0] in (intervals.keys() | root.keys()):
             root[op.results[0]] = root.get(op.operands[0], op.operands[0])
         for v in op.operands:

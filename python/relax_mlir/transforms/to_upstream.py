@@ -27,6 +27,7 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import attr_dict
 from relax_mlir.dialect.types import TensorType, builtin_memref_text, builtin_tensor_text, view
+from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import graph_functions
 from relax_mlir.transforms.lower_shapes import LowerShapesPass
@@ -208,6 +209,11 @@ class _Lowerer:
             c = self.const_index(axis)
             self.map[op.results[0]] = self.create("tensor.dim", [self.index], [self.v(op.operands[0]), c]).results[0]
         elif n == "relax.assert":
+            if not self.entry and "relax.region" in self.f.attributes and "relax.body_check" in op.attributes:
+                # A region function has no error channel: its checks would be skipped.
+                msg = ir.StringAttr(op.attributes["message"]).value
+                raise PassError(op, f"'relax.assert' op: the run-time check '{msg}' inside a loop or branch body "
+                                    f"is not supported yet")
             self.checks.append((self.v(op.operands[0]), ir.IntegerAttr(op.attributes["code"]).value))
         elif n.startswith("arith."):
             new = self.create(n, [r.type for r in op.results], [self.v(x) for x in op.operands], attr_dict(op))
@@ -242,6 +248,8 @@ class _Lowerer:
             self.ret(op)
         elif n == "relax.kill":
             pass
+        elif n in CONTROL_FLOW:
+            self.control_flow(op)
         elif n.startswith("relax"):
             raise PassError(op, f"'{n}' op has no upstream lowering: run relax-legalize first")
         else:
@@ -249,6 +257,82 @@ class _Lowerer:
                               attr_dict(op))
             for a, b in zip(op.results, new.results):
                 self.map[a] = b
+
+    # --- control flow (ops/control_flow.py): scf ops calling the region functions ------------
+
+    def region_call(self, name: str, args: list, want: list) -> list:
+        """func.call of region function @name; results cast to the builtin types `want`."""
+        f = None
+        for o in self.f.parent.regions[0].blocks[0].operations:
+            if o.operation.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value == name:
+                f = o.operation
+                break
+        if f is None:
+            raise PassError(self.f, f"internal error: region function @{name} not found")
+        ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        call = self.create("func.call", [builtin_type(t) for t in ft.results], args,
+                           {"callee": ir.FlatSymbolRefAttr.get(name)})
+        out = []
+        for v, t in zip(call.results, want):
+            out.append(v if v.type == t else self.create("tensor.cast", [t], [v]).results[0])
+        return out
+
+    def scalar(self, v: ir.Value) -> ir.Value:
+        """The element of a rank-0 tensor."""
+        et = ir.RankedTensorType(v.type).element_type
+        return self.create("tensor.extract", [et], [v]).results[0]
+
+    def in_block(self, block: ir.Block, build):
+        saved = self.ip
+        self.ip = ir.InsertionPoint(block)
+        try:
+            return build()
+        finally:
+            self.ip = saved
+
+    def control_flow(self, op: ir.Operation):
+        names = region_callees(op)
+        vals = [self.v(x) for x in op.operands]
+        rtypes = [builtin_type(r.type) for r in op.results]
+        if op.name == "relax_v.while":
+            n = ir.IntegerAttr(op.attributes["carried"]).value
+            init, caps = vals[:n], vals[n:]
+            w = self.create("scf.while", rtypes, init, regions=2)
+            before = w.regions[0].blocks.append(*rtypes)
+            after = w.regions[1].blocks.append(*rtypes)
+
+            def cond():
+                (c,) = self.region_call(names[0], list(before.arguments) + caps,
+                                        [ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))])
+                self.create("scf.condition", [], [self.scalar(c)] + list(before.arguments))
+
+            def body():
+                self.create("scf.yield", [], self.region_call(names[1], list(after.arguments) + caps, rtypes))
+
+            self.in_block(before, cond)
+            self.in_block(after, body)
+            new = w
+        elif op.name == "relax_v.if":
+            pred = self.scalar(vals[0])
+            new = self.create("scf.if", rtypes, [pred], regions=2)
+            for region, name in zip(new.regions, names):
+                blk = region.blocks.append()
+                self.in_block(blk, lambda name=name: self.create("scf.yield", [], self.region_call(
+                    name, vals[1:], rtypes)))
+        else:
+            # StableHLO: an index outside [0, N) selects the last branch, the switch's default.
+            i = self.create("arith.index_cast", [self.index], [self.scalar(vals[0])]).results[0]
+            k = len(names)
+            new = self.create("scf.index_switch", rtypes, [i],
+                              {"cases": ir.DenseI64ArrayAttr.get(list(range(k - 1)))}, regions=k)
+            order = [names[-1]] + names[:-1]  # the default region comes first
+            for region, name in zip(new.regions, order):
+                blk = region.blocks.append()
+                self.in_block(blk, lambda name=name: self.create("scf.yield", [], self.region_call(
+                    name, vals[1:], rtypes)))
+        new.attributes["relax.control_flow"] = ir.StringAttr.get(op.name)  # GPU targets refuse these
+        for a, b in zip(op.results, new.results):
+            self.map[a] = b
 
     def call_tir(self, op: ir.Operation):
         if "lowered" not in op.attributes:

@@ -1,0 +1,362 @@
+"""Control flow (relax_v.while / relax_v.if / relax_v.case): JAX `lax.fori_loop`, `lax.while_loop`,
+`lax.cond`, `lax.switch` exported with symbolic dims, compiled once, run at several bindings and
+compared with jax.jit; zero-trip loops; StableHLO case semantics (an out-of-range index runs the
+last branch); memory planning around loops; located errors for a carried value that changes shape."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import export, lax  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+from relax_mlir.frontend.stablehlo import import_stablehlo  # noqa: E402
+
+rng = np.random.default_rng(0)
+N, = export.symbolic_shape("n")
+SIZES = (1, 7, 257)
+
+
+def rnd(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def as_list(v):
+    return list(v) if isinstance(v, (tuple, list)) else [v]
+
+
+def check(fn, specs, make_args, sizes=SIZES, rtol=1e-4, atol=1e-4):
+    exe = relax_mlir.compile(from_jax(fn, *specs))
+    ref = jax.jit(fn)
+    for n in sizes:
+        args = make_args(n)
+        got, want = as_list(exe(*args)), as_list(ref(*args))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert np.asarray(g).shape == np.asarray(w).shape
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol)
+    return exe
+
+
+def f32(*dims):
+    return jax.ShapeDtypeStruct(dims, jnp.float32)
+
+
+def i32(*dims):
+    return jax.ShapeDtypeStruct(dims, jnp.int32)
+
+
+# --- loops -------------------------------------------------------------------------------------
+
+def test_fori_loop_tensor_carry():
+    check(lambda x: lax.fori_loop(0, 5, lambda i, c: c * 0.5 + i.astype(jnp.float32), x),
+          [f32(N, 4)], lambda n: [rnd(n, 4)])
+
+
+def test_fori_loop_symbolic_trip_count_and_captures():
+    """n iterations (the symbol itself), two carried tensors, a captured weight matrix."""
+    def f(x, w):
+        def body(i, c):
+            h, acc = c
+            h = jnp.tanh(h @ w + x[:1])
+            return h, acc + h.sum() * i.astype(jnp.float32)
+        return lax.fori_loop(0, x.shape[0], body, (x[:1] * 0.0, jnp.float32(0.0)))
+    check(f, [f32(N, 8), f32(8, 8)], lambda n: [rnd(n, 8) * 0.3, rnd(8, 8) * 0.3], rtol=1e-3)
+
+
+def test_fori_loop_scalar_carry_symbolic_trip_count():
+    """Only a scalar is carried: the trip count n (a dimension variable) is passed into the
+    condition as a value, since no parameter there binds the symbol."""
+    def f(x):
+        return lax.fori_loop(0, x.shape[0], lambda i, c: c * 2.0 + 1.0, jnp.float32(0.5)), \
+            lax.cond(x.sum() > 0.0, lambda: jnp.int32(x.shape[0]) * 2, lambda: jnp.int32(-1))
+    check(f, [f32(N, 3)], lambda n: [rnd(n, 3)], sizes=(1, 4, 7, 20))
+
+
+def test_carried_dim_is_an_expression():
+    """The carry has n + 1 rows (no parameter of the loop's functions has n as a whole dim) and
+    the body builds ones of its shape from n: the importer passes x along to bind n there."""
+    def f(x):
+        c0 = jnp.concatenate([x, x[:1]])
+        return lax.fori_loop(0, 3, lambda i, c: c * 2.0 + jnp.ones_like(c), c0)
+    check(f, [f32(N, 4)], lambda n: [rnd(n, 4)])
+
+
+def test_fori_loop_data_dependent_trip_count_zero_iterations():
+    def f(k, x):
+        return lax.fori_loop(0, k, lambda i, c: c * 2.0 + 1.0, x)
+    exe = relax_mlir.compile(from_jax(f, i32(), f32(N)))
+    for n in SIZES:
+        for k in (0, 1, 3, -2):
+            x = rnd(n)
+            got = exe(np.int32(k) * np.ones((), np.int32), x)
+            np.testing.assert_allclose(got, jax.jit(f)(np.int32(k), x), rtol=1e-5)
+
+
+def test_while_loop_data_dependent_condition():
+    def f(x):
+        return lax.while_loop(lambda c: jnp.abs(c[0]).sum() < 1000.0,
+                              lambda c: (c[0] * 2.0 + 0.5, c[1] + 1), (x, jnp.int32(0)))
+    check(f, [f32(N)], lambda n: [np.abs(rnd(n)) + 0.1])
+    # the condition is false on entry: zero iterations, the initial values come back
+    exe = relax_mlir.compile(from_jax(f, f32(N)))
+    x = np.full((5,), 500.0, np.float32)
+    got = exe(x)
+    np.testing.assert_array_equal(got[0], x)
+    assert int(got[1]) == 0
+
+
+def test_while_loop_carried_int_and_bool():
+    def f(x):
+        def body(c):
+            v, k, flag = c
+            return v + jnp.where(flag, 1, -1), k + 1, jnp.logical_not(flag)
+        return lax.while_loop(lambda c: c[1] < 7, body, (x, jnp.int32(0), jnp.bool_(True)))
+    check(f, [i32(N, 3)], lambda n: [rng.integers(-50, 50, (n, 3)).astype(np.int32)])
+
+
+def test_nested_loops_and_cond_in_body():
+    def f(x):
+        def outer(i, c):
+            c = lax.fori_loop(0, 3, lambda j, d: d + j.astype(jnp.float32), c)
+            return lax.cond(i % 2 == 0, lambda a: a * 0.5, lambda a: a - 1.0, c)
+        return lax.fori_loop(0, 4, outer, x)
+    check(f, [f32(N, 2)], lambda n: [rnd(n, 2)])
+
+
+@pytest.mark.parametrize("kind", ["cond", "loop"])
+def test_result_sharing_an_operand_buffer_is_not_overwritten(kind):
+    """`a` is a planned intermediate; the if/while result may be `a`'s own buffer (a branch that
+    returns its operand, a loop that runs zero times), so memory planning must not reuse `a`'s
+    block for `b` or `c` while the result is live (measured: without the rule, 246.5 off)."""
+    def f(k, x, w):
+        a = jnp.exp(x) @ w
+        if kind == "cond":
+            r = lax.cond(k > 0, lambda a: a, lambda a: a + 1.0, a)
+        else:
+            r = lax.fori_loop(0, k, lambda i, c: c + 1.0, a)
+        b = jnp.sin(x) @ w
+        c = jnp.cos(b) @ w
+        return r * 10.0 + c
+    exe = relax_mlir.compile(from_jax(f, i32(), f32(N, 16), f32(16, 16)))
+    for n in SIZES:
+        x, w = rnd(n, 16), rnd(16, 16) * 0.2
+        for k in (0, 1, 2):
+            np.testing.assert_allclose(exe(np.int32(k) * np.ones((), np.int32), x, w), jax.jit(f)(np.int32(k), x, w),
+                                       rtol=1e-4, atol=1e-4)
+
+
+# --- scan (stablehlo.while with dynamic_slice / dynamic_update_slice on the stacked values) ------
+
+def rnn(xs, h0, w, u):
+    def cell(h, x):
+        h = jnp.tanh(x @ w + h @ u)
+        return h, h * 2.0
+    return lax.scan(cell, h0, xs)
+
+
+def gru(xs, h0, wz, uz, wr, ur, wh, uh, reverse=False):
+    def cell(h, x):
+        z = jax.nn.sigmoid(x @ wz + h @ uz)
+        r = jax.nn.sigmoid(x @ wr + h @ ur)
+        hh = jnp.tanh(x @ wh + (r * h) @ uh)
+        h = (1.0 - z) * h + z * hh
+        return h, h
+    return lax.scan(cell, h0, xs, reverse=reverse)
+
+
+def test_scan_rnn_over_symbolic_sequence():
+    check(rnn, [f32(N, 2, 3), f32(2, 4), f32(3, 4), f32(4, 4)],
+          lambda n: [rnd(n, 2, 3), rnd(2, 4), rnd(3, 4) * 0.5, rnd(4, 4) * 0.5], rtol=1e-3)
+
+
+GRU_SPECS = [f32(N, 3), f32(4)] + [f32(3, 4), f32(4, 4)] * 3
+
+
+def gru_args(n):
+    return [rnd(n, 3), rnd(4)] + [rnd(3, 4) * 0.5, rnd(4, 4) * 0.5] * 3
+
+
+def test_scan_gru_over_symbolic_sequence():
+    check(gru, GRU_SPECS, gru_args, rtol=1e-3)
+
+
+def test_scan_gru_reversed():
+    check(lambda *args: gru(*args, reverse=True), GRU_SPECS, gru_args, rtol=1e-3)
+
+
+def test_scan_reverse_and_empty_sequence():
+    def f(xs, c0):
+        return lax.scan(lambda c, x: (c * 0.9 + x, c.sum() + x[0]), c0, xs, reverse=True)
+    check(f, [f32(N, 5), f32(5)], lambda n: [rnd(n, 5), rnd(5)])
+    exe = relax_mlir.compile(from_jax(f, f32(0, 5), f32(5)))  # a static empty sequence
+    c0 = rnd(5)
+    c, ys = exe(np.zeros((0, 5), np.float32), c0)
+    np.testing.assert_array_equal(c, c0)
+    assert np.asarray(ys).shape == (0,)
+
+
+def test_flax_rnn_lstm_over_symbolic_sequence():
+    import flax.linen as nn
+
+    rnn = nn.RNN(nn.LSTMCell(features=8))
+    params = rnn.init(jax.random.PRNGKey(0), jnp.zeros((2, 5, 3), jnp.float32))
+
+    def f(x):
+        z = jnp.zeros((x.shape[0], 8), x.dtype)  # an explicit carry (the default one draws a PRNG key)
+        return rnn.apply(params, x, initial_carry=(z, z))
+    check(f, [f32(2, N, 3)], lambda n: [rnd(2, n, 3)], rtol=1e-3)
+
+
+def test_flax_nn_scan_layer_stack():
+    """nn.scan over 4 residual layers with stacked parameters (the loop slices layer i's weights)."""
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, h, _):
+            return nn.tanh(nn.Dense(8)(h)) + h, None
+
+    stack = nn.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=4)()
+    params = stack.init(jax.random.PRNGKey(0), jnp.zeros((3, 8)), None)
+    check(lambda x: stack.apply(params, x, None)[0], [f32(N, 8)], lambda n: [rnd(n, 8)], rtol=1e-3)
+
+
+def test_equinox_gru_cell_in_scan():
+    import equinox as eqx
+
+    cell = eqx.nn.GRUCell(3, 8, key=jax.random.PRNGKey(1))
+
+    def f(xs, h0):
+        return lax.scan(lambda h, x: (cell(x, h),) * 2, h0, xs)
+    check(f, [f32(N, 3), f32(8)], lambda n: [rnd(n, 3), rnd(8)], rtol=1e-3)
+
+
+def test_dynamic_slice_and_update_clamp_start_indices():
+    """StableHLO clamps each start into [0, dim - size] (jax relies on it)."""
+    def f(i, j, x, u):
+        s = lax.dynamic_slice(x, (i, j), (1, 3))
+        y = lax.dynamic_update_slice(x, u, (j, i))
+        return s, y
+    exe = relax_mlir.compile(from_jax(f, i32(), i32(), f32(N, 4), f32(1, 2)))
+    for n in (2, 7, 40):
+        x, u = rnd(n, 4), rnd(1, 2)
+        for i, j in ((0, 0), (1, 1), (-3, 2), (100, -1), (n - 1, 3), (5, 100)):
+            got = exe(np.int32(i) * np.ones((), np.int32), np.int32(j) * np.ones((), np.int32), x, u)
+            want = jax.jit(f)(np.int32(i), np.int32(j), x, u)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+
+
+# --- branches ----------------------------------------------------------------------------------
+
+def test_cond_tensor_operands():
+    def f(x, y):
+        return lax.cond(x.sum() > 0, lambda a, b: (a + b, a * b), lambda a, b: (a - b, b), x, y)
+    exe = check(f, [f32(N, 3), f32(N, 3)], lambda n: [rnd(n, 3), rnd(n, 3)])
+    for sign in (1.0, -1.0):  # both branches, whatever the random data
+        x, y = np.abs(rnd(4, 3)) * sign, rnd(4, 3)
+        for g, w in zip(exe(x, y), jax.jit(f)(x, y)):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_switch_every_branch_and_clamped_index():
+    def f(i, x):
+        return lax.switch(i, [lambda a: a + 1.0, lambda a: a * 2.0, lambda a: -a], x)
+    exe = relax_mlir.compile(from_jax(f, i32(), f32(N)))
+    for n in SIZES:
+        x = rnd(n)
+        for i in (-5, 0, 1, 2, 3, 100):  # jax clamps the index into range
+            got = exe(np.int32(i) * np.ones((), np.int32), x)
+            np.testing.assert_allclose(got, jax.jit(f)(np.int32(i), x), rtol=1e-6)
+
+
+def test_cond_on_integer_and_bool_results():
+    def f(p, x):
+        return lax.cond(p, lambda a: (a + 1, a > 0), lambda a: (a * 3, a < 0), x)
+    exe = relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((), jnp.bool_), i32(N)))
+    for n in SIZES:
+        x = rng.integers(-9, 9, (n,)).astype(np.int32)
+        for p in (True, False):
+            for g, w in zip(exe(np.array(p), x), jax.jit(f)(p, x)):
+                np.testing.assert_array_equal(g, w)
+
+
+CASE = """
+func.func @main(%i: tensor<i32>, %x: tensor<?xf32>) -> tensor<?xf32> {
+  %c = stablehlo.constant dense<2.0> : tensor<f32>
+  %0 = "stablehlo.case"(%i) ({
+    %1 = stablehlo.negate %x : tensor<?xf32>
+    stablehlo.return %1 : tensor<?xf32>
+  }, {
+    %1 = stablehlo.add %x, %x : tensor<?xf32>
+    stablehlo.return %1 : tensor<?xf32>
+  }, {
+    stablehlo.return %x : tensor<?xf32>
+  }) : (tensor<i32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+"""
+
+
+def test_stablehlo_case_out_of_range_runs_last_branch():
+    exe = relax_mlir.compile(import_stablehlo(CASE, [[], ["n"]]))
+    x = rnd(6)
+    for i, want in ((0, -x), (1, x + x), (2, x), (3, x), (-1, x), (2 ** 31 - 1, x), (-2 ** 31, x)):
+        np.testing.assert_array_equal(exe(np.int32(i) * np.ones((), np.int32), x), want)
+
+
+IF = """
+func.func @main(%p: tensor<i1>, %x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %0 = "stablehlo.if"(%p) ({
+    %1 = stablehlo.exponential %x : tensor<?x2xf32>
+    stablehlo.return %1 : tensor<?x2xf32>
+  }, {
+    stablehlo.return %x : tensor<?x2xf32>
+  }) : (tensor<i1>) -> tensor<?x2xf32>
+  return %0 : tensor<?x2xf32>
+}
+"""
+
+
+def test_stablehlo_if():
+    exe = relax_mlir.compile(import_stablehlo(IF, [[], ["n", None]]))
+    for n in (1, 5):
+        x = rnd(n, 2)
+        np.testing.assert_allclose(exe(np.array(True), x), np.exp(x), rtol=1e-6)
+        np.testing.assert_array_equal(exe(np.array(False), x), x)
+
+
+GROWING = """
+func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%a = %c0, %v = %x) : tensor<i32>, tensor<?xf32>
+  cond {
+    %c3 = stablehlo.constant dense<3> : tensor<i32>
+    %1 = stablehlo.compare LT, %a, %c3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %1 = stablehlo.add %a, %c1 : tensor<i32>
+    %2 = stablehlo.concatenate %v, %v, dim = 0 : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+    stablehlo.return %1, %2 : tensor<i32>, tensor<?xf32>
+  }
+  return %0#1 : tensor<?xf32>
+}
+"""
+
+
+def test_carried_value_that_changes_shape_is_refused():
+    with pytest.raises(relax_mlir.CompileError, match=r"carried value #1 changes type in the body"):
+        import_stablehlo(GROWING, [["n"]])
+
+
+@pytest.mark.parametrize("target", ["vulkan", "cuda"])
+def test_gpu_targets_refuse_control_flow(target):
+    mod = from_jax(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x), f32(N, 4))
+    with pytest.raises(relax_mlir.CompileError, match=r"does not support control flow yet \('relax_v.while'"):
+        relax_mlir.compile(mod, target=target)
