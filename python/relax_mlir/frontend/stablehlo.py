@@ -1868,74 +1868,6 @@ def _reduce_precision(im, op, ins):
     return im.emit("relax.reduce_precision", [x], len(dims), dt, attrs, dims=_merge_dims(dims, x.dims))
 
 
-_MAX_UNROLL = 16
-_CMP_CONST = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
-             "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
-
-
-class _RegionAsFunc:
-    """A region seen as the function `Importer.run_func` walks (its first block, up to the return)."""
-
-    def __init__(self, region):
-        self.regions = [region]
-
-
-def _known_condition(im, region, vals) -> bool:
-    """The value of a while loop's condition region on `vals`, which must be known at import time
-    (a counter compared with a constant, as in jax's fori_loop)."""
-    from jax._src.lib.mlir.dialects import hlo
-
-    block = region.blocks[0]
-    env = dict(im.scope)
-    env.update(zip(block.arguments, vals))
-    for o in block.operations:
-        name = o.operation.name
-        ins = [env[x] for x in o.operands]
-        if name == "stablehlo.return":
-            v = ins[0]
-            if v.known is None or len(v.known) != 1 or not v.known[0].is_const:
-                break
-            return bool(v.known[0].value)
-        if name == "stablehlo.compare" and all(x.known is not None and len(x.known) == 1 and x.known[0].is_const
-                                               for x in ins):
-            direction = hlo.ComparisonDirectionAttr(o.attributes["comparison_direction"]).value
-            r = _CMP_CONST[direction](ins[0].known[0].value, ins[1].known[0].value)
-            env[o.results[0]] = Val(None, "i1", [], [const(int(r))])
-            continue
-        conv = CONVERTERS.get(name)
-        if conv is None:
-            break
-        outs = conv(im, o, ins)
-        for r, v in zip(o.results, [outs] if isinstance(outs, Val) else outs or []):
-            env[r] = v
-    raise ValueError("only while loops whose condition is known at import time (a counter against a constant, "
-                     "as in fori_loop with constant bounds) are supported; they are unrolled")
-
-
-def _while_unrolled(im, op, ins):
-    """stablehlo.while with a trip count known at import time (jax's fori_loop over constant bounds,
-    e.g. threefry's rounds on the CPU): unrolled, the body imported once per iteration."""
-    vals, scope = list(ins), im.scope
-    for _ in range(_MAX_UNROLL + 1):
-        im.scope = scope
-        if not _known_condition(im, op.regions[0], vals):
-            return vals
-        vals, _ = im.run_func(_RegionAsFunc(op.regions[1]), vals, outer=scope)
-    raise ValueError(f"the loop runs more than {_MAX_UNROLL} iterations (loops are unrolled at import)")
-
-
-def _while_any(im, op, ins):
-    """A while loop whose trip count is known at import and at most _MAX_UNROLL (threefry's five
-    rounds) is unrolled, so it runs on every target; any other becomes relax_v.while. An attempt
-    that fails leaves only dead ops, which the importer erases."""
-    scope = im.scope
-    try:
-        return _while_unrolled(im, op, ins)
-    except (ValueError, KeyError, IndexError, TypeError, UnsupportedOpError):
-        im.scope = scope
-        return _while(im, op, ins)
-
-
 def _bitcast_convert(im, op, ins):
     (x,) = ins
     dims, dt = _res(op)
@@ -2229,7 +2161,7 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.round_nearest_afz": _unary("relax.round"),
     "stablehlo.bitcast_convert": _bitcast_convert,
     "stablehlo.reduce_precision": _reduce_precision,
-    "stablehlo.while": _while_any,
+    "stablehlo.while": _while,
     "stablehlo.case": _case,
     "stablehlo.if": _if,
 }

@@ -173,14 +173,6 @@ def test_random_from_key_argument_matches_jax(name, platform):
                 np.testing.assert_array_max_ulp(got, want, maxulp=4)
 
 
-def test_while_with_unknown_trip_count_is_refused():
-    from relax_mlir.frontend.stablehlo import UnsupportedOpError
-
-    fn = lambda x: jax.lax.while_loop(lambda c: c[0].sum() < 100.0, lambda c: (c[0] * 2.0,), (x,))[0]  # noqa: E731
-    with pytest.raises(UnsupportedOpError, match="stablehlo.while.*condition is known at import time"):
-        from_jax(fn, jax.ShapeDtypeStruct((B,), jnp.float32))
-
-
 def test_fori_loop_with_constant_bounds_is_unrolled():
     fn = lambda x, k: jax.lax.fori_loop(0, 7, lambda i, c: c * 3 + (k >> i), x)  # noqa: E731
     check(fn, [np.uint32, np.uint32], lambda n: list(pair(np.uint32, n)))
