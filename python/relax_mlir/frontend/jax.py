@@ -19,9 +19,14 @@ def _dim_names(avals):
         names = []
         for d in a.shape:
             s = str(d)
-            names.append(s if not isinstance(d, int) and s.isascii() and s.isidentifier() else None)
+            # a bare dimension variable, or an expression ("5*k + 15") the importer binds k from
+            names.append(None if isinstance(d, int) else s)
         out.append(names)
     return out
+
+
+def _is_var(name) -> bool:
+    return name is not None and name.isascii() and name.isidentifier()
 
 
 _JAX_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "bool": "i1",
@@ -37,7 +42,7 @@ def _unused_args(exported, names) -> dict:
     for i, a in enumerate(exported.in_avals):
         if i in kept:
             continue
-        dims = [const(d) if isinstance(d, int) else (sym(names[i][j]) if names[i][j] else None)
+        dims = [const(d) if isinstance(d, int) else (sym(names[i][j]) if _is_var(names[i][j]) else None)
                 for j, d in enumerate(a.shape)]
         out[i] = (dims, _JAX_DTYPES.get(str(a.dtype), str(a.dtype)))
     return out
@@ -50,7 +55,7 @@ def import_exported(exported) -> Module:
     `relax.symbol_lower`, so that shape deduction proves what jax proved (x[:, :1] of an [s, s]
     array has dim min(1, s) = 1, and broadcasts to s)."""
     names = _dim_names(exported.in_avals)
-    dim_vars = {n for ns in names for n in ns if n is not None}
+    dim_vars = {n for ns in names for n in ns if _is_var(n)}
     return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
                             dim_vars=dim_vars)
 
