@@ -485,14 +485,6 @@ def gemma_transformer(weights="args"):
 
 Builder = Callable[[], Case]
 
-# name -> builder: the models that import, compile and match jax.jit today (test_zoo.py).
-MODELS: dict[str, Builder] = {}
-
-# name -> (builder, what fails today): written with the same harness, not collected as tests.
-# The lead moves a model into MODELS once the op families it needs are merged.
-PENDING: dict[str, tuple[Builder, str]] = {}
-
-
 ALL: dict[str, Builder] = {
     "gpt2": gpt2,
     "llama": llama,
@@ -520,6 +512,24 @@ ALL: dict[str, Builder] = {
     "eqx_conv": eqx_conv,
     "eqx_gru": eqx_gru,
     "gemma": gemma_transformer,
+}
+
+# The models that import, compile and match jax.jit today (test_zoo.py).
+MODELS: dict[str, Builder] = {name: ALL[name] for name in ("linen_mlp", "bert")}
+
+# name -> (builder, what fails on main today): the same harness, not collected as tests. The lead
+# moves a model into MODELS once the op families it needs are merged. Recorded with
+# `compile_case` + `check_case` on main at 30d239f plus this branch's importer infrastructure.
+_NOT_PROBED = "not yet run through the importer in the issue-16 session (time ran out): probe it first"
+PENDING: dict[str, tuple[Builder, str]] = {
+    "gpt2": (gpt2, "UnsupportedOpsError: stablehlo.real_dynamic_slice x3 (attention head split)"),
+    "llama": (llama, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding halves)"),
+    "mistral": (mistral, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding halves)"),
+    "gemma_hf": (gemma_hf, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding halves)"),
+    "gptj": (gptj, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2"),
+    "gpt_neo": (gpt_neo, "UnsupportedOpsError: stablehlo.xor x1 (boolean mask xor, local attention)"),
+    **{name: (ALL[name], _NOT_PROBED) for name in ALL if name not in MODELS and name not in (
+        "gpt2", "llama", "mistral", "gemma_hf", "gptj", "gpt_neo")},
 }
 
 
