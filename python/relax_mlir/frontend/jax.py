@@ -57,7 +57,23 @@ def import_exported(exported) -> Module:
     names = _dim_names(exported.in_avals)
     dim_vars = {n for ns in names for n in ns if _is_var(n)}
     return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
-                            dim_vars=dim_vars)
+                            dim_vars=dim_vars, symbol_bounds=_upper_bounds(exported.in_avals))
+
+
+def _upper_bounds(avals) -> dict[str, int]:
+    """symbol -> c for the `symbol <= c` constraints of the specs' symbolic scope
+    (`jax.export.symbolic_shape("s", constraints=("s <= 32",))`), which jax's shape reasoning
+    used (GPT-2 slices its causal mask to [s, s] only given s <= 32); the executable checks them.
+    Other constraints stay jax's (its shape assertions are not kept)."""
+    out: dict[str, int] = {}
+    for a in avals:
+        for d in a.shape:
+            scope = getattr(d, "scope", None)
+            for c in getattr(scope, "_explicit_constraints", ()) or ():
+                e1, e2, cmp = getattr(c, "e1", None), getattr(c, "e2", None), str(getattr(c, "cmp", ""))
+                if cmp.endswith("GEQ") and isinstance(e1, int) and _is_var(str(e2)):
+                    out[str(e2)] = min(out.get(str(e2), e1), e1)
+    return out
 
 
 def from_jax(fn, *arg_specs) -> Module:

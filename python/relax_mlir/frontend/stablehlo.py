@@ -304,6 +304,7 @@ class Importer:
         self.symbolic_attrs: list[tuple[ir.Operation, str, Any]] = []  # renamed at the end
         self.loc: ir.Location | None = None  # the jax op being converted
         self.extra_lower: dict[str, int] = {}  # lower bounds of argument symbols beyond jax's >= 1
+        self.upper: dict[str, int] = {}  # upper bounds of argument symbols (jax constraints s <= 32)
         self._locs: dict[str, ir.Location] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -459,6 +460,11 @@ class Importer:
             i64 = ir.IntegerType.get_signless(64)
             func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
                                                                      for n, v in sorted(lower.items())})
+        upper = {n: v for n, v in self.upper.items() if n in sig}
+        if upper:
+            i64 = ir.IntegerType.get_signless(64)
+            func.attributes["relax.symbol_bounds"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
+                                                                      for n, v in sorted(upper.items())})
         return module.operation
 
     def resolve_names(self, params) -> dict[str, Expr]:
@@ -1415,7 +1421,7 @@ def shape_facts(im) -> Facts:
     lower = {n: 1 for n in im.dim_vars}
     for n, v in getattr(im, "extra_lower", {}).items():
         lower[n] = max(lower.get(n, 0), v)
-    return Facts(lower=lower)
+    return Facts(lower=lower, upper=dict(getattr(im, "upper", {})))
 
 
 CONVERTERS: dict[str, Callable] = {
@@ -1517,20 +1523,23 @@ def check_element_types(module) -> None:
 
 
 def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
-                  source_name: str = "<string>") -> Module:
+                  source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None) -> Module:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
     `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
     position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
     which the relax function takes and ignores; `dim_vars`: names that are jax dimension
-    variables (>= 1, like those the module's `jax.global_constant` arguments name)."""
+    variables (>= 1, like those the module's `jax.global_constant` arguments name);
+    `symbol_bounds`: symbol -> upper bound (jax's `s <= 32` constraints), `relax.symbol_bounds`."""
     from relax_mlir.targets import registry
 
     check_element_types(module)
     check_supported_ops(module)
     session = Session(source_name)
     with session.ctx, ir.Location.unknown():
-        op = Importer(module, dim_names, unused_args, dim_vars, source_name).run()
+        im = Importer(module, dim_names, unused_args, dim_vars, source_name)
+        im.upper = dict(symbol_bounds or {})
+        op = im.run()
     result = Module(session, op)
     if not run_pipeline(session, op, ["relax-infer-shapes"], registry()):
         raise CompileError("\n".join(d.render() for d in session.diags) or "the imported module does not verify")
@@ -1538,7 +1547,7 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
 
 
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
-                     dim_vars: Iterable[str] = ()) -> Module:
+                     dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None) -> Module:
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
@@ -1563,7 +1572,8 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
             else:
                 module = jir.Module.create()
                 module.body.append(op.operation)
-        return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name)
+        return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
+                             symbol_bounds=symbol_bounds)
 
 
 class _ModuleView:

@@ -180,3 +180,21 @@ func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
 }"""
     with pytest.raises(UnsupportedOpError, match=r"argument #0 dim 0 is given as 'a\*b'.*neither a whole dim"):
         import_stablehlo(text, dim_names=[["a*b"]])
+
+
+def test_jax_upper_bound_constraints_become_symbol_bounds():
+    """jax.export's `s <= 8` constraint lets jax slice a [16, 16] table to [s, s] (min(16, s)
+    otherwise); the import keeps it as relax.symbol_bounds, which the executable checks."""
+    (s,) = jax.export.symbolic_shape("s", constraints=("s <= 8",))
+    table = np.arange(256, dtype=np.float32).reshape(16, 16)
+
+    def f(x):
+        return x + jnp.asarray(table)[:x.shape[0], :x.shape[0]]
+    mod = from_jax(f, jax.ShapeDtypeStruct((s, s), jnp.float32))
+    assert "relax.symbol_bounds = {s = 8 : i64}" in str(mod)
+    exe = relax_mlir.compile(mod)
+    for n in (1, 5, 8):
+        x = np.random.default_rng(n).standard_normal((n, n)).astype(np.float32)
+        np.testing.assert_allclose(exe(x), jax.jit(f)(x), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"symbol s = 9 .* exceeds its upper bound 8"):
+        exe(np.zeros((9, 9), np.float32))

@@ -11,6 +11,7 @@ closes over; the table uses both styles. Nothing is downloaded: every config is 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,18 +88,19 @@ def outputs(tree) -> list[np.ndarray]:
 
 # --- transformers (Flax) -----------------------------------------------------------------------
 
-def _hf(model, call, weights: str, specs_extra=(), args_extra=lambda n: [], sizes=SIZES) -> Case:
+def _hf(model, call, weights: str, seq2seq=False, args_extra=lambda n: [], sizes=SIZES) -> Case:
     """A transformers Flax model: `call(model, params, *inputs)` -> output pytree."""
     params = jax.tree.map(np.asarray, model.params)
+    specs = seq2seq_specs() if seq2seq else [ids_spec()]
     if weights == "args":
         def fn(p, ids, *rest):
             return call(model, p, ids, *rest)
-        return Case(fn, [spec_of(params), ids_spec(), *specs_extra],
+        return Case(fn, [spec_of(params), *specs],
                     lambda n: [params, make_ids(n), *args_extra(n)], sizes=sizes, weights="args")
 
     def fn(ids, *rest):
         return call(model, params, ids, *rest)
-    return Case(fn, [ids_spec(), *specs_extra], lambda n: [make_ids(n), *args_extra(n)], sizes=sizes,
+    return Case(fn, specs, lambda n: [make_ids(n), *args_extra(n)], sizes=sizes,
                 weights="closed")
 
 
@@ -178,9 +180,10 @@ def _seq2seq(model, p, ids, dec):
     return out.last_hidden_state, out.encoder_last_hidden_state
 
 
-def _dec_spec():
-    b, t = sym("b, t")
-    return jax.ShapeDtypeStruct((b, t), I32)
+def seq2seq_specs():
+    """Encoder ids [b, s] and decoder ids [b, t], in one symbolic scope."""
+    b, s, t = export.symbolic_shape("b, s, t", constraints=(f"s <= {MAX_POS}", f"t <= {MAX_POS}"))
+    return [jax.ShapeDtypeStruct((b, s), I32), jax.ShapeDtypeStruct((b, t), I32)]
 
 
 def _dec_ids(n):
@@ -193,14 +196,36 @@ def t5(weights="args"):
     from transformers import FlaxT5Model, T5Config
     cfg = T5Config(vocab_size=VOCAB, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2,
                    relative_attention_num_buckets=8, relative_attention_max_distance=16)
-    return _hf(FlaxT5Model(cfg, seed=0), _seq2seq, weights, [_dec_spec()], _dec_ids)
+    with _clip_compat():
+        model = FlaxT5Model(cfg, seed=0)
+    return _hf(model, _t5_call, weights, True, _dec_ids)
+
+
+@contextlib.contextmanager
+def _clip_compat():
+    """transformers 4.57's Flax T5 calls jnp.clip(x, a_max=...), a keyword jax 0.10 removed: map
+    it to max= while T5 is built and traced (a shim for the library, not for relax)."""
+    clip = jnp.clip
+
+    def compat(x, min=None, max=None, *, a_min=None, a_max=None):
+        return clip(x, a_min if min is None else min, a_max if max is None else max)
+    jnp.clip = compat
+    try:
+        yield
+    finally:
+        jnp.clip = clip
+
+
+def _t5_call(model, p, ids, dec):
+    with _clip_compat():
+        return _seq2seq(model, p, ids, dec)
 
 
 def bart(weights="closed"):
     from transformers import BartConfig, FlaxBartModel
     cfg = BartConfig(vocab_size=VOCAB, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                      decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32)
-    return _hf(FlaxBartModel(cfg, seed=0), _seq2seq, weights, [_dec_spec()], _dec_ids)
+    return _hf(FlaxBartModel(cfg, seed=0), _seq2seq, weights, True, _dec_ids)
 
 
 def _images(n, c=3, hw=16):
@@ -237,7 +262,7 @@ def wav2vec2(weights="args"):
     from transformers import FlaxWav2Vec2Model, Wav2Vec2Config
     cfg = Wav2Vec2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
                          conv_dim=(8, 8), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=4,
-                         num_conv_pos_embedding_groups=2, feat_extract_norm="group")
+                         num_conv_pos_embedding_groups=2, feat_extract_norm="layer", do_stable_layer_norm=True)
     model = FlaxWav2Vec2Model(cfg, seed=0)
     params = jax.tree.map(np.asarray, model.params)
     b, length = sym("b, 5*k + 15")
@@ -515,21 +540,39 @@ ALL: dict[str, Builder] = {
 }
 
 # The models that import, compile and match jax.jit today (test_zoo.py).
-MODELS: dict[str, Builder] = {name: ALL[name] for name in ("linen_mlp", "bert")}
+MODELS: dict[str, Builder] = {name: ALL[name] for name in (
+    "bert", "distilbert", "t5", "bart",  # transformers: encoders, seq2seq (encoder + decoder)
+    "linen_mlp", "linen_batchnorm", "linen_attention", "nnx_mlp",  # flax linen / nnx
+    "eqx_mlp", "eqx_attention",  # equinox
+)}
 
-# name -> (builder, what fails on main today): the same harness, not collected as tests. The lead
-# moves a model into MODELS once the op families it needs are merged. Recorded with
-# `compile_case` + `check_case` on main at 30d239f plus this branch's importer infrastructure.
-_NOT_PROBED = "not yet run through the importer in the issue-16 session (time ran out): probe it first"
+# name -> (builder, what fails today): the same harness, not collected as tests. The lead moves a
+# model into MODELS once the op families it needs are merged. Recorded by compile_case +
+# check_case on main 30d239f with this branch's importer infrastructure (issue 16).
+_ROPE = "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotate_half of the rotary embedding: x[..., :d/2])"
 PENDING: dict[str, tuple[Builder, str]] = {
-    "gpt2": (gpt2, "UnsupportedOpsError: stablehlo.real_dynamic_slice x3 (attention head split)"),
-    "llama": (llama, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding halves)"),
-    "mistral": (mistral, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding halves)"),
-    "gemma_hf": (gemma_hf, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding halves)"),
-    "gptj": (gptj, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2"),
-    "gpt_neo": (gpt_neo, "UnsupportedOpsError: stablehlo.xor x1 (boolean mask xor, local attention)"),
-    **{name: (ALL[name], _NOT_PROBED) for name in ALL if name not in MODELS and name not in (
-        "gpt2", "llama", "mistral", "gemma_hf", "gptj", "gpt_neo")},
+    "gpt2": (gpt2, "UnsupportedOpsError: stablehlo.real_dynamic_slice x3 (the fused qkv split, jnp.split)"),
+    "llama": (llama, _ROPE),
+    "mistral": (mistral, _ROPE),
+    "gemma_hf": (gemma_hf, _ROPE),
+    "gptj": (gptj, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding slices)"),
+    "gpt_neo": (gpt_neo, "UnsupportedOpsError: stablehlo.xor x1 (the local-attention mask: bool xor)"),
+    "roberta": (roberta, "UnsupportedOpsError: stablehlo.custom_call @stablehlo.dynamic_reduce_window x1 "
+                         "(cumsum of the padding mask for position ids)"),
+    "vit": (vit, "UnsupportedOpsError: stablehlo.convolution x1 (patch embedding)"),
+    "resnet": (resnet, "UnsupportedOpsError: stablehlo.convolution x6; stablehlo.reduce_window x2 (max pool, "
+                       "average pool)"),
+    "wav2vec2": (wav2vec2, "UnsupportedOpsError: stablehlo.convolution x3; stablehlo.scatter x1; stablehlo.pad x1; "
+                           "stablehlo.reverse x1; custom_call @stablehlo.dynamic_reduce_window x2 (the 5*k + 15 "
+                           "input length itself imports)"),
+    "linen_cnn": (linen_cnn, "UnsupportedOpsError: stablehlo.convolution x2; stablehlo.reduce_window x2"),
+    "linen_lstm": (linen_lstm, "UnsupportedTypesError: stablehlo.convert to ui32 (nn.RNN's sequence "
+                               "lengths/PRNG), then stablehlo.while (lax.scan)"),
+    "nnx_cnn": (nnx_cnn, "UnsupportedOpsError: stablehlo.convolution x1; stablehlo.reduce_window x1"),
+    "eqx_conv": (eqx_conv, "UnsupportedOpsError: stablehlo.convolution x1"),
+    "eqx_gru": (eqx_gru, "UnsupportedOpsError: stablehlo.while x1; stablehlo.dynamic_update_slice x1; "
+                         "stablehlo.real_dynamic_slice x7 (lax.scan over the sequence)"),
+    "gemma": (gemma_transformer, "not finished within 150 s in the probe (import + compile); see the report"),
 }
 
 
