@@ -19,9 +19,14 @@ def _dim_names(avals):
         names = []
         for d in a.shape:
             s = str(d)
-            names.append(s if not isinstance(d, int) and s.isascii() and s.isidentifier() else None)
+            # a bare dimension variable, or an expression ("5*k + 15") the importer binds k from
+            names.append(None if isinstance(d, int) else s)
         out.append(names)
     return out
+
+
+def _is_var(name) -> bool:
+    return name is not None and name.isascii() and name.isidentifier()
 
 
 _JAX_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "bool": "i1",
@@ -38,7 +43,7 @@ def _unused_args(exported, names) -> dict:
     for i, a in enumerate(exported.in_avals):
         if i in kept:
             continue
-        dims = [const(d) if isinstance(d, int) else (sym(names[i][j]) if names[i][j] else None)
+        dims = [const(d) if isinstance(d, int) else (sym(names[i][j]) if _is_var(names[i][j]) else None)
                 for j, d in enumerate(a.shape)]
         out[i] = (dims, _JAX_DTYPES.get(str(a.dtype), str(a.dtype)))
     return out
@@ -51,9 +56,25 @@ def import_exported(exported) -> Module:
     `relax.symbol_lower`, so that shape deduction proves what jax proved (x[:, :1] of an [s, s]
     array has dim min(1, s) = 1, and broadcasts to s)."""
     names = _dim_names(exported.in_avals)
-    dim_vars = {n for ns in names for n in ns if n is not None}
+    dim_vars = {n for ns in names for n in ns if _is_var(n)}
     return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
-                            dim_vars=dim_vars)
+                            dim_vars=dim_vars, symbol_bounds=_upper_bounds(exported.in_avals))
+
+
+def _upper_bounds(avals) -> dict[str, int]:
+    """symbol -> c for the `symbol <= c` constraints of the specs' symbolic scope
+    (`jax.export.symbolic_shape("s", constraints=("s <= 32",))`), which jax's shape reasoning
+    used (GPT-2 slices its causal mask to [s, s] only given s <= 32); the executable checks them.
+    Other constraints stay jax's (its shape assertions are not kept)."""
+    out: dict[str, int] = {}
+    for a in avals:
+        for d in a.shape:
+            scope = getattr(d, "scope", None)
+            for c in getattr(scope, "_explicit_constraints", ()) or ():
+                e1, e2, cmp = getattr(c, "e1", None), getattr(c, "e2", None), str(getattr(c, "cmp", ""))
+                if cmp.endswith("GEQ") and isinstance(e1, int) and _is_var(str(e2)):
+                    out[str(e2)] = min(out.get(str(e2), e1), e1)
+    return out
 
 
 def from_jax(fn, *arg_specs) -> Module:

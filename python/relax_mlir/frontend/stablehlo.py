@@ -18,6 +18,7 @@ run time by the executable instead).  The symbols of jax dimension variables are
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -31,6 +32,7 @@ from relax_mlir.dialect.types import TensorType
 from relax_mlir.shape import Expr, Facts, ceildiv, const, floordiv, max_, min_, mod, sym
 
 __all__ = ["import_stablehlo", "import_module", "render_error", "UnsupportedOpError", "UnsupportedTypesError",
+           "UnsupportedOpsError", "check_supported_ops", "CUSTOM_CALL_TARGETS",
            "StableHLOParseError", "CONVERTERS"]
 
 
@@ -117,6 +119,8 @@ def _position(loc: str, source_name: str) -> str | None:
 def render_error(e: Exception, source_name: str) -> str:
     """An import error as compiler diagnostics: `file:line:col: error: ...` per problem (or
     `file: error: ...` for one about the whole input)."""
+    if isinstance(e, UnsupportedOpsError):
+        return e.render(source_name)
     if isinstance(e, UnsupportedTypesError):
         return "\n".join(render_error(x, source_name) for x in e.items)
     if isinstance(e, StableHLOParseError):
@@ -306,6 +310,8 @@ class Importer:
         self.scope: dict = {}  # the values in scope of the op being converted (see run_func)
         self.loc: ir.Location | None = None  # the jax op being converted
         self.env: dict = {}  # jax value -> Val, of the function being walked
+        self.extra_lower: dict[str, int] = {}  # lower bounds of argument symbols beyond jax's >= 1
+        self.upper: dict[str, int] = {}  # upper bounds of argument symbols (jax constraints s <= 32)
         self._locs: dict[str, ir.Location] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -430,6 +436,7 @@ class Importer:
                     d = sym(nm) if nm is not None and _is_name(nm) else sym(f"zzA{i}x{j}")
                 sdims.append(d)
             params.append((i, sdims, dt))
+        params = name_dim_exprs(self, params)
         floc = self.location(main)
         module = ir.Module.create(loc=floc)
         self.relax_module = module
@@ -445,6 +452,7 @@ class Importer:
             if i not in self.unused_args:
                 args.append(Val(a, dt, sdims))
         with ir.InsertionPoint(body):
+            args = bind_dim_exprs(self, params, args)
             results, ret_loc = self.run_func(main, args)
             self.loc = ret_loc
             rets = [self.use(r) for r in results]
@@ -462,10 +470,17 @@ class Importer:
         for _, sdims, _ in params:
             for d in sdims:
                 sig |= d.subs(mapping).symbols()
-        lower = sorted({self.renames.get(n, n) for n in self.dim_vars} & sig)
+        lower = {n: 1 for n in sorted({self.renames.get(n, n) for n in self.dim_vars} & sig)}
+        lower.update({n: v for n, v in self.extra_lower.items() if n in sig})
         if lower:
             i64 = ir.IntegerType.get_signless(64)
-            func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, 1) for n in lower})
+            func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
+                                                                     for n, v in sorted(lower.items())})
+        upper = {n: v for n, v in self.upper.items() if n in sig}
+        if upper:
+            i64 = ir.IntegerType.get_signless(64)
+            func.attributes["relax.symbol_bounds"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
+                                                                      for n, v in sorted(upper.items())})
         return module.operation
 
     def resolve_names(self, params) -> dict[str, Expr]:
@@ -532,8 +547,9 @@ class Importer:
             self.env = env  # the converter may look through its operands' defining ops
             self.scope = env  # what a converter of an op with regions (stablehlo.while) sees
             try:
-                folded = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
-                outs = folded if folded is not None else conv(self, op, ins)
+                outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
+                if outs is None:
+                    outs = fold_known(self, op, ins) or conv(self, op, ins)
             except UnsupportedOpError:
                 raise
             except (ValueError, KeyError, IndexError, TypeError) as e:
@@ -568,9 +584,10 @@ class Importer:
 
 
 def _erase_dead_ops(block: ir.Block) -> None:
-    """Erase the ops whose results are never used (every relax op built here is pure), last first."""
+    """Erase the ops whose results are never used (every relax op built here is pure), last first;
+    a match_cast stays (it binds symbols and checks them)."""
     for op in reversed(list(block.operations)):
-        if op.name != "func.return" and all(not list(r.uses) for r in op.results):
+        if op.name not in ("func.return", "relax.match_cast") and all(not list(r.uses) for r in op.results):
             op.erase()
 
 
@@ -1127,15 +1144,6 @@ def _dot_general(im, op, ins):
     return im.reshape(out, final)
 
 
-def _custom_call(im, op, ins):
-    target = _string(op.attributes["call_target_name"])
-    if target == "shape_assertion":
-        return []
-    if target == "stablehlo.dynamic_reduce_window":
-        return _dynamic_reduce_window(im, op, ins)
-    raise UnsupportedOpError("stablehlo.custom_call", str(op.location), f"call target @{target}")
-
-
 def _optimization_barrier(im, op, ins):
     return list(ins)
 
@@ -1431,6 +1439,13 @@ def _gather(im, op, ins):
 
 _SCATTER_KIND = {"stablehlo.add": "add", "stablehlo.multiply": "mul", "stablehlo.maximum": "max",
                  "stablehlo.minimum": "min", "stablehlo.or": "add", "stablehlo.and": "mul"}
+def _custom_call(im, op, ins):
+    target = _string(op.attributes["call_target_name"])
+    handler = CUSTOM_CALL_TARGETS.get(target)
+    if handler is None or isinstance(handler, str):
+        why = f"call target @{target}" + (f": {handler}" if handler else "")
+        raise UnsupportedOpError("stablehlo.custom_call", str(op.location), why)
+    return handler(im, op, ins)
 
 
 def _scatter(im, op, ins):
@@ -2086,6 +2101,383 @@ def _finish_region_functions(im: Importer, mapping: dict) -> None:
             f.erase()
 
 
+# --- importer infrastructure (issue 16) ---
+# Whole-module checks before the import (every unsupported op at once), sharding annotations
+# (dropped with a note: the compile is for one device), stablehlo.composite (inlined), the
+# custom_call targets models emit, and argument dims given as expressions (jax's "5*k + 15").
+
+_log = logging.getLogger("relax_mlir.frontend")
+
+# Ops the walk handles itself (not through CONVERTERS).
+_STRUCTURAL = frozenset({"func.func", "func.return", "func.call", "stablehlo.return"})
+
+# Ops refused with a reason (the import is for one device).
+_REFUSED_OPS = {
+    "sdy.manual_computation": "shard_map (sdy.manual_computation, per-device code) is not supported: relax compiles "
+                              "for one device; call the function without shard_map",
+}
+
+_SHARDING_ATTRS = ("sdy.sharding", "mhlo.sharding", "sdy.sharding_rule")
+
+
+class UnsupportedOpsError(UnsupportedOpError):
+    """Every unsupported op of a module at once: `groups` holds, per op name (a custom_call per
+    target), the reason (or "") and the location texts of its occurrences, in order of first
+    appearance."""
+
+    def __init__(self, groups: list[tuple[str, str, list[str]]]):
+        self.groups = groups
+        self.op_name, self.why, locs = groups[0]
+        self.loc = locs[0]
+        ValueError.__init__(self, "\n".join(self.line(g) for g in groups))
+
+    @staticmethod
+    def line(group, source_name: str = "<string>", shown: int = 3) -> str:
+        name, why, locs = group
+        head = UnsupportedOpError(name, "", why).headline()
+        if len(locs) > 1:
+            head += f" ({len(locs)} occurrences)"
+        where = [_position(loc, source_name) or loc for loc in locs[:shown]]
+        more = f", and {len(locs) - shown} more" if len(locs) > shown else ""
+        return f"{head} at {'; '.join(where)}{more}"
+
+    def render(self, source_name: str) -> str:
+        """One `file:line:col: error:` diagnostic per unsupported op (kind), its other
+        occurrences named after it."""
+        out = []
+        for name, why, locs in self.groups:
+            pos = _position(locs[0], source_name)
+            if pos is None:
+                out.append(f"{source_name}: error: {self.line((name, why, locs), source_name)}")
+                continue
+            head = UnsupportedOpError(name, "", why).headline()
+            if len(locs) > 1:
+                others = [_position(loc, source_name) or loc for loc in locs[1:4]]
+                more = f", and {len(locs) - 4} more" if len(locs) > 4 else ""
+                head += f" ({len(locs)} occurrences; also at {', '.join(others)}{more})"
+            out.append(f"{pos}: error: {head}")
+        return "\n".join(out)
+
+
+def _custom_call_target(op) -> str:
+    return _string(op.attributes["call_target_name"])
+
+
+def _attr_names(attrs) -> list[str]:
+    """The names in a jax-MLIR DictAttr (empty for anything else)."""
+    from jax._src.lib.mlir import ir as jir
+    if not isinstance(attrs, jir.DictAttr):
+        return []
+    return [attrs[i].name for i in range(len(attrs))]
+
+
+def check_supported_ops(module) -> None:
+    """Walk everything @main reaches (calls and composite decompositions, nested regions) and raise
+    UnsupportedOpsError naming every op the importer cannot convert, with its count and locations,
+    all at once. Sharding annotations (sdy.sharding / mhlo.sharding attributes, sdy.mesh,
+    sdy.sharding_constraint, @Sharding custom calls) are accepted: they are dropped with one
+    logged warning, since relax compiles for one device."""
+    from jax._src.lib.mlir import ir as jir
+
+    funcs, notes = {}, {}
+    for op in module.body.operations:
+        name = op.operation.name
+        if name == "func.func":
+            funcs[_string(op.attributes["sym_name"])] = op
+        elif name.startswith("sdy."):
+            notes[name] = notes.get(name, 0) + 1
+    groups: dict[str, tuple[str, list[str]]] = {}
+
+    def bad(key, why, loc):
+        groups.setdefault(key, (why, []))[1].append(str(loc))
+
+    def note_attrs(op):
+        for key in ("arg_attrs", "res_attrs"):
+            if key in op.attributes and isinstance(op.attributes[key], jir.ArrayAttr):
+                for a in op.attributes[key]:
+                    for n in _attr_names(a):
+                        if n in _SHARDING_ATTRS:
+                            notes[n] = notes.get(n, 0) + 1
+        for n in _SHARDING_ATTRS:
+            if n in op.attributes:
+                notes[n] = notes.get(n, 0) + 1
+
+    seen, todo = set(), ["main"]
+
+    def visit(op):
+        name = op.operation.name
+        note_attrs(op)
+        if name == "func.call" or name == "stablehlo.composite":
+            callee = _string(op.attributes["callee" if name == "func.call" else "decomposition"])
+            if callee not in funcs:
+                bad(name, f"unknown {'callee' if name == 'func.call' else 'decomposition'} @{callee}", op.location)
+            elif callee not in seen:
+                todo.append(callee)
+        if name in _REFUSED_OPS:
+            bad(name, _REFUSED_OPS[name], op.location)
+            return  # its body is not imported: nothing in it to report
+        if name == "stablehlo.custom_call":
+            target = _custom_call_target(op)
+            handler = CUSTOM_CALL_TARGETS.get(target)
+            if target in _SHARDING_CUSTOM_CALLS:
+                notes[f"custom_call @{target}"] = notes.get(f"custom_call @{target}", 0) + 1
+            if handler is None:
+                bad(name, f"call target @{target}", op.location)
+            elif isinstance(handler, str):
+                bad(name, f"call target @{target}: {handler}", op.location)
+        elif name.startswith("sdy.") and name in CONVERTERS:
+            notes[name] = notes.get(name, 0) + 1
+        elif name not in CONVERTERS and name not in _STRUCTURAL:
+            bad(name, "", op.location)
+        for r in op.regions:
+            for b in r.blocks:
+                for inner in b.operations:
+                    visit(inner)
+
+    while todo:
+        fname = todo.pop()
+        if fname in seen or fname not in funcs:
+            continue
+        seen.add(fname)
+        visit(funcs[fname])
+    if groups:
+        raise UnsupportedOpsError([(k, why, locs) for k, (why, locs) in groups.items()])
+    if notes:
+        what = ", ".join(f"{n} x{c}" for n, c in sorted(notes.items()))
+        _log.warning("relax-mlir: sharding annotations dropped (%s): the module is compiled for one device", what)
+
+
+def _identity(im, op, ins):
+    """An annotation that passes its operands through (sharding constraints, placement)."""
+    return list(ins)
+
+
+def _refuse_manual(im, op, ins):
+    raise UnsupportedOpError(op.operation.name, str(op.location), _REFUSED_OPS[op.operation.name])
+
+
+_SHARDING_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+_SHARD_MAP_WHY = ("shard_map's manual sharding (per-device shapes) is not supported: relax compiles for one "
+                  "device; call the function without shard_map")
+
+# custom_call target -> converter, or a string: why the target is refused.
+CUSTOM_CALL_TARGETS: dict[str, Callable | str] = {
+    "shape_assertion": lambda im, op, ins: [],  # the executable checks the signature's symbols itself
+    "Sharding": _identity,  # with_sharding_constraint (GSPMD): mhlo.sharding on an identity
+    "annotate_device_placement": _identity,  # memory kind / device placement of a value
+    "SPMDFullToShardShape": _SHARD_MAP_WHY,
+    "SPMDShardToFullShape": _SHARD_MAP_WHY,
+    "cu_threefry2x32": "GPU random bits (jax.random on a GPU export); export for the CPU platform",
+    "stablehlo.dynamic_reduce_window": lambda im, op, ins: _dynamic_reduce_window(im, op, ins),
+}
+
+
+# Argument dims given as expressions: jax.export's "5*k + 15" gives @main an argument of
+# unknown dim D; the module recovers k = (D - 15) floordiv 5 through its own arithmetic
+# (`divmod` functions of divide, remainder, sign, compare, select) and asserts D mod 5 == 0 and
+# k >= 1 with shape_assertion custom calls, which the import drops. `Importer.bind_dim_exprs`
+# names the symbol instead: a `relax.arange` of (D - 15) floordiv 5 elements match_cast to [k]
+# binds k, and a match_cast of the argument to [5*k + 15, ...] checks D = 5*k + 15 at run time
+# (its message names the argument, the expression and k); D >= 20 (k >= 1) becomes D's
+# `relax.symbol_lower`. The body then sees 5*k + 15, and the known-value folds below turn jax's
+# floor_divide / remainder arithmetic back into k.
+
+def _solve_affine(e: Expr, s: str) -> tuple[int, Expr] | None:
+    """(a, b) with e == a*s + b, a > 0 and b free of s; None when e is not of that form."""
+    a, rest = 0, []
+    for mono, c in e.terms:
+        if s in mono:
+            if mono != (s,):
+                return None
+            a = c
+        else:
+            rest.append((mono, c))
+    if a <= 0:
+        return None
+    b = e - a * sym(s)
+    if s in b.symbols():
+        return None
+    return a, b
+
+
+def _arg_dim_symbol(i: int, j: int, taken: set[str]) -> str:
+    name = f"arg{i}_dim{j}"
+    while name in taken:
+        name += "_"
+    return name
+
+
+def name_dim_exprs(im, params):
+    """Give each argument dim that jax names by an expression (not a bare symbol) its own
+    symbol `arg<i>_dim<j>`; record (symbol, expression) in `im.dim_exprs`."""
+    from relax_mlir.shape import ShapeParseError, parse
+    im.dim_exprs = {}
+    taken = {n for ns in im.dim_names for n in (ns or []) if n and _is_name(n)}
+    out = []
+    for i, sdims, dt in params:
+        names = im.dim_names[i] if i < len(im.dim_names) else None
+        new = list(sdims)
+        for j, d in enumerate(sdims):
+            nm = names[j] if names and j < len(names) else None
+            if not nm or _is_name(nm) or not str(d).startswith("zzA"):
+                continue
+            try:
+                e = parse(nm)
+            except ShapeParseError:
+                raise UnsupportedOpError("func.func", "", f"argument #{i} dim {j} is given as '{nm}', which is not "
+                                                          f"a shape expression relax reads") from None
+            s = _arg_dim_symbol(i, j, taken)
+            taken.add(s)
+            new[j] = sym(s)
+            im.dim_exprs[(i, j)] = (s, e)
+        out.append((i, new, dt))
+    return out
+
+
+def bind_dim_exprs(im, params, args: list) -> list:
+    """Bind the symbols of expression dims (k of 5*k + 15) and check each such argument against
+    its expression at run time; the argument values the body sees have the expression dims."""
+    exprs = getattr(im, "dim_exprs", {})
+    if not exprs:
+        return args
+    bare = {str(d) for _, sdims, _ in params for d in sdims if d.is_symbol}
+    defs: dict[str, Expr] = {}
+    for (i, j), (s, e) in sorted(exprs.items()):
+        for k in sorted(e.symbols()):
+            if k in bare or k in defs:
+                continue
+            ab = _solve_affine(e, k) if len(e.symbols()) == 1 else None
+            if ab is None or not ab[1].is_const:
+                continue
+            a, b = ab
+            defs[k] = floordiv(sym(s) - b, a)
+            # k >= 1 (a jax dimension variable): the argument dim is at least a + b
+            im.extra_lower[s] = max(im.extra_lower.get(s, 0), a + b.value)
+    for (i, j), (s, e) in sorted(exprs.items()):
+        missing = sorted(e.symbols() - bare - set(defs))
+        if missing:
+            raise UnsupportedOpError("func.func", "", f"argument #{i} dim {j} is given as '{e}': its symbol "
+                                                      f"{missing[0]} is neither a whole dim of an argument nor "
+                                                      f"recoverable as (dim - b) floordiv a from one a*{missing[0]} + b")
+    for k, value in defs.items():
+        t = im.emit("relax.arange", [], 1, "i64", {"end": value, "dtype": _dtype_attr("i64")}, dims=[value])
+        ir.Operation.create("relax.match_cast", results=[_ttype([sym(k)], "i64")], operands=[t.value],
+                            loc=ir.Location.name(f"symbol {k} of the argument shapes"))
+        im.dim_vars.add(k)
+    by_arg = {}
+    for (i, j), (s, e) in exprs.items():
+        by_arg.setdefault(i, {})[j] = (s, e)
+    out = []
+    positions = [i for i, _, _ in params if i not in im.unused_args]
+    for i, v in zip(positions, args):
+        if i not in by_arg:
+            out.append(v)
+            continue
+        dims = list(v.dims)
+        for j, (s, e) in by_arg[i].items():
+            dims[j] = e
+        what = ", ".join(f"dim {j} = {e}" for j, (_, e) in sorted(by_arg[i].items()))
+        cast = ir.Operation.create("relax.match_cast", results=[_ttype(dims, v.dtype)], operands=[v.value],
+                                   loc=ir.Location.name(f"argument #{i} ({what})"))
+        out.append(Val(cast.results[0], v.dtype, dims))
+    return out
+
+
+# Known-value folds of the scalar integer / i1 arithmetic jax emits for shapes (its floor_divide
+# and remainder functions: sign, compare, select, and/or/not, remainder), where the shape
+# algebra proves the outcome; None leaves the op to its converter.
+
+def _sign_of(e: Expr, facts) -> int | None:
+    if e.is_const:
+        return (e.value > 0) - (e.value < 0)
+    if facts.prove_gt(e, 0):
+        return 1
+    if facts.prove_lt(e, 0):
+        return -1
+    return None
+
+
+def _compare_known(direction: str, a: Expr, b: Expr, facts) -> int | None:
+    d = a - b
+    s = _sign_of(d, facts)
+    if direction in ("EQ", "NE"):
+        if s is None:
+            return None
+        return int((s == 0) == (direction == "EQ"))
+    if s is None:  # weak facts: a >= b or a <= b without the sign of a - b
+        if direction in ("GE", "LT") and facts.prove_ge(d, 0):
+            return int(direction == "GE")
+        if direction in ("LE", "GT") and facts.prove_le(d, 0):
+            return int(direction == "LE")
+        return None
+    return int({"LT": s < 0, "LE": s <= 0, "GT": s > 0, "GE": s >= 0}[direction])
+
+
+def fold_known(im, op, ins):
+    """The known values of a scalar/1-D integer or i1 op whose operands are known, or None."""
+    name = op.operation.name
+    if name not in _KNOWN_FOLDS or not ins or any(v.known is None for v in ins):
+        return None
+    rdims, dt = _res(op)
+    if dt not in ("i1", "i8", "i16", "i32", "i64") or len(rdims) > 1:
+        return None
+    n = max(len(v.known) for v in ins)
+    if any(len(v.known) not in (1, n) for v in ins):
+        return None
+    cols = [[v.known[t if len(v.known) > 1 else 0] for v in ins] for t in range(n)]
+    facts = shape_facts(im)
+    out = []
+    for c in cols:
+        r = _KNOWN_FOLDS[name](op, c, facts)
+        if r is None:
+            return None
+        out.append(r if isinstance(r, Expr) else const(int(r)))
+    return Val(None, dt, _merge_dims(rdims, [const(n)] if rdims else []), out)
+
+
+def _fold_compare_known(op, c, facts):
+    from jax._src.lib.mlir.dialects import hlo
+    return _compare_known(hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value,
+                          c[0], c[1], facts)
+
+
+def _fold_logic(fn):
+    def fold(op, c, facts):
+        if any(not x.is_const for x in c) or _res(op)[1] != "i1":
+            return None
+        return fn(*[bool(x.value) for x in c])
+    return fold
+
+
+def _fold_remainder_sym(op, c, facts):
+    a, b = c
+    if a.is_const and b.is_const:
+        return _fold_remainder(a, b)
+    if facts.prove_ge(a, 0) and b.is_const and b.value > 0:
+        return mod(a, b)
+    return None
+
+
+_KNOWN_FOLDS = {
+    "stablehlo.sign": lambda op, c, facts: _sign_of(c[0], facts),
+    "stablehlo.compare": _fold_compare_known,
+    "stablehlo.select": lambda op, c, facts: (c[1] if c[0].value else c[2]) if c[0].is_const else None,
+    "stablehlo.and": _fold_logic(lambda a, b: a and b),
+    "stablehlo.or": _fold_logic(lambda a, b: a or b),
+    "stablehlo.not": _fold_logic(lambda a: not a),
+    "stablehlo.remainder": _fold_remainder_sym,
+}
+
+
+def shape_facts(im) -> Facts:
+    """What the import knows of its symbols: jax dimension variables >= 1, expression dims'
+    lower bounds."""
+    lower = {n: 1 for n in im.dim_vars}
+    for n, v in getattr(im, "extra_lower", {}).items():
+        lower[n] = max(lower.get(n, 0), v)
+    return Facts(lower=lower, upper=dict(getattr(im, "upper", {})))
+
+
 CONVERTERS: dict[str, Callable] = {
     "stablehlo.add": _binary("relax.add", _INT_FOLD["stablehlo.add"]),
     "stablehlo.subtract": _binary("relax.subtract", _INT_FOLD["stablehlo.subtract"]),
@@ -2164,6 +2556,10 @@ CONVERTERS: dict[str, Callable] = {
     "stablehlo.while": _while,
     "stablehlo.case": _case,
     "stablehlo.if": _if,
+    # importer infrastructure (issue 16)
+    "sdy.sharding_constraint": _identity,
+    "sdy.reshard": _identity,
+    "sdy.manual_computation": _refuse_manual,
 }
 
 
@@ -2209,19 +2605,23 @@ def check_element_types(module) -> None:
 
 
 def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
-                  source_name: str = "<string>") -> Module:
+                  source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None) -> Module:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
     `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
     position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
     which the relax function takes and ignores; `dim_vars`: names that are jax dimension
-    variables (>= 1, like those the module's `jax.global_constant` arguments name)."""
+    variables (>= 1, like those the module's `jax.global_constant` arguments name);
+    `symbol_bounds`: symbol -> upper bound (jax's `s <= 32` constraints), `relax.symbol_bounds`."""
     from relax_mlir.targets import registry
 
     check_element_types(module)
+    check_supported_ops(module)
     session = Session(source_name)
     with session.ctx, ir.Location.unknown():
-        op = Importer(module, dim_names, unused_args, dim_vars, source_name).run()
+        im = Importer(module, dim_names, unused_args, dim_vars, source_name)
+        im.upper = dict(symbol_bounds or {})
+        op = im.run()
     result = Module(session, op)
     if not run_pipeline(session, op, ["relax-infer-shapes"], registry()):
         raise CompileError("\n".join(d.render() for d in session.diags) or "the imported module does not verify")
@@ -2229,7 +2629,7 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
 
 
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
-                     dim_vars: Iterable[str] = ()) -> Module:
+                     dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None) -> Module:
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
@@ -2254,7 +2654,8 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
             else:
                 module = jir.Module.create()
                 module.body.append(op.operation)
-        return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name)
+        return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
+                             symbol_bounds=symbol_bounds)
 
 
 class _ModuleView:

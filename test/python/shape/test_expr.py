@@ -255,3 +255,18 @@ def test_subs_matches_evaluate(t, env, name, repl):
     except ZeroDivisionError:
         return  # folding may expose a divisor that is zero at this binding
     assert got == want
+
+
+def test_floordiv_mod_of_jax_expression_dims():
+    """jax recovers k from a dim 5*k + 15 with floor division and modulo (issue 16)."""
+    from relax_mlir.shape import floordiv, mod, sym
+    k = sym("k")
+    assert floordiv(5 * k + 15, 5) == k + 3
+    assert floordiv(5 * k + 15 - 15, 5) == k
+    assert mod(5 * k + 15, 5) == 0
+    assert mod(5 * k + 17, 5) == 2
+    assert floordiv(5 * k + 17, 5) == k + 3
+    d = sym("d")
+    assert str(floordiv(d - 15, 5)) == "floordiv(d, 5) - 3"
+    for v in range(0, 60):
+        assert floordiv(d - 15, 5).evaluate({"d": v}) == (v - 15) // 5
