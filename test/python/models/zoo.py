@@ -547,39 +547,19 @@ ALL: dict[str, Builder] = {
 
 # The models that import, compile and match jax.jit today (test_zoo.py).
 MODELS: dict[str, Builder] = {name: ALL[name] for name in (
-    "bert", "distilbert", "t5", "bart",  # transformers: encoders, seq2seq (encoder + decoder)
-    "linen_mlp", "linen_batchnorm", "linen_attention", "nnx_mlp",  # flax linen / nnx
-    "eqx_mlp", "eqx_attention",  # equinox
+    # transformers: causal LMs, encoders, seq2seq (encoder + decoder), vision, audio
+    "gpt2", "llama", "mistral", "gemma_hf", "gptj", "gpt_neo",
+    "bert", "roberta", "distilbert", "t5", "bart", "vit", "resnet", "wav2vec2",
+    "linen_mlp", "linen_cnn", "linen_batchnorm", "linen_lstm", "linen_attention",  # flax linen
+    "nnx_mlp", "nnx_cnn",  # flax nnx
+    "eqx_mlp", "eqx_attention", "eqx_conv", "eqx_gru",  # equinox
 )}
 
-# name -> (builder, what fails today): the same harness, not collected as tests. The lead moves a
-# model into MODELS once the op families it needs are merged. Recorded by compile_case +
-# check_case on main 30d239f with this branch's importer infrastructure (issue 16).
-_ROPE = "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotate_half of the rotary embedding: x[..., :d/2])"
+# name -> (builder, what fails today): the same harness, not collected as tests.
 PENDING: dict[str, tuple[Builder, str]] = {
-    "gpt2": (gpt2, "UnsupportedOpsError: stablehlo.real_dynamic_slice x3 (the fused qkv split, jnp.split)"),
-    "llama": (llama, _ROPE),
-    "mistral": (mistral, _ROPE),
-    "gemma_hf": (gemma_hf, _ROPE),
-    "gptj": (gptj, "UnsupportedOpsError: stablehlo.real_dynamic_slice x2 (rotary embedding slices)"),
-    "gpt_neo": (gpt_neo, "UnsupportedOpsError: stablehlo.xor x1 (the local-attention mask: bool xor)"),
-    "roberta": (roberta, "UnsupportedOpsError: stablehlo.custom_call @stablehlo.dynamic_reduce_window x1 "
-                         "(cumsum of the padding mask for position ids)"),
-    "vit": (vit, "UnsupportedOpsError: stablehlo.convolution x1 (patch embedding)"),
-    "resnet": (resnet, "UnsupportedOpsError: stablehlo.convolution x6; stablehlo.reduce_window x2 (max pool, "
-                       "average pool)"),
-    "wav2vec2": (wav2vec2, "UnsupportedOpsError: stablehlo.convolution x3; stablehlo.scatter x1; stablehlo.pad x1; "
-                           "stablehlo.reverse x1; custom_call @stablehlo.dynamic_reduce_window x2 (the 5*k + 15 "
-                           "input length itself imports)"),
-    "linen_cnn": (linen_cnn, "UnsupportedOpsError: stablehlo.convolution x2; stablehlo.reduce_window x2"),
-    "linen_lstm": (linen_lstm, "UnsupportedTypesError: stablehlo.convert to ui32 (nn.RNN's sequence "
-                               "lengths/PRNG), then stablehlo.while (lax.scan)"),
-    "nnx_cnn": (nnx_cnn, "UnsupportedOpsError: stablehlo.convolution x1; stablehlo.reduce_window x1"),
-    "eqx_conv": (eqx_conv, "UnsupportedOpsError: stablehlo.convolution x1"),
-    "eqx_gru": (eqx_gru, "UnsupportedOpsError: stablehlo.while x1; stablehlo.dynamic_update_slice x1; "
-                         "stablehlo.real_dynamic_slice x7 (lax.scan over the sequence)"),
-    "gemma": (gemma_transformer, "UnsupportedOpsError: stablehlo.real_dynamic_slice x6 (rotary embedding, "
-                                 "attention); custom_call @stablehlo.dynamic_reduce_window x1 (cumsum of positions)"),
+    "gemma": (gemma_transformer, "imports and compiles; at n = 1, 12 of 64 outputs differ from jax.jit by up "
+                                 "to 5 bfloat16 ulps (about 3%): not yet diagnosed (rounding of bf16 "
+                                 "intermediates, which XLA keeps in f32 inside fusions, is the suspect)"),
 }
 
 
