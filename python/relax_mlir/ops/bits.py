@@ -19,11 +19,8 @@ from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, o
 from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType, is_unsigned, signless
 from relax_mlir.ops.common import broadcast_shapes, require_rank, require_same_dtype
 from relax_mlir.ops.elementwise import BinaryOp, UnaryOp, _elementwise
+from relax_mlir.ops.int_scalars import convert_unsigned, int_power_scalar, width  # noqa: F401
 from relax_mlir.ops.kernel import Legalized
-
-
-def width(dtype: str) -> int:
-    return int(signless(dtype)[1:])
 
 
 # --- bitwise logic -------------------------------------------------------------------------------
@@ -178,38 +175,6 @@ class RightShiftArithmeticOp(_Shift):
                   "%n = arith.select %big, %wm, %b : {t}", "%r = arith.shrsi %a, %n : {t}")
 
 
-def int_power_scalar(dtype: str) -> tuple[str, ...]:
-    """Integer a ** b (StableHLO's reference interpreter, XLA): exponentiation by squaring over
-    every bit of b (products wrap); for signed b < 0: 1 ** b = 1, (-1) ** b = +-1 by b's parity,
-    anything else 0. Unrolled over the bit width (no loop in the kernel body)."""
-    w = width(dtype)
-    lines = ["%z = arith.constant 0 : {t}", "%o = arith.constant 1 : {t}"]
-    e = "%b"
-    if not is_unsigned(dtype):
-        lines += ["%bn = arith.cmpi slt, %b, %z : {t}", "%nb = arith.subi %z, %b : {t}",
-                  "%ab = arith.select %bn, %nb, %b : {t}", "%m1 = arith.constant -1 : {t}",
-                  "%a1 = arith.cmpi eq, %a, %o : {t}", "%am1 = arith.cmpi eq, %a, %m1 : {t}",
-                  "%unit = arith.ori %a1, %am1 : i1"]
-        e = "%ab"
-    acc, base = "%o", "%a"
-    for i in range(w):
-        lines += [f"%c{i} = arith.constant {i} : {{t}}", f"%s{i} = arith.shrui {e}, %c{i} : {{t}}",
-                  f"%bit{i} = arith.andi %s{i}, %o : {{t}}", f"%set{i} = arith.cmpi ne, %bit{i}, %z : {{t}}",
-                  f"%p{i} = arith.muli {acc}, {base} : {{t}}", f"%acc{i} = arith.select %set{i}, %p{i}, {acc} : {{t}}"]
-        acc = f"%acc{i}"
-        if i + 1 < w:
-            lines.append(f"%sq{i} = arith.muli {base}, {base} : {{t}}")
-            base = f"%sq{i}"
-    if is_unsigned(dtype):
-        lines.append(f"%r = arith.select %o_true, {acc}, {acc} : {{t}}")
-        lines.insert(0, "%o_true = arith.constant true")
-    else:
-        lines += [f"%zr = arith.select %unit, {acc}, %z : {{t}}", f"%r = arith.select %bn, %zr, {acc} : {{t}}"]
-    return tuple(lines)
-
-
-# --- element math ---------------------------------------------------------------------------------
-
 def _via_f32(dtype: str, lines: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, ...]:
     """`lines` (a template over `args`, assigning %r) computed in f32 for f16/bf16 and rounded once."""
     if dtype not in ("f16", "bf16"):
@@ -346,44 +311,6 @@ def unsigned_legalize_info(spec, info: OpInfo) -> OpInfo:
     new = OpInfo(info.op, info.facts, [sl(t) for t in info.operand_types])
     new.result_types = [sl(t) for t in info.result_types]
     return new
-
-
-def _int_width(dt: str) -> int:
-    return 1 if dt == "i1" else width(dt)
-
-
-def convert_unsigned(src: str, dst: str) -> tuple[str, ...]:
-    """Scalar conversion %x : src -> %r : dst where src or dst is unsigned, as XLA: integers
-    zero-extend from unsigned and sign-extend from signed sources, truncate to narrower ones;
-    unsigned -> float rounds the unsigned value; float -> unsigned truncates toward zero and
-    saturates (NaN and negatives -> 0, >= 2**w -> all ones); -> i1 is x != 0."""
-    s, d = signless(src), signless(dst)
-    fsrc, fdst = src in FLOAT_DTYPES, dst in FLOAT_DTYPES
-    if not fsrc and not fdst:
-        sw, dw = _int_width(s), _int_width(d)
-        if dst == "i1":
-            return (f"%z = arith.constant 0 : {s}", f"%r = arith.cmpi ne, %x, %z : {s}")
-        if sw < dw:
-            ext = "extui" if (is_unsigned(src) or src == "i1") else "extsi"
-            return (f"%r = arith.{ext} %x : {s} to {d}",)
-        if sw > dw:
-            return (f"%r = arith.trunci %x : {s} to {d}",)
-        return ("%true = arith.constant true", f"%r = arith.select %true, %x, %x : {s}")
-    if not fsrc:  # unsigned -> float
-        return (f"%r = arith.uitofp %x : {s} to {dst}",)
-    # float -> unsigned
-    lines: list[str] = []
-    x, f = "%x", src
-    if src in ("f16", "bf16"):
-        lines.append(f"%x32 = arith.extf %x : {src} to f32")
-        x, f = "%x32", "f32"
-    w = width(d)
-    lines += [f"%fz = arith.constant 0.0 : {f}", f"%ok = arith.cmpf ogt, {x}, %fz : {f}",  # false for NaN
-              f"%xp = arith.select %ok, {x}, %fz : {f}", f"%lim = arith.constant {float(2 ** w)!r} : {f}",
-              f"%over = arith.cmpf oge, %xp, %lim : {f}", f"%c = arith.select %over, %fz, %xp : {f}",
-              f"%u = arith.fptoui %c : {f} to {d}", f"%all = arith.constant -1 : {d}",
-              f"%r = arith.select %over, %all, %u : {d}"]
-    return tuple(lines)
 
 
 # --- reduce_precision -----------------------------------------------------------------------------

@@ -71,15 +71,30 @@ class CaseOp(OpSpec):
 
 def region_callees(op) -> list[str]:
     """The region functions a control-flow op calls, in order (while: cond, body; if: then, else;
-    case: the branches)."""
+    case: the branches); a PassError at the op when an attribute is not a symbol reference."""
     from mlir import ir
 
+    from relax_mlir.passes import PassError
+
     a = op.attributes
+
+    def symbol(attr, what: str) -> str:
+        if not isinstance(attr, ir.FlatSymbolRefAttr):
+            raise PassError(op, f"'{op.name}' op attribute '{what}' must be a symbol reference, got {attr}")
+        return attr.value
+
+    def named(key: str) -> str:
+        if key not in a:
+            raise PassError(op, f"'{op.name}' op needs the attribute '{key}'")
+        return symbol(a[key], key)
+
     if op.name == "relax_v.while":
-        return [ir.FlatSymbolRefAttr(a["cond"]).value, ir.FlatSymbolRefAttr(a["body"]).value]
+        return [named("cond"), named("body")]
     if op.name == "relax_v.if":
-        return [ir.FlatSymbolRefAttr(a["then_branch"]).value, ir.FlatSymbolRefAttr(a["else_branch"]).value]
+        return [named("then_branch"), named("else_branch")]
     if op.name == "relax_v.case":
-        br = ir.ArrayAttr(a["branches"])
-        return [ir.FlatSymbolRefAttr(br[i]).value for i in range(len(br))]
+        if "branches" not in a or not isinstance(a["branches"], ir.ArrayAttr):
+            raise PassError(op, f"'{op.name}' op attribute 'branches' must be an array of symbol references")
+        br = a["branches"]
+        return [symbol(br[i], f"branches[{i}]") for i in range(len(br))]
     return []

@@ -18,6 +18,7 @@ from relax_mlir.ops.common import (broadcast_shapes, require_float, require_rank
                                    splat_constant, splat_source)
 from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import Facts
+from relax_mlir.ops.int_scalars import convert_unsigned, int_power_scalar
 from relax_mlir.ops.kernel import (Kernel, Legalized, broadcast_map, highest_literal, identity_map,
                                    scalar_body)
 
@@ -493,7 +494,6 @@ class PowerOp(BinaryOp):
     def template(cls, dtype: str) -> tuple[str, ...]:
         if dtype in FLOAT_DTYPES:
             return cls.float_scalar
-        from relax_mlir.ops.bits import int_power_scalar
         return int_power_scalar(dtype)
 
 
@@ -688,7 +688,6 @@ def convert_scalar(src: str, dst: str) -> tuple[str, ...]:
     truncates toward zero and saturates (NaN -> 0, +-inf -> INT_MAX / INT_MIN); float -> i1 is
     x != 0 (NaN -> true); int -> int wraps; i1 is unsigned (true -> 1)."""
     if is_unsigned(src) or is_unsigned(dst):
-        from relax_mlir.ops.bits import convert_unsigned
         return convert_unsigned(src, dst)
     fsrc, fdst = src in FLOAT_DTYPES, dst in FLOAT_DTYPES
     width = _WIDTH
