@@ -28,11 +28,17 @@
 // LEG: %[[C:.*]] = arith.index_cast %[[E]] : i32 to index
 // LEG: arith.cmpi slt, %[[C]]
 // LEG: tensor.extract %[[GX]][{{.*}}] : tensor<?x5xf32>
-// The scatter kernel: a copy of the input, then one loop per updates dim, a bounds check, add.
+// The scatter kernel: the input itself when the in-place flag (symbolic arg 0, set by
+// relax-plan-memory) is 1, else a copy of it; then one loop per updates dim, a bounds check, add.
 // LEG-LABEL: func.func private @scatter
-// LEG-SAME: (%[[SX:.*]]: tensor<?x5xf32>, %{{.*}}: tensor<3x1xi32>, %[[SU:.*]]: tensor<3x5xf32>, %[[SO:.*]]: tensor<?x5xf32>)
-// LEG: %[[CP:.*]] = linalg.copy ins(%[[SX]] : tensor<?x5xf32>) outs(%[[SO]] : tensor<?x5xf32>)
-// LEG: scf.for {{.*}} iter_args(%[[A0:.*]] = %[[CP]])
+// LEG-SAME: (%[[SX:.*]]: tensor<?x5xf32>, %{{.*}}: tensor<3x1xi32>, %[[SU:.*]]: tensor<3x5xf32>, %[[SO:.*]]: tensor<?x5xf32>, %[[SF:.*]]: index)
+// LEG: %[[INPL:.*]] = arith.cmpi ne, %[[SF]]
+// LEG: %[[INIT:.*]] = scf.if %[[INPL]] -> (tensor<?x5xf32>) {
+// LEG-NEXT: scf.yield %[[SX]] : tensor<?x5xf32>
+// LEG-NEXT: } else {
+// LEG-NEXT: %[[CP:.*]] = linalg.copy ins(%[[SX]] : tensor<?x5xf32>) outs(%[[SO]] : tensor<?x5xf32>)
+// LEG-NEXT: scf.yield %[[CP]]
+// LEG: scf.for {{.*}} iter_args(%[[A0:.*]] = %[[INIT]])
 // LEG: scf.for %[[J:.*]] = {{.*}} iter_args(%[[A1:.*]] = %[[A0]])
 // LEG: scf.if
 // LEG: %[[OLD:.*]] = tensor.extract %[[A1]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import FLOAT_DTYPES, INT_DTYPES, TensorType, as_dim
-from relax_mlir.ops.common import dims_equal, fmt, normalize_axis, require_rank
+from relax_mlir.ops.common import ZERO, dims_equal, fmt, normalize_axis, require_rank
 from relax_mlir.ops.kernel import (Kernel, Legalized, affine_map, highest_literal, identity_map,
                                    lowest_literal)
 
@@ -295,9 +295,19 @@ class ScatterOp(OpSpec):
     def legalize(cls, op: OpInfo) -> Legalized:
         x, idx, upd, r = op.tensor(0), op.tensor(1), op.tensor(2), op.result_types[0]
         xd, ud, kind, uwd, iwd, ibd, sibd, smap, ivd, window, uscatter = cls.numbers(op)
-        k = Kernel("scatter", [x, idx, upd], [r])
-        init = k.fresh("cp")
-        k.emit(f"{init} = linalg.copy ins({k.inp(0)} : {k.ty(x)}) outs({k.out(0)} : {k.ty(r)}) -> {k.ty(r)}")
+        k = Kernel("scatter", [x, idx, upd], [r], n_syms=1)
+        # Symbolic argument 0 is the in-place flag of relax-plan-memory (as dynamic_update_slice's):
+        # 1 when x dies here and the result may take x's storage; then the updates go into x
+        # itself (a scan writing one row per step), else x is copied into the destination first.
+        # Both compute the same tensor.
+        flag, init, cp = k.fresh("inplace"), k.fresh("init"), k.fresh("cp")
+        k.emit(f"{flag} = arith.cmpi ne, {k.sym(0)}, {k.const_index(0)} : index")
+        k.emit(f"{init} = scf.if {flag} -> ({k.ty(r)}) {{")
+        k.emit(f"  scf.yield {k.inp(0)} : {k.ty(r)}")
+        k.emit("} else {")
+        k.emit(f"  {cp} = linalg.copy ins({k.inp(0)} : {k.ty(x)}) outs({k.out(0)} : {k.ty(r)}) -> {k.ty(r)}")
+        k.emit(f"  scf.yield {cp} : {k.ty(r)}")
+        k.emit("}")
         rank = len(xd)
         xdims = [k.dim(k.inp(0), x, d) for d in range(rank)]
         udims = [k.dim(k.inp(2), upd, j) for j in range(len(ud))]
@@ -366,8 +376,8 @@ class ScatterOp(OpSpec):
                 k.emit("}")
                 k.emit(f"scf.yield {loops[j]} : {tt}")
             k.emit("}")
-            return Legalized(k, [loops[0]])
-        return Legalized(k, ["%new"])
+            return Legalized(k, [loops[0]], [ZERO])
+        return Legalized(k, ["%new"], [ZERO])
 
 
 # --- argmax / argmin -----------------------------------------------------------------------------

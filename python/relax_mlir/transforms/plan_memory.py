@@ -55,7 +55,7 @@ class Interval:
 # Kernels (by their relax.kernel name) whose result may be written into the storage of input 0
 # when that input dies at the call: the symbolic argument at the given position is then set to 1
 # (the kernel skips copying input 0 into its destination).
-IN_PLACE_KERNELS = {"dynamic_update_slice": 0}
+IN_PLACE_KERNELS = {"dynamic_update_slice": 0, "scatter": 0}
 
 
 def _kernel_table(f: ir.Operation) -> dict[str, ir.Operation]:
@@ -68,7 +68,8 @@ def _kernel_table(f: ir.Operation) -> dict[str, ir.Operation]:
 
 
 def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = None):
-    """The planned intervals of `f` (lifetimes in op indices) and its symbol facts.
+    """The planned intervals of `f` (lifetimes in op indices), its symbol facts, and the in-place
+    kernel calls that write a buffer of `f`'s caller (a parameter that dies at the call).
 
     A kernel result that may share storage with one of the kernel's inputs (analysis/kernel_alias:
     a copy that canonicalization turns into a view once kernels are inlined) keeps those inputs
@@ -87,6 +88,7 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
     intervals: dict = {}
     escaping = set()
     in_place: list[tuple[int, ir.Operation]] = []
+    last_use: dict = {}  # value -> index of the last op that reads it (nested regions: the region op)
     for i, op in enumerate(ops):
         if op.name == "relax_v.call_tir":
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
@@ -106,14 +108,16 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
                 if isinstance(t, TensorType) and t.known:
                     sz = nbytes(t)
                     intervals[r] = Interval(r, op, i, i, sz, facts.upper_bound(sz))
-        elif op.name in CONTROL_FLOW:
-            # After bufferization a loop's or branch's result may share the buffer of any tensor
-            # it reads (a carried value updated in place, a captured value returned as it is).
+        elif op.name in CONTROL_FLOW or op.name == "func.call":
+            # After bufferization a loop's, branch's or called function's result may share the
+            # buffer of any tensor it reads (a carried value or parameter updated in place, a
+            # captured value or argument returned as it is).
             for r in op.results:
                 aliases.append((r, list(op.operands)))
         elif op.name in VIEW_OPS and op.operands[0] in (intervals.keys() | root.keys()):
             root[op.results[0]] = root.get(op.operands[0], op.operands[0])
         for v in op.operands:
+            last_use[v] = i
             v = root.get(v, v)
             if v in intervals:
                 intervals[v].end = max(intervals[v].end, i)
@@ -124,14 +128,29 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
             for b in reg.blocks:
                 for inner in b.operations:
                     for v in inner.operation.operands:
+                        last_use[v] = i
                         v = root.get(v, v)
                         if v in intervals:
                             intervals[v].end = max(intervals[v].end, i)
     # An in-place kernel's result takes its input's storage when the input dies at the call
     # (and neither leaves the function): one interval, the result a follower of the input.
     merged: dict = {}
+    on_callers_buffer: list[ir.Operation] = []
+    # A private function's parameters live in its caller's buffers (a loop body's carried
+    # values, a branch's captures): an in-place kernel whose input is such a parameter, read by
+    # nothing after the call, writes the caller's buffer and needs no storage of its own. A scan
+    # that stacks its outputs then writes one row per iteration instead of copying the whole
+    # stack. Whether the caller's buffer may really be written is bufferization's decision: the
+    # kernel computes the same tensor either way, and where the caller still reads the old value
+    # one-shot bufferization copies it there.
+    callers_buffers = set(block.arguments) if _is_private(f) else set()
     for i, op in in_place:
         r, x = op.results[0], op.operands[0]
+        if x in callers_buffers and last_use.get(x) == i:
+            intervals.pop(r, None)
+            callers_buffers.add(r)
+            on_callers_buffer.append(op)
+            continue
         x = merged.get(root.get(x, x), root.get(x, x))
         if x in intervals and r in intervals and x not in escaping and r not in escaping \
                 and intervals[x].end == i and intervals[x].size == intervals[r].size:
@@ -150,7 +169,11 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
     # Tensors without an upper bound are planned too: their blocks are sized per call by the
     # symbolic byte count, and shared only by tensors of exactly that symbolic size.
     planned = [iv for v, iv in intervals.items() if v not in escaping]
-    return planned, facts
+    return planned, facts, on_callers_buffer
+
+
+def _is_private(f: ir.Operation) -> bool:
+    return "sym_visibility" in f.attributes and ir.StringAttr(f.attributes["sym_visibility"]).value == "private"
 
 
 def _in_place_flag(op: ir.Operation, kernel: ir.Operation | None) -> int | None:
@@ -163,6 +186,14 @@ def _in_place_flag(op: ir.Operation, kernel: ir.Operation | None) -> int | None:
     if pos is None or pos >= len(args) or args[pos] != "0" or len(op.results) != 1:
         return None
     return pos
+
+
+def _set_in_place(op: ir.Operation, kernels: dict[str, ir.Operation]) -> None:
+    """Set an in-place kernel call's flag to 1: its result is written into input 0's storage."""
+    pos = _in_place_flag(op, kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value))
+    args = [a for a in ir.ArrayAttr(op.attributes["sym_args"])]
+    args[pos] = ir.StringAttr.get("1")
+    op.attributes["sym_args"] = ir.ArrayAttr.get(args)
 
 
 def assign(planned: list[Interval]) -> list[tuple[Expr, list[Interval]]]:
@@ -208,7 +239,9 @@ class PlanMemoryPass(ModulePass):
             if not f.regions[0].blocks:
                 continue
             kernels = _kernel_table(f)
-            planned, _ = plan_function(f, kernels)
+            planned, _, on_callers_buffer = plan_function(f, kernels)
+            for op in on_callers_buffer:
+                _set_in_place(op, kernels)
             blocks = assign(planned)
             for bi, (_, occ) in enumerate(blocks):
                 for iv in occ:
@@ -219,10 +252,7 @@ class PlanMemoryPass(ModulePass):
                         vals[res_index] = bi
                         op.attributes["relax.storage"] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in vals])
                     for op, _ in iv.followers:  # written in place: the kernel skips its copy
-                        pos = _in_place_flag(op, kernels.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value))
-                        args = [a for a in ir.ArrayAttr(op.attributes["sym_args"])]
-                        args[pos] = ir.StringAttr.get("1")
-                        op.attributes["sym_args"] = ir.ArrayAttr.get(args)
+                        _set_in_place(op, kernels)
 
             def attr(e: Expr):
                 return ir.IntegerAttr.get(i64, e.value) if e.is_const else ir.StringAttr.get(str(e))
