@@ -22,6 +22,16 @@
 // CHECK-SAME:  %[[X:[a-z0-9]+]]: !relax.tensor<["n", 3], f32>
 // CHECK:       "relax_v.call_tir"(%[[X]], {{.*}}) {callee = @dynamic_update_slice, sym_args = ["0"]}
 
+// A called function may return its argument's buffer written in place (@update): the caller's
+// `a` keeps its storage block as long as the call's result lives, so no later tensor takes it.
+// CHECK-LABEL: func.func @caller(
+// CHECK:       "relax_v.call_tir"(%{{.*}}) {callee = @exp{{(_[0-9]+)?}}, relax.storage = [[[A:[0-9]+]]]}
+// CHECK:       call @update(
+// CHECK-NOT:   relax.storage = [[[A]]]
+// CHECK:       return
+// CHECK-LABEL: func.func private @update(
+// CHECK:       {callee = @dynamic_update_slice{{(_[0-9]+)?}}, sym_args = ["1"]}
+
 // After bufferization the stack is no longer a loop-carried value: the loop writes row i of the
 // one buffer (the workspace view the initial value was computed in), and allocates or copies
 // nothing T-sized. The loop that reads the old stack still copies it every step.
@@ -92,4 +102,17 @@ func.func private @else_passes(%x: !relax.tensor<["n", 3], f32>, %idx: !relax.te
 func.func @entry_updates_its_input(%x: !relax.tensor<["n", 3], f32>, %u: !relax.tensor<[1, 3], f32>, %i: !relax.tensor<[], i32>) -> !relax.tensor<["n", 3], f32> {
   %s = "relax.dynamic_update_slice"(%x, %u, %i, %i) : (!relax.tensor<["n", 3], f32>, !relax.tensor<[1, 3], f32>, !relax.tensor<[], i32>, !relax.tensor<[], i32>) -> !relax.tensor<["n", 3], f32>
   return %s : !relax.tensor<["n", 3], f32>
+}
+
+func.func @caller(%x: !relax.tensor<["n", 4], f32>, %u: !relax.tensor<[1, 4], f32>, %i: !relax.tensor<[], i32>, %w: !relax.tensor<[4, 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %a = "relax.exp"(%x) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %b = func.call @update(%a, %u, %i) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[1, 4], f32>, !relax.tensor<[], i32>) -> !relax.tensor<["n", 4], f32>
+  %c = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[4, 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %d = "relax.matmul"(%c, %w) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[4, 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %e = "relax.subtract"(%b, %d) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  return %e : !relax.tensor<["n", 4], f32>
+}
+func.func private @update(%v: !relax.tensor<["n", 4], f32>, %u: !relax.tensor<[1, 4], f32>, %i: !relax.tensor<[], i32>) -> !relax.tensor<["n", 4], f32> {
+  %s = "relax.dynamic_update_slice"(%v, %u, %i, %i) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[1, 4], f32>, !relax.tensor<[], i32>, !relax.tensor<[], i32>) -> !relax.tensor<["n", 4], f32>
+  return %s : !relax.tensor<["n", 4], f32>
 }
