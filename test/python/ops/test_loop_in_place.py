@@ -283,6 +283,21 @@ def test_swap_rows_in_place():
     check(f, [f32(T, D)], lambda n: [rnd(n, D)])
 
 
+@pytest.mark.parametrize("kind", ["slice", "dynamic_slice", "scatter"])
+def test_update_read_from_an_overlapping_part_of_the_same_buffer(kind):
+    """Each step shifts rows down by one: the update is a slice of the buffer it is written into,
+    overlapping the destination rows (static shapes: jax cannot slice 3 rows of a symbolic T)."""
+    def f(x):
+        def body(i, s):
+            if kind == "slice":
+                return lax.dynamic_update_slice(s, s[0:3], (1, 0))
+            if kind == "dynamic_slice":
+                return lax.dynamic_update_slice(s, lax.dynamic_slice(s, (i, 0), (3, D)), (i + 1, 0))
+            return s.at[1:4].set(s[0:3])
+        return lax.fori_loop(0, 3, body, x * 1.0)
+    check(f, [f32(9, D)], lambda n: [rnd(9, D)], sizes=(9,))
+
+
 def test_cond_updates_a_tensor_the_caller_reads_afterwards():
     def f(p, x):
         y = x * 2.0
