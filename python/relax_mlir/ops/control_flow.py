@@ -18,7 +18,10 @@ relax-infer-shapes gives a region function the types of the op's operands as its
 results, and requires: the loop body's results equal the carried types (a carried value keeps its
 shape across iterations), a branch's results equal every other branch's. relax-plan-memory keeps
 every operand of a control-flow op alive as long as the op's results (after bufferization a
-loop's or branch's result may share the buffer of a carried or captured operand).
+loop's or branch's result may share the buffer of a carried or captured operand), and inside a
+region function sets the in-place flag of a dynamic_update_slice / scatter whose input is a
+parameter read by nothing after it: the update writes the caller's buffer, so a loop that writes
+one row of its carried stack per step does O(row) work per step, not a copy of the stack.
 relax-to-upstream lowers them to `scf.while` / `scf.if` / `scf.index_switch` calling the
 region functions.
 """

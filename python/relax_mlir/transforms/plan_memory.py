@@ -6,7 +6,11 @@ lifetime). Sizes are symbolic byte counts, evaluated at the symbols' upper bound
 (`relax.symbol_bounds`) when every symbol has one, else kept symbolic (sized per call). Tensors are
 assigned greedily, largest first, to storage blocks whose occupants do not overlap in time
 (best fit). Results that leave the function are not planned: they are written straight into the
-caller's buffers.
+caller's buffers. An in-place kernel (IN_PLACE_KERNELS: dynamic_update_slice, scatter) whose input
+dies at the call writes its result into that input's storage: a planned block, or in a private
+function (a loop body, a branch) a parameter, which is the caller's buffer. The result of a
+control-flow op or func.call may therefore be one of its operands' buffers, which stay alive as
+long as it does.
 
 The plan is attached as attributes that relax-to-upstream lowers: `relax.storage = [block]` on
 each planned `call_tir` result, and on the function `relax.memory_plan = {blocks = [sizes],
