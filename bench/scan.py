@@ -1,6 +1,8 @@
 """Loops that write one row of a carried buffer per step (issue 16): lax.scan stacking its outputs,
 a GRU in lax.scan, fori_loops updating a buffer with `.at[i].set` (scatter) and with
-dynamic_update_slice, and a scan whose step updates the stack inside a lax.cond. Each is exported
+dynamic_update_slice, a scan whose step updates the stack inside a lax.cond, and the library
+layers that do it: flax linen's nn.RNN over an OptimizedLSTMCell (batch 2) and equinox's GRUCell
+in lax.scan (hidden size 32 everywhere). Each is exported
 with a symbolic length T, compiled ONCE with relax-mlir, checked against jax.jit, then timed at
 T = 16, 256, 1024, 4096, interleaved with jax.jit (one call of each in turn, median of the
 repeats). A per-step copy of the carried buffer shows as a ratio that grows with T.
@@ -65,6 +67,17 @@ def _cases():
     def f32(*dims):
         return jax.ShapeDtypeStruct(dims, jnp.float32)
 
+    def flax_lstm():
+        import flax.linen as nn
+        rnn = nn.RNN(nn.OptimizedLSTMCell(D))
+        params = rnn.init(jax.random.PRNGKey(0), jnp.zeros((2, 5, D), jnp.float32))
+        return lambda x: rnn.apply(params, x)
+
+    def eqx_gru():
+        import equinox as eqx
+        cell = eqx.nn.GRUCell(D, D, key=jax.random.PRNGKey(1))
+        return lambda xs, h0: lax.scan(lambda h, x: (cell(x, h),) * 2, h0, xs)
+
     from jax import export
     t, = export.symbolic_shape("t")
     return {
@@ -75,6 +88,8 @@ def _cases():
         "fori_scatter": (fori_scatter, [f32(t, D)], lambda n: [rnd(n, D)]),
         "fori_dus": (fori_dus, [f32(t, D), f32(D)], lambda n: [rnd(n, D), rnd(D)]),
         "scan_cond": (scan_cond, [f32(t, D)], lambda n: [rnd(n, D)]),
+        "flax_lstm": (flax_lstm(), [f32(2, t, D)], lambda n: [rnd(2, n, D)]),
+        "eqx_gru": (eqx_gru(), [f32(t, D), f32(D)], lambda n: [rnd(n, D), rnd(D)]),
     }
 
 
