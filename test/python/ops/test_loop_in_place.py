@@ -258,6 +258,17 @@ def test_same_buffer_carried_twice():
     check(f, [f32(T, D)], lambda n: [rnd(n, D)])
 
 
+def test_carried_buffers_updated_or_swapped_in_branches():
+    """Two carried copies of one buffer: a step updates both in place or swaps them."""
+    def f(x):
+        def body(i, c):
+            a, b = c
+            return lax.cond(i % 2 == 0, lambda a, b: (a.at[i].set(1.0), b.at[i].add(2.0)), lambda a, b: (b, a), a, b)
+        y = x * 2.0
+        return lax.fori_loop(0, x.shape[0], body, (y, y))
+    check(f, [f32(T, D)], lambda n: [rnd(n, D)])
+
+
 def test_carried_buffer_also_captured():
     """The loop writes row i of its carried copy of y while reading row t-1-i of y itself."""
     def f(x):
