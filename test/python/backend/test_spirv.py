@@ -105,6 +105,37 @@ def test_wgpu_matches_numpy(name):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{name} n={n}")
 
 
+CALLEE_UPDATES_ITS_ARGUMENT = '''
+func.func @main(%x: !relax.tensor<["n", 4], f32>, %u: !relax.tensor<[1, 4], f32>, %i: !relax.tensor<[], i32>,
+                %w: !relax.tensor<[4, 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %a = "relax.exp"(%x) : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %b = func.call @update(%a, %u, %i) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[1, 4], f32>, !relax.tensor<[], i32>) -> !relax.tensor<["n", 4], f32>
+  %c = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[4, 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %d = "relax.matmul"(%c, %w) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[4, 4], f32>) -> !relax.tensor<["n", 4], f32>
+  %e = "relax.subtract"(%b, %d) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  return %e : !relax.tensor<["n", 4], f32>
+}
+func.func private @update(%v: !relax.tensor<["n", 4], f32>, %u: !relax.tensor<[1, 4], f32>, %i: !relax.tensor<[], i32>) -> !relax.tensor<["n", 4], f32> {
+  %s = "relax.dynamic_update_slice"(%v, %u, %i, %i) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[1, 4], f32>, !relax.tensor<[], i32>, !relax.tensor<[], i32>) -> !relax.tensor<["n", 4], f32>
+  return %s : !relax.tensor<["n", 4], f32>
+}
+'''
+
+
+def test_wgpu_callee_result_keeps_its_argument_storage():
+    """`b = @update(a)` may be `a`'s buffer: the memory plan must not give `a`'s block to the
+    products while `b` lives (measured before the func.call rule of relax-plan-memory: 5.5 off)."""
+    _vulkan()
+    exe = relax_mlir.compile(CALLEE_UPDATES_ITS_ARGUMENT, target="vulkan")
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 64):
+        x, u, w = (rng.standard_normal(s).astype(np.float32) for s in ((n, 4), (1, 4), (4, 4)))
+        want = np.exp(x)
+        want[min(2, n - 1)] = u[0]
+        got = exe(x, u, np.array(2, np.int32), w)
+        np.testing.assert_allclose(got, want - (x @ w) @ w, rtol=1e-4, atol=1e-4, err_msg=f"n={n}")
+
+
 def test_wgpu_shape_error_is_value_error():
     _vulkan()
     exe = compile_vulkan(upstream("elementwise_broadcast"))
