@@ -44,10 +44,13 @@ def _arg_dim_symbol(i: int, j: int, taken: set[str]) -> str:
 
 def name_dim_exprs(im, params):
     """Give each argument dim that jax names by an expression (not a bare symbol) its own
-    symbol `arg<i>_dim<j>`; record (symbol, expression) in `im.dim_exprs`."""
+    symbol `arg<i>_dim<j>`; record (symbol, expression) in `im.dim_exprs`. An expression whose
+    symbols are all whole dims of arguments (2*b beside a [b, ...] argument) stays in the
+    signature: the runtime binds the symbols and checks the dim before native code runs."""
     from relax_mlir.shape import ShapeParseError, parse
     im.dim_exprs = {}
     taken = {n for ns in im.dim_names for n in (ns or []) if n and _is_name(n)}
+    bare = set(taken)
     out = []
     for i, sdims, dt in params:
         names = im.dim_names[i] if i < len(im.dim_names) else None
@@ -61,6 +64,9 @@ def name_dim_exprs(im, params):
             except ShapeParseError:
                 raise UnsupportedOpError("func.func", "", f"argument #{i} dim {j} is given as '{nm}', which is not "
                                                           f"a shape expression relax reads") from None
+            if e.symbols() <= bare:
+                new[j] = e
+                continue
             s = _arg_dim_symbol(i, j, taken)
             taken.add(s)
             new[j] = sym(s)
