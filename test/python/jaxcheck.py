@@ -23,6 +23,13 @@ def spec(shape, dtype=None):
     return jax.ShapeDtypeStruct(shape, jnp.float32 if dtype is None else dtype)
 
 
+def rand(rng: np.random.Generator, shape, dtype=np.float32, ints: tuple[int, int] = (-8, 8)) -> np.ndarray:
+    """Test data of `dtype`: integers uniform in [ints[0], ints[1]), floats standard normal."""
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(ints[0], ints[1], size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
 def as_list(v) -> list:
     return list(v) if isinstance(v, (tuple, list)) else [v]
 

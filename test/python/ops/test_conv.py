@@ -21,12 +21,7 @@ from jaxcheck import spec as S  # noqa: E402
 
 B, N = jax.export.symbolic_shape("b, n")
 rng = np.random.default_rng(61)
-
-
-def rnd(shape, dt=np.float32):
-    if np.issubdtype(dt, np.integer):
-        return rng.integers(-8, 8, size=shape).astype(dt)
-    return rng.standard_normal(shape).astype(dt)
+rnd = functools.partial(jaxcheck.rand, rng, ints=(-8, 8))
 
 
 check = functools.partial(jaxcheck.check, sizes=(1, 7, 19), rtol=1e-4, atol=1e-4)

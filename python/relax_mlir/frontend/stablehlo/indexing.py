@@ -8,7 +8,6 @@ from mlir import ir
 from relax_mlir.frontend.stablehlo.common import (_FLOATS, _body_ops, _cmp_info, _emit_multi, _ints, _merge_dims,
                                                   _owner, _res, _splat_value)
 from relax_mlir.frontend.stablehlo.registry import register_converters
-from relax_mlir.frontend.stablehlo.shape_arith import _slice_facts
 from relax_mlir.shape import const, max_, min_
 
 
@@ -32,7 +31,7 @@ def _gather(im, op, ins):
     if not obatch and idx.known is not None and len(idx.dims) == 1 and ivd == 0 and len(smap) == len(idx.known):
         # One start vector known as shape computations (x[:, s - 1:] of a symbolic dim): a static
         # slice, each start clamped into [0, dim - size] as StableHLO's gather does.
-        facts = _slice_facts(im)
+        facts = im.int_facts()
         begin = [const(0)] * r
         for j, ax in enumerate(smap):
             b, d = idx.known[j], x.dims[ax]

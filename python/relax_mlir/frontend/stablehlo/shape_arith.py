@@ -130,11 +130,6 @@ def _bool_expr(direction: str, d: Expr, facts: Facts) -> Expr:
             "EQ": const(1) - gt - lt}[direction]
 
 
-def _slice_facts(im) -> Facts:
-    """What the importer knows of its symbols: jax dimension variables are >= 1."""
-    return Facts(lower={s: 1 for s in im.dim_vars})
-
-
 _CMP_FOLD = {"EQ": lambda f, a, b: (f.prove_eq(a, b), f.prove_lt(a, b) or f.prove_gt(a, b)),
              "NE": lambda f, a, b: (f.prove_lt(a, b) or f.prove_gt(a, b), f.prove_eq(a, b)),
              "LT": lambda f, a, b: (f.prove_lt(a, b), f.prove_ge(a, b)),
@@ -162,7 +157,7 @@ def _fold_shape_scalar(im, op, ins) -> Val | None:
     vals = [_scalar_known(v) for v in ins]
     if any(len(v.dims) != 0 for v in ins):
         return None
-    facts = _slice_facts(im)
+    facts = im.int_facts()
 
     def out(e):
         return Val(None, dt, [], [e])

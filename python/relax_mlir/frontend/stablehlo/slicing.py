@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from relax_mlir.frontend.stablehlo.common import Val, _dtype_attr, _ints, _known_ok, _merge_dims, _res
 from relax_mlir.frontend.stablehlo.registry import register_converters
-from relax_mlir.frontend.stablehlo.shape_arith import _slice_facts
 from relax_mlir.shape import ceildiv, const, max_, min_
 
 
@@ -41,7 +40,7 @@ def _real_dynamic_slice(im, op, ins):
     r = len(x.dims)
     if not (len(start.known) == len(limit.known) == len(strides.known) == r):
         raise ValueError(f"index operands must have {r} entries (the operand's rank)")
-    facts = _slice_facts(im)
+    facts = im.int_facts()
     steps = []
     for s in strides.known:
         if not s.is_const or s.value < 1:
@@ -126,7 +125,7 @@ def _pad(im, op, ins):
     lo = _ints(op.attributes["edge_padding_low"])
     hi = _ints(op.attributes["edge_padding_high"])
     it = _ints(op.attributes["interior_padding"])
-    facts = _slice_facts(im)
+    facts = im.int_facts()
     dims = []
     for n, a, b, c in zip(x.dims, lo, hi, it):
         if n is None:
