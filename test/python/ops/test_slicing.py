@@ -164,6 +164,30 @@ def test_pad_int_and_nan():
           lambda n: [(np.arange(n, dtype=np.int32), np.full(n, np.inf, np.float32))])
 
 
+def test_pad_by_symbolic_amounts():
+    """jnp.pad by amounts computed from symbolic dims comes as stablehlo.dynamic_pad: pad-value
+    blocks concatenated before and after (an amount s - 1 is 0 at s = 1)."""
+    def f(x, y):
+        n, m = x.shape
+        return (jnp.pad(x, ((n, 2), (m - 1, 0)), constant_values=-2.5),
+                jnp.pad(y, (0, y.shape[0] // 2)), jnp.pad(y, (1, 1), constant_values=9))
+    mod = check(f, [S((b, s)), S((2 * b,), jnp.int32)],
+                lambda n: [(rnd(n, 4), np.arange(2 * n, dtype=np.int32)), (rnd(2, n), -np.ones(4, np.int32))],
+                sizes=(1, 7, 40)).module
+    t = text(mod)
+    assert '!relax.tensor<["2*b + 2", "2*s - 1"], f32>' in t and '!relax.tensor<["3*b"], i32>' in t
+    assert '!relax.tensor<["2*b + 2"], i32>' in t and '"relax.pad"' in t  # constant amounts: relax.pad
+
+
+def test_pad_by_symbolic_amounts_refusals():
+    from relax_mlir.frontend.stablehlo import UnsupportedOpError
+
+    with pytest.raises(UnsupportedOpError, match=r"dynamic_pad.*interior padding"):
+        from_jax(lambda x: lax.pad(x, 0.0, [(x.shape[0], 0, 1)]), S((b,)))
+    with pytest.raises(UnsupportedOpError, match=r"dynamic_pad.*not provably >= 0"):
+        from_jax(lambda x: lax.pad(x, 0.0, [(2 - x.shape[0], 0, 0)]), S((b,)))
+
+
 def test_flip():
     mod = check(lambda x: (jnp.flip(x, 0), jnp.flip(x, (0, 2)), jnp.flip(x)), [S((b, 3, s))],
                 lambda n: [(rnd(n, 3, 2),), (rnd(2, 3, n),)]).module

@@ -125,6 +125,10 @@ def _pad(im, op, ins):
     lo = _ints(op.attributes["edge_padding_low"])
     hi = _ints(op.attributes["edge_padding_high"])
     it = _ints(op.attributes["interior_padding"])
+    return _pad_impl(im, x, pv, lo, hi, it, rdims, dt)
+
+
+def _pad_impl(im, x, pv, lo: list[int], hi: list[int], it: list[int], rdims, dt):
     facts = im.int_facts()
     dims = []
     for n, a, b, c in zip(x.dims, lo, hi, it):
@@ -135,6 +139,48 @@ def _pad(im, op, ins):
         dims.append(n + gaps * c + a + b)
     return im.emit("relax.pad", [x, pv], len(x.dims), dt, {"low": lo, "high": hi, "interior": it},
                    dims=_merge_dims(rdims, dims))
+
+
+def _dynamic_pad(im, op, ins):
+    """stablehlo.dynamic_pad (jnp.pad by an amount computed from a symbolic dim): relax.pad where
+    the amounts are constants; symbolic amounts (no interior padding, each provably >= 0) pad by
+    concatenating pad-value blocks before and after the operand along each dim."""
+    x, pv, lo_v, hi_v, it_v = ins
+    rdims, dt = _res(op)
+    if not _known_ok([lo_v, hi_v, it_v]):
+        raise ValueError("edge_padding_low, edge_padding_high and interior_padding must be shape computations of "
+                         "symbols and constants")
+    r = len(x.dims)
+    lo, hi, it = list(lo_v.known), list(hi_v.known), list(it_v.known)
+    if not len(lo) == len(hi) == len(it) == r:
+        raise ValueError(f"padding operands must have {r} entries (the operand's rank)")
+    if all(e.is_const for e in lo + hi + it):
+        return _pad_impl(im, x, pv, [e.value for e in lo], [e.value for e in hi], [e.value for e in it], rdims, dt)
+    if any(not (e.is_const and e.value == 0) for e in it):
+        raise ValueError(f"interior padding {[str(e) for e in it]} with symbolic edge padding is not supported")
+    facts = im.int_facts()
+    for e in lo + hi:
+        if not facts.prove_ge(e, 0):
+            raise ValueError(f"symbolic edge padding {e} is not provably >= 0 (negative padding crops)")
+    cur = x
+    for a in range(r):
+        if lo[a] == const(0) and hi[a] == const(0):
+            continue
+        if any(d is None for d in cur.dims):
+            raise ValueError("symbolic padding of an operand with an unknown dim")
+        block = im.reshape(pv, [const(1)] * r)
+        parts = []
+        for amount, after in ((lo[a], False), (hi[a], True)):
+            if amount == const(0):
+                continue
+            dims = list(cur.dims)
+            dims[a] = amount
+            parts.append((after, im.broadcast(block, dims)))
+        pieces = [p for after, p in parts if not after] + [cur] + [p for after, p in parts if after]
+        dims = list(cur.dims)
+        dims[a] = cur.dims[a] + lo[a] + hi[a]
+        cur = im.emit("relax_v.concat", pieces, r, dt, {"axis": a}, dims=dims)
+    return cur
 
 
 def _reverse(im, op, ins):
@@ -152,5 +198,6 @@ CONVERTERS = register_converters({
     "stablehlo.dynamic_slice": _dynamic_slice,
     "stablehlo.dynamic_update_slice": _dynamic_update_slice,
     "stablehlo.pad": _pad,
+    "stablehlo.dynamic_pad": _dynamic_pad,
     "stablehlo.reverse": _reverse,
 })
