@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from relax_mlir.dialect.spec import DeduceError
+from relax_mlir.dialect.spec import DeduceError, OpInfo
 from relax_mlir.dialect.types import Dim, FLOAT_DTYPES, TensorType
 from relax_mlir.shape import Expr, Facts, const
 
@@ -54,6 +54,23 @@ def require_same_dtype(ts: Sequence[TensorType], names: Sequence[str]) -> str:
         if t.dtype != dt:
             raise DeduceError(f"element types differ: {names[0]} is {dt}, {n} is {t.dtype}")
     return dt
+
+
+def int_array(op: OpInfo, name: str, rank: int | None = None, default: int = 1,
+              minimum: int | None = None) -> list[int]:
+    """Attribute `name` of `op` as a list of integers (bools are not), or DeduceError naming it.
+    Absent: `rank` copies of `default` (an empty list without a rank). `rank`: the length it must
+    have; `minimum`: the least value an element may take."""
+    v = op.attr(name)
+    if v is None:
+        return [] if rank is None else [default] * rank
+    if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
+        raise DeduceError(f"attribute '{name}' must be an array of integers, got {v!r}")
+    if rank is not None and len(v) != rank:
+        raise DeduceError(f"attribute '{name}' has {len(v)} elements, expected {rank}")
+    if minimum is not None and any(x < minimum for x in v):
+        raise DeduceError(f"attribute '{name}' must hold integers >= {minimum}, got {v}")
+    return list(v)
 
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import FLOAT_DTYPES, INT_DTYPES, TensorType, as_dim
-from relax_mlir.ops.common import ZERO, dims_equal, fmt, normalize_axis, require_rank
+from relax_mlir.ops.common import ZERO, dims_equal, fmt, int_array, normalize_axis, require_rank
 from relax_mlir.ops.kernel import (Kernel, Legalized, affine_map, highest_literal, identity_map,
                                    lowest_literal)
 
@@ -25,10 +25,7 @@ def _index_dtype(t: TensorType, what: str) -> None:
 
 
 def _ints(op: OpInfo, name: str) -> list[int]:
-    v = op.attr(name, []) or []
-    if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
-        raise DeduceError(f"attribute '{name}' must be an array of integers, got {v!r}")
-    return list(v)
+    return int_array(op, name)
 
 
 def _check_dims(vals: list[int], rank: int, name: str, sort: bool = False) -> None:

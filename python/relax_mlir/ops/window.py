@@ -10,7 +10,7 @@ from typing import Sequence
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
 from relax_mlir.dialect.types import TensorType
-from relax_mlir.ops.common import ONE, ZERO, require_rank
+from relax_mlir.ops.common import ONE, ZERO, int_array, require_rank
 from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map
 from relax_mlir.ops.reduce import _INIT, combine
 from relax_mlir.shape import Expr, Facts, const, floordiv, max_, parse
@@ -41,15 +41,7 @@ def dims_attr(op: OpInfo, name: str, rank: int, default: int | None = None) -> l
 
 
 def ints_attr(op: OpInfo, name: str, rank: int, default: int = 1, minimum: int = 1) -> list[int]:
-    v = op.attr(name)
-    if v is None:
-        return [default] * rank
-    if len(v) != rank:
-        raise DeduceError(f"attribute '{name}' has {len(v)} elements, expected {rank}")
-    for x in v:
-        if x < minimum:
-            raise DeduceError(f"attribute '{name}' must hold integers >= {minimum}, got {list(v)}")
-    return list(v)
+    return int_array(op, name, rank, default, minimum)
 
 
 def dilated(n: Expr, d: int, facts: Facts) -> Expr:

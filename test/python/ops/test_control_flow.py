@@ -4,6 +4,8 @@ compared with jax.jit; zero-trip loops; StableHLO case semantics (an out-of-rang
 last branch); memory planning around loops; located errors for a carried value that changes shape."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,8 @@ import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
 from relax_mlir.frontend.stablehlo import import_stablehlo  # noqa: E402
 
+import jaxcheck  # noqa: E402
+
 rng = np.random.default_rng(0)
 N, = export.symbolic_shape("n")
 SIZES = (1, 7, 257)
@@ -24,22 +28,7 @@ def rnd(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def as_list(v):
-    return list(v) if isinstance(v, (tuple, list)) else [v]
-
-
-def check(fn, specs, make_args, sizes=SIZES, rtol=1e-4, atol=1e-4):
-    exe = relax_mlir.compile(from_jax(fn, *specs))
-    ref = jax.jit(fn)
-    for n in sizes:
-        args = make_args(n)
-        got, want = as_list(exe(*args)), as_list(ref(*args))
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            assert np.asarray(g).shape == np.asarray(w).shape
-            assert np.asarray(g).dtype == np.asarray(w).dtype
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol)
-    return exe
+check = functools.partial(jaxcheck.check, sizes=SIZES, rtol=1e-4, atol=1e-4)
 
 
 def f32(*dims):
@@ -257,7 +246,7 @@ def test_dynamic_slice_and_update_clamp_start_indices():
 def test_cond_tensor_operands():
     def f(x, y):
         return lax.cond(x.sum() > 0, lambda a, b: (a + b, a * b), lambda a, b: (a - b, b), x, y)
-    exe = check(f, [f32(N, 3), f32(N, 3)], lambda n: [rnd(n, 3), rnd(n, 3)])
+    exe = check(f, [f32(N, 3), f32(N, 3)], lambda n: [rnd(n, 3), rnd(n, 3)]).exe
     for sign in (1.0, -1.0):  # both branches, whatever the random data
         x, y = np.abs(rnd(4, 3)) * sign, rnd(4, 3)
         for g, w in zip(exe(x, y), jax.jit(f)(x, y)):

@@ -4,6 +4,8 @@ feature groups (grouped, depthwise) and batch groups, 1-D / 2-D / 3-D, symbolic 
 dims: each compiled ONCE and compared with jax.jit at several bindings."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -14,30 +16,15 @@ from jax import lax  # noqa: E402
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
 
+import jaxcheck  # noqa: E402
+from jaxcheck import spec as S  # noqa: E402
+
 B, N = jax.export.symbolic_shape("b, n")
 rng = np.random.default_rng(61)
+rnd = functools.partial(jaxcheck.rand, rng, ints=(-8, 8))
 
 
-def S(shape, dt=jnp.float32):
-    return jax.ShapeDtypeStruct(shape, dt)
-
-
-def rnd(shape, dt=np.float32):
-    if np.issubdtype(dt, np.integer):
-        return rng.integers(-8, 8, size=shape).astype(dt)
-    return rng.standard_normal(shape).astype(dt)
-
-
-def check(fn, specs, make_args, sizes=(1, 7, 19), rtol=1e-4, atol=1e-4):
-    mod = from_jax(fn, *specs)
-    exe = relax_mlir.compile(mod)
-    ref = jax.jit(fn)
-    for n in sizes:
-        args = make_args(n)
-        got, want = np.asarray(exe(*args)), np.asarray(ref(*args))
-        assert got.shape == want.shape, (n, got.shape, want.shape)
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"n = {n}")
-    return str(mod)
+check = functools.partial(jaxcheck.check, sizes=(1, 7, 19), rtol=1e-4, atol=1e-4)
 
 
 def conv(strides, padding, dn, lhs_dil=None, rhs_dil=None, groups=1, batch_groups=1):
@@ -97,7 +84,7 @@ def test_same_padding_deduces_ceildiv():
     """SAME padding at a symbolic dim comes as stablehlo.dynamic_conv whose padding jax computes
     with floor_divide of -n: the importer folds it, and the output dim is ceil(n / 2)."""
     text = check(conv((2,), "SAME", ("NCH", "OIH", "NCH")), [S((B, 2, N)), S((3, 2, 3))],
-                 lambda n: [rnd((2, 2, n)), rnd((3, 2, 3))])
+                 lambda n: [rnd((2, 2, n)), rnd((3, 2, 3))]).text
     assert '!relax.tensor<["b", 3, "floordiv(n, 2) + mod(n, 2)"], f32>' in text
 
 

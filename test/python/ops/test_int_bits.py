@@ -14,6 +14,8 @@ import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
 from relax_mlir.frontend.stablehlo import import_stablehlo  # noqa: E402
 
+import jaxcheck  # noqa: E402
+
 (B,) = jax.export.symbolic_shape("b")
 SIZES = (1, 7, 33, 130)
 rng = np.random.default_rng(16)
@@ -46,13 +48,8 @@ def pair(dt, n):
 
 
 def check(fn, dts, sizes=SIZES, arity=2):
-    exe = relax_mlir.compile(from_jax(fn, *[jax.ShapeDtypeStruct((B,), d) for d in dts]))
-    ref = jax.jit(fn)
-    for n in sizes:
-        args = list(pair(dts[0], n)) if arity == 2 else [values(dts[0], n)]
-        got, want = exe(*args), np.asarray(ref(*args))
-        assert got.dtype == want.dtype and got.shape == want.shape, (n, got.dtype, want.dtype)
-        np.testing.assert_array_equal(got, want, err_msg=f"n={n} args={args}")
+    jaxcheck.check(fn, [jaxcheck.spec((B,), d) for d in dts],
+                   lambda n: list(pair(dts[0], n)) if arity == 2 else [values(dts[0], n)], sizes)
 
 
 INTS = [np.int8, np.int16, np.int32]

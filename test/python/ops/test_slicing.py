@@ -5,6 +5,8 @@ Each function is exported with symbolic dims, compiled ONCE, and compared with j
 bindings."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -15,33 +17,20 @@ from jax import export, lax  # noqa: E402
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
 
+import jaxcheck  # noqa: E402
+from jaxcheck import spec as S  # noqa: E402
+
 SIZES = (1, 7, 131)
 rng = np.random.default_rng(0)
-
-
-def S(shape, dt=jnp.float32):
-    return jax.ShapeDtypeStruct(shape, dt)
 
 
 def rnd(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def check(fn, specs, make_args, sizes=SIZES):
-    """Compile once; at each size the results equal jax.jit's (slicing moves values, exactly)."""
-    mod = from_jax(fn, *specs)
-    exe = relax_mlir.compile(mod)
-    ref = jax.jit(fn)
-    for n in sizes:
-        for args in make_args(n):
-            got, want = exe(*args), ref(*args)
-            got = got if isinstance(got, (list, tuple)) else [got]
-            want = want if isinstance(want, (list, tuple)) else [want]
-            assert len(got) == len(want)
-            for g, w in zip(got, want):
-                assert np.asarray(g).shape == np.asarray(w).shape, (n, args[1:] if len(args) > 1 else None)
-                np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
-    return mod
+# Compile once; at each size, on each argument tuple, the results equal jax.jit's exactly (slicing
+# moves values).
+check = functools.partial(jaxcheck.check, sizes=SIZES, cases=True)
 
 
 def text(mod) -> str:
@@ -54,14 +43,14 @@ b, s, L = export.symbolic_shape("b, s, L")
 # --- real_dynamic_slice ------------------------------------------------------------------------
 
 def test_split_last_dim_is_a_symbolic_slice():
-    mod = check(lambda x: jnp.split(x, 3, -1), [S((b, s, 6))], lambda n: [(rnd(n, 3, 6),), (rnd(2, n, 6),)])
+    mod = check(lambda x: jnp.split(x, 3, -1), [S((b, s, 6))], lambda n: [(rnd(n, 3, 6),), (rnd(2, n, 6),)]).module
     assert text(mod).count('"relax.strided_slice"') == 3
     assert '!relax.tensor<["b", "s", 2], f32>' in text(mod)
 
 
 def test_split_of_symbolic_dim_at_symbolic_points():
     # (b + 3, 4) split at 2 and b + 2: parts of 2, b and 1 rows
-    mod = check(lambda x: jnp.split(x, [2, x.shape[0] - 1], 0), [S((b + 3, 4))], lambda n: [(rnd(n + 3, 4),)])
+    mod = check(lambda x: jnp.split(x, [2, x.shape[0] - 1], 0), [S((b + 3, 4))], lambda n: [(rnd(n + 3, 4),)]).module
     # the dim is an expression (b + 3): b is bound, and the parts are 2, b and 1 rows
     assert '!relax.tensor<[2, 4], f32>, !relax.tensor<["b", 4], f32>, !relax.tensor<[1, 4], f32>' in text(mod)
 
@@ -88,7 +77,7 @@ def test_last_and_strided():
 def test_strided_symbolic_dim():
     # x[::2] on a symbolic dim: jax computes (b + 1) // 2 through sign/compare/select (floor_divide);
     # the importer decides those on the symbols and the result dim is symbolic
-    mod = check(lambda x: (x[::2], x[1::3]), [S((b, 3))], lambda n: [(rnd(n, 3),)], sizes=(1, 2, 7, 131))
+    mod = check(lambda x: (x[::2], x[1::3]), [S((b, 3))], lambda n: [(rnd(n, 3),)], sizes=(1, 2, 7, 131)).module
     assert '!relax.tensor<["floordiv(b + 1, 2)", 3], f32>' in text(mod)
 
 
@@ -104,7 +93,7 @@ def test_dynamic_slice_clamps_run_time_offsets():
     def args(n):
         x = rnd(n, 5)
         return [(x, np.int32(p), np.int32(q)) for p in OFFSETS for q in (-2, 0, 1, 2, 9)]
-    mod = check(f, [S((b, 5)), S((), jnp.int32), S((), jnp.int32)], args)
+    mod = check(f, [S((b, 5)), S((), jnp.int32), S((), jnp.int32)], args).module
     assert '"relax.dynamic_slice"' in text(mod)
 
 
@@ -124,7 +113,7 @@ def test_dynamic_update_slice_kv_cache():
     def args(n):
         cache, new = rnd(2, n, 4), rnd(2, 1, 4)
         return [(cache, new, np.int32(p)) for p in OFFSETS]
-    mod = check(f, [S((2, s, 4)), S((2, 1, 4)), S((), jnp.int32)], args, sizes=(1, 7, 131, 1000))
+    mod = check(f, [S((2, s, 4)), S((2, 1, 4)), S((), jnp.int32)], args, sizes=(1, 7, 131, 1000)).module
     assert '"relax.dynamic_update_slice"' in text(mod)
 
 
@@ -160,7 +149,7 @@ PADS = [
 
 @pytest.mark.parametrize("cfg", PADS)
 def test_pad_matches_lax(cfg):
-    mod = check(lambda x: lax.pad(x, jnp.float32(-7.5), cfg), [S((b, 3))], lambda n: [(rnd(n, 3),)])
+    mod = check(lambda x: lax.pad(x, jnp.float32(-7.5), cfg), [S((b, 3))], lambda n: [(rnd(n, 3),)]).module
     assert '"relax.pad"' in text(mod)
 
 
@@ -175,9 +164,33 @@ def test_pad_int_and_nan():
           lambda n: [(np.arange(n, dtype=np.int32), np.full(n, np.inf, np.float32))])
 
 
+def test_pad_by_symbolic_amounts():
+    """jnp.pad by amounts computed from symbolic dims comes as stablehlo.dynamic_pad: pad-value
+    blocks concatenated before and after (an amount s - 1 is 0 at s = 1)."""
+    def f(x, y):
+        n, m = x.shape
+        return (jnp.pad(x, ((n, 2), (m - 1, 0)), constant_values=-2.5),
+                jnp.pad(y, (0, y.shape[0] // 2)), jnp.pad(y, (1, 1), constant_values=9))
+    mod = check(f, [S((b, s)), S((2 * b,), jnp.int32)],
+                lambda n: [(rnd(n, 4), np.arange(2 * n, dtype=np.int32)), (rnd(2, n), -np.ones(4, np.int32))],
+                sizes=(1, 7, 40)).module
+    t = text(mod)
+    assert '!relax.tensor<["2*b + 2", "2*s - 1"], f32>' in t and '!relax.tensor<["3*b"], i32>' in t
+    assert '!relax.tensor<["2*b + 2"], i32>' in t and '"relax.pad"' in t  # constant amounts: relax.pad
+
+
+def test_pad_by_symbolic_amounts_refusals():
+    from relax_mlir.frontend.stablehlo import UnsupportedOpError
+
+    with pytest.raises(UnsupportedOpError, match=r"dynamic_pad.*interior padding"):
+        from_jax(lambda x: lax.pad(x, 0.0, [(x.shape[0], 0, 1)]), S((b,)))
+    with pytest.raises(UnsupportedOpError, match=r"dynamic_pad.*not provably >= 0"):
+        from_jax(lambda x: lax.pad(x, 0.0, [(2 - x.shape[0], 0, 0)]), S((b,)))
+
+
 def test_flip():
     mod = check(lambda x: (jnp.flip(x, 0), jnp.flip(x, (0, 2)), jnp.flip(x)), [S((b, 3, s))],
-                lambda n: [(rnd(n, 3, 2),), (rnd(2, 3, n),)])
+                lambda n: [(rnd(n, 3, 2),), (rnd(2, 3, n),)]).module
     assert '"relax.reverse"' in text(mod)
 
 

@@ -10,7 +10,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax import export, lax  # noqa: E402
 
-from indexing_util import check_against_jax  # noqa: E402
+from jaxcheck import check as check_against_jax  # noqa: E402
 
 S = jax.ShapeDtypeStruct
 BIND = (1, 7, 97)  # jax dimension variables are >= 1

@@ -13,6 +13,8 @@ from jax import lax  # noqa: E402
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax, import_exported  # noqa: E402
 
+import jaxcheck  # noqa: E402
+
 (B,) = jax.export.symbolic_shape("b")
 SIZES = (1, 7, 33, 130)
 rng = np.random.default_rng(1616)
@@ -39,20 +41,8 @@ def pair(dt, n):
     return x, y
 
 
-def as_list(v):
-    return list(v) if isinstance(v, (list, tuple)) else [v]
-
-
 def check(fn, dts, make, sizes=SIZES):
-    exe = relax_mlir.compile(from_jax(fn, *[jax.ShapeDtypeStruct((B,), d) for d in dts]))
-    ref = jax.jit(fn)
-    for n in sizes:
-        args = make(n)
-        got, want = as_list(exe(*args)), [np.asarray(w) for w in as_list(ref(*args))]
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            assert g.dtype == w.dtype and g.shape == w.shape, (n, g.dtype, w.dtype, g.shape, w.shape)
-            np.testing.assert_array_equal(g, w, err_msg=f"n={n} args={args}")
+    jaxcheck.check(fn, [jaxcheck.spec((B,), d) for d in dts], make, sizes)
 
 
 BINARY = {

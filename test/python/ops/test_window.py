@@ -5,6 +5,8 @@ ONCE and compared with jax.jit at several bindings; NaN, -inf, integers, empty w
 larger than the input, and the located refusals."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -16,32 +18,15 @@ import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
 from relax_mlir.frontend.stablehlo import UnsupportedOpError  # noqa: E402
 
+import jaxcheck  # noqa: E402
+from jaxcheck import spec as S  # noqa: E402
+
 B, N = jax.export.symbolic_shape("b, n")
 rng = np.random.default_rng(16)
+rnd = functools.partial(jaxcheck.rand, rng, ints=(-50, 50))
 
 
-def S(shape, dt=jnp.float32):
-    return jax.ShapeDtypeStruct(shape, dt)
-
-
-def rnd(shape, dt=np.float32):
-    if np.issubdtype(dt, np.integer):
-        return rng.integers(-50, 50, size=shape).astype(dt)
-    return rng.standard_normal(shape).astype(dt)
-
-
-def check(fn, specs, make_args, sizes=(1, 7, 33), rtol=1e-5, atol=1e-5):
-    """Compile fn ONCE, compare with jax.jit at every size; returns the imported module text."""
-    mod = from_jax(fn, *specs)
-    exe = relax_mlir.compile(mod)
-    ref = jax.jit(fn)
-    for n in sizes:
-        args = make_args(n)
-        got, want = np.asarray(exe(*args)), np.asarray(ref(*args))
-        assert got.shape == want.shape, (n, got.shape, want.shape)
-        assert got.dtype == want.dtype
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"n = {n}")
-    return str(mod)
+check = functools.partial(jaxcheck.check, sizes=(1, 7, 33), rtol=1e-5, atol=1e-5)
 
 
 def pool(op, init, window, strides, padding, base=None, wdil=None):
@@ -124,7 +109,7 @@ def test_cumulative_symbolic(op, dt, reverse):
     """Symbolic length: jax exports @stablehlo.dynamic_reduce_window with a window of n."""
     text = check(lambda x: op(x, axis=1, reverse=reverse), [S((B, N), dt)],
                  lambda n: [rnd((3, n), dt) if op is not lax.cumprod else (1 + 0.1 * rnd((3, n))).astype(dt)],
-                 rtol=1e-4)
+                 rtol=1e-4).text
     assert '"relax.reduce_window"' in text and 'window = [1, "n"]' in text
 
 
@@ -144,7 +129,7 @@ def test_cumsum_nan():
 
 def test_symbolic_output_dim_is_deduced():
     text = check(pool(lax.max, -jnp.inf, (1, 3), (1, 2), [(0, 0), (1, 1)]), [S((B, N))],
-                 lambda n: [rnd((2, n))])
+                 lambda n: [rnd((2, n))]).text
     assert '!relax.tensor<["b", "floordiv(n + 1, 2)"], f32>' in text
 
 

@@ -1,0 +1,160 @@
+"""Whole-module checks before the import: every unsupported op (and element type) at once,
+each with its count and locations; sharding annotations are accepted and dropped with a note
+(the compile is for one device).
+"""
+from __future__ import annotations
+
+import logging
+
+from relax_mlir.frontend.stablehlo.common import _DTYPES, _jax_dtype, _string
+from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError, UnsupportedOpsError, UnsupportedTypesError
+from relax_mlir.frontend.stablehlo.registry import CONVERTERS, CUSTOM_CALL_TARGETS
+
+
+_log = logging.getLogger("relax_mlir.frontend")
+
+
+# Ops the walk handles itself (not through CONVERTERS).
+_STRUCTURAL = frozenset({"func.func", "func.return", "func.call", "stablehlo.return"})
+
+
+# Ops refused with a reason (the import is for one device).
+_REFUSED_OPS = {
+    "sdy.manual_computation": "shard_map (sdy.manual_computation, per-device code) is not supported: relax compiles "
+                              "for one device; call the function without shard_map",
+}
+
+
+_SHARDING_ATTRS = ("sdy.sharding", "mhlo.sharding", "sdy.sharding_rule")
+
+
+def _custom_call_target(op) -> str:
+    return _string(op.attributes["call_target_name"])
+
+
+def _attr_names(attrs) -> list[str]:
+    """The names in a jax-MLIR DictAttr (empty for anything else)."""
+    from jax._src.lib.mlir import ir as jir
+    if not isinstance(attrs, jir.DictAttr):
+        return []
+    return [attrs[i].name for i in range(len(attrs))]
+
+
+def check_supported_ops(module) -> None:
+    """Walk everything @main reaches (calls and composite decompositions, nested regions) and raise
+    UnsupportedOpsError naming every op the importer cannot convert, with its count and locations,
+    all at once. Sharding annotations (sdy.sharding / mhlo.sharding attributes, sdy.mesh,
+    sdy.sharding_constraint, @Sharding custom calls) are accepted: they are dropped with one
+    logged warning, since relax compiles for one device."""
+    from jax._src.lib.mlir import ir as jir
+
+    funcs, notes = {}, {}
+    for op in module.body.operations:
+        name = op.operation.name
+        if name == "func.func":
+            funcs[_string(op.attributes["sym_name"])] = op
+        elif name.startswith("sdy."):
+            notes[name] = notes.get(name, 0) + 1
+    groups: dict[str, tuple[str, list[str]]] = {}
+
+    def bad(key, why, loc):
+        groups.setdefault(key, (why, []))[1].append(str(loc))
+
+    def note_attrs(op):
+        for key in ("arg_attrs", "res_attrs"):
+            if key in op.attributes and isinstance(op.attributes[key], jir.ArrayAttr):
+                for a in op.attributes[key]:
+                    for n in _attr_names(a):
+                        if n in _SHARDING_ATTRS:
+                            notes[n] = notes.get(n, 0) + 1
+        for n in _SHARDING_ATTRS:
+            if n in op.attributes:
+                notes[n] = notes.get(n, 0) + 1
+
+    seen, todo = set(), ["main"]
+
+    def visit(op):
+        name = op.operation.name
+        note_attrs(op)
+        if name == "func.call" or name == "stablehlo.composite":
+            callee = _string(op.attributes["callee" if name == "func.call" else "decomposition"])
+            if callee not in funcs:
+                bad(name, f"unknown {'callee' if name == 'func.call' else 'decomposition'} @{callee}", op.location)
+            elif callee not in seen:
+                todo.append(callee)
+        if name in _REFUSED_OPS:
+            bad(name, _REFUSED_OPS[name], op.location)
+            return  # its body is not imported: nothing in it to report
+        if name == "stablehlo.custom_call":
+            target = _custom_call_target(op)
+            handler = CUSTOM_CALL_TARGETS.get(target)
+            if target in _SHARDING_CUSTOM_CALLS:
+                notes[f"custom_call @{target}"] = notes.get(f"custom_call @{target}", 0) + 1
+            if handler is None:
+                bad(name, f"call target @{target}", op.location)
+            elif isinstance(handler, str):
+                bad(name, f"call target @{target}: {handler}", op.location)
+        elif name.startswith("sdy.") and name in CONVERTERS:
+            notes[name] = notes.get(name, 0) + 1
+        elif name not in CONVERTERS and name not in _STRUCTURAL:
+            bad(name, "", op.location)
+        for r in op.regions:
+            for b in r.blocks:
+                for inner in b.operations:
+                    visit(inner)
+
+    while todo:
+        fname = todo.pop()
+        if fname in seen or fname not in funcs:
+            continue
+        seen.add(fname)
+        visit(funcs[fname])
+    if groups:
+        raise UnsupportedOpsError([(k, why, locs) for k, (why, locs) in groups.items()])
+    if notes:
+        what = ", ".join(f"{n} x{c}" for n, c in sorted(notes.items()))
+        _log.warning("relax-mlir: sharding annotations dropped (%s): the module is compiled for one device", what)
+
+
+_SHARDING_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+
+
+def _element_type(t) -> str | None:
+    from jax._src.lib.mlir import ir as jir
+    try:
+        return _jax_dtype(jir.ShapedType(t).element_type)
+    except (ValueError, TypeError):
+        return None
+
+
+def check_element_types(module) -> None:
+    """Raise UnsupportedTypesError naming every op (with its location) whose operands or results
+    have an element type relax does not support (ui64, i4, complex, f8 ...), all at once."""
+    items: list[UnsupportedOpError] = []
+    supported = ", ".join(sorted(_DTYPES))
+
+    def visit(op):
+        name = op.operation.name
+        if name == "func.func":
+            for r in op.regions:
+                for b in r.blocks:
+                    for i, a in enumerate(b.arguments):
+                        dt = _element_type(a.type)
+                        if dt is not None and dt not in _DTYPES:
+                            items.append(UnsupportedOpError(name, str(op.location), f"argument #{i} has element type "
+                                                                                     f"{dt} (supported: {supported})"))
+        else:
+            for i, r in enumerate(op.results):
+                dt = _element_type(r.type)
+                if dt is not None and dt not in _DTYPES:
+                    items.append(UnsupportedOpError(name, str(op.location), f"result #{i} has element type {dt} "
+                                                                             f"(supported: {supported})"))
+        for r in op.regions:
+            for b in r.blocks:
+                for inner in b.operations:
+                    visit(inner)
+
+    for op in module.body.operations:
+        visit(op)
+    if items:
+        raise UnsupportedTypesError(items)

@@ -1,0 +1,56 @@
+"""convolution / dynamic_conv -> relax.conv in the canonical layout [b, f, spatial...] x
+[o, i, spatial...], with permute_dims around it (ops/conv.py).
+"""
+from __future__ import annotations
+
+from relax_mlir.frontend.stablehlo.common import _bools, _ints, _res
+from relax_mlir.frontend.stablehlo.registry import register_converters
+from relax_mlir.shape import const
+
+
+def _convolution(im, op, ins):
+    from jax._src.lib.mlir.dialects import hlo
+
+    lhs, rhs = ins[0], ins[1]
+    rdims, dt = _res(op)
+    if lhs.dtype != rhs.dtype or lhs.dtype != dt:
+        raise ValueError(f"mixed element types in convolution ({lhs.dtype} x {rhs.dtype} -> {dt})")
+    a = op.attributes
+    dn = hlo.ConvDimensionNumbers(a["dimension_numbers"])
+    ib, if_, isp = dn.input_batch_dimension, dn.input_feature_dimension, list(dn.input_spatial_dimensions)
+    ki, ko, ksp = dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension, \
+        list(dn.kernel_spatial_dimensions)
+    ob, of, osp = dn.output_batch_dimension, dn.output_feature_dimension, list(dn.output_spatial_dimensions)
+    ns = len(isp)
+
+    def ints(name, default):
+        return _ints(a[name]) if name in a else [default] * ns
+
+    if "window_reversal" in a and any(_bools(a["window_reversal"])):
+        raise ValueError("window_reversal is not supported")
+    if op.operation.name == "stablehlo.dynamic_conv":
+        if ins[2].known is None:
+            raise ValueError("the padding of dynamic_conv is not a known shape computation")
+        pads = list(ins[2].known)
+    else:
+        pads = [const(p) for p in (_ints(a["padding"]) if "padding" in a else [0] * (2 * ns))]
+    fgc = _ints(a["feature_group_count"])[0] if "feature_group_count" in a else 1
+    bgc = _ints(a["batch_group_count"])[0] if "batch_group_count" in a else 1
+    x = im.permute(lhs, [ib, if_] + isp)
+    w = im.permute(rhs, [ko, ki] + ksp)
+    canon = [None] * (ns + 2)
+    order = [ob, of] + osp
+    for j, pos in enumerate(order):
+        canon[j] = rdims[pos]
+    attrs = {"strides": ints("window_strides", 1), "lhs_dilation": ints("lhs_dilation", 1),
+             "rhs_dilation": ints("rhs_dilation", 1), "pad_lo": pads[0::2], "pad_hi": pads[1::2],
+             "feature_group_count": fgc, "batch_group_count": bgc}
+    c = im.emit("relax.conv", [x, w], ns + 2, dt, attrs, dims=canon)
+    inv = [order.index(j) for j in range(ns + 2)]
+    return im.permute(c, inv)
+
+
+CONVERTERS = register_converters({
+    "stablehlo.convolution": _convolution,
+    "stablehlo.dynamic_conv": _convolution,
+})

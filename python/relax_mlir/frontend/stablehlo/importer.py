@@ -1,0 +1,401 @@
+"""The walk: `Importer` builds the relax function from a parsed jax-MLIR module's @main (calls
+inlined, each op through its converter in `registry.CONVERTERS`), and the entry points
+`import_module` / `import_stablehlo`.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from mlir import ir
+
+from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.core.module import Module
+from relax_mlir.core.pipeline import run_pipeline
+from relax_mlir.core.session import Session
+from relax_mlir.frontend.stablehlo.checks import check_element_types, check_supported_ops
+from relax_mlir.frontend.stablehlo.common import (Val, _DTYPES, _attr, _dtype_attr, _elt, _is_name, _is_symbolic,
+                                                  _jax_ttype, _qtype, _scalar_attr, _splat, _string, _subs, _ttype)
+from relax_mlir.frontend.stablehlo.errors import StableHLOParseError, UnsupportedOpError, _file_position
+from relax_mlir.frontend.stablehlo.registry import CONVERTERS
+from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
+from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
+from relax_mlir.shape import Expr, Facts, sym
+
+
+class Importer:
+    """Walks a parsed jax-MLIR module's @main (inlining calls) and builds the relax function."""
+
+    def __init__(self, module, dim_names=None, unused_args=None, dim_vars: Iterable[str] = (),
+                 source_name: str = "<string>"):
+        self.module = module
+        self.dim_names = dim_names or []
+        # position -> (dims, dtype) of an argument the exported function does not use (jax.export
+        # drops it from @main); the relax function still takes it, so callers pass every argument.
+        self.unused_args = dict(unused_args or {})
+        self.source_name = source_name
+        self.funcs = {}
+        self.renames: dict[str, str] = {}  # placeholder symbol -> real name
+        self.unions: list[tuple[str, str]] = []
+        self.dim_vars: set[str] = set(dim_vars)  # symbols of jax dimension variables (>= 1)
+        self.symbolic_attrs: list[tuple[ir.Operation, str, Any]] = []  # renamed at the end
+        self.scope: dict = {}  # the values in scope of the op being converted (see run_func)
+        self.loc: ir.Location | None = None  # the jax op being converted
+        self.env: dict = {}  # jax value -> Val, of the function being walked
+        self.extra_lower: dict[str, int] = {}  # lower bounds of argument symbols beyond jax's >= 1
+        self.upper: dict[str, int] = {}  # upper bounds of argument symbols (jax constraints s <= 32)
+        self._locs: dict[str, ir.Location] = {}
+        for op in module.body.operations:
+            if op.operation.name == "func.func":
+                self.funcs[_string(op.attributes["sym_name"])] = op
+
+    # --- emission ---------------------------------------------------------------------------
+
+    def location(self, jax_op) -> ir.Location:
+        """Our location for a jax op: its first file position (the user's Python line), else unknown."""
+        text = str(jax_op.location)
+        loc = self._locs.get(text)
+        if loc is None:
+            p = _file_position(text)
+            if p is None:
+                loc = ir.Location.unknown()
+            else:
+                loc = ir.Location.file(self.source_name if p[0] in ("-", "") else p[0], p[1], p[2])
+            self._locs[text] = loc
+        return loc
+
+    def emit(self, opname, operands, result_rank, dtype, attrs=None, dims=None, known=None) -> Val:
+        """Build relax op `opname` at the current op's location; its result dims are deduced later."""
+        values = [self.use(o) for o in operands]
+        attributes = {k: _attr(v) for k, v in (attrs or {}).items()}
+        op = ir.Operation.create(opname, results=[_qtype(result_rank, dtype)], operands=values,
+                                 attributes=attributes, loc=self.loc)
+        for k, v in (attrs or {}).items():
+            if _is_symbolic(v):
+                self.symbolic_attrs.append((op, k, v))
+        if dims is None:
+            dims = [None] * result_rank
+        return Val(op.results[0], dtype, dims, known)
+
+    def use(self, v: Val) -> ir.Value:
+        if v.value is None:
+            self.materialize(v)
+        return v.value
+
+    def materialize(self, v: Val):
+        """Emit a relax value for a symbolically known integer tensor."""
+        k = v.known
+        rank = len(v.dims)
+        if all(e.is_const for e in k):
+            vals = [e.value for e in k]
+            if v.dtype == "i1":
+                vals = [int(bool(x)) for x in vals]
+            if rank == 0:
+                value = _splat([], v.dtype, vals[0])
+            else:
+                value = ir.DenseElementsAttr.get([_scalar_attr(v.dtype, x) for x in vals],
+                                                 type=ir.RankedTensorType.get([len(vals)], _elt(v.dtype)))
+            r = self.emit("relax.constant", [], min(rank, 1), v.dtype, {"value": value})
+        else:
+            parts = []
+            for e in k:
+                parts.append(self.emit("relax.arange", [], 1, v.dtype,
+                                       {"start": e, "end": e + 1, "dtype": _dtype_attr(v.dtype)}))
+            if len(parts) == 1:
+                r = parts[0]
+            else:
+                r = self.emit("relax_v.concat", parts, 1, v.dtype, {"axis": 0})
+            if rank == 0:
+                r = self.emit("relax.reshape", [r], 0, v.dtype, {"shape": []})
+        if rank >= 2:  # a small static table (e.g. reduce_window padding), known row-major
+            r = self.emit("relax.reshape", [r], rank, v.dtype, {"shape": list(v.dims)}, dims=v.dims)
+        v.value = r.value
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def int_facts(self) -> Facts:
+        """What the integer folds may assume: jax's dimension variables are >= 1."""
+        return Facts(lower={s: 1 for s in self.dim_vars})
+
+    ttype = staticmethod(_jax_ttype)
+
+    def reshape(self, x: Val, dims) -> Val:
+        if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
+                                            for a, b in zip(dims, x.dims)):
+            return x
+        return self.emit("relax.reshape", [x], len(dims), x.dtype, {"shape": list(dims)}, dims=dims)
+
+    def broadcast(self, x: Val, dims) -> Val:
+        if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
+                                            for a, b in zip(dims, x.dims)):
+            return x
+        return self.emit("relax.broadcast_to", [x], len(dims), x.dtype, {"shape": list(dims)}, dims=dims)
+
+    def permute(self, x: Val, axes) -> Val:
+        if list(axes) == list(range(len(axes))):
+            return x
+        return self.emit("relax.permute_dims", [x], len(axes), x.dtype, {"axes": list(axes)},
+                         dims=[x.dims[a] for a in axes])
+
+    # --- walking ----------------------------------------------------------------------------
+
+    def run(self) -> ir.Operation:
+        """Build the relax module (a `builtin.module` holding @main) in the current context."""
+        main = self.funcs.get("main")
+        if main is None:
+            raise ValueError("no @main function")
+        block = main.regions[0].blocks[0]
+        params = []
+        kept = iter(block.arguments)
+        for i in range(len(block.arguments) + len(self.unused_args)):
+            if i in self.unused_args:
+                dims, dt = self.unused_args[i]
+            else:
+                dims, dt = self.ttype(next(kept).type)
+            if dt not in _DTYPES:
+                raise UnsupportedOpError("func.func", str(main.location), f"argument element type {dt}")
+            names = self.dim_names[i] if i < len(self.dim_names) else None
+            sdims = []
+            for j, d in enumerate(dims):
+                if d is None:
+                    nm = names[j] if names and j < len(names) and names[j] else None
+                    d = sym(nm) if nm is not None and _is_name(nm) else sym(f"zzA{i}x{j}")
+                sdims.append(d)
+            params.append((i, sdims, dt))
+        params = name_dim_exprs(self, params)
+        floc = self.location(main)
+        module = ir.Module.create(loc=floc)
+        self.relax_module = module
+        self.region_funcs: list[ir.Operation] = []
+        types = [_ttype(sdims, dt) for _, sdims, dt in params]
+        func = ir.Operation.create("func.func", regions=1, loc=floc, attributes={
+            "sym_name": ir.StringAttr.get("main"),
+            "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, []))},
+            ip=ir.InsertionPoint(module.body))
+        body = func.regions[0].blocks.append(*types, arg_locs=[floc] * len(types))
+        args = []
+        for (i, sdims, dt), a in zip(params, body.arguments):
+            if i not in self.unused_args:
+                args.append(Val(a, dt, sdims))
+        with ir.InsertionPoint(body):
+            args = bind_dim_exprs(self, params, args)
+            results, ret_loc = self.run_func(main, args)
+            self.loc = ret_loc
+            rets = [self.use(r) for r in results]
+            ir.Operation.create("func.return", operands=rets, loc=ret_loc)
+        mapping = self.resolve_names(params)
+        for (i, sdims, dt), a in zip(params, body.arguments):
+            a.set_type(_ttype([d.subs(mapping) for d in sdims], dt))
+        for op, name, v in self.symbolic_attrs:
+            op.attributes[name] = _attr(_subs(v, mapping))
+        _erase_dead_ops(body)
+        _finish_region_functions(self, mapping)
+        func.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get([a.type for a in body.arguments], [v.type for v in rets]))
+        sig = set()
+        for _, sdims, _ in params:
+            for d in sdims:
+                sig |= d.subs(mapping).symbols()
+        lower = {n: 1 for n in sorted({self.renames.get(n, n) for n in self.dim_vars} & sig)}
+        lower.update({n: v for n, v in self.extra_lower.items() if n in sig})
+        if lower:
+            i64 = ir.IntegerType.get_signless(64)
+            func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
+                                                                     for n, v in sorted(lower.items())})
+        upper = {n: v for n, v in self.upper.items() if n in sig}
+        if upper:
+            i64 = ir.IntegerType.get_signless(64)
+            func.attributes["relax.symbol_bounds"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
+                                                                      for n, v in sorted(upper.items())})
+        return module.operation
+
+    def resolve_names(self, params) -> dict[str, Expr]:
+        """The final name of every renamed symbol: unions (a == b) keep one name, placeholders take
+        jax's global-constant names, the rest d0, d1, ..."""
+        for a, b in self.unions:
+            ra, rb = self.renames.get(a, a), self.renames.get(b, b)
+            if ra != rb:
+                keep, drop = sorted([ra, rb], key=lambda s: (s.startswith("zzA"), s))
+                for k, v in list(self.renames.items()):
+                    if v == drop:
+                        self.renames[k] = keep
+                self.renames[drop] = keep
+        counter = 0
+        for _, sdims, _ in params:
+            for d in sdims:
+                for s in sorted(d.symbols()):
+                    if s.startswith("zzA") and s not in self.renames:
+                        while f"d{counter}" in self.renames.values():
+                            counter += 1
+                        self.renames[s] = f"d{counter}"
+                        counter += 1
+        return {k: sym(v) for k, v in self.renames.items()}
+
+    def run_func(self, func, args: list[Val], outer: dict | None = None) -> tuple[list[Val], ir.Location]:
+        """Import the first block of `func` (a function, or a region whose ops may use the values of
+        the enclosing `outer` scope) on `args`; its returned values and the return's location."""
+        block = func.regions[0].blocks[0]
+        env = dict(outer) if outer else {}
+        for a, v in zip(block.arguments, args):
+            env[a] = v
+        return self.run_block(block, env)
+
+    def run_block(self, block, env: dict) -> tuple[list[Val], ir.Location]:
+        """Convert the ops of `block` (its arguments, and any outer value it uses, already in
+        `env`) up to its return; `self.env` is the environment of the block being converted."""
+        saved, self.env = getattr(self, "env", None), env
+        try:
+            return self._run_block(block, env)
+        finally:
+            self.env = saved
+
+    def _run_block(self, block, env: dict) -> tuple[list[Val], ir.Location]:
+        for op in block.operations:
+            name = op.operation.name
+            if name in ("func.return", "stablehlo.return"):
+                return [env[o] for o in op.operands], self.location(op)
+            if name == "func.call":
+                callee = _string(op.attributes["callee"])
+                f = self.funcs.get(callee)
+                if f is None:
+                    raise UnsupportedOpError(name, str(op.location), f"unknown callee @{callee}")
+                cargs = [env[o] for o in op.operands]
+                self.note_global_constants(f, cargs)
+                outs, _ = self.run_func(f, cargs)
+                for r, v in zip(op.results, outs):
+                    env[r] = v
+                continue
+            conv = CONVERTERS.get(name)
+            if conv is None:
+                raise UnsupportedOpError(name, str(op.location))
+            ins = [env[o] for o in op.operands]
+            self.loc = self.location(op)
+            self.env = env  # the converter may look through its operands' defining ops
+            self.scope = env  # what a converter of an op with regions (stablehlo.while) sees
+            try:
+                outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
+                if outs is None:
+                    outs = fold_known(self, op, ins) or conv(self, op, ins)
+            except UnsupportedOpError:
+                raise
+            except (ValueError, KeyError, IndexError, TypeError) as e:
+                raise UnsupportedOpError(name, str(op.location), str(e)) from e
+            if outs is None:
+                outs = []
+            if isinstance(outs, Val):
+                outs = [outs]
+            for r, v in zip(op.results, outs):
+                env[r] = v
+        raise ValueError("function without a return")
+
+    def note_global_constants(self, f, cargs):
+        """Name placeholder symbols after the `jax.global_constant` (a jax dimension variable) that
+        a callee's argument carries."""
+        from jax._src.lib.mlir import ir as jir
+
+        arg_attrs = f.attributes["arg_attrs"] if "arg_attrs" in f.attributes else None
+        if not isinstance(arg_attrs, jir.ArrayAttr):
+            return
+        for i, a in enumerate(arg_attrs):
+            if not isinstance(a, jir.DictAttr) or "jax.global_constant" not in a or i >= len(cargs) \
+                    or not isinstance(a["jax.global_constant"], jir.StringAttr):
+                continue
+            name = a["jax.global_constant"].value
+            k = cargs[i].known
+            if k and len(k) == 1 and k[0].is_symbol and _is_name(name):
+                (s,) = k[0].symbols()
+                self.dim_vars.add(s)
+                if s.startswith("zzA"):
+                    self.renames.setdefault(s, name)
+
+
+def _erase_dead_ops(block: ir.Block) -> None:
+    """Erase the ops whose results are never used (every relax op built here is pure), last first;
+    a match_cast stays (it binds symbols and checks them)."""
+    for op in reversed(list(block.operations)):
+        if op.name not in ("func.return", "relax.match_cast") and all(not list(r.uses) for r in op.results):
+            op.erase()
+
+
+def _finish_region_functions(im: Importer, mapping: dict) -> None:
+    """Dead code out of the region functions; region functions no live op calls are erased."""
+    from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
+
+    funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in im.region_funcs}
+    for f in funcs.values():
+        _erase_dead_ops(f.regions[0].blocks[0])
+    live: set[str] = set()
+    work = [op for op in im.relax_module.body.operations if op.operation.name == "func.func"
+            and "relax.region" not in op.attributes]
+    while work:
+        f = work.pop()
+        for o in f.regions[0].blocks[0].operations:
+            if o.operation.name in CONTROL_FLOW:
+                for c in region_callees(o.operation):
+                    if c not in live and c in funcs:
+                        live.add(c)
+                        work.append(funcs[c])
+    for n, f in funcs.items():
+        if n not in live:
+            f.erase()
+
+
+def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
+                  source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None) -> Module:
+    """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
+    `relax_mlir.Module`.
+    `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
+    position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
+    which the relax function takes and ignores; `dim_vars`: names that are jax dimension
+    variables (>= 1, like those the module's `jax.global_constant` arguments name);
+    `symbol_bounds`: symbol -> upper bound (jax's `s <= 32` constraints), `relax.symbol_bounds`."""
+    from relax_mlir.targets import registry
+
+    check_element_types(module)
+    check_supported_ops(module)
+    session = Session(source_name)
+    with session.ctx, ir.Location.unknown():
+        im = Importer(module, dim_names, unused_args, dim_vars, source_name)
+        im.upper = dict(symbol_bounds or {})
+        op = im.run()
+    result = Module(session, op)
+    if not run_pipeline(session, op, ["relax-infer-shapes"], registry()):
+        raise CompileError("\n".join(d.render() for d in session.diags) or "the imported module does not verify")
+    return result
+
+
+def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
+                     dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None) -> Module:
+    """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
+    StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
+    `render_error` formats any of them."""
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir as jir
+
+    ctx = jmlir.make_ir_context()
+    with ctx, jir.Location.unknown():
+        try:
+            op = jir.Operation.parse(text, source_name=source_name)
+        except jir.MLIRError as e:
+            diags = [(str(d.location), d.message) for d in e.error_diagnostics]
+            if not any("single top-level operation" in m for _, m in diags):
+                raise StableHLOParseError(diags) from None
+            try:  # zero or several top-level ops: an implicit module (its locations say "-")
+                module = jir.Module.parse(text)
+            except jir.MLIRError as e2:
+                raise StableHLOParseError([(str(d.location), d.message) for d in e2.error_diagnostics]) from None
+        else:
+            if op.operation.name == "builtin.module":
+                module = _ModuleView(op)
+            else:
+                module = jir.Module.create()
+                module.body.append(op.operation)
+        return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
+                             symbol_bounds=symbol_bounds)
+
+
+class _ModuleView:
+    """A parsed `builtin.module` operation seen through the `Module` attributes the importer uses."""
+
+    def __init__(self, op):
+        self.operation = op.operation
+        self.body = op.regions[0].blocks[0]

@@ -1,0 +1,123 @@
+"""Shape-manipulating converters: reshape, broadcast_in_dim, transpose, concatenate, and
+dot_general as relax.matmul (ops/manipulate.py).
+"""
+from __future__ import annotations
+
+from relax_mlir.frontend.stablehlo.common import Val, _ints, _known_ok, _merge_dims, _res
+from relax_mlir.frontend.stablehlo.registry import register_converters
+from relax_mlir.shape import const
+
+
+def _reshape(im, op, ins):
+    x = ins[0]
+    dims, dt = _res(op)
+    if x.known is not None and (len(dims) <= 1 or all(d is not None and d.is_const for d in dims)):
+        return Val(None, dt, dims, list(x.known))
+    return im.reshape(x, dims)
+
+
+def _dynamic_reshape(im, op, ins):
+    x, shp = ins
+    dims, dt = _res(op)
+    if shp.known is None:
+        raise ValueError("output shape is not a known shape computation")
+    dims = _merge_dims(dims, shp.known)
+    if x.known is not None and (len(dims) <= 1 or all(d is not None and d.is_const for d in dims)):
+        return Val(None, dt, dims, list(x.known))
+    return im.reshape(x, dims)
+
+
+def _broadcast_in_dim_impl(im, op, x: Val, bdims, rdims, dt):
+    if x.known is not None and len(rdims) <= 1 and all(d is not None and d.is_const and d.value <= 64 for d in rdims):
+        n = rdims[0].value if rdims else 1
+        if len(x.known) in (1, n):
+            return Val(None, dt, rdims, list(x.known) * (n if len(x.known) == 1 and n != 1 else 1))
+    order = sorted(range(len(bdims)), key=lambda i: bdims[i])
+    x = im.permute(x, order)
+    bsorted = [bdims[i] for i in order]
+    inter = [const(1)] * len(rdims)
+    for i, ax in enumerate(bsorted):
+        inter[ax] = x.dims[i]
+    x = im.reshape(x, inter)
+    return im.broadcast(x, rdims)
+
+
+def _broadcast_in_dim(im, op, ins):
+    (x,) = ins
+    rdims, dt = _res(op)
+    bdims = _ints(op.attributes["broadcast_dimensions"])
+    return _broadcast_in_dim_impl(im, op, x, bdims, rdims, dt)
+
+
+def _dynamic_broadcast_in_dim(im, op, ins):
+    x, shp = ins[0], ins[1]
+    rdims, dt = _res(op)
+    if shp.known is None:
+        raise ValueError("output_dimensions is not a known shape computation")
+    rdims = _merge_dims(rdims, shp.known)
+    bdims = _ints(op.attributes["broadcast_dimensions"])
+    return _broadcast_in_dim_impl(im, op, x, bdims, rdims, dt)
+
+
+def _transpose(im, op, ins):
+    (x,) = ins
+    perm = _ints(op.attributes["permutation"])
+    return im.permute(x, perm)
+
+
+def _concatenate(im, op, ins):
+    rdims, dt = _res(op)
+    axis = _ints(op.attributes["dimension"])[0]
+    if _known_ok(ins) and (len(rdims) == 1 or axis == 0 and all(d is not None for d in rdims)):
+        k = []
+        for v in ins:
+            k.extend(v.known)
+        return Val(None, dt, rdims, k)
+    dims = list(ins[0].dims)
+    tot = const(0)
+    for v in ins:
+        tot = None if (tot is None or v.dims[axis] is None) else tot + v.dims[axis]
+    dims[axis] = tot
+    dims = _merge_dims(rdims, dims, *[v.dims for v in ins])
+    if len(ins) == 1:
+        return ins[0]
+    return im.emit("relax_v.concat", ins, len(rdims), dt, {"axis": axis}, dims=dims)
+
+
+def _dot_general(im, op, ins):
+    a, b = ins
+    rdims, dt = _res(op)
+    from jax._src.lib.mlir.dialects import hlo
+
+    dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
+    lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
+    if a.dtype != dt or b.dtype != dt:
+        raise ValueError("mixed-precision dot_general")
+    ra, rb_ = len(a.dims), len(b.dims)
+    lf = [i for i in range(ra) if i not in lb and i not in lc]
+    rf = [i for i in range(rb_) if i not in rb and i not in rc]
+    from relax_mlir.ops.common import product
+    ap = im.permute(a, lb + lf + lc)
+    bp = im.permute(b, rb + rc + rf)
+    batch = [a.dims[i] for i in lb]
+    m = product([a.dims[i] for i in lf])
+    k = product([a.dims[i] for i in lc])
+    n = product([b.dims[i] for i in rf])
+    a3 = im.reshape(ap, batch + [m, k])
+    b3 = im.reshape(bp, batch + [k, n])
+    out = im.emit("relax.matmul", [a3, b3], len(batch) + 2, dt, dims=batch + [m, n])
+    final = batch + [a.dims[i] for i in lf] + [b.dims[i] for i in rf]
+    final = _merge_dims(final, rdims)
+    return im.reshape(out, final)
+
+
+CONVERTERS = register_converters({
+    "stablehlo.broadcast_in_dim": _broadcast_in_dim,
+    "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
+    "stablehlo.reshape": _reshape,
+    "stablehlo.dynamic_reshape": _dynamic_reshape,
+    "stablehlo.transpose": _transpose,
+    "stablehlo.dot_general": _dot_general,
+    "stablehlo.concatenate": _concatenate,
+})

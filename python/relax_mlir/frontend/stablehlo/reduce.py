@@ -1,0 +1,131 @@
+"""stablehlo.reduce: one add/max/min/mul/and/or body as a relax reduction (plus the init value
+where it is not the identity); jax's argmax/argmin variadic form as relax.argmax/argmin
+(ops/reduce.py, ops/indexing.py).
+"""
+from __future__ import annotations
+
+from relax_mlir.frontend.stablehlo.common import (_FLOATS, _body_ops, _cmp_info, _dtype_attr, _ints, _merge_dims,
+                                                  _owner, _res, _splat_value)
+from relax_mlir.frontend.stablehlo.registry import register_converters
+from relax_mlir.shape import const
+
+
+_REDUCE_KIND = {"stablehlo.add": "relax.sum", "stablehlo.maximum": "relax.max", "stablehlo.minimum": "relax.min",
+                "stablehlo.multiply": "relax.prod", "stablehlo.or": "relax.max", "stablehlo.and": "relax.min"}
+
+
+# On i1 (StableHLO): add is or, multiply is and; relax.max / relax.min on i1 are or / and.
+_REDUCE_KIND_I1 = {"stablehlo.add": "relax.max", "stablehlo.maximum": "relax.max", "stablehlo.or": "relax.max",
+                   "stablehlo.multiply": "relax.min", "stablehlo.minimum": "relax.min", "stablehlo.and": "relax.min"}
+
+
+# The elementwise op that combines the init value with the reduced value.
+_REDUCE_COMBINE = {"relax.sum": "relax.add", "relax.prod": "relax.multiply", "relax.max": "relax.maximum",
+                   "relax.min": "relax.minimum"}
+
+
+def _is_identity(kind: str, dt: str, v) -> bool:
+    """Whether `v` is the identity of the relax reduction `kind` on `dt` (so the init can go)."""
+    import math
+    if v is None:
+        return False
+    if dt == "i1":
+        return bool(v) == (kind == "relax.min")
+    if kind == "relax.sum":
+        return v == 0
+    if kind == "relax.prod":
+        return v == 1
+    lo = kind == "relax.max"
+    if dt in ("f16", "bf16", "f32", "f64"):
+        return math.isinf(v) and (v < 0) == lo
+    if dt.startswith("ui"):
+        return v == (0 if lo else (1 << int(dt[2:])) - 1)
+    w = int(dt[1:])
+    return v == (-(1 << (w - 1)) if lo else (1 << (w - 1)) - 1)
+
+
+def _reduce(im, op, ins):
+    if len(op.results) != 1:
+        return _variadic_reduce(im, op, ins)
+    x, init = ins[0], ins[1]
+    body = [o for o in op.regions[0].blocks[0].operations]
+    kinds = [o.operation.name for o in body if o.operation.name != "stablehlo.return"]
+    table = _REDUCE_KIND_I1 if x.dtype == "i1" else _REDUCE_KIND
+    if len(kinds) != 1 or kinds[0] not in table:
+        raise ValueError(f"reduce body {kinds} is not a single add/max/min/mul/and/or")
+    if kinds[0] in ("stablehlo.and", "stablehlo.or") and x.dtype != "i1":
+        raise ValueError(f"reduce with {kinds[0]} on {x.dtype} (bitwise) is not supported")
+    axes = _ints(op.attributes["dimensions"])
+    rdims, dt = _res(op)
+    dims = [d for i, d in enumerate(x.dims) if i not in axes]
+    dims = _merge_dims(rdims, dims)
+    kind = table[kinds[0]]
+    r = im.emit(kind, [x], len(rdims), dt, {"axes": axes, "keepdims": False}, dims=dims)
+    if _is_identity(kind, dt, _splat_value(op.operands[1])):
+        return r
+    # reduce(x, init) = init (+) reduce(x): the init counts once, also over zero elements
+    return im.emit(_REDUCE_COMBINE[kind], [r, init], len(rdims), dt, dims=dims)
+
+
+def _variadic_reduce(im, op, ins):
+    """A reduce of (values, iota) pairs with jax's argmax/argmin body -> relax.argmax/argmin."""
+    n = len(op.results)
+    why = "variadic reduce: only jax's argmax/argmin form (values, iota along the axis) is supported"
+    axes = _ints(op.attributes["dimensions"])
+    if n != 2 or len(axes) != 1:
+        raise ValueError(why)
+    axis = axes[0]
+    src = _owner(op.operands[1])
+    if src is None or src.name not in ("stablehlo.iota", "stablehlo.dynamic_iota") \
+            or _ints(src.attributes["iota_dimension"])[0] != axis:
+        raise ValueError(why + " (operand #1 is not an iota along the reduced dim)")
+    body = _body_ops(op)
+    args = list(op.regions[0].blocks[0].arguments)
+    names = [o.name for o in body]
+    expect = ["stablehlo.compare", "stablehlo.compare", "stablehlo.or", "stablehlo.compare", "stablehlo.compare",
+              "stablehlo.and", "stablehlo.or", "stablehlo.select", "stablehlo.select", "stablehlo.return"]
+    if names != expect:
+        raise ValueError(why + f" (the body is {names[:-1]})")
+    c0, cnan, or0, ceq, cidx, and0, or1, s0, s1, ret = body
+    d0, d1, d3, d4 = _cmp_info(c0)[0], _cmp_info(cnan)[0], _cmp_info(ceq)[0], _cmp_info(cidx)[0]
+    a, ai, b, bi = args
+    shape_ok = (list(c0.operands) == [a, b] and d0 in ("GT", "LT") and list(cnan.operands) == [a, a] and d1 == "NE"
+                and set(or0.operands) == {c0.results[0], cnan.results[0]} and d3 == "EQ"
+                and list(ceq.operands) == [a, b] and d4 == "LT" and list(cidx.operands) == [ai, bi]
+                and set(and0.operands) == {ceq.results[0], cidx.results[0]}
+                and set(or1.operands) == {or0.results[0], and0.results[0]}
+                and list(s0.operands) == [or0.results[0], a, b] and list(s1.operands) == [or1.results[0], ai, bi]
+                and list(ret.operands) == [s0.results[0], s1.results[0]])
+    if not shape_ok:
+        raise ValueError(why + " (the body is not jax's argmax/argmin comparator)")
+    x = ins[0]
+    greater = d0 == "GT"
+    init_v, init_i = _splat_value(op.operands[2]), _splat_value(op.operands[3])
+    import math
+    if x.dtype in _FLOATS:
+        good_v = init_v is not None and math.isinf(init_v) and (init_v < 0) == greater
+    elif x.dtype == "i1":
+        good_v = init_v is not None and bool(init_v) == (not greater)
+    else:
+        w = int(x.dtype[1:])
+        good_v = init_v == (-(1 << (w - 1)) if greater else (1 << (w - 1)) - 1)
+    if not good_v or init_i != 0:
+        raise ValueError(why + " (the init values are not jax's argmax/argmin identity)")
+    vdims, vdt = _res(op, 0)
+    idims, idt = _res(op, 1)
+    dims = _merge_dims(idims, [d for i, d in enumerate(x.dims) if i != axis])
+    name = "relax.argmax" if greater else "relax.argmin"
+    ix = im.emit(name, [x], len(idims), idt, {"axis": axis, "dtype": _dtype_attr(idt)}, dims=dims)
+    # the value output: x at the index (a batched gather), usually dead
+    r = len(x.dims)
+    others = [i for i in range(r) if i != axis]
+    val = im.emit("relax.gather", [x, im.reshape(ix, dims + [const(1)])], len(dims), vdt,
+                  {"offset_dims": [], "collapsed_slice_dims": [axis], "operand_batching_dims": others,
+                   "start_indices_batching_dims": list(range(r - 1)), "start_index_map": [axis],
+                   "index_vector_dim": r - 1, "slice_sizes": [1] * r}, dims=dims)
+    return [val, ix]
+
+
+CONVERTERS = register_converters({
+    "stablehlo.reduce": _reduce,
+})
