@@ -20,11 +20,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# Upstream MLIR's Python bindings must load before gemma imports tensorflow: the other order
-# crashes the process (a segfault while mlir._mlir_libs initialises, measured here with
-# tensorflow 2.21 and xtc-mlir-python-bindings 22.1.8.4).
+# Upstream MLIR's Python bindings must load before gemma imports tensorflow, and tensorflow before
+# the first compile: the other orders crash the process (a segfault while mlir._mlir_libs
+# initialises; an LLVM assertion, `SmallPtrSet ... Bucket < End`, in tensorflow's library
+# initialisation once a module has been JIT-compiled; measured here with tensorflow 2.21 and
+# xtc-mlir-python-bindings 22.1.8.4). gemma loads tensorflow lazily, at its first model: so it is
+# loaded here, whoever imports this module first.
+import importlib.util  # noqa: E402
+
 import mlir.ir  # noqa: E402,F401
 import relax_mlir  # noqa: E402,F401
+
+if importlib.util.find_spec("gemma") is not None and importlib.util.find_spec("tensorflow") is not None:
+    import tensorflow  # noqa: E402,F401
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
