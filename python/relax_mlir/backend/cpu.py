@@ -1195,13 +1195,58 @@ def _has_bf16(op: ir.Operation) -> bool:
     return bool(found)
 
 
-# bf16 arithmetic computes in f32 (rounded back to bf16 after each op, as XLA's CPU backend does):
-# x86 LLVM has no bf16 vector arithmetic and aborts the process on some of it ("Do not know how to
-# soft promote this operator's operand"). At to-llvm the remaining bf16 <-> f32 conversions become
-# integer bit operations.
+# bf16 arithmetic computes in f32, rounded back to bf16 after each op, as XLA's CPU backend does
+# (its HLO keeps a convert pair between any two bf16 ops of a fusion): x86 LLVM has no bf16 vector
+# arithmetic and aborts the process on some of it ("Do not know how to soft promote this operator's
+# operand"). The emulation marks the conversions it inserts `fastmath<contract>`, which would let
+# any `extf(truncf(x))` fold to `x`; `_round_like_xla` keeps exactly XLA's excess precision
+# instead. At to-llvm the remaining bf16 <-> f32 conversions become integer bit operations.
 _BF16_ARITH = ("func.func(math-extend-to-supported-types{target-type=f32},"
                "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32})")
 _BF16_CONVERT = "func.func(arith-expand{include-bf16=true})"
+
+
+_CONVERSIONS = frozenset(("arith.uitofp", "arith.sitofp", "arith.extf", "arith.truncf", "arith.bitcast"))
+
+
+def _is_conversion(v: ir.Value) -> bool:
+    """`v` is the f32 result of an emulated conversion to bf16 (`u.astype(bf16)`): that rounding
+    is the program's own."""
+    d = v.owner
+    d = d.operation if isinstance(d, ir.OpView) else d
+    return isinstance(d, ir.Operation) and d.name in _CONVERSIONS
+
+
+def _round_like_xla(op: ir.Operation) -> tuple[int, int]:
+    """After the bf16 emulation: a bf16 arithmetic op (not a conversion) whose result the program
+    itself converts to f32 (an `extf` that the emulation did not insert: no fast-math flags) is
+    computed in f32 without the rounding in between, as XLA's algebraic simplifier does with excess precision (its default):
+    `extf(truncf(y))` -> `y`. Every other conversion loses its `contract` flag, so each bf16 op
+    rounds its result. Returns (roundings dropped, conversions made strict)."""
+    folds, strict = [], []
+
+    def visit(o):
+        if o.name in ("arith.extf", "arith.truncf"):
+            if "fastmath" in o.attributes:
+                strict.append(o)
+            elif o.name == "arith.extf":
+                d = o.operands[0].owner
+                d = d.operation if isinstance(d, ir.OpView) else d
+                if (isinstance(d, ir.Operation) and d.name == "arith.truncf" and "fastmath" in d.attributes
+                        and d.operands[0].type == o.results[0].type and not _is_conversion(d.operands[0])):
+                    folds.append((o, d))
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for ext, trunc in folds:
+        ext.results[0].replace_all_uses_with(trunc.operands[0])
+        ext.erase()
+    for o in strict:
+        if o.name == "arith.truncf" and not list(o.results[0].uses):
+            o.erase()
+        else:
+            del o.attributes["fastmath"]
+    return len(folds), len(strict)
 
 
 def stage_vectorize(module, options: CPUOptions) -> None:
@@ -1209,6 +1254,7 @@ def stage_vectorize(module, options: CPUOptions) -> None:
     op = as_op(module)
     if _has_bf16(op):
         run_pipeline(op, _BF16_ARITH, "vectorize")
+        _round_like_xla(op)
     _expand_math(op)
     for kernel in _kernels(op):
         if "relax.library" in kernel.attributes:  # a library call (backend/cpu_library.py)

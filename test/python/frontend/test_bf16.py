@@ -46,3 +46,28 @@ def test_bf16_wrong_dtype_is_a_value_error():
     exe = _check(lambda x: x + 1, np.ones((2,), BF16))
     with pytest.raises(ValueError, match=r"argument #0 has dtype float32, expected bfloat16 \(bf16\)"):
         exe(np.ones((2,), np.float32))
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "gelu_tanh", "gelu_erf", "mean_square", "u16_to_bf16_to_f32",
+                                  "bf16_product_to_f32"])
+def test_bf16_rounding_is_xla_s(name):
+    """Chains of bf16 ops round like XLA's CPU backend, bit for bit: each op's result is rounded to
+    bf16 (the f32 emulation's `contract` flags would otherwise let consecutive ops skip it), except
+    where the program converts an arithmetic result to f32 (computed in f32: XLA's excess
+    precision); a conversion to bf16 always rounds."""
+    fns = {
+        "sigmoid": lambda a: jax.nn.sigmoid(a),
+        "gelu_tanh": lambda a: jax.nn.gelu(a, approximate=True),
+        "gelu_erf": lambda a: jax.nn.gelu(a, approximate=False),
+        "mean_square": lambda a: jnp.mean(jnp.square(a), axis=-1),
+        "u16_to_bf16_to_f32": lambda a: jax.lax.bitcast_convert_type(a, jnp.uint16).astype(BF16).astype(jnp.float32),
+        "bf16_product_to_f32": lambda a: (a * a).astype(jnp.float32) * 3.0,
+    }
+    b = jax.export.symbolic_shape("b")[0]
+    exe = relax_mlir.compile(from_jax(fns[name], jax.ShapeDtypeStruct((b, 64), BF16)))
+    for n in (1, 13, 64):
+        x = (np.random.default_rng(n).standard_normal((n, 64)) * 2).astype(BF16)
+        want = np.asarray(jax.jit(fns[name])(x))
+        got = exe(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32), err_msg=f"n={n}")

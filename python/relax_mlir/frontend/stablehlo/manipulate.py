@@ -3,7 +3,7 @@ dot_general as relax.matmul (ops/manipulate.py).
 """
 from __future__ import annotations
 
-from relax_mlir.frontend.stablehlo.common import Val, _ints, _known_ok, _merge_dims, _res
+from relax_mlir.frontend.stablehlo.common import Val, _dtype_attr, _ints, _known_ok, _merge_dims, _res
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import const
 
@@ -84,6 +84,34 @@ def _concatenate(im, op, ins):
     return im.emit("relax_v.concat", ins, len(rdims), dt, {"axis": axis}, dims=dims)
 
 
+_FLOAT_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+_INT_WIDTH = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
+def _dot_operands(im, a, b, dt):
+    """Operands of a dot_general whose element types differ from its result's (bf16 x bf16 -> f32:
+    `preferred_element_type`; i8 x i8 -> i32), converted to the type the product is computed in,
+    and that type: the result type where it is at least as wide as both operands (exact
+    conversions, products accumulated there, as XLA's CPU backend does), else the widest operand
+    type (rounded to the result at the end). Floats and integers do not mix; signedness stays."""
+    if a.dtype == b.dtype == dt:
+        return a, b, dt
+    for table in (_FLOAT_WIDTH, _INT_WIDTH):
+        if a.dtype in table and b.dtype in table and dt in table:
+            if (a.dtype, b.dtype) in (("f16", "bf16"), ("bf16", "f16")):
+                break
+            wide = max((a.dtype, b.dtype, dt), key=lambda t: table[t])
+            ct = dt if table[dt] >= table[wide] else wide
+            if ct in ("f16", "bf16") and {a.dtype, b.dtype} - {ct}:
+                break
+
+            def up(x):
+                return x if x.dtype == ct else im.emit("relax.astype", [x], len(x.dims), ct,
+                                                       {"dtype": _dtype_attr(ct)}, dims=x.dims)
+            return up(a), up(b), ct
+    raise ValueError(f"dot_general of {a.dtype} x {b.dtype} -> {dt} (mixed element types) is not supported")
+
+
 def _dot_general(im, op, ins):
     a, b = ins
     rdims, dt = _res(op)
@@ -92,8 +120,7 @@ def _dot_general(im, op, ins):
     dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
     lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
     lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
-    if a.dtype != dt or b.dtype != dt:
-        raise ValueError("mixed-precision dot_general")
+    a, b, ct = _dot_operands(im, a, b, dt)
     ra, rb_ = len(a.dims), len(b.dims)
     lf = [i for i in range(ra) if i not in lb and i not in lc]
     rf = [i for i in range(rb_) if i not in rb and i not in rc]
@@ -106,7 +133,9 @@ def _dot_general(im, op, ins):
     n = product([b.dims[i] for i in rf])
     a3 = im.reshape(ap, batch + [m, k])
     b3 = im.reshape(bp, batch + [k, n])
-    out = im.emit("relax.matmul", [a3, b3], len(batch) + 2, dt, dims=batch + [m, n])
+    out = im.emit("relax.matmul", [a3, b3], len(batch) + 2, ct, dims=batch + [m, n])
+    if ct != dt:
+        out = im.emit("relax.astype", [out], len(batch) + 2, dt, {"dtype": _dtype_attr(dt)}, dims=batch + [m, n])
     final = batch + [a.dims[i] for i in lf] + [b.dims[i] for i in rf]
     final = _merge_dims(final, rdims)
     return im.reshape(out, final)

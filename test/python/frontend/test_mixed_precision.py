@@ -1,0 +1,71 @@
+"""dot_general whose operands' element type differs from its result's (jax's
+`preferred_element_type`): bf16/f16 products accumulated in f32, i8 products in i32; numerics
+against jax.jit at several bindings from one compile."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+
+
+def _run(fn, specs, make, sizes=(1, 13, 64), rtol=1e-5, atol=1e-5, exact=False):
+    exe = relax_mlir.compile(from_jax(fn, *specs))
+    for n in sizes:
+        args = make(n)
+        got, want = exe(*args), np.asarray(jax.jit(fn)(*args))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if exact:
+            np.testing.assert_array_equal(got, want, err_msg=f"n={n}")
+        else:
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
+                                       err_msg=f"n={n}")
+
+
+@pytest.mark.parametrize("low", [jnp.bfloat16, jnp.float16], ids=["bf16", "f16"])
+def test_low_precision_dot_accumulates_in_f32(low):
+    b = jax.export.symbolic_shape("b")[0]
+    fn = lambda x, w: jnp.einsum("bk,kn->bn", x, w, preferred_element_type=jnp.float32)  # noqa: E731
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((96, 24)).astype(low)
+    # 96 products of magnitude ~1: accumulated in bf16 the sum would be off by several units
+    _run(fn, [jax.ShapeDtypeStruct((b, 96), low), jax.ShapeDtypeStruct(w.shape, low)],
+         lambda n: [rng.standard_normal((n, 96)).astype(low), w], rtol=1e-5, atol=1e-4)
+
+
+def test_batched_bf16_attention_scores_in_f32():
+    b, s = jax.export.symbolic_shape("b, s")
+    fn = lambda q, k: jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)  # noqa: E731
+    spec = jax.ShapeDtypeStruct((b, s, 2, 8), jnp.bfloat16)
+    rng = np.random.default_rng(1)
+    make = lambda n: [rng.standard_normal((2, n, 2, 8)).astype(jnp.bfloat16) for _ in range(2)]  # noqa: E731
+    _run(fn, [spec, spec], make, sizes=(1, 7, 33), atol=1e-5)
+
+
+def test_int8_dot_accumulates_in_i32():
+    b = jax.export.symbolic_shape("b")[0]
+    fn = lambda x, w: jax.lax.dot(x, w, preferred_element_type=jnp.int32)  # noqa: E731
+    rng = np.random.default_rng(2)
+    w = rng.integers(-128, 128, (64, 5)).astype(np.int8)
+    # extremes: 64 * 128 * 128 overflows i8 and i16, not i32
+    make = lambda n: [np.full((n, 64), -128, np.int8) if n == 1 else rng.integers(-128, 128, (n, 64)).astype(np.int8), w]  # noqa: E731
+    _run(fn, [jax.ShapeDtypeStruct((b, 64), jnp.int8), jax.ShapeDtypeStruct(w.shape, jnp.int8)], make, exact=True)
+
+
+def test_f32_dot_to_bf16_result_rounds_once():
+    fn = lambda x, w: jax.lax.dot(x, w, preferred_element_type=jnp.bfloat16)  # noqa: E731
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((5, 32)).astype(np.float32), rng.standard_normal((32, 4)).astype(np.float32)
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct(x.shape, x.dtype), jax.ShapeDtypeStruct(w.shape, w.dtype)))
+    got, want = exe(x, w), np.asarray(jax.jit(fn)(x, w))
+    assert got.dtype == want.dtype == np.dtype(jnp.bfloat16)
+    # one rounding of the f32 result: within one bf16 ulp of it
+    exact = x.astype(np.float64) @ w.astype(np.float64)
+    assert np.all(np.abs(got.astype(np.float64) - exact) <= np.abs(exact) * 2.0 ** -8 + 1e-6)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2 ** -7)
+
