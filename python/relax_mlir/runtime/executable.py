@@ -6,9 +6,23 @@ raises `ValueError` naming the argument, the dim and the symbol. Symbol values a
 first whole-dim occurrence in the signature; output shapes are the result types evaluated under
 that binding. Checks that native code performs (match_cast relations) report through the error
 slot and raise `ValueError` with their message.
+
+Donated parameters (`Signature.donate`, from `relax.donate`): the result is written into the
+argument's own buffer and the call returns that very ndarray (`out is arg`). Such an argument
+must be C-contiguous, writable, of the exact dtype and share no memory with another argument
+(ValueError otherwise: a copy would break `out is arg`).
+
+`Function.partial({index or name: array})` binds parameters once (weights): they are checked
+then, kept, and their symbols fixed; the returned callable takes the remaining parameters.
+
+The call path (CPU): checks run from per-signature plans built once; native code is called
+through one ctypes buffer per thread holding every memref descriptor and the pointers to them,
+of which a call rewrites only the changing words (measured by bench/call_overhead.py).
 """
 from __future__ import annotations
 
+import bisect
+import ctypes
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -81,10 +95,11 @@ class Signature:
     upper: tuple[tuple[str, int], ...] = ()  # relax.symbol_bounds
     workspace: tuple[Expr, ...] = ()  # bytes of each storage block the caller passes (relax.workspace)
     lower: tuple[tuple[str, int], ...] = ()  # relax.symbol_lower (jax: every dimension variable >= 1)
+    donate: tuple[tuple[int, int], ...] = ()  # (param, result): the result is written into the param's buffer
 
     @staticmethod
     def make(name, params, results, arg_names, messages, derived=None, upper=None,
-             workspace=None, lower=None) -> "Signature":
+             workspace=None, lower=None, donate=None) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -96,22 +111,190 @@ class Signature:
                          tuple((k, parse_expr(v)) for k, v in (derived or {}).items()),
                          tuple(sorted((upper or {}).items())),
                          tuple(parse_expr(str(w)) for w in (workspace or ())),
-                         tuple(sorted((lower or {}).items())))
+                         tuple(sorted((lower or {}).items())),
+                         tuple(sorted((int(i), int(r)) for i, r in dict(donate or {}).items())))
+
+
+_ndarray = np.ndarray
+_void_at = ctypes.c_void_p.from_address
+_addressof = ctypes.addressof
+
+
+def _probe_data_offset() -> int | None:
+    """Where numpy's array object keeps its data pointer (PyArrayObject_fields.data, right after
+    the 16-byte object header): reading it there costs a quarter of `ctypes.c_char.from_buffer`
+    and works for read-only arrays too. Checked against `.ctypes.data` on a few arrays and views
+    at import; None (and `.ctypes.data` per call) where it does not hold."""
+    try:
+        base = np.arange(16, dtype=np.int64)
+        probes = (base, base[3:], base.reshape(4, 4)[2], np.ones((2, 3), np.float16)[1:], base[::-1][::-1])
+        if all(_void_at(id(a) + 16).value == a.ctypes.data for a in probes):
+            return 16
+    except Exception:  # pragma: no cover - an interpreter or numpy with another layout
+        pass
+    return None  # pragma: no cover
+
+
+_DATA_OFFSET = _probe_data_offset()
+
+
+def _pointer(a: np.ndarray) -> int:
+    """Address of the first element of an exact ndarray."""
+    if _DATA_OFFSET is not None:
+        return _void_at(id(a) + _DATA_OFFSET).value or 0
+    return a.ctypes.data  # pragma: no cover
+
+
+_STRIDES: dict[tuple, tuple] = {}
+
+
+def _strides(shape: tuple) -> tuple:
+    """Identity-layout strides in elements (numpy may give size-1 dims any stride)."""
+    s = _STRIDES.get(shape)
+    if s is None:
+        out, k = [], 1
+        for d in reversed(shape):
+            out.append(k)
+            k *= d
+        s = tuple(reversed(out))
+        if len(_STRIDES) < 4096:
+            _STRIDES[shape] = s
+    return s
+
+
+def _words(p: int, shape: tuple) -> tuple:
+    """A ranked memref descriptor {allocated, aligned, offset, sizes, strides} of a C-contiguous array."""
+    return (p, p, 0) + shape + _strides(shape)
+
+
+class _Plan:
+    """What a call checks and writes, for one set of free parameters (all of them, or those a
+    `partial` leaves), built once: which symbols the free arguments bind, which dims they must
+    match (constant shapes compared as one tuple), where each descriptor lives in the call buffer."""
+
+    def __init__(self, fn: "Function", free: tuple[int, ...], fixed: dict[str, int], fixed_where: dict[str, str],
+                 deferred: tuple = (), bound: dict[int, np.ndarray] | None = None):
+        sig = fn.sig
+        self.fn = fn
+        self.free = free
+        self.fixed = dict(fixed)
+        self.bound = dict(bound or {})
+        where = dict(fixed_where)
+        binds = []
+        for i in free:
+            for j, d in enumerate(sig.params[i].dims):
+                if d is not None and d.is_symbol and str(d) not in where:
+                    binds.append((str(d), i, j))
+                    where[str(d)] = f"{sig.arg_names[i]} dim {j}"
+        self.binds = tuple(binds)
+        self.where = where
+        at = {(i, j) for _, i, j in binds}
+        checks = []
+        for i in free:
+            dims = sig.params[i].dims
+            if all(d is not None and d.is_const for d in dims):
+                checks.append((i, tuple(d.value for d in dims), ()))
+            else:
+                checks.append((i, None, tuple((j, d.value if d.is_const else None, str(d) if d.is_symbol else None, d)
+                                              for j, d in enumerate(dims) if d is not None and (i, j) not in at)))
+        self.checks = tuple(checks)
+        self.deferred = tuple(deferred)  # (i, j, d): dims of bound params whose symbols the free ones bind
+        per_call = {s for s, _, _ in binds}
+        self.lower = tuple((s, v) for s, v in sig.lower if s in per_call)
+        self.upper = tuple((s, v) for s, v in sig.upper if s in per_call)
+        self.donated_free = tuple(i for i in free if i in fn._donate)
+        # elements of the bound arrays (the multi-threaded build is chosen by a call's total size)
+        self.bound_elements = sum(a.size for a in self.bound.values())
+        # the call buffer: descriptors of params, results, workspace blocks, the error slot; then
+        # one pointer per descriptor (ciface arguments); then the packed array of their addresses
+        ranks = [len(p.dims) for p in sig.params] + [len(r.dims) for r in sig.results] \
+            + [1] * (len(sig.workspace) + 1)
+        offs, pos = [], 0
+        for r in ranks:
+            offs.append(pos)
+            pos += 3 + 2 * r
+        self.offsets = offs
+        self.n_desc = pos
+        self.n_mem = len(ranks)
+        # maximal runs of free params, each written with one slice; the last run also writes the
+        # results, workspace and error slot (which follow the params)
+        n = len(sig.params)
+        runs, cur = [], None
+        for i in range(n):
+            if i in self.bound:
+                cur = None
+            elif cur is None:
+                cur = [i]
+                runs.append(cur)
+            else:
+                cur.append(i)
+        if not runs or runs[-1][-1] != n - 1:
+            runs.append([])
+        self.runs = tuple((offs[r[0]] if r else offs[n], tuple(r)) for r in runs)
+        self.tls = threading.local()
+        # memory spans of bound arrays (Partial fills them in): donated ones, the others sorted
+        self.bound_spans: dict[int, tuple[int, int, int]] = {}
+        self.bound_donated: tuple[int, ...] = ()
+        self.bound_sorted: list[tuple[int, int, int]] = []
+        self.bound_starts: list[int] = []
+        self.bound_max_end: list[int] = []
+
+    def state(self):
+        """This thread's call buffer (bound descriptors, pointers and error slot written once)."""
+        st = getattr(self.tls, "st", None)
+        if st is None or st.busy:
+            st = _CallState(self)
+            if getattr(self.tls, "st", None) is None:
+                self.tls.st = st
+        return st
+
+
+class _CallState:
+    __slots__ = ("buf", "packed", "descs", "err", "busy", "ws_words", "ws_key")
+
+    def __init__(self, plan: _Plan):
+        n_desc, n = plan.n_desc, plan.n_mem
+        buf = (ctypes.c_int64 * (n_desc + 2 * n))()
+        base = _addressof(buf)
+        self.descs = tuple(base + 8 * o for o in plan.offsets)
+        buf[n_desc:n_desc + n] = self.descs
+        buf[n_desc + n:n_desc + 2 * n] = [base + 8 * (n_desc + k) for k in range(n)]
+        self.packed = base + 8 * (n_desc + n)
+        for i, a in plan.bound.items():
+            w = _words(_pointer(a), a.shape)
+            buf[plan.offsets[i]:plan.offsets[i] + len(w)] = w
+        self.err = np.zeros(1, np.int32)
+        self.buf = buf
+        self.busy = False
+        self.ws_key = None
+        self.ws_words = ()
 
 
 class Function:
-    """One callable entry of an Executable."""
+    """One callable entry of an Executable: `f(*arrays)`; `f.partial({...})` binds some parameters once.
 
-    def __init__(self, sig: Signature, invoke: Callable[..., None]):
+    `invoke(*arrays)` runs the native code on the inputs, outputs, workspace blocks and error slot
+    (numpy arrays); `native`, where the backend offers one, is the fast path: `native.function(n)`
+    returns the ctypes function for a call touching n elements, called with the address of the
+    packed argument array (`native.packed`) or with one descriptor address per memref."""
+
+    def __init__(self, sig: Signature, invoke: Callable[..., None], native: Any = None):
         self.sig = sig
         self._invoke = invoke
+        self._native = native
         self._np = [numpy_dtype(p.dtype, f" of @{sig.name} {n}") for p, n in zip(sig.params, sig.arg_names)]
         self._np_out = [numpy_dtype(r.dtype, f" of @{sig.name} result #{i}") for i, r in enumerate(sig.results)]
+        self._ranks = tuple(len(p.dims) for p in sig.params)
         self._ws = threading.local()
-        # per parameter: (axis, the dim if it is a constant, its expression), known dims only
-        self._dim_checks = [[(j, d.value if d.is_const else None, d) for j, d in enumerate(p.dims) if d is not None]
-                            for p in sig.params]
+        self._donate = dict(sig.donate)  # param -> result
+        self._donor = {r: i for i, r in sig.donate}  # result -> param
+        self._out_shape = tuple(tuple(d.value for d in r.dims) if all(d is not None and d.is_const for d in r.dims)
+                                else None for r in sig.results)
+        self._ws_const = [int(w.value) for w in sig.workspace] if all(w.is_const for w in sig.workspace) else None
+        self._names = {n[len("argument '"):-1]: i for i, n in enumerate(sig.arg_names) if n.startswith("argument '")}
+        self._plan = _Plan(self, tuple(range(len(sig.params))), {}, {})
 
+    # --- workspace --------------------------------------------------------------------------
     def workspace_bytes(self) -> int:
         """Bytes of storage blocks this thread holds for this entry between calls."""
         return sum(b.nbytes for b in getattr(self._ws, "blocks", ()))
@@ -119,12 +302,13 @@ class Function:
     def workspace(self, env: dict[str, int]) -> list[np.ndarray]:
         """The storage blocks of one call: cached per thread, grown when a call needs more, so
         repeated calls allocate nothing (64-byte aligned, uninitialized)."""
-        sizes = [max(int(w.evaluate(env)), 1) for w in self.sig.workspace]
+        sizes = self._ws_const or [max(int(w.evaluate(env)), 1) for w in self.sig.workspace]
         have = getattr(self._ws, "blocks", None)
         if have is None:
             have = self._ws.blocks = [np.empty(0, np.int8)] * len(sizes)
         out = []
         for i, n in enumerate(sizes):
+            n = max(n, 1)
             if have[i].size < n:
                 raw = np.empty(n + 64, np.int8)
                 off = (-raw.ctypes.data) % 64
@@ -132,31 +316,51 @@ class Function:
             out.append(have[i][:n])
         return out
 
-    def bind(self, arrays: Sequence[np.ndarray]) -> dict[str, int]:
-        sig = self.sig
-        env: dict[str, int] = {}
-        where: dict[str, str] = {}
-        for s, i, j in sig.bindings:
-            env[s] = int(arrays[i].shape[j])
-            where[s] = f"{sig.arg_names[i]} dim {j}"
-        for i, (a, p) in enumerate(zip(arrays, sig.params)):
-            for j, const, d in self._dim_checks[i]:
-                want = const if const is not None else d.evaluate(env)
-                if a.shape[j] != want:
-                    syms = sorted(d.symbols())
-                    how = "; ".join(f"{s} = {env[s]} from {where[s]}" for s in syms)
-                    raise ValueError(
-                        f"@{sig.name}: {sig.arg_names[i]} has shape {tuple(a.shape)}, but dim {j} must be {d}"
-                        + (f" ({how})" if how else "") + f"; the signature is {p}")
-        for s, lb in sig.lower:
-            if s in env and env[s] < lb:
-                raise ValueError(f"@{sig.name}: symbol {s} = {env[s]} (from {where[s]}) is below its lower bound {lb} "
-                                 f"(relax.symbol_lower)")
-        for s, ub in sig.upper:
-            if s in env and env[s] > ub:
-                raise ValueError(f"@{sig.name}: symbol {s} = {env[s]} (from {where[s]}) exceeds its upper bound {ub} "
-                                 f"(relax.symbol_bounds)")
+    # --- checks -----------------------------------------------------------------------------
+    def _bind_shapes(self, arrays: Sequence[np.ndarray], plan: _Plan | None = None) -> dict[str, int]:
+        """Bind the symbols the free arguments carry, check every dim and symbol bound; the env.
+        (Arrays are checked for dtype and rank already.)"""
+        plan = plan or self._plan
+        env = dict(plan.fixed) if plan.fixed else {}
+        for s, i, j in plan.binds:
+            env[s] = arrays[i].shape[j]
+        for i, cshape, dims in plan.checks:
+            shape = arrays[i].shape
+            if cshape is not None:
+                if shape != cshape:
+                    self._shape_error(plan, i, shape, env)
+                continue
+            for j, const, name, d in dims:
+                want = const if const is not None else env[name] if name is not None else d.evaluate(env)
+                if shape[j] != want:
+                    self._shape_error(plan, i, shape, env)
+        for i, j, d in plan.deferred:
+            if plan.bound[i].shape[j] != d.evaluate(env):
+                self._shape_error(plan, i, plan.bound[i].shape, env)
+        for s, lb in plan.lower:
+            if env[s] < lb:
+                raise ValueError(f"@{self.sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) is below its lower "
+                                 f"bound {lb} (relax.symbol_lower)")
+        for s, ub in plan.upper:
+            if env[s] > ub:
+                raise ValueError(f"@{self.sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) exceeds its upper "
+                                 f"bound {ub} (relax.symbol_bounds)")
         return env
+
+    def _shape_error(self, plan: _Plan, i: int, shape: tuple, env: dict):
+        sig, p = self.sig, self.sig.params[i]
+        for j, d in enumerate(p.dims):
+            if d is None:
+                continue
+            try:
+                want = d.evaluate(env)
+            except KeyError:
+                continue
+            if shape[j] != want:
+                how = "; ".join(f"{s} = {env[s]} from {plan.where[s]}" for s in sorted(d.symbols()))
+                raise ValueError(f"@{sig.name}: {sig.arg_names[i]} has shape {tuple(shape)}, but dim {j} must be {d}"
+                                 + (f" ({how})" if how else "") + f"; the signature is {p}")
+        raise AssertionError("unreachable: a dim check failed but no dim differs")  # pragma: no cover
 
     def as_array(self, i: int, a: Any) -> np.ndarray:
         """Argument `i` as a plain ndarray with the signature's dtype and rank, or ValueError
@@ -172,6 +376,9 @@ class Function:
             if type(a) is not np.ndarray:
                 a = a.view(np.ndarray)
         elif isinstance(a, (list, tuple, int, float, bool, np.generic)):
+            if i in self._donate:
+                raise ValueError(f"@{sig.name}: {name} is donated (result #{self._donate[i]} is written into it): "
+                                 f"pass a numpy array, got {type(a).__name__}")
             try:
                 a = np.asarray(a)
             except (ValueError, TypeError, OverflowError) as e:
@@ -185,23 +392,279 @@ class Function:
                              f"expected rank {len(p.dims)}: {p}")
         return a
 
+    def _check_donated(self, i: int, a: np.ndarray) -> None:
+        """A donated argument is updated in place and returned: it must be C-contiguous and writable
+        (a copy would not be the caller's array)."""
+        if not a.flags.c_contiguous or not a.flags.writeable:
+            what = "C-contiguous" if not a.flags.c_contiguous else "writable"
+            raise ValueError(f"@{self.sig.name}: {self.sig.arg_names[i]} is donated (result #{self._donate[i]} is "
+                             f"written into its buffer and returned as the same array), so it must be {what}; "
+                             f"pass np.ascontiguousarray(x) (and keep using the returned array)")
+
+    def _contiguous(self, i: int, a: np.ndarray) -> np.ndarray:
+        if i in self._donate:
+            self._check_donated(i, a)
+        return np.ascontiguousarray(a)
+
+    def _overlap_error(self, i: int, k: int):
+        sig = self.sig
+        raise ValueError(f"@{sig.name}: {sig.arg_names[i]} is donated (result #{self._donate[i]} is written into its "
+                         f"buffer) but shares memory with {sig.arg_names[k]}; pass separate arrays")
+
+    def _check_overlaps(self, plan: _Plan, arrays: list, ptrs: dict) -> None:
+        """No donated argument shares memory with another argument (its buffer is written)."""
+        spans = []
+        for i in plan.free:
+            a = arrays[i]
+            if a.nbytes:
+                p = ptrs[i]
+                spans.append((p, p + a.nbytes, i))
+        for i in plan.bound:
+            if i in self._donate and plan.bound[i].nbytes:
+                spans.append(plan.bound_spans[i])
+        spans.sort()
+        hi_any, who_any, hi_don, who_don = -1, -1, -1, -1
+        for lo, hi, i in spans:
+            if lo < hi_don:
+                self._overlap_error(who_don, i)
+            donated = i in self._donate
+            if donated and lo < hi_any:
+                self._overlap_error(i, who_any)
+            if hi > hi_any:
+                hi_any, who_any = hi, i
+            if donated and hi > hi_don:
+                hi_don, who_don = hi, i
+        # free donated arguments against the bound (non-donated) ones: spans sorted by start with
+        # the running maximum of their ends, bisected (no work per bound array)
+        starts = plan.bound_starts
+        if starts:
+            for i in plan.donated_free:
+                a = arrays[i]
+                if not a.nbytes:
+                    continue
+                lo, hi = ptrs[i], ptrs[i] + a.nbytes
+                k = bisect.bisect_left(starts, hi) - 1  # the last bound span starting before hi
+                if k >= 0 and plan.bound_max_end[k] > lo:
+                    for blo, bhi, b in plan.bound_sorted:
+                        if blo < hi and lo < bhi:
+                            self._overlap_error(i, b)
+
+    # --- calls ------------------------------------------------------------------------------
     def __call__(self, *args: Any):
         sig = self.sig
         if len(args) != len(sig.params):
             raise ValueError(f"@{sig.name} takes {len(sig.params)} arguments, got {len(args)}")
-        arrays = [self.as_array(i, a) for i, a in enumerate(args)]
-        env = self.bind(arrays)  # shapes, symbols and their bounds, before any copy
-        arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
+        return self._call(self._plan, list(args), args)
+
+    def _call(self, plan: _Plan, arrays: list, originals: Sequence):
+        """Run with `arrays` (one slot per parameter; bound ones already filled in by `Partial`)."""
+        dts, ranks = self._np, self._ranks
+        for i in plan.free:
+            a = arrays[i]
+            if type(a) is not _ndarray or (a.dtype is not dts[i] and a.dtype != dts[i]) or a.ndim != ranks[i]:
+                arrays[i] = self.as_array(i, a)
+        env = self._bind_shapes(arrays, plan)  # shapes, symbols and their bounds, before any copy
+        for i in plan.free:
+            if not arrays[i].flags.c_contiguous:
+                arrays[i] = self._contiguous(i, arrays[i])
+        for i in plan.donated_free:
+            if not arrays[i].flags.writeable:
+                self._check_donated(i, arrays[i])
+        sig = self.sig
         for s, e in sig.derived:
             env[s] = e.evaluate(env)
-        outs = [np.empty(tuple(d.evaluate(env) for d in r.dims), dtype=dt) for r, dt in zip(sig.results, self._np_out)]
+        outs = []
+        for r, (shape, dt) in enumerate(zip(self._out_shape, self._np_out)):
+            i = self._donor.get(r)
+            if i is not None:
+                outs.append(arrays[i])
+            else:
+                outs.append(np.empty(shape if shape is not None else tuple(d.evaluate(env) for d in sig.results[r].dims),
+                                     dtype=dt))
+        ws = self.workspace(env) if sig.workspace else ()
+        native = self._native
+        if native is None:
+            return self._call_generic(plan, arrays, originals, outs, ws)
+        st = plan.state()
+        st.busy = True
+        try:
+            ptrs = {}
+            buf, free = st.buf, plan.free
+            n_params = len(arrays)
+            for start, run in plan.runs:
+                words = []
+                for i in run:
+                    a = arrays[i]
+                    p = ptrs[i] = _pointer(a)
+                    s = a.shape
+                    words += (p, p, 0)
+                    words += s
+                    words += _strides(s)
+                if not run or run[-1] == n_params - 1:  # the results, workspace and error slot follow
+                    for o in outs:
+                        p = _pointer(o)
+                        s = o.shape
+                        words += (p, p, 0)
+                        words += s
+                        words += _strides(s)
+                    for b in ws:
+                        p = _pointer(b)
+                        words += (p, p, 0, b.shape[0], 1)
+                    p = _pointer(st.err)
+                    words += (p, p, 0, 1, 1)
+                buf[start:start + len(words)] = words
+            if self._donate and (plan.donated_free or plan.bound_donated):
+                self._check_overlaps(plan, arrays, ptrs)
+            n = 0
+            if native.threaded:
+                n = plan.bound_elements
+                for i in free:
+                    n += arrays[i].size
+                for o in outs:
+                    n += o.size
+            st.err[0] = 0
+            fn = native.function(n)
+            if native.packed:
+                fn(st.packed)
+            else:
+                fn(*st.descs)
+            code = int(st.err[0])
+        finally:
+            st.busy = False
+        return self._finish(code, outs, originals)
+
+    def _call_generic(self, plan, arrays, originals, outs, ws):
+        if self._donate:
+            ptrs = {i: arrays[i].ctypes.data for i in plan.free}
+            self._check_overlaps(plan, arrays, ptrs)
         err = np.zeros(1, dtype=np.int32)
-        self._invoke(*_raw(arrays), *_raw(outs), *self.workspace(env), err)
-        if err[0]:
-            code = int(err[0])
+        self._invoke(*_raw(arrays), *_raw(outs), *ws, err)
+        return self._finish(int(err[0]), outs, originals)
+
+    def _finish(self, code: int, outs: list, originals: Sequence):
+        if code:
+            sig = self.sig
             msg = sig.messages[code - 1] if 0 < code <= len(sig.messages) else f"check {code}"
             raise ValueError(f"@{sig.name}: shape check failed: {msg}")
+        for r, i in self._donor.items():
+            outs[r] = originals[i]  # the caller's own array, updated in place
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # --- binding parameters once --------------------------------------------------------------
+    def param_index(self, key: int | str) -> int:
+        """The index of parameter `key` (an index, or a name given by `relax.name`)."""
+        n = len(self.sig.params)
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if 0 <= int(key) < n:
+                return int(key)
+            raise ValueError(f"@{self.sig.name} has {n} parameters; there is no parameter #{key}")
+        if isinstance(key, str):
+            if key in self._names:
+                return self._names[key]
+            names = ", ".join(repr(k) for k in self._names) or "none (parameters have no relax.name)"
+            raise ValueError(f"@{self.sig.name} has no parameter named {key!r}; names: {names}")
+        raise ValueError(f"@{self.sig.name}: a parameter is named by its index or name, got {type(key).__name__}")
+
+    def partial(self, bound: dict) -> "Partial":
+        """This entry with the parameters in `bound` ({index or name: array}) bound once: they are
+        checked now (dtype, rank, shape, their symbols), kept as C-contiguous arrays, and the
+        symbols they bind are fixed. The result takes the remaining parameters, in order."""
+        return Partial(self, bound)
+
+
+class Partial:
+    """An entry with some parameters bound (`Function.partial`): `g(*remaining)`. Per call, only
+    the remaining arguments are checked and written; the bound ones cost nothing."""
+
+    def __init__(self, fn: Function, bound: dict):
+        if not isinstance(bound, dict):
+            raise ValueError(f"@{fn.sig.name}.partial takes a dict {{index or name: array}}, got {type(bound).__name__}")
+        sig = fn.sig
+        arrays: dict[int, np.ndarray] = {}
+        originals: dict[int, Any] = {}
+        for key, a in bound.items():
+            i = fn.param_index(key)
+            if i in arrays:
+                raise ValueError(f"@{sig.name}.partial: {sig.arg_names[i]} is bound twice")
+            originals[i] = a
+            arrays[i] = fn.as_array(i, a)
+        # the symbols the bound arrays carry as whole dims are fixed (first occurrence, in order)
+        fixed, where = {}, {}
+        for i in sorted(arrays):
+            for j, d in enumerate(sig.params[i].dims):
+                if d is not None and d.is_symbol and str(d) not in fixed:
+                    fixed[str(d)] = int(arrays[i].shape[j])
+                    where[str(d)] = f"{sig.arg_names[i]} dim {j}, bound by partial"
+        deferred = []
+        for i in sorted(arrays):
+            a = arrays[i]
+            for j, d in enumerate(sig.params[i].dims):
+                if d is None:
+                    continue
+                if not d.symbols() <= fixed.keys():
+                    deferred.append((i, j, d))
+                elif a.shape[j] != d.evaluate(fixed):
+                    how = "; ".join(f"{s} = {fixed[s]} from {where[s]}" for s in sorted(d.symbols()))
+                    raise ValueError(f"@{sig.name}.partial: {sig.arg_names[i]} has shape {tuple(a.shape)}, but dim {j} "
+                                     f"must be {d}" + (f" ({how})" if how else "") + f"; the signature is {sig.params[i]}")
+        for s, lb in sig.lower:
+            if s in fixed and fixed[s] < lb:
+                raise ValueError(f"@{sig.name}.partial: symbol {s} = {fixed[s]} (from {where[s]}) is below its lower "
+                                 f"bound {lb} (relax.symbol_lower)")
+        for s, ub in sig.upper:
+            if s in fixed and fixed[s] > ub:
+                raise ValueError(f"@{sig.name}.partial: symbol {s} = {fixed[s]} (from {where[s]}) exceeds its upper "
+                                 f"bound {ub} (relax.symbol_bounds)")
+        for i in sorted(arrays):
+            if i in fn._donate:
+                fn._check_donated(i, arrays[i])  # written in place: never copied
+            elif not arrays[i].flags.c_contiguous:
+                arrays[i] = np.ascontiguousarray(arrays[i])
+        self.fn = fn
+        self.free = tuple(i for i in range(len(sig.params)) if i not in arrays)
+        self.plan = _Plan(fn, self.free, fixed, where, tuple(deferred), arrays)
+        plan = self.plan
+        spans = {i: (_pointer(a), _pointer(a) + a.nbytes, i) for i, a in arrays.items() if a.nbytes}
+        plan.bound_spans = spans
+        plan.bound_donated = tuple(i for i in arrays if i in fn._donate)
+        others = sorted(v for i, v in spans.items() if i not in fn._donate)
+        plan.bound_sorted = others
+        plan.bound_starts = [lo for lo, _, _ in others]
+        end = 0
+        for _, hi, _ in others:
+            end = max(end, hi)
+            plan.bound_max_end.append(end)
+        # bound donated arrays against the other bound arrays: once, here
+        for i in plan.bound_donated:
+            if i in spans:
+                lo, hi, _ = spans[i]
+                for lo2, hi2, k in spans.values():
+                    if k != i and lo2 < hi and lo < hi2:
+                        fn._overlap_error(i, k)
+        self._template = [None] * len(sig.params)
+        for i, a in arrays.items():
+            self._template[i] = a
+        self._originals = [None] * len(sig.params)
+        for i, a in originals.items():
+            self._originals[i] = a
+        self.sig = sig
+
+    @property
+    def params(self) -> tuple[int, ...]:
+        """The indices of the parameters this callable takes, in order."""
+        return self.free
+
+    def __call__(self, *args: Any):
+        free = self.free
+        if len(args) != len(free):
+            names = ", ".join(self.sig.arg_names[i] for i in free)
+            raise ValueError(f"@{self.sig.name} (partial) takes {len(free)} arguments ({names}), got {len(args)}")
+        arrays = self._template.copy()
+        originals = self._originals.copy()
+        for i, a in zip(free, args):
+            arrays[i] = a
+            originals[i] = a
+        return self.fn._call(self.plan, arrays, originals)
 
 
 class Executable:
