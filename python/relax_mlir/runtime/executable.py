@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import operator
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -117,14 +118,20 @@ class Signature:
 
 _ndarray = np.ndarray
 _void_at = ctypes.c_void_p.from_address
+_word_at = ctypes.c_uint64.from_address  # .value is an int, 0 for NULL (c_void_p gives None)
 _addressof = ctypes.addressof
+_get_dtype = operator.attrgetter("dtype")
+_get_ndim = operator.attrgetter("ndim")
+_get_shape = operator.attrgetter("shape")
+_get_contig = operator.attrgetter("flags.c_contiguous")
+_get_value = operator.attrgetter("value")
 
 
 def _probe_data_offset() -> int | None:
     """Where numpy's array object keeps its data pointer (PyArrayObject_fields.data, right after
-    the 16-byte object header): reading it there costs a quarter of `ctypes.c_char.from_buffer`
-    and works for read-only arrays too. Checked against `.ctypes.data` on a few arrays and views
-    at import; None (and `.ctypes.data` per call) where it does not hold."""
+    the 16-byte object header): read there for a whole argument list in C-level loops, it costs a
+    fraction of `ctypes.c_char.from_buffer` per array and works for read-only arrays too. Checked
+    against `.ctypes.data` on arrays and views at import; None (`.ctypes.data`) where it does not hold."""
     try:
         base = np.arange(16, dtype=np.int64)
         probes = (base, base[3:], base.reshape(4, 4)[2], np.ones((2, 3), np.float16)[1:], base[::-1][::-1])
@@ -136,41 +143,49 @@ def _probe_data_offset() -> int | None:
 
 
 _DATA_OFFSET = _probe_data_offset()
+if _DATA_OFFSET is not None:
+    _plus_offset = _DATA_OFFSET.__add__
+
+    def _pointers(arrays) -> list[int]:
+        """Addresses of the first elements of exact ndarrays (C-level loops, no per-array Python code)."""
+        return list(map(_get_value, map(_word_at, map(_plus_offset, map(id, arrays)))))
+else:  # pragma: no cover
+    def _pointers(arrays) -> list[int]:
+        return [a.ctypes.data for a in arrays]
 
 
 def _pointer(a: np.ndarray) -> int:
-    """Address of the first element of an exact ndarray."""
-    if _DATA_OFFSET is not None:
-        return _void_at(id(a) + _DATA_OFFSET).value or 0
-    return a.ctypes.data  # pragma: no cover
-
-
-_STRIDES: dict[tuple, tuple] = {}
+    return _pointers((a,))[0]
 
 
 def _strides(shape: tuple) -> tuple:
     """Identity-layout strides in elements (numpy may give size-1 dims any stride)."""
-    s = _STRIDES.get(shape)
-    if s is None:
-        out, k = [], 1
-        for d in reversed(shape):
-            out.append(k)
-            k *= d
-        s = tuple(reversed(out))
-        if len(_STRIDES) < 4096:
-            _STRIDES[shape] = s
-    return s
+    out, k = [], 1
+    for d in reversed(shape):
+        out.append(k)
+        k *= d
+    return tuple(reversed(out))
 
 
 def _words(p: int, shape: tuple) -> tuple:
     """A ranked memref descriptor {allocated, aligned, offset, sizes, strides} of a C-contiguous array."""
-    return (p, p, 0) + shape + _strides(shape)
+    return (p, p, 0) + tuple(shape) + _strides(tuple(shape))
+
+
+class _EnvFacts:
+    """What follows from one binding of a plan's per-call symbols (cached per plan, by their values)."""
+
+    __slots__ = ("env", "shapes", "bound_error", "outs", "size_vals", "elements")
 
 
 class _Plan:
     """What a call checks and writes, for one set of free parameters (all of them, or those a
-    `partial` leaves), built once: which symbols the free arguments bind, which dims they must
-    match (constant shapes compared as one tuple), where each descriptor lives in the call buffer."""
+    `partial` leaves), built once: the expected types, dtypes and ranks as lists (compared in C),
+    which symbols the free arguments bind, and where each descriptor word lives in the call buffer.
+    Everything a binding of the symbols implies (expected shapes, bounds, result shapes, descriptor
+    sizes) is computed once per distinct binding and cached."""
+
+    CACHE = 64  # bindings remembered per plan
 
     def __init__(self, fn: "Function", free: tuple[int, ...], fixed: dict[str, int], fixed_where: dict[str, str],
                  deferred: tuple = (), bound: dict[int, np.ndarray] | None = None):
@@ -181,32 +196,29 @@ class _Plan:
         self.bound = dict(bound or {})
         where = dict(fixed_where)
         binds = []
-        for i in free:
+        for k, i in enumerate(free):
             for j, d in enumerate(sig.params[i].dims):
                 if d is not None and d.is_symbol and str(d) not in where:
-                    binds.append((str(d), i, j))
+                    binds.append((str(d), k, j))
                     where[str(d)] = f"{sig.arg_names[i]} dim {j}"
         self.binds = tuple(binds)
         self.where = where
-        at = {(i, j) for _, i, j in binds}
-        checks = []
-        for i in free:
-            dims = sig.params[i].dims
-            if all(d is not None and d.is_const for d in dims):
-                checks.append((i, tuple(d.value for d in dims), ()))
-            else:
-                checks.append((i, None, tuple((j, d.value if d.is_const else None, str(d) if d.is_symbol else None, d)
-                                              for j, d in enumerate(dims) if d is not None and (i, j) not in at)))
-        self.checks = tuple(checks)
+        self.types = [_ndarray] * len(free)
+        self.dts = [fn._np[i] for i in free]
+        self.ranks = [len(sig.params[i].dims) for i in free]
+        known = [all(d is not None for d in sig.params[i].dims) for i in free]
+        self.all_known = all(known)
+        self.known_pos = tuple(k for k, ok in enumerate(known) if ok)
+        self.dyn_pos = tuple(k for k, ok in enumerate(known) if not ok)  # '?' dims: read per call
         self.deferred = tuple(deferred)  # (i, j, d): dims of bound params whose symbols the free ones bind
         per_call = {s for s, _, _ in binds}
         self.lower = tuple((s, v) for s, v in sig.lower if s in per_call)
         self.upper = tuple((s, v) for s, v in sig.upper if s in per_call)
-        self.donated_free = tuple(i for i in free if i in fn._donate)
-        # elements of the bound arrays (the multi-threaded build is chosen by a call's total size)
+        self.donated_pos = tuple(k for k, i in enumerate(free) if i in fn._donate)
         self.bound_elements = sum(a.size for a in self.bound.values())
         # the call buffer: descriptors of params, results, workspace blocks, the error slot; then
         # one pointer per descriptor (ciface arguments); then the packed array of their addresses
+        n_p, n_r = len(sig.params), len(sig.results)
         ranks = [len(p.dims) for p in sig.params] + [len(r.dims) for r in sig.results] \
             + [1] * (len(sig.workspace) + 1)
         offs, pos = [], 0
@@ -216,21 +228,21 @@ class _Plan:
         self.offsets = offs
         self.n_desc = pos
         self.n_mem = len(ranks)
-        # maximal runs of free params, each written with one slice; the last run also writes the
-        # results, workspace and error slot (which follow the params)
-        n = len(sig.params)
-        runs, cur = [], None
-        for i in range(n):
-            if i in self.bound:
-                cur = None
-            elif cur is None:
-                cur = [i]
-                runs.append(cur)
-            else:
-                cur.append(i)
-        if not runs or runs[-1][-1] != n - 1:
-            runs.append([])
-        self.runs = tuple((offs[r[0]] if r else offs[n], tuple(r)) for r in runs)
+        self.ws_offset = offs[n_p + n_r] if sig.workspace else None
+        self.err_offset = offs[-1]
+        # per call: the two pointer words of every free param and result, written with one scatter
+        ptr_slots = [offs[i] for i in free] + [offs[n_p + r] for r in range(n_r)]
+        self.ptr_idx = np.array(ptr_slots + [o + 1 for o in ptr_slots], dtype=np.intp)
+        # per binding: the sizes and strides of the known free params and of the results
+        size_idx = []
+        for k in self.known_pos:
+            o = offs[free[k]] + 3
+            size_idx += range(o, o + 2 * self.ranks[k])
+        for r in range(n_r):
+            o = offs[n_p + r] + 3
+            size_idx += range(o, o + 2 * len(sig.results[r].dims))
+        self.size_idx = np.array(size_idx, dtype=np.intp)
+        self.cache: dict[tuple, _EnvFacts] = {}
         self.tls = threading.local()
         # memory spans of bound arrays (Partial fills them in): donated ones, the others sorted
         self.bound_spans: dict[int, tuple[int, int, int]] = {}
@@ -239,7 +251,7 @@ class _Plan:
         self.bound_starts: list[int] = []
         self.bound_max_end: list[int] = []
 
-    def state(self):
+    def state(self) -> "_CallState":
         """This thread's call buffer (bound descriptors, pointers and error slot written once)."""
         st = getattr(self.tls, "st", None)
         if st is None or st.busy:
@@ -250,7 +262,9 @@ class _Plan:
 
 
 class _CallState:
-    __slots__ = ("buf", "packed", "descs", "err", "busy", "ws_words", "ws_key")
+    """One thread's call buffer for a plan, and what it last held."""
+
+    __slots__ = ("buf", "words", "packed", "descs", "err", "err_ptr", "busy", "key", "ws_words", "ws_key", "ws_gen")
 
     def __init__(self, plan: _Plan):
         n_desc, n = plan.n_desc, plan.n_mem
@@ -264,10 +278,13 @@ class _CallState:
             w = _words(_pointer(a), a.shape)
             buf[plan.offsets[i]:plan.offsets[i] + len(w)] = w
         self.err = np.zeros(1, np.int32)
+        p = _pointer(self.err)
+        buf[plan.err_offset:plan.err_offset + 5] = (p, p, 0, 1, 1)
         self.buf = buf
+        self.words = np.ctypeslib.as_array(buf)
         self.busy = False
-        self.ws_key = None
-        self.ws_words = ()
+        self.key = None  # the binding whose sizes the buffer holds
+        self.ws_key, self.ws_gen, self.ws_words = None, -1, ()
 
 
 class Function:
@@ -284,13 +301,11 @@ class Function:
         self._native = native
         self._np = [numpy_dtype(p.dtype, f" of @{sig.name} {n}") for p, n in zip(sig.params, sig.arg_names)]
         self._np_out = [numpy_dtype(r.dtype, f" of @{sig.name} result #{i}") for i, r in enumerate(sig.results)]
-        self._ranks = tuple(len(p.dims) for p in sig.params)
         self._ws = threading.local()
         self._donate = dict(sig.donate)  # param -> result
         self._donor = {r: i for i, r in sig.donate}  # result -> param
-        self._out_shape = tuple(tuple(d.value for d in r.dims) if all(d is not None and d.is_const for d in r.dims)
-                                else None for r in sig.results)
         self._ws_const = [int(w.value) for w in sig.workspace] if all(w.is_const for w in sig.workspace) else None
+        self._ws_syms = tuple(sorted({s for w in sig.workspace for s in w.symbols()}))
         self._names = {n[len("argument '"):-1]: i for i, n in enumerate(sig.arg_names) if n.startswith("argument '")}
         self._plan = _Plan(self, tuple(range(len(sig.params))), {}, {})
 
@@ -306,6 +321,7 @@ class Function:
         have = getattr(self._ws, "blocks", None)
         if have is None:
             have = self._ws.blocks = [np.empty(0, np.int8)] * len(sizes)
+            self._ws.gen = 0
         out = []
         for i, n in enumerate(sizes):
             n = max(n, 1)
@@ -313,54 +329,102 @@ class Function:
                 raw = np.empty(n + 64, np.int8)
                 off = (-raw.ctypes.data) % 64
                 have[i] = raw[off:off + n]
+                self._ws.gen += 1  # descriptors cached by call states (`_workspace_words`) are stale
             out.append(have[i][:n])
         return out
 
+    def _workspace_words(self, st: _CallState, env: dict) -> tuple | None:
+        """The descriptors of this call's storage blocks; None while the buffer already holds them
+        (the symbols they depend on and the blocks themselves, `gen`, unchanged)."""
+        key = tuple([env[s] for s in self._ws_syms])
+        if st.ws_key == key and st.ws_gen == getattr(self._ws, "gen", -2):
+            return None
+        words = []
+        for b in self.workspace(env):
+            p = _pointer(b)
+            words += (p, p, 0, b.shape[0], 1)
+        st.ws_key, st.ws_gen = key, self._ws.gen
+        return words
+
     # --- checks -----------------------------------------------------------------------------
-    def _bind_shapes(self, arrays: Sequence[np.ndarray], plan: _Plan | None = None) -> dict[str, int]:
-        """Bind the symbols the free arguments carry, check every dim and symbol bound; the env.
-        (Arrays are checked for dtype and rank already.)"""
-        plan = plan or self._plan
-        env = dict(plan.fixed) if plan.fixed else {}
-        for s, i, j in plan.binds:
-            env[s] = arrays[i].shape[j]
-        for i, cshape, dims in plan.checks:
-            shape = arrays[i].shape
-            if cshape is not None:
-                if shape != cshape:
-                    self._shape_error(plan, i, shape, env)
-                continue
-            for j, const, name, d in dims:
-                want = const if const is not None else env[name] if name is not None else d.evaluate(env)
-                if shape[j] != want:
+    def _facts(self, plan: _Plan, key: tuple, env: dict) -> _EnvFacts:
+        """What binding `env` implies for `plan`: expected shapes of the known free params, the
+        first bound violated (reported after the shape checks), derived symbols, result shapes,
+        descriptor sizes, elements touched. Cached by `key`."""
+        sig = self.sig
+        f = _EnvFacts()
+        f.shapes = [tuple(d.evaluate(env) for d in sig.params[plan.free[k]].dims) for k in plan.known_pos]
+        f.bound_error = None
+        for s, lb in plan.lower:
+            if env[s] < lb:
+                f.bound_error = (f"@{sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) is below its lower "
+                                 f"bound {lb} (relax.symbol_lower)")
+                break
+        for s, ub in plan.upper:
+            if f.bound_error is None and env[s] > ub:
+                f.bound_error = (f"@{sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) exceeds its upper "
+                                 f"bound {ub} (relax.symbol_bounds)")
+        f.env, f.outs, f.size_vals, f.elements = env, [], None, 0
+        if f.bound_error is None:
+            env = dict(env)
+            for s, e in sig.derived:
+                env[s] = e.evaluate(env)
+            f.env = env
+            for r in sig.results:
+                if any(d is None for d in r.dims):
+                    raise ValueError(f"@{sig.name}: a result has unknown ('?') dims: {r}")
+                f.outs.append(tuple(d.evaluate(env) for d in r.dims))
+            vals = []
+            for shape in f.shapes:
+                vals += shape
+                vals += _strides(shape)
+            for shape in f.outs:
+                vals += shape
+                vals += _strides(shape)
+            f.size_vals = np.array(vals, dtype=np.int64)
+            f.elements = sum(int(np.prod(s)) for s in f.shapes) + sum(int(np.prod(s)) for s in f.outs)
+        if len(plan.cache) >= plan.CACHE:
+            plan.cache.clear()
+        plan.cache[key] = f
+        return f
+
+    def _check_shapes(self, plan: _Plan, arrays: Sequence, env: dict) -> None:
+        """Every dim of every free argument (and deferred dims of bound ones) against `env`;
+        ValueError naming the argument, the dim and where its symbols come from."""
+        sig = self.sig
+        for k, i in enumerate(plan.free):
+            shape = arrays[k].shape
+            for j, d in enumerate(sig.params[i].dims):
+                if d is not None and shape[j] != d.evaluate(env):
                     self._shape_error(plan, i, shape, env)
         for i, j, d in plan.deferred:
             if plan.bound[i].shape[j] != d.evaluate(env):
                 self._shape_error(plan, i, plan.bound[i].shape, env)
-        for s, lb in plan.lower:
-            if env[s] < lb:
-                raise ValueError(f"@{self.sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) is below its lower "
-                                 f"bound {lb} (relax.symbol_lower)")
-        for s, ub in plan.upper:
-            if env[s] > ub:
-                raise ValueError(f"@{self.sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) exceeds its upper "
-                                 f"bound {ub} (relax.symbol_bounds)")
-        return env
 
     def _shape_error(self, plan: _Plan, i: int, shape: tuple, env: dict):
         sig, p = self.sig, self.sig.params[i]
         for j, d in enumerate(p.dims):
             if d is None:
                 continue
-            try:
-                want = d.evaluate(env)
-            except KeyError:
-                continue
+            want = d.evaluate(env)
             if shape[j] != want:
                 how = "; ".join(f"{s} = {env[s]} from {plan.where[s]}" for s in sorted(d.symbols()))
                 raise ValueError(f"@{sig.name}: {sig.arg_names[i]} has shape {tuple(shape)}, but dim {j} must be {d}"
                                  + (f" ({how})" if how else "") + f"; the signature is {p}")
         raise AssertionError("unreachable: a dim check failed but no dim differs")  # pragma: no cover
+
+    def _bind_shapes(self, arrays: Sequence[np.ndarray], plan: _Plan | None = None) -> dict[str, int]:
+        """The symbols bound by `arrays` (the plan's free arguments, in order; checked for dtype
+        and rank already), with every dim and symbol bound checked; ValueError otherwise."""
+        plan = plan or self._plan
+        env = dict(plan.fixed) if plan.fixed else {}
+        for s, k, j in plan.binds:
+            env[s] = arrays[k].shape[j]
+        self._check_shapes(plan, arrays, env)
+        f = self._facts(plan, tuple(env[s] for s, _, _ in plan.binds), env)
+        if f.bound_error:
+            raise ValueError(f.bound_error)
+        return dict(f.env)
 
     def as_array(self, i: int, a: Any) -> np.ndarray:
         """Argument `i` as a plain ndarray with the signature's dtype and rank, or ValueError
@@ -401,26 +465,20 @@ class Function:
                              f"written into its buffer and returned as the same array), so it must be {what}; "
                              f"pass np.ascontiguousarray(x) (and keep using the returned array)")
 
-    def _contiguous(self, i: int, a: np.ndarray) -> np.ndarray:
-        if i in self._donate:
-            self._check_donated(i, a)
-        return np.ascontiguousarray(a)
-
     def _overlap_error(self, i: int, k: int):
         sig = self.sig
         raise ValueError(f"@{sig.name}: {sig.arg_names[i]} is donated (result #{self._donate[i]} is written into its "
                          f"buffer) but shares memory with {sig.arg_names[k]}; pass separate arrays")
 
-    def _check_overlaps(self, plan: _Plan, arrays: list, ptrs: dict) -> None:
+    def _check_overlaps(self, plan: _Plan, arrays: Sequence, ptrs: Sequence[int]) -> None:
         """No donated argument shares memory with another argument (its buffer is written)."""
         spans = []
-        for i in plan.free:
-            a = arrays[i]
-            if a.nbytes:
-                p = ptrs[i]
-                spans.append((p, p + a.nbytes, i))
-        for i in plan.bound:
-            if i in self._donate and plan.bound[i].nbytes:
+        for k, i in enumerate(plan.free):
+            n = arrays[k].nbytes
+            if n:
+                spans.append((ptrs[k], ptrs[k] + n, i))
+        for i in plan.bound_donated:
+            if i in plan.bound_spans:
                 spans.append(plan.bound_spans[i])
         spans.sort()
         hi_any, who_any, hi_don, who_don = -1, -1, -1, -1
@@ -438,90 +496,92 @@ class Function:
         # the running maximum of their ends, bisected (no work per bound array)
         starts = plan.bound_starts
         if starts:
-            for i in plan.donated_free:
-                a = arrays[i]
-                if not a.nbytes:
+            for k in plan.donated_pos:
+                n = arrays[k].nbytes
+                if not n:
                     continue
-                lo, hi = ptrs[i], ptrs[i] + a.nbytes
-                k = bisect.bisect_left(starts, hi) - 1  # the last bound span starting before hi
-                if k >= 0 and plan.bound_max_end[k] > lo:
+                lo, hi = ptrs[k], ptrs[k] + n
+                m = bisect.bisect_left(starts, hi) - 1  # the last bound span starting before hi
+                if m >= 0 and plan.bound_max_end[m] > lo:
                     for blo, bhi, b in plan.bound_sorted:
                         if blo < hi and lo < bhi:
-                            self._overlap_error(i, b)
+                            self._overlap_error(plan.free[k], b)
 
     # --- calls ------------------------------------------------------------------------------
     def __call__(self, *args: Any):
-        sig = self.sig
-        if len(args) != len(sig.params):
-            raise ValueError(f"@{sig.name} takes {len(sig.params)} arguments, got {len(args)}")
-        return self._call(self._plan, list(args), args)
+        if len(args) != len(self.sig.params):
+            raise ValueError(f"@{self.sig.name} takes {len(self.sig.params)} arguments, got {len(args)}")
+        return self._call(self._plan, args)
 
-    def _call(self, plan: _Plan, arrays: list, originals: Sequence):
-        """Run with `arrays` (one slot per parameter; bound ones already filled in by `Partial`)."""
-        dts, ranks = self._np, self._ranks
-        for i in plan.free:
-            a = arrays[i]
-            if type(a) is not _ndarray or (a.dtype is not dts[i] and a.dtype != dts[i]) or a.ndim != ranks[i]:
-                arrays[i] = self.as_array(i, a)
-        env = self._bind_shapes(arrays, plan)  # shapes, symbols and their bounds, before any copy
-        for i in plan.free:
-            if not arrays[i].flags.c_contiguous:
-                arrays[i] = self._contiguous(i, arrays[i])
-        for i in plan.donated_free:
-            if not arrays[i].flags.writeable:
-                self._check_donated(i, arrays[i])
-        sig = self.sig
-        for s, e in sig.derived:
-            env[s] = e.evaluate(env)
+    def _call(self, plan: _Plan, arrays: Sequence):
+        """Run with `arrays`, the plan's free arguments in order (the bound ones live in the plan)."""
+        originals = arrays
+        if (list(map(type, arrays)) != plan.types or list(map(_get_dtype, arrays)) != plan.dts
+                or list(map(_get_ndim, arrays)) != plan.ranks):
+            arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]  # converts, or raises by name
+        # the symbols, then every dim (one list comparison), then the bounds: all before any copy
+        env = dict(plan.fixed) if plan.fixed else {}
+        for s, k, j in plan.binds:
+            env[s] = arrays[k].shape[j]
+        key = tuple([env[s] for s, _, _ in plan.binds])
+        facts = plan.cache.get(key)
+        if facts is None:
+            facts = self._facts(plan, key, env)
+        if plan.all_known:
+            ok = list(map(_get_shape, arrays)) == facts.shapes
+        else:
+            ok = [arrays[k].shape for k in plan.known_pos] == facts.shapes
+        if not ok or plan.dyn_pos or plan.deferred:
+            self._check_shapes(plan, arrays, facts.env)
+        if facts.bound_error:
+            raise ValueError(facts.bound_error)
+        if not all(map(_get_contig, arrays)):
+            arrays = list(arrays)
+            for k, i in enumerate(plan.free):
+                if not arrays[k].flags.c_contiguous:
+                    if i in self._donate:
+                        self._check_donated(i, arrays[k])
+                    arrays[k] = np.ascontiguousarray(arrays[k])
+        for k in plan.donated_pos:
+            if not arrays[k].flags.writeable:
+                self._check_donated(plan.free[k], arrays[k])
+        env = facts.env
         outs = []
-        for r, (shape, dt) in enumerate(zip(self._out_shape, self._np_out)):
-            i = self._donor.get(r)
-            if i is not None:
-                outs.append(arrays[i])
-            else:
-                outs.append(np.empty(shape if shape is not None else tuple(d.evaluate(env) for d in sig.results[r].dims),
-                                     dtype=dt))
-        ws = self.workspace(env) if sig.workspace else ()
+        donor = self._donor
+        for r, shape in enumerate(facts.outs):
+            i = donor.get(r)
+            if i is None:
+                outs.append(np.empty(shape, self._np_out[r]))
+            else:  # the donated argument itself
+                outs.append(plan.bound[i] if i in plan.bound else arrays[plan.free.index(i)])
         native = self._native
         if native is None:
-            return self._call_generic(plan, arrays, originals, outs, ws)
+            return self._call_generic(plan, arrays, originals, outs, env)
         st = plan.state()
         st.busy = True
         try:
-            ptrs = {}
-            buf, free = st.buf, plan.free
-            n_params = len(arrays)
-            for start, run in plan.runs:
-                words = []
-                for i in run:
-                    a = arrays[i]
-                    p = ptrs[i] = _pointer(a)
-                    s = a.shape
-                    words += (p, p, 0)
-                    words += s
-                    words += _strides(s)
-                if not run or run[-1] == n_params - 1:  # the results, workspace and error slot follow
-                    for o in outs:
-                        p = _pointer(o)
-                        s = o.shape
-                        words += (p, p, 0)
-                        words += s
-                        words += _strides(s)
-                    for b in ws:
-                        p = _pointer(b)
-                        words += (p, p, 0, b.shape[0], 1)
-                    p = _pointer(st.err)
-                    words += (p, p, 0, 1, 1)
-                buf[start:start + len(words)] = words
-            if self._donate and (plan.donated_free or plan.bound_donated):
+            ptrs = _pointers(arrays)
+            if self._donate:
                 self._check_overlaps(plan, arrays, ptrs)
+            ptrs += _pointers(outs)
+            words = st.words
+            words[plan.ptr_idx] = ptrs + ptrs
+            if st.key != key:
+                words[plan.size_idx] = facts.size_vals
+                st.key = key
+            for k in plan.dyn_pos:  # params with '?' dims: their sizes come from the array
+                off = plan.offsets[plan.free[k]]
+                w = _words(ptrs[k], arrays[k].shape)
+                st.buf[off:off + len(w)] = w
+            if plan.ws_offset is not None:
+                ws = self._workspace_words(st, env)
+                if ws is not None:
+                    st.buf[plan.ws_offset:plan.ws_offset + len(ws)] = ws
             n = 0
             if native.threaded:
-                n = plan.bound_elements
-                for i in free:
-                    n += arrays[i].size
-                for o in outs:
-                    n += o.size
+                n = plan.bound_elements + facts.elements
+                for k in plan.dyn_pos:
+                    n += arrays[k].size
             st.err[0] = 0
             fn = native.function(n)
             if native.packed:
@@ -531,23 +591,27 @@ class Function:
             code = int(st.err[0])
         finally:
             st.busy = False
-        return self._finish(code, outs, originals)
+        return self._finish(plan, code, outs, originals)
 
-    def _call_generic(self, plan, arrays, originals, outs, ws):
+    def _call_generic(self, plan: _Plan, arrays: Sequence, originals: Sequence, outs: list, env: dict):
         if self._donate:
-            ptrs = {i: arrays[i].ctypes.data for i in plan.free}
-            self._check_overlaps(plan, arrays, ptrs)
+            self._check_overlaps(plan, arrays, [a.ctypes.data for a in arrays])
+        full = [None] * len(self.sig.params)
+        for i, a in plan.bound.items():
+            full[i] = a
+        for k, i in enumerate(plan.free):
+            full[i] = arrays[k]
         err = np.zeros(1, dtype=np.int32)
-        self._invoke(*_raw(arrays), *_raw(outs), *ws, err)
-        return self._finish(int(err[0]), outs, originals)
+        self._invoke(*_raw(full), *_raw(outs), *(self.workspace(env) if self.sig.workspace else ()), err)
+        return self._finish(plan, int(err[0]), outs, originals)
 
-    def _finish(self, code: int, outs: list, originals: Sequence):
+    def _finish(self, plan: _Plan, code: int, outs: list, originals: Sequence):
         if code:
             sig = self.sig
             msg = sig.messages[code - 1] if 0 < code <= len(sig.messages) else f"check {code}"
             raise ValueError(f"@{sig.name}: shape check failed: {msg}")
-        for r, i in self._donor.items():
-            outs[r] = originals[i]  # the caller's own array, updated in place
+        for r, i in self._donor.items():  # the caller's own array (not a base-class view), updated in place
+            outs[r] = plan.bound_originals[i] if i in plan.bound else originals[plan.free.index(i)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # --- binding parameters once --------------------------------------------------------------
@@ -621,9 +685,10 @@ class Partial:
             elif not arrays[i].flags.c_contiguous:
                 arrays[i] = np.ascontiguousarray(arrays[i])
         self.fn = fn
+        self.sig = sig
         self.free = tuple(i for i in range(len(sig.params)) if i not in arrays)
-        self.plan = _Plan(fn, self.free, fixed, where, tuple(deferred), arrays)
-        plan = self.plan
+        plan = self.plan = _Plan(fn, self.free, fixed, where, tuple(deferred), arrays)
+        plan.bound_originals = originals
         spans = {i: (_pointer(a), _pointer(a) + a.nbytes, i) for i, a in arrays.items() if a.nbytes}
         plan.bound_spans = spans
         plan.bound_donated = tuple(i for i in arrays if i in fn._donate)
@@ -634,20 +699,12 @@ class Partial:
         for _, hi, _ in others:
             end = max(end, hi)
             plan.bound_max_end.append(end)
-        # bound donated arrays against the other bound arrays: once, here
-        for i in plan.bound_donated:
+        for i in plan.bound_donated:  # bound donated arrays against the other bound arrays: once, here
             if i in spans:
                 lo, hi, _ = spans[i]
                 for lo2, hi2, k in spans.values():
                     if k != i and lo2 < hi and lo < hi2:
                         fn._overlap_error(i, k)
-        self._template = [None] * len(sig.params)
-        for i, a in arrays.items():
-            self._template[i] = a
-        self._originals = [None] * len(sig.params)
-        for i, a in originals.items():
-            self._originals[i] = a
-        self.sig = sig
 
     @property
     def params(self) -> tuple[int, ...]:
@@ -655,16 +712,10 @@ class Partial:
         return self.free
 
     def __call__(self, *args: Any):
-        free = self.free
-        if len(args) != len(free):
-            names = ", ".join(self.sig.arg_names[i] for i in free)
-            raise ValueError(f"@{self.sig.name} (partial) takes {len(free)} arguments ({names}), got {len(args)}")
-        arrays = self._template.copy()
-        originals = self._originals.copy()
-        for i, a in zip(free, args):
-            arrays[i] = a
-            originals[i] = a
-        return self.fn._call(self.plan, arrays, originals)
+        if len(args) != len(self.free):
+            names = ", ".join(self.sig.arg_names[i] for i in self.free)
+            raise ValueError(f"@{self.sig.name} (partial) takes {len(self.free)} arguments ({names}), got {len(args)}")
+        return self.fn._call(self.plan, args)
 
 
 class Executable:
