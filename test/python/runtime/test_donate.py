@@ -58,6 +58,24 @@ def test_donated_through_from_jax_keyword():
         np.testing.assert_allclose(out, want, rtol=1e-6)
 
 
+def test_donation_after_an_unused_argument():
+    """jax.export drops an unused argument from @main: the donated one keeps its relax position."""
+    def f(unused, cache, kv):
+        return jax.lax.dynamic_update_slice(cache, kv, (2, 0))
+
+    n = jax.export.symbolic_shape("n")[0]
+    mod = from_jax(jax.jit(f, donate_argnums=(1,)), spec((3,)), spec((n, 4)), spec((1, 4)))
+    exe = relax_mlir.compile(mod)
+    assert exe.signature().donate == ((1, 0),)
+    rng = np.random.default_rng(7)
+    for nn in (1, 3, 8):
+        cache, kv = rand(rng, (nn, 4)), rand(rng, (1, 4))
+        want = np.asarray(jax.jit(f)(np.zeros(3, np.float32), cache.copy(), kv))
+        out = exe(np.zeros(3, np.float32), cache, kv)
+        assert out is cache
+        np.testing.assert_array_equal(out, want)
+
+
 def test_old_value_still_read_is_kept():
     """The updated cache and a reduction of the OLD cache: the update must not clobber what the
     reduction reads (bufferization keeps a copy here)."""
