@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import itertools
 import operator
 import threading
 from dataclasses import dataclass
@@ -149,9 +150,38 @@ if _DATA_OFFSET is not None:
     def _pointers(arrays) -> list[int]:
         """Addresses of the first elements of exact ndarrays (C-level loops, no per-array Python code)."""
         return list(map(_get_value, map(_word_at, map(_plus_offset, map(id, arrays)))))
+
+    def _memory_words() -> np.ndarray | None:
+        """A read-only int64 view of the user address space (below 2^48): the data pointers of a
+        whole argument list are then one gather at their objects' addresses. Checked against
+        `.ctypes.data` on probe arrays; None (and per-array reads) where it does not hold."""
+        try:
+            mem = np.ctypeslib.as_array((ctypes.c_int64 * ((1 << 48) // 8 - 1)).from_address(8))
+            mem.flags.writeable = False
+            probes = (np.arange(5.0), np.zeros((3, 2), np.float16)[1:])
+            ids = np.array([id(a) for a in probes], np.int64)
+            if [int(x) for x in mem[(ids + (_DATA_OFFSET - 8)) >> 3]] == [a.ctypes.data for a in probes]:
+                return mem
+        except Exception:  # pragma: no cover - no such view on this platform
+            pass
+        return None  # pragma: no cover
+
+    _MEMORY = _memory_words()
+    _SHIFT = _DATA_OFFSET - 8
+
+    def _pointer_array(arrays, more) -> np.ndarray:
+        """`_pointers(arrays + more)` as an int64 array (the caller checked that every one is an
+        exact ndarray): their objects' ids, then one gather of the data-pointer fields."""
+        ids = np.fromiter(map(id, itertools.chain(arrays, more)), np.int64, len(arrays) + len(more))
+        if _MEMORY is not None and ids.size and int(ids.max()) < (1 << 48) - 64:
+            return _MEMORY[(ids + _SHIFT) >> 3]
+        return np.array(_pointers(itertools.chain(arrays, more)), np.int64)  # pragma: no cover
 else:  # pragma: no cover
     def _pointers(arrays) -> list[int]:
         return [a.ctypes.data for a in arrays]
+
+    def _pointer_array(arrays, more) -> np.ndarray:
+        return np.array([a.ctypes.data for a in itertools.chain(arrays, more)], np.int64)
 
 
 def _pointer(a: np.ndarray) -> int:
@@ -232,7 +262,8 @@ class _Plan:
         self.err_offset = offs[-1]
         # per call: the two pointer words of every free param and result, written with one scatter
         ptr_slots = [offs[i] for i in free] + [offs[n_p + r] for r in range(n_r)]
-        self.ptr_idx = np.array(ptr_slots + [o + 1 for o in ptr_slots], dtype=np.intp)
+        self.ptr_alloc = np.array(ptr_slots, dtype=np.intp)
+        self.ptr_align = self.ptr_alloc + 1
         # per binding: the sizes and strides of the known free params and of the results
         size_idx = []
         for k in self.known_pos:
@@ -516,22 +547,25 @@ class Function:
     def _call(self, plan: _Plan, arrays: Sequence):
         """Run with `arrays`, the plan's free arguments in order (the bound ones live in the plan)."""
         originals = arrays
-        if (list(map(type, arrays)) != plan.types or list(map(_get_dtype, arrays)) != plan.dts
-                or list(map(_get_ndim, arrays)) != plan.ranks):
+        if list(map(type, arrays)) != plan.types or list(map(_get_dtype, arrays)) != plan.dts:
             arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]  # converts, or raises by name
         # the symbols, then every dim (one list comparison), then the bounds: all before any copy
+        shapes = list(map(_get_shape, arrays))
         env = dict(plan.fixed) if plan.fixed else {}
-        for s, k, j in plan.binds:
-            env[s] = arrays[k].shape[j]
+        try:
+            for s, k, j in plan.binds:
+                env[s] = shapes[k][j]
+        except IndexError:  # a rank too small: as_array names the argument
+            arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]
+            raise AssertionError("unreachable: an argument of the wrong rank was accepted") from None  # pragma: no cover
         key = tuple([env[s] for s, _, _ in plan.binds])
         facts = plan.cache.get(key)
         if facts is None:
             facts = self._facts(plan, key, env)
-        if plan.all_known:
-            ok = list(map(_get_shape, arrays)) == facts.shapes
-        else:
-            ok = [arrays[k].shape for k in plan.known_pos] == facts.shapes
+        ok = (shapes if plan.all_known else [shapes[k] for k in plan.known_pos]) == facts.shapes
         if not ok or plan.dyn_pos or plan.deferred:
+            if list(map(_get_ndim, arrays)) != plan.ranks:
+                arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]  # the rank error, by name
             self._check_shapes(plan, arrays, facts.env)
         if facts.bound_error:
             raise ValueError(facts.bound_error)
@@ -560,18 +594,18 @@ class Function:
         st = plan.state()
         st.busy = True
         try:
-            ptrs = _pointers(arrays)
+            ptrs = _pointer_array(arrays, outs)
             if self._donate:
-                self._check_overlaps(plan, arrays, ptrs)
-            ptrs += _pointers(outs)
+                self._check_overlaps(plan, arrays, ptrs.tolist())
             words = st.words
-            words[plan.ptr_idx] = ptrs + ptrs
+            words[plan.ptr_alloc] = ptrs
+            words[plan.ptr_align] = ptrs
             if st.key != key:
                 words[plan.size_idx] = facts.size_vals
                 st.key = key
             for k in plan.dyn_pos:  # params with '?' dims: their sizes come from the array
                 off = plan.offsets[plan.free[k]]
-                w = _words(ptrs[k], arrays[k].shape)
+                w = _words(int(ptrs[k]), arrays[k].shape)
                 st.buf[off:off + len(w)] = w
             if plan.ws_offset is not None:
                 ws = self._workspace_words(st, env)
