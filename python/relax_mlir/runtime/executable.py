@@ -281,6 +281,7 @@ class _Plan:
         self.bound_sorted: list[tuple[int, int, int]] = []
         self.bound_starts: list[int] = []
         self.bound_max_end: list[int] = []
+        self.bound_originals: dict[int, Any] = {}  # what the caller passed to partial (returned when donated)
 
     def state(self) -> "_CallState":
         """This thread's call buffer (bound descriptors, pointers and error slot written once)."""
