@@ -173,8 +173,11 @@ if _DATA_OFFSET is not None:
         """`_pointers(arrays + more)` as an int64 array (the caller checked that every one is an
         exact ndarray): their objects' ids, then one gather of the data-pointer fields."""
         ids = np.fromiter(map(id, itertools.chain(arrays, more)), np.int64, len(arrays) + len(more))
-        if _MEMORY is not None and ids.size and int(ids.max()) < (1 << 48) - 64:
-            return _MEMORY[(ids + _SHIFT) >> 3]
+        if _MEMORY is not None:
+            try:
+                return _MEMORY[(ids + _SHIFT) >> 3]
+            except IndexError:  # pragma: no cover - an object above the view: read one by one
+                pass
         return np.array(_pointers(itertools.chain(arrays, more)), np.int64)  # pragma: no cover
 else:  # pragma: no cover
     def _pointers(arrays) -> list[int]:
@@ -263,7 +266,6 @@ class _Plan:
         # per call: the two pointer words of every free param and result, written with one scatter
         ptr_slots = [offs[i] for i in free] + [offs[n_p + r] for r in range(n_r)]
         self.ptr_alloc = np.array(ptr_slots, dtype=np.intp)
-        self.ptr_align = self.ptr_alloc + 1
         # per binding: the sizes and strides of the known free params and of the results
         size_idx = []
         for k in self.known_pos:
@@ -296,7 +298,7 @@ class _Plan:
 class _CallState:
     """One thread's call buffer for a plan, and what it last held."""
 
-    __slots__ = ("buf", "words", "packed", "descs", "err", "err_ptr", "busy", "key", "ws_words", "ws_key", "ws_gen")
+    __slots__ = ("buf", "words", "pairs", "packed", "descs", "err", "busy", "key", "ws_key", "ws_gen")
 
     def __init__(self, plan: _Plan):
         n_desc, n = plan.n_desc, plan.n_mem
@@ -314,9 +316,12 @@ class _CallState:
         buf[plan.err_offset:plan.err_offset + 5] = (p, p, 0, 1, 1)
         self.buf = buf
         self.words = np.ctypeslib.as_array(buf)
+        # pairs[o] is (words[o], words[o + 1]): a descriptor's allocated and aligned pointers,
+        # both written by one scatter of a column of pointers
+        self.pairs = np.lib.stride_tricks.as_strided(self.words, (len(self.words) - 1, 2), (8, 8))
         self.busy = False
         self.key = None  # the binding whose sizes the buffer holds
-        self.ws_key, self.ws_gen, self.ws_words = None, -1, ()
+        self.ws_key, self.ws_gen = None, -1
 
 
 class Function:
@@ -598,11 +603,9 @@ class Function:
             ptrs = _pointer_array(arrays, outs)
             if self._donate:
                 self._check_overlaps(plan, arrays, ptrs.tolist())
-            words = st.words
-            words[plan.ptr_alloc] = ptrs
-            words[plan.ptr_align] = ptrs
+            st.pairs[plan.ptr_alloc] = ptrs[:, None]
             if st.key != key:
-                words[plan.size_idx] = facts.size_vals
+                st.words[plan.size_idx] = facts.size_vals
                 st.key = key
             for k in plan.dyn_pos:  # params with '?' dims: their sizes come from the array
                 off = plan.offsets[plan.free[k]]
