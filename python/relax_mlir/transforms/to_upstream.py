@@ -357,7 +357,7 @@ class _Lowerer:
         n_in, n_sym, n_dims = [ir.IntegerAttr(a).value for a in op.attributes["lowered"]]
         vals = [self.v(x) for x in op.operands]
         tensors, syms, dims = vals[:n_in], vals[n_in:n_in + n_sym], vals[n_in + n_sym:]
-        if op.operands[0] in self.donated_args:
+        if self.donated_args and len(op.operands) and op.operands[0] in self.donated_args:
             # An in-place kernel (dynamic_update_slice) on a donated input: it updates the input's
             # tensor (writable) instead of copying it first. The same tensor either way, so the flag
             # never changes a result; bufferization copies where the old value is still read.
