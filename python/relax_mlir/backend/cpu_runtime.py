@@ -20,10 +20,13 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
         params = [TensorSig.parse(ir.StringAttr(t).value) for t in ins]
         results = [TensorSig.parse(ir.StringAttr(t).value) for t in outs]
         names = [f"argument #{i}" for i in range(len(params))]
+        donate = {}
         if "relax.arg_attrs" in op.attributes:
             for i, d in enumerate(op.attributes["relax.arg_attrs"]):
                 if "relax.name" in d:
                     names[i] = f"argument '{ir.StringAttr(d['relax.name']).value}'"
+                if "relax.donate" in d:
+                    donate[i] = ir.IntegerAttr(d["relax.donate"]).value
         msgs = [ir.StringAttr(m).value for m in op.attributes["relax.check_messages"]] \
             if "relax.check_messages" in op.attributes else []
         derived = {}
@@ -40,7 +43,7 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
             lower = {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
         workspace = [str(ir.IntegerAttr(w).value) if isinstance(w, ir.IntegerAttr) else ir.StringAttr(w).value
                      for w in op.attributes["relax.workspace"]] if "relax.workspace" in op.attributes else []
-        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace, lower))
+        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace, lower, donate))
     return sigs
 
 
@@ -92,6 +95,35 @@ class ThreadedDispatch:
         jit.invoke(name, *arrays)
 
 
+class JitEntry:
+    """The fast call path of one entry (runtime/executable.py `Function`): the ctypes function of
+    the packed `_mlir__mlir_ciface_<name>` wrapper, from the multi-threaded build for calls that
+    touch at least RELAX_MLIR_PARALLEL_MIN_ELEMENTS elements."""
+
+    packed = True
+
+    def __init__(self, run: ThreadedDispatch, name: str):
+        self.run = run
+        self.name = name
+        self.threaded = run.options.num_threads > 1
+        self._fn1 = None
+        self._fnn = None
+
+    def function(self, n_elements: int):
+        run = self.run
+        if self.threaded and n_elements >= run.min_elements:
+            if self._fnn is None:
+                if run.jitn is None:
+                    with run.lock:
+                        if run.jitn is None:
+                            run.jitn = _jit(run.upstream, run.options)
+                self._fnn = run.jitn._lookup(self.name)[0]
+            return self._fnn
+        if self._fn1 is None:
+            self._fn1 = run.jit1._lookup(self.name)[0]
+        return self._fn1
+
+
 def _export(exe: Executable, path: str, cpu: str | None) -> None:
     export(exe.artifacts["upstream"], [f.sig for f in exe.functions.values()], exe.main, path, cpu)
 
@@ -107,6 +139,7 @@ def build_cpu_executable(module, options=None) -> Executable:
         upstream = module.op.clone(ip=False)  # kept for the multi-threaded build and export()
     jit1 = _jit(upstream, replace(options, num_threads=1))
     run = ThreadedDispatch(upstream, options, jit1)
-    funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name)) for s in sigs}
+    funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name), JitEntry(run, s.name))
+             for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name
     return Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream, "exporter": _export})

@@ -77,9 +77,15 @@ def _upper_bounds(avals) -> dict[str, int]:
     return out
 
 
-def from_jax(fn, *arg_specs) -> Module:
-    """Export `fn` for `arg_specs` (jax.ShapeDtypeStruct, possibly with symbolic dims) -> a `relax_mlir.Module`."""
+def from_jax(fn, *arg_specs, donate_argnums=()) -> Module:
+    """Export `fn` for `arg_specs` (jax.ShapeDtypeStruct, possibly with symbolic dims) -> a `relax_mlir.Module`.
+
+    `fn` may already be `jax.jit(f, donate_argnums=...)` (kept as it is: wrapping it again would
+    drop its donations), or `donate_argnums` given here. A donated argument whose type equals a
+    result's is written in place by the executable (`relax.donate`, see the README)."""
     import jax
 
-    exported = jax.export.export(jax.jit(fn))(*arg_specs)
+    if donate_argnums or not hasattr(fn, "trace"):
+        fn = jax.jit(fn, donate_argnums=donate_argnums)
+    exported = jax.export.export(fn)(*arg_specs)
     return import_exported(exported)

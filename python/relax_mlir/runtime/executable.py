@@ -6,9 +6,25 @@ raises `ValueError` naming the argument, the dim and the symbol. Symbol values a
 first whole-dim occurrence in the signature; output shapes are the result types evaluated under
 that binding. Checks that native code performs (match_cast relations) report through the error
 slot and raise `ValueError` with their message.
+
+Donated parameters (`Signature.donate`, from `relax.donate`): the result is written into the
+argument's own buffer and the call returns that very ndarray (`out is arg`). Such an argument
+must be C-contiguous, writable, of the exact dtype and share no memory with another argument
+(ValueError otherwise: a copy would break `out is arg`).
+
+`Function.partial({index or name: array})` binds parameters once (weights): they are checked
+then, kept, and their symbols fixed; the returned callable takes the remaining parameters.
+
+The call path (CPU): checks run from per-signature plans built once; native code is called
+through one ctypes buffer per thread holding every memref descriptor and the pointers to them,
+of which a call rewrites only the changing words (measured by bench/call_overhead.py).
 """
 from __future__ import annotations
 
+import bisect
+import ctypes
+import itertools
+import operator
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -81,10 +97,11 @@ class Signature:
     upper: tuple[tuple[str, int], ...] = ()  # relax.symbol_bounds
     workspace: tuple[Expr, ...] = ()  # bytes of each storage block the caller passes (relax.workspace)
     lower: tuple[tuple[str, int], ...] = ()  # relax.symbol_lower (jax: every dimension variable >= 1)
+    donate: tuple[tuple[int, int], ...] = ()  # (param, result): the result is written into the param's buffer
 
     @staticmethod
     def make(name, params, results, arg_names, messages, derived=None, upper=None,
-             workspace=None, lower=None) -> "Signature":
+             workspace=None, lower=None, donate=None) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -96,22 +113,240 @@ class Signature:
                          tuple((k, parse_expr(v)) for k, v in (derived or {}).items()),
                          tuple(sorted((upper or {}).items())),
                          tuple(parse_expr(str(w)) for w in (workspace or ())),
-                         tuple(sorted((lower or {}).items())))
+                         tuple(sorted((lower or {}).items())),
+                         tuple(sorted((int(i), int(r)) for i, r in dict(donate or {}).items())))
+
+
+_ndarray = np.ndarray
+_void_at = ctypes.c_void_p.from_address
+_word_at = ctypes.c_uint64.from_address  # .value is an int, 0 for NULL (c_void_p gives None)
+_addressof = ctypes.addressof
+_get_dtype = operator.attrgetter("dtype")
+_get_ndim = operator.attrgetter("ndim")
+_get_shape = operator.attrgetter("shape")
+_get_contig = operator.attrgetter("flags.c_contiguous")
+_get_value = operator.attrgetter("value")
+
+
+def _probe_data_offset() -> int | None:
+    """Where numpy's array object keeps its data pointer (PyArrayObject_fields.data, right after
+    the 16-byte object header): read there for a whole argument list in C-level loops, it costs a
+    fraction of `ctypes.c_char.from_buffer` per array and works for read-only arrays too. Checked
+    against `.ctypes.data` on arrays and views at import; None (`.ctypes.data`) where it does not hold."""
+    try:
+        base = np.arange(16, dtype=np.int64)
+        probes = (base, base[3:], base.reshape(4, 4)[2], np.ones((2, 3), np.float16)[1:], base[::-1][::-1])
+        if all(_void_at(id(a) + 16).value == a.ctypes.data for a in probes):
+            return 16
+    except Exception:  # pragma: no cover - an interpreter or numpy with another layout
+        pass
+    return None  # pragma: no cover
+
+
+_DATA_OFFSET = _probe_data_offset()
+if _DATA_OFFSET is not None:
+    _plus_offset = _DATA_OFFSET.__add__
+
+    def _pointers(arrays) -> list[int]:
+        """Addresses of the first elements of exact ndarrays (C-level loops, no per-array Python code)."""
+        return list(map(_get_value, map(_word_at, map(_plus_offset, map(id, arrays)))))
+
+    def _memory_words() -> np.ndarray | None:
+        """A read-only int64 view of the user address space (below 2^48): the data pointers of a
+        whole argument list are then one gather at their objects' addresses. Checked against
+        `.ctypes.data` on probe arrays; None (and per-array reads) where it does not hold."""
+        try:
+            mem = np.ctypeslib.as_array((ctypes.c_int64 * ((1 << 48) // 8 - 1)).from_address(8))
+            mem.flags.writeable = False
+            probes = (np.arange(5.0), np.zeros((3, 2), np.float16)[1:])
+            ids = np.array([id(a) for a in probes], np.int64)
+            if [int(x) for x in mem[(ids + (_DATA_OFFSET - 8)) >> 3]] == [a.ctypes.data for a in probes]:
+                return mem
+        except Exception:  # pragma: no cover - no such view on this platform
+            pass
+        return None  # pragma: no cover
+
+    _MEMORY = _memory_words()
+    _SHIFT = _DATA_OFFSET - 8
+
+    def _pointer_array(arrays, more) -> np.ndarray:
+        """`_pointers(arrays + more)` as an int64 array (the caller checked that every one is an
+        exact ndarray): their objects' ids, then one gather of the data-pointer fields."""
+        ids = np.fromiter(map(id, itertools.chain(arrays, more)), np.int64, len(arrays) + len(more))
+        if _MEMORY is not None:
+            try:
+                return _MEMORY[(ids + _SHIFT) >> 3]
+            except IndexError:  # pragma: no cover - an object above the view: read one by one
+                pass
+        return np.array(_pointers(itertools.chain(arrays, more)), np.int64)  # pragma: no cover
+else:  # pragma: no cover
+    def _pointers(arrays) -> list[int]:
+        return [a.ctypes.data for a in arrays]
+
+    def _pointer_array(arrays, more) -> np.ndarray:
+        return np.array([a.ctypes.data for a in itertools.chain(arrays, more)], np.int64)
+
+
+def _pointer(a: np.ndarray) -> int:
+    return _pointers((a,))[0]
+
+
+def _strides(shape: tuple) -> tuple:
+    """Identity-layout strides in elements (numpy may give size-1 dims any stride)."""
+    out, k = [], 1
+    for d in reversed(shape):
+        out.append(k)
+        k *= d
+    return tuple(reversed(out))
+
+
+def _words(p: int, shape: tuple) -> tuple:
+    """A ranked memref descriptor {allocated, aligned, offset, sizes, strides} of a C-contiguous array."""
+    return (p, p, 0) + tuple(shape) + _strides(tuple(shape))
+
+
+class _EnvFacts:
+    """What follows from one binding of a plan's per-call symbols (cached per plan, by their values)."""
+
+    __slots__ = ("env", "shapes", "bound_error", "outs", "size_vals", "elements")
+
+
+class _Plan:
+    """What a call checks and writes, for one set of free parameters (all of them, or those a
+    `partial` leaves), built once: the expected types, dtypes and ranks as lists (compared in C),
+    which symbols the free arguments bind, and where each descriptor word lives in the call buffer.
+    Everything a binding of the symbols implies (expected shapes, bounds, result shapes, descriptor
+    sizes) is computed once per distinct binding and cached."""
+
+    CACHE = 64  # bindings remembered per plan
+
+    def __init__(self, fn: "Function", free: tuple[int, ...], fixed: dict[str, int], fixed_where: dict[str, str],
+                 deferred: tuple = (), bound: dict[int, np.ndarray] | None = None):
+        sig = fn.sig
+        self.fn = fn
+        self.free = free
+        self.fixed = dict(fixed)
+        self.bound = dict(bound or {})
+        where = dict(fixed_where)
+        binds = []
+        for k, i in enumerate(free):
+            for j, d in enumerate(sig.params[i].dims):
+                if d is not None and d.is_symbol and str(d) not in where:
+                    binds.append((str(d), k, j))
+                    where[str(d)] = f"{sig.arg_names[i]} dim {j}"
+        self.binds = tuple(binds)
+        self.where = where
+        self.types = [_ndarray] * len(free)
+        self.dts = [fn._np[i] for i in free]
+        self.ranks = [len(sig.params[i].dims) for i in free]
+        known = [all(d is not None for d in sig.params[i].dims) for i in free]
+        self.all_known = all(known)
+        self.known_pos = tuple(k for k, ok in enumerate(known) if ok)
+        self.dyn_pos = tuple(k for k, ok in enumerate(known) if not ok)  # '?' dims: read per call
+        self.deferred = tuple(deferred)  # (i, j, d): dims of bound params whose symbols the free ones bind
+        per_call = {s for s, _, _ in binds}
+        self.lower = tuple((s, v) for s, v in sig.lower if s in per_call)
+        self.upper = tuple((s, v) for s, v in sig.upper if s in per_call)
+        self.donated_pos = tuple(k for k, i in enumerate(free) if i in fn._donate)
+        self.bound_elements = sum(a.size for a in self.bound.values())
+        # the call buffer: descriptors of params, results, workspace blocks, the error slot; then
+        # one pointer per descriptor (ciface arguments); then the packed array of their addresses
+        n_p, n_r = len(sig.params), len(sig.results)
+        ranks = [len(p.dims) for p in sig.params] + [len(r.dims) for r in sig.results] \
+            + [1] * (len(sig.workspace) + 1)
+        offs, pos = [], 0
+        for r in ranks:
+            offs.append(pos)
+            pos += 3 + 2 * r
+        self.offsets = offs
+        self.n_desc = pos
+        self.n_mem = len(ranks)
+        self.ws_offset = offs[n_p + n_r] if sig.workspace else None
+        self.err_offset = offs[-1]
+        # per call: the two pointer words of every free param and result, written with one scatter
+        ptr_slots = [offs[i] for i in free] + [offs[n_p + r] for r in range(n_r)]
+        self.ptr_alloc = np.array(ptr_slots, dtype=np.intp)
+        # per binding: the sizes and strides of the known free params and of the results
+        size_idx = []
+        for k in self.known_pos:
+            o = offs[free[k]] + 3
+            size_idx += range(o, o + 2 * self.ranks[k])
+        for r in range(n_r):
+            o = offs[n_p + r] + 3
+            size_idx += range(o, o + 2 * len(sig.results[r].dims))
+        self.size_idx = np.array(size_idx, dtype=np.intp)
+        self.cache: dict[tuple, _EnvFacts] = {}
+        self.tls = threading.local()
+        # memory spans of bound arrays (Partial fills them in): donated ones, the others sorted
+        self.bound_spans: dict[int, tuple[int, int, int]] = {}
+        self.bound_donated: tuple[int, ...] = ()
+        self.bound_sorted: list[tuple[int, int, int]] = []
+        self.bound_starts: list[int] = []
+        self.bound_max_end: list[int] = []
+        self.bound_originals: dict[int, Any] = {}  # what the caller passed to partial (returned when donated)
+
+    def state(self) -> "_CallState":
+        """This thread's call buffer (bound descriptors, pointers and error slot written once)."""
+        st = getattr(self.tls, "st", None)
+        if st is None or st.busy:
+            st = _CallState(self)
+            if getattr(self.tls, "st", None) is None:
+                self.tls.st = st
+        return st
+
+
+class _CallState:
+    """One thread's call buffer for a plan, and what it last held."""
+
+    __slots__ = ("buf", "words", "pairs", "packed", "descs", "err", "busy", "key", "ws_key", "ws_gen")
+
+    def __init__(self, plan: _Plan):
+        n_desc, n = plan.n_desc, plan.n_mem
+        buf = (ctypes.c_int64 * (n_desc + 2 * n))()
+        base = _addressof(buf)
+        self.descs = tuple(base + 8 * o for o in plan.offsets)
+        buf[n_desc:n_desc + n] = self.descs
+        buf[n_desc + n:n_desc + 2 * n] = [base + 8 * (n_desc + k) for k in range(n)]
+        self.packed = base + 8 * (n_desc + n)
+        for i, a in plan.bound.items():
+            w = _words(_pointer(a), a.shape)
+            buf[plan.offsets[i]:plan.offsets[i] + len(w)] = w
+        self.err = np.zeros(1, np.int32)
+        p = _pointer(self.err)
+        buf[plan.err_offset:plan.err_offset + 5] = (p, p, 0, 1, 1)
+        self.buf = buf
+        self.words = np.ctypeslib.as_array(buf)
+        # pairs[o] is (words[o], words[o + 1]): a descriptor's allocated and aligned pointers,
+        # both written by one scatter of a column of pointers
+        self.pairs = np.lib.stride_tricks.as_strided(self.words, (len(self.words) - 1, 2), (8, 8))
+        self.busy = False
+        self.key = None  # the binding whose sizes the buffer holds
+        self.ws_key, self.ws_gen = None, -1
 
 
 class Function:
-    """One callable entry of an Executable."""
+    """One callable entry of an Executable: `f(*arrays)`; `f.partial({...})` binds some parameters once.
 
-    def __init__(self, sig: Signature, invoke: Callable[..., None]):
+    `invoke(*arrays)` runs the native code on the inputs, outputs, workspace blocks and error slot
+    (numpy arrays); `native`, where the backend offers one, is the fast path: `native.function(n)`
+    returns the ctypes function for a call touching n elements, called with the address of the
+    packed argument array (`native.packed`) or with one descriptor address per memref."""
+
+    def __init__(self, sig: Signature, invoke: Callable[..., None], native: Any = None):
         self.sig = sig
         self._invoke = invoke
+        self._native = native
         self._np = [numpy_dtype(p.dtype, f" of @{sig.name} {n}") for p, n in zip(sig.params, sig.arg_names)]
         self._np_out = [numpy_dtype(r.dtype, f" of @{sig.name} result #{i}") for i, r in enumerate(sig.results)]
         self._ws = threading.local()
-        # per parameter: (axis, the dim if it is a constant, its expression), known dims only
-        self._dim_checks = [[(j, d.value if d.is_const else None, d) for j, d in enumerate(p.dims) if d is not None]
-                            for p in sig.params]
+        self._donate = dict(sig.donate)  # param -> result
+        self._donor = {r: i for i, r in sig.donate}  # result -> param
+        self._ws_const = [int(w.value) for w in sig.workspace] if all(w.is_const for w in sig.workspace) else None
+        self._ws_syms = tuple(sorted({s for w in sig.workspace for s in w.symbols()}))
+        self._names = {n[len("argument '"):-1]: i for i, n in enumerate(sig.arg_names) if n.startswith("argument '")}
+        self._plan = _Plan(self, tuple(range(len(sig.params))), {}, {})
 
+    # --- workspace --------------------------------------------------------------------------
     def workspace_bytes(self) -> int:
         """Bytes of storage blocks this thread holds for this entry between calls."""
         return sum(b.nbytes for b in getattr(self._ws, "blocks", ()))
@@ -119,44 +354,114 @@ class Function:
     def workspace(self, env: dict[str, int]) -> list[np.ndarray]:
         """The storage blocks of one call: cached per thread, grown when a call needs more, so
         repeated calls allocate nothing (64-byte aligned, uninitialized)."""
-        sizes = [max(int(w.evaluate(env)), 1) for w in self.sig.workspace]
+        sizes = self._ws_const or [max(int(w.evaluate(env)), 1) for w in self.sig.workspace]
         have = getattr(self._ws, "blocks", None)
         if have is None:
             have = self._ws.blocks = [np.empty(0, np.int8)] * len(sizes)
+            self._ws.gen = 0
         out = []
         for i, n in enumerate(sizes):
+            n = max(n, 1)
             if have[i].size < n:
                 raw = np.empty(n + 64, np.int8)
                 off = (-raw.ctypes.data) % 64
                 have[i] = raw[off:off + n]
+                self._ws.gen += 1  # descriptors cached by call states (`_workspace_words`) are stale
             out.append(have[i][:n])
         return out
 
-    def bind(self, arrays: Sequence[np.ndarray]) -> dict[str, int]:
+    def _workspace_words(self, st: _CallState, env: dict) -> tuple | None:
+        """The descriptors of this call's storage blocks; None while the buffer already holds them
+        (the symbols they depend on and the blocks themselves, `gen`, unchanged)."""
+        key = tuple([env[s] for s in self._ws_syms])
+        if st.ws_key == key and st.ws_gen == getattr(self._ws, "gen", -2):
+            return None
+        words = []
+        for b in self.workspace(env):
+            p = _pointer(b)
+            words += (p, p, 0, b.shape[0], 1)
+        st.ws_key, st.ws_gen = key, self._ws.gen
+        return words
+
+    # --- checks -----------------------------------------------------------------------------
+    def _facts(self, plan: _Plan, key: tuple, env: dict) -> _EnvFacts:
+        """What binding `env` implies for `plan`: expected shapes of the known free params, the
+        first bound violated (reported after the shape checks), derived symbols, result shapes,
+        descriptor sizes, elements touched. Cached by `key`."""
         sig = self.sig
-        env: dict[str, int] = {}
-        where: dict[str, str] = {}
-        for s, i, j in sig.bindings:
-            env[s] = int(arrays[i].shape[j])
-            where[s] = f"{sig.arg_names[i]} dim {j}"
-        for i, (a, p) in enumerate(zip(arrays, sig.params)):
-            for j, const, d in self._dim_checks[i]:
-                want = const if const is not None else d.evaluate(env)
-                if a.shape[j] != want:
-                    syms = sorted(d.symbols())
-                    how = "; ".join(f"{s} = {env[s]} from {where[s]}" for s in syms)
-                    raise ValueError(
-                        f"@{sig.name}: {sig.arg_names[i]} has shape {tuple(a.shape)}, but dim {j} must be {d}"
-                        + (f" ({how})" if how else "") + f"; the signature is {p}")
-        for s, lb in sig.lower:
-            if s in env and env[s] < lb:
-                raise ValueError(f"@{sig.name}: symbol {s} = {env[s]} (from {where[s]}) is below its lower bound {lb} "
-                                 f"(relax.symbol_lower)")
-        for s, ub in sig.upper:
-            if s in env and env[s] > ub:
-                raise ValueError(f"@{sig.name}: symbol {s} = {env[s]} (from {where[s]}) exceeds its upper bound {ub} "
-                                 f"(relax.symbol_bounds)")
-        return env
+        f = _EnvFacts()
+        f.shapes = [tuple(d.evaluate(env) for d in sig.params[plan.free[k]].dims) for k in plan.known_pos]
+        f.bound_error = None
+        for s, lb in plan.lower:
+            if env[s] < lb:
+                f.bound_error = (f"@{sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) is below its lower "
+                                 f"bound {lb} (relax.symbol_lower)")
+                break
+        for s, ub in plan.upper:
+            if f.bound_error is None and env[s] > ub:
+                f.bound_error = (f"@{sig.name}: symbol {s} = {env[s]} (from {plan.where[s]}) exceeds its upper "
+                                 f"bound {ub} (relax.symbol_bounds)")
+        f.env, f.outs, f.size_vals, f.elements = env, [], None, 0
+        if f.bound_error is None:
+            env = dict(env)
+            for s, e in sig.derived:
+                env[s] = e.evaluate(env)
+            f.env = env
+            for r in sig.results:
+                if any(d is None for d in r.dims):
+                    raise ValueError(f"@{sig.name}: a result has unknown ('?') dims: {r}")
+                f.outs.append(tuple(d.evaluate(env) for d in r.dims))
+            vals = []
+            for shape in f.shapes:
+                vals += shape
+                vals += _strides(shape)
+            for shape in f.outs:
+                vals += shape
+                vals += _strides(shape)
+            f.size_vals = np.array(vals, dtype=np.int64)
+            f.elements = sum(int(np.prod(s)) for s in f.shapes) + sum(int(np.prod(s)) for s in f.outs)
+        if len(plan.cache) >= plan.CACHE:
+            plan.cache.clear()
+        plan.cache[key] = f
+        return f
+
+    def _check_shapes(self, plan: _Plan, arrays: Sequence, env: dict) -> None:
+        """Every dim of every free argument (and deferred dims of bound ones) against `env`;
+        ValueError naming the argument, the dim and where its symbols come from."""
+        sig = self.sig
+        for k, i in enumerate(plan.free):
+            shape = arrays[k].shape
+            for j, d in enumerate(sig.params[i].dims):
+                if d is not None and shape[j] != d.evaluate(env):
+                    self._shape_error(plan, i, shape, env)
+        for i, j, d in plan.deferred:
+            if plan.bound[i].shape[j] != d.evaluate(env):
+                self._shape_error(plan, i, plan.bound[i].shape, env)
+
+    def _shape_error(self, plan: _Plan, i: int, shape: tuple, env: dict):
+        sig, p = self.sig, self.sig.params[i]
+        for j, d in enumerate(p.dims):
+            if d is None:
+                continue
+            want = d.evaluate(env)
+            if shape[j] != want:
+                how = "; ".join(f"{s} = {env[s]} from {plan.where[s]}" for s in sorted(d.symbols()))
+                raise ValueError(f"@{sig.name}: {sig.arg_names[i]} has shape {tuple(shape)}, but dim {j} must be {d}"
+                                 + (f" ({how})" if how else "") + f"; the signature is {p}")
+        raise AssertionError("unreachable: a dim check failed but no dim differs")  # pragma: no cover
+
+    def _bind_shapes(self, arrays: Sequence[np.ndarray], plan: _Plan | None = None) -> dict[str, int]:
+        """The symbols bound by `arrays` (the plan's free arguments, in order; checked for dtype
+        and rank already), with every dim and symbol bound checked; ValueError otherwise."""
+        plan = plan or self._plan
+        env = dict(plan.fixed) if plan.fixed else {}
+        for s, k, j in plan.binds:
+            env[s] = arrays[k].shape[j]
+        self._check_shapes(plan, arrays, env)
+        f = self._facts(plan, tuple(env[s] for s, _, _ in plan.binds), env)
+        if f.bound_error:
+            raise ValueError(f.bound_error)
+        return dict(f.env)
 
     def as_array(self, i: int, a: Any) -> np.ndarray:
         """Argument `i` as a plain ndarray with the signature's dtype and rank, or ValueError
@@ -172,6 +477,9 @@ class Function:
             if type(a) is not np.ndarray:
                 a = a.view(np.ndarray)
         elif isinstance(a, (list, tuple, int, float, bool, np.generic)):
+            if i in self._donate:
+                raise ValueError(f"@{sig.name}: {name} is donated (result #{self._donate[i]} is written into it): "
+                                 f"pass a numpy array, got {type(a).__name__}")
             try:
                 a = np.asarray(a)
             except (ValueError, TypeError, OverflowError) as e:
@@ -185,23 +493,267 @@ class Function:
                              f"expected rank {len(p.dims)}: {p}")
         return a
 
-    def __call__(self, *args: Any):
+    def _check_donated(self, i: int, a: np.ndarray) -> None:
+        """A donated argument is updated in place and returned: it must be C-contiguous and writable
+        (a copy would not be the caller's array)."""
+        if not a.flags.c_contiguous or not a.flags.writeable:
+            what = "C-contiguous" if not a.flags.c_contiguous else "writable"
+            raise ValueError(f"@{self.sig.name}: {self.sig.arg_names[i]} is donated (result #{self._donate[i]} is "
+                             f"written into its buffer and returned as the same array), so it must be {what}; "
+                             f"pass np.ascontiguousarray(x) (and keep using the returned array)")
+
+    def _overlap_error(self, i: int, k: int):
         sig = self.sig
-        if len(args) != len(sig.params):
-            raise ValueError(f"@{sig.name} takes {len(sig.params)} arguments, got {len(args)}")
-        arrays = [self.as_array(i, a) for i, a in enumerate(args)]
-        env = self.bind(arrays)  # shapes, symbols and their bounds, before any copy
-        arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
-        for s, e in sig.derived:
-            env[s] = e.evaluate(env)
-        outs = [np.empty(tuple(d.evaluate(env) for d in r.dims), dtype=dt) for r, dt in zip(sig.results, self._np_out)]
+        raise ValueError(f"@{sig.name}: {sig.arg_names[i]} is donated (result #{self._donate[i]} is written into its "
+                         f"buffer) but shares memory with {sig.arg_names[k]}; pass separate arrays")
+
+    def _check_overlaps(self, plan: _Plan, arrays: Sequence, ptrs: Sequence[int]) -> None:
+        """No donated argument shares memory with another argument (its buffer is written)."""
+        spans = []
+        for k, i in enumerate(plan.free):
+            n = arrays[k].nbytes
+            if n:
+                spans.append((ptrs[k], ptrs[k] + n, i))
+        for i in plan.bound_donated:
+            if i in plan.bound_spans:
+                spans.append(plan.bound_spans[i])
+        spans.sort()
+        hi_any, who_any, hi_don, who_don = -1, -1, -1, -1
+        for lo, hi, i in spans:
+            if lo < hi_don:
+                self._overlap_error(who_don, i)
+            donated = i in self._donate
+            if donated and lo < hi_any:
+                self._overlap_error(i, who_any)
+            if hi > hi_any:
+                hi_any, who_any = hi, i
+            if donated and hi > hi_don:
+                hi_don, who_don = hi, i
+        # free donated arguments against the bound (non-donated) ones: spans sorted by start with
+        # the running maximum of their ends, bisected (no work per bound array)
+        starts = plan.bound_starts
+        if starts:
+            for k in plan.donated_pos:
+                n = arrays[k].nbytes
+                if not n:
+                    continue
+                lo, hi = ptrs[k], ptrs[k] + n
+                m = bisect.bisect_left(starts, hi) - 1  # the last bound span starting before hi
+                if m >= 0 and plan.bound_max_end[m] > lo:
+                    for blo, bhi, b in plan.bound_sorted:
+                        if blo < hi and lo < bhi:
+                            self._overlap_error(plan.free[k], b)
+
+    # --- calls ------------------------------------------------------------------------------
+    def __call__(self, *args: Any):
+        if len(args) != len(self.sig.params):
+            raise ValueError(f"@{self.sig.name} takes {len(self.sig.params)} arguments, got {len(args)}")
+        return self._call(self._plan, args)
+
+    def _call(self, plan: _Plan, arrays: Sequence):
+        """Run with `arrays`, the plan's free arguments in order (the bound ones live in the plan)."""
+        originals = arrays
+        if list(map(type, arrays)) != plan.types or list(map(_get_dtype, arrays)) != plan.dts:
+            arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]  # converts, or raises by name
+        # the symbols, then every dim (one list comparison), then the bounds: all before any copy
+        shapes = list(map(_get_shape, arrays))
+        env = dict(plan.fixed) if plan.fixed else {}
+        try:
+            for s, k, j in plan.binds:
+                env[s] = shapes[k][j]
+        except IndexError:  # a rank too small: as_array names the argument
+            arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]
+            raise AssertionError("unreachable: an argument of the wrong rank was accepted") from None  # pragma: no cover
+        key = tuple([env[s] for s, _, _ in plan.binds])
+        facts = plan.cache.get(key)
+        if facts is None:
+            facts = self._facts(plan, key, env)
+        ok = (shapes if plan.all_known else [shapes[k] for k in plan.known_pos]) == facts.shapes
+        if not ok or plan.dyn_pos or plan.deferred:
+            if list(map(_get_ndim, arrays)) != plan.ranks:
+                arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]  # the rank error, by name
+            self._check_shapes(plan, arrays, facts.env)
+        if facts.bound_error:
+            raise ValueError(facts.bound_error)
+        if not all(map(_get_contig, arrays)):
+            arrays = list(arrays)
+            for k, i in enumerate(plan.free):
+                if not arrays[k].flags.c_contiguous:
+                    if i in self._donate:
+                        self._check_donated(i, arrays[k])
+                    arrays[k] = np.ascontiguousarray(arrays[k])
+        for k in plan.donated_pos:
+            if not arrays[k].flags.writeable:
+                self._check_donated(plan.free[k], arrays[k])
+        env = facts.env
+        outs = []
+        donor = self._donor
+        for r, shape in enumerate(facts.outs):
+            i = donor.get(r)
+            if i is None:
+                outs.append(np.empty(shape, self._np_out[r]))
+            else:  # the donated argument itself
+                outs.append(plan.bound[i] if i in plan.bound else arrays[plan.free.index(i)])
+        native = self._native
+        if native is None:
+            return self._call_generic(plan, arrays, originals, outs, env)
+        st = plan.state()
+        st.busy = True
+        try:
+            ptrs = _pointer_array(arrays, outs)
+            if self._donate:
+                self._check_overlaps(plan, arrays, ptrs.tolist())
+            st.pairs[plan.ptr_alloc] = ptrs[:, None]
+            if st.key != key:
+                st.words[plan.size_idx] = facts.size_vals
+                st.key = key
+            for k in plan.dyn_pos:  # params with '?' dims: their sizes come from the array
+                off = plan.offsets[plan.free[k]]
+                w = _words(int(ptrs[k]), arrays[k].shape)
+                st.buf[off:off + len(w)] = w
+            if plan.ws_offset is not None:
+                ws = self._workspace_words(st, env)
+                if ws is not None:
+                    st.buf[plan.ws_offset:plan.ws_offset + len(ws)] = ws
+            n = 0
+            if native.threaded:
+                n = plan.bound_elements + facts.elements
+                for k in plan.dyn_pos:
+                    n += arrays[k].size
+            st.err[0] = 0
+            fn = native.function(n)
+            if native.packed:
+                fn(st.packed)
+            else:
+                fn(*st.descs)
+            code = int(st.err[0])
+        finally:
+            st.busy = False
+        return self._finish(plan, code, outs, originals)
+
+    def _call_generic(self, plan: _Plan, arrays: Sequence, originals: Sequence, outs: list, env: dict):
+        if self._donate:
+            self._check_overlaps(plan, arrays, [a.ctypes.data for a in arrays])
+        full = [None] * len(self.sig.params)
+        for i, a in plan.bound.items():
+            full[i] = a
+        for k, i in enumerate(plan.free):
+            full[i] = arrays[k]
         err = np.zeros(1, dtype=np.int32)
-        self._invoke(*_raw(arrays), *_raw(outs), *self.workspace(env), err)
-        if err[0]:
-            code = int(err[0])
+        self._invoke(*_raw(full), *_raw(outs), *(self.workspace(env) if self.sig.workspace else ()), err)
+        return self._finish(plan, int(err[0]), outs, originals)
+
+    def _finish(self, plan: _Plan, code: int, outs: list, originals: Sequence):
+        if code:
+            sig = self.sig
             msg = sig.messages[code - 1] if 0 < code <= len(sig.messages) else f"check {code}"
             raise ValueError(f"@{sig.name}: shape check failed: {msg}")
+        for r, i in self._donor.items():  # the caller's own array (not a base-class view), updated in place
+            outs[r] = plan.bound_originals[i] if i in plan.bound else originals[plan.free.index(i)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # --- binding parameters once --------------------------------------------------------------
+    def param_index(self, key: int | str) -> int:
+        """The index of parameter `key` (an index, or a name given by `relax.name`)."""
+        n = len(self.sig.params)
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if 0 <= int(key) < n:
+                return int(key)
+            raise ValueError(f"@{self.sig.name} has {n} parameters; there is no parameter #{key}")
+        if isinstance(key, str):
+            if key in self._names:
+                return self._names[key]
+            names = ", ".join(repr(k) for k in self._names) or "none (parameters have no relax.name)"
+            raise ValueError(f"@{self.sig.name} has no parameter named {key!r}; names: {names}")
+        raise ValueError(f"@{self.sig.name}: a parameter is named by its index or name, got {type(key).__name__}")
+
+    def partial(self, bound: dict) -> "Partial":
+        """This entry with the parameters in `bound` ({index or name: array}) bound once: they are
+        checked now (dtype, rank, shape, their symbols), kept as C-contiguous arrays, and the
+        symbols they bind are fixed. The result takes the remaining parameters, in order."""
+        return Partial(self, bound)
+
+
+class Partial:
+    """An entry with some parameters bound (`Function.partial`): `g(*remaining)`. Per call, only
+    the remaining arguments are checked and written; the bound ones cost nothing."""
+
+    def __init__(self, fn: Function, bound: dict):
+        if not isinstance(bound, dict):
+            raise ValueError(f"@{fn.sig.name}.partial takes a dict {{index or name: array}}, got {type(bound).__name__}")
+        sig = fn.sig
+        arrays: dict[int, np.ndarray] = {}
+        originals: dict[int, Any] = {}
+        for key, a in bound.items():
+            i = fn.param_index(key)
+            if i in arrays:
+                raise ValueError(f"@{sig.name}.partial: {sig.arg_names[i]} is bound twice")
+            originals[i] = a
+            arrays[i] = fn.as_array(i, a)
+        # the symbols the bound arrays carry as whole dims are fixed (first occurrence, in order)
+        fixed, where = {}, {}
+        for i in sorted(arrays):
+            for j, d in enumerate(sig.params[i].dims):
+                if d is not None and d.is_symbol and str(d) not in fixed:
+                    fixed[str(d)] = int(arrays[i].shape[j])
+                    where[str(d)] = f"{sig.arg_names[i]} dim {j}, bound by partial"
+        deferred = []
+        for i in sorted(arrays):
+            a = arrays[i]
+            for j, d in enumerate(sig.params[i].dims):
+                if d is None:
+                    continue
+                if not d.symbols() <= fixed.keys():
+                    deferred.append((i, j, d))
+                elif a.shape[j] != d.evaluate(fixed):
+                    how = "; ".join(f"{s} = {fixed[s]} from {where[s]}" for s in sorted(d.symbols()))
+                    raise ValueError(f"@{sig.name}.partial: {sig.arg_names[i]} has shape {tuple(a.shape)}, but dim {j} "
+                                     f"must be {d}" + (f" ({how})" if how else "") + f"; the signature is {sig.params[i]}")
+        for s, lb in sig.lower:
+            if s in fixed and fixed[s] < lb:
+                raise ValueError(f"@{sig.name}.partial: symbol {s} = {fixed[s]} (from {where[s]}) is below its lower "
+                                 f"bound {lb} (relax.symbol_lower)")
+        for s, ub in sig.upper:
+            if s in fixed and fixed[s] > ub:
+                raise ValueError(f"@{sig.name}.partial: symbol {s} = {fixed[s]} (from {where[s]}) exceeds its upper "
+                                 f"bound {ub} (relax.symbol_bounds)")
+        for i in sorted(arrays):
+            if i in fn._donate:
+                fn._check_donated(i, arrays[i])  # written in place: never copied
+            elif not arrays[i].flags.c_contiguous:
+                arrays[i] = np.ascontiguousarray(arrays[i])
+        self.fn = fn
+        self.sig = sig
+        self.free = tuple(i for i in range(len(sig.params)) if i not in arrays)
+        plan = self.plan = _Plan(fn, self.free, fixed, where, tuple(deferred), arrays)
+        plan.bound_originals = originals
+        spans = {i: (_pointer(a), _pointer(a) + a.nbytes, i) for i, a in arrays.items() if a.nbytes}
+        plan.bound_spans = spans
+        plan.bound_donated = tuple(i for i in arrays if i in fn._donate)
+        others = sorted(v for i, v in spans.items() if i not in fn._donate)
+        plan.bound_sorted = others
+        plan.bound_starts = [lo for lo, _, _ in others]
+        end = 0
+        for _, hi, _ in others:
+            end = max(end, hi)
+            plan.bound_max_end.append(end)
+        for i in plan.bound_donated:  # bound donated arrays against the other bound arrays: once, here
+            if i in spans:
+                lo, hi, _ = spans[i]
+                for lo2, hi2, k in spans.values():
+                    if k != i and lo2 < hi and lo < hi2:
+                        fn._overlap_error(i, k)
+
+    @property
+    def params(self) -> tuple[int, ...]:
+        """The indices of the parameters this callable takes, in order."""
+        return self.free
+
+    def __call__(self, *args: Any):
+        if len(args) != len(self.free):
+            names = ", ".join(self.sig.arg_names[i] for i in self.free)
+            raise ValueError(f"@{self.sig.name} (partial) takes {len(self.free)} arguments ({names}), got {len(args)}")
+        return self.fn._call(self.plan, args)
 
 
 class Executable:

@@ -12,7 +12,11 @@ Program format ("relax-mlir-hostprog-1"):
 
     {"format", "target": "vulkan" | "cuda", "index_dtype": dtype of an index element in a device buffer,
      "globals": {name: {"dtype", "shape", "data": base64}},
-     "entries": {name: {"n_in", "args": [{"id", "dtype", "shape", "host"}], "body": [instruction]}}}
+     "entries": {name: {"n_in", "n_out", "donated"?: [input index], "args": [{"id", "dtype", "shape", "host"}],
+                        "body": [instruction]}}}
+
+A donated input (relax.donate) is uploaded like any input and, since the body writes a result
+into it, read back into the caller's array after the run like an output.
 
 Values are numbered per entry (arguments first). An instruction is a dict with an "op":
 
@@ -343,6 +347,14 @@ def extract(module_op, target: str) -> dict:
             e["n_in"] = len(sig[0]) if sig is not None else len(e["args"]) - 1
             # inputs, outputs, workspace blocks (nothing to copy back), the error slot
             e["n_out"] = len(sig[1]) if sig is not None else 0
+            # donated inputs (relax.donate): the body writes a result into their buffers
+            donated = []
+            if "relax.arg_attrs" in f.attributes:
+                for i, d in enumerate(f.attributes["relax.arg_attrs"]):
+                    if "relax.donate" in d:
+                        donated.append(i)
+            if donated:
+                e["donated"] = donated
             entries[name] = e
     return {"format": FORMAT, "target": target, "index_dtype": "i32" if target == "vulkan" else "i64",
             "globals": ex.globals, "entries": entries}
@@ -476,6 +488,7 @@ class HostProgram:
         env: dict[int, Any] = {}
         err = arrays[-1]
         down = []
+        donated = e.get("donated", ())
         for i, (spec, a) in enumerate(zip(e["args"], arrays)):
             if spec["host"]:
                 env[spec["id"]] = Buffer(a, a.shape, a.dtype, True)
@@ -484,7 +497,8 @@ class HostProgram:
             if i < e["n_in"] or i == len(arrays) - 1:
                 if a.nbytes:
                     driver.upload(b.handle, np.ascontiguousarray(a).reshape(-1).view(np.uint8))
-            if e["n_in"] <= i < e["n_in"] + e.get("n_out", len(arrays) - 1 - e["n_in"]) or i == len(arrays) - 1:
+            if e["n_in"] <= i < e["n_in"] + e.get("n_out", len(arrays) - 1 - e["n_in"]) or i == len(arrays) - 1 \
+                    or i in donated:  # a donated input holds a result: read back into the caller's array
                 down.append((b, a))
             env[spec["id"]] = b
         self._body(entry)(env, driver, err)

@@ -78,7 +78,7 @@ def _sig(entry: dict) -> Signature:
     return Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
                           entry["arg_names"], entry["messages"], entry.get("derived", {}),
                           entry.get("upper", {}), entry.get("workspace", []),
-                          entry.get("lower", {}))
+                          entry.get("lower", {}), {int(i): r for i, r in entry.get("donate", {}).items()})
 
 
 def _descriptor(a: np.ndarray) -> np.ndarray:
@@ -89,10 +89,19 @@ def _descriptor(a: np.ndarray) -> np.ndarray:
 
 
 class NativeEntry:
+    """`_mlir_ciface_<name>` of the shared library: called with one descriptor address per memref
+    (`Function`'s fast path: `packed = False`), or with numpy arrays (`__call__`)."""
+
+    packed = False
+    threaded = False
+
     def __init__(self, lib: ctypes.CDLL, name: str, nargs: int):
         self.fn = getattr(lib, "_mlir_ciface_" + name)
         self.fn.restype = None
         self.fn.argtypes = [ctypes.c_void_p] * nargs
+
+    def function(self, n_elements: int):
+        return self.fn
 
     def __call__(self, *arrays: np.ndarray) -> None:
         descs = [_descriptor(a) for a in arrays]
@@ -168,6 +177,7 @@ def manifest(fmt: str, main: str, signatures, **extra) -> dict:
             "upper": dict(sig.upper),
             "workspace": [str(w) for w in sig.workspace],
             "lower": dict(sig.lower),
+            "donate": {str(i): r for i, r in sig.donate},
         } for sig in signatures],
         **extra,
     }
@@ -256,5 +266,5 @@ def load(path: str, *, driver=None) -> Executable:
     for entry in manifest["entries"]:
         sig = _sig(entry)
         native = NativeEntry(lib, sig.name, len(sig.params) + len(sig.results) + len(sig.workspace) + 1)
-        funcs[sig.name] = Function(sig, native)
+        funcs[sig.name] = Function(sig, native, native)
     return Executable(funcs, manifest["main"], keepalive=lib)

@@ -108,6 +108,46 @@ def param_bindings(types: list[RelaxType]) -> dict[str, tuple[int, int]]:
     return out
 
 
+# --- donated parameters -----------------------------------------------------------------------
+
+DONATE = "relax.donate"
+
+
+def donations(f: ir.Operation) -> dict[int, int]:
+    """parameter -> result of the function's `relax.donate` argument attributes (the result is
+    written into the parameter's buffer)."""
+    out: dict[int, int] = {}
+    if "arg_attrs" in f.attributes:
+        for i, d in enumerate(ir.ArrayAttr(f.attributes["arg_attrs"])):
+            if isinstance(d, ir.DictAttr) and DONATE in d:
+                a = d[DONATE]
+                if not isinstance(a, ir.IntegerAttr):
+                    raise PassError(f, f"'func.func' op argument #{i}: '{DONATE}' must be an integer result index, "
+                                       f"got {a}")
+                out[i] = a.value
+    return out
+
+
+def check_donations(f: ir.Operation, params: list, results: list, facts: Facts) -> None:
+    """Each `relax.donate = r` names a result of exactly the parameter's type (dims proven equal), and
+    no result is donated twice; else an error at the function."""
+    seen: dict[int, int] = {}
+    for i, r in donations(f).items():
+        pre = f"'func.func' op argument #{i} (relax.donate = {r})"
+        if not 0 <= r < len(results):
+            raise PassError(f, f"{pre}: the function has {len(results)} results")
+        if r in seen:
+            raise PassError(f, f"{pre}: result #{r} is already donated argument #{seen[r]}'s buffer")
+        seen[r] = i
+        p, t = params[i], results[r]
+        ok = isinstance(p, TensorType) and isinstance(t, TensorType) and p.dtype == t.dtype \
+            and p.dims is not None and t.dims is not None and len(p.dims) == len(t.dims) \
+            and all(a is not None and b is not None and dims_equal(a, b, facts) for a, b in zip(p.dims, t.dims))
+        if not ok:
+            raise PassError(f, f"{pre}: result #{r} has type {t}, which is not the argument's type {p} "
+                               f"(a donated buffer holds a result of the same dtype and shape)")
+
+
 # --- the walk ----------------------------------------------------------------------------------
 
 class _Checker:
@@ -161,6 +201,8 @@ class _Checker:
                 f.attributes["function_type"] = ir.TypeAttr.get(
                     ir.FunctionType.get(list(ft.inputs), [t.to_mlir() for t in new]))
             results = new
+        if region_params is None:
+            check_donations(f, params, results, self.facts)
         self.signatures[name] = (params, results)
 
     def block(self, block: ir.Block):

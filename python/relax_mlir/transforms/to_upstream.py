@@ -17,6 +17,16 @@ the body (`scf.if %all_ok { ... } else { store the failing check's code into %er
 leave through `bufferization.materialize_in_destination` into the outputs. `call_tir` becomes
 `tensor.empty` of its symbolic output dims plus `func.call` of the kernel; private graph functions
 become tensor-to-tensor functions. The relax signature is kept in `relax.signature` for the runtime.
+
+Donated parameters (`relax.donate = r` on input i, checked by relax-infer-shapes): result r is
+written into input i's buffer, which the runtime passes for both %in_i and %out_r (%out_r is then
+unused). Input i enters `restrict writable`, so bufferization updates it in place where its old
+value is no longer read (and copies it where it is: one-shot analysis decides); a
+`dynamic_update_slice` of it runs with its in-place flag set (no copy of the operand, O(update)).
+At the return the other results are materialized first (they may read the old value), then each
+donated result into %in_i (a self-copy, folded away, when it was computed in place). A donated
+result that may share storage with ANOTHER donated input (a swap of two caches) is copied into a
+fresh tensor first, before any donated buffer is written.
 """
 from __future__ import annotations
 
@@ -25,13 +35,14 @@ from typing import ClassVar
 
 from mlir import ir
 
+from relax_mlir.analysis.kernel_alias import result_aliases
 from relax_mlir.dialect.spec import attr_dict
 from relax_mlir.dialect.types import TensorType, builtin_memref_text, builtin_tensor_text, view
 from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
 from relax_mlir.passes import ModulePass, PassError
-from relax_mlir.transforms.infer_shapes import graph_functions
+from relax_mlir.transforms.infer_shapes import donations, graph_functions
 from relax_mlir.transforms.lower_shapes import LowerShapesPass
-from relax_mlir.transforms.plan_memory import ITEMSIZE
+from relax_mlir.transforms.plan_memory import ITEMSIZE, _in_place_flag
 from relax_mlir.shape import parse as parse_expr
 
 def builtin_type(t: ir.Type) -> ir.Type:
@@ -102,6 +113,7 @@ class _Lowerer:
         with ir.InsertionPoint(f), f.location:
             new = ir.Operation.create("func.func", results=[], operands=[], attributes=attrs, regions=1)
         block = new.regions[0].blocks.append(*arg_types)
+        self.func_args = list(block.arguments)
         self.ip = ir.InsertionPoint(block)
         self.blocks: dict[int, ir.Value] = {}
         self.direct_outs: dict = {}  # returned call_tir result -> index of the caller's buffer
@@ -109,16 +121,21 @@ class _Lowerer:
         self.block_start = None
         old_block = f.regions[0].blocks[0]
         self.outs = []
+        self.donate = donations(f) if self.entry else {}  # input -> result written into its buffer
+        self.donated_args = {old_block.arguments[i]: i for i in self.donate}
         if self.entry:
             for i, (a, t) in enumerate(zip(old_block.arguments, ins)):
                 tt = ir.Type.parse(builtin_tensor_text(t))
-                self.map[a] = self.create("bufferization.to_tensor", [tt], [block.arguments[i]],
-                                          {"restrict": ir.UnitAttr.get()}).results[0]
+                flags = {"restrict": ir.UnitAttr.get()}
+                if i in self.donate:
+                    flags["writable"] = ir.UnitAttr.get()
+                self.map[a] = self.create("bufferization.to_tensor", [tt], [block.arguments[i]], flags).results[0]
             self.outs = [block.arguments[len(ins) + i] for i in range(len(outs))]
             for i, b in enumerate(self.workspace):
                 self.blocks[b] = block.arguments[len(ins) + len(outs) + i]
             self.err = block.arguments[len(ins) + len(outs) + len(self.workspace)]
-            self.direct_outs = self.find_direct_outs(old_block)
+            donated_results = set(self.donate.values())
+            self.direct_outs = {v: r for v, r in self.find_direct_outs(old_block).items() if r not in donated_results}
         else:
             for a, b in zip(old_block.arguments, block.arguments):
                 self.map[a] = b
@@ -340,6 +357,14 @@ class _Lowerer:
         n_in, n_sym, n_dims = [ir.IntegerAttr(a).value for a in op.attributes["lowered"]]
         vals = [self.v(x) for x in op.operands]
         tensors, syms, dims = vals[:n_in], vals[n_in:n_in + n_sym], vals[n_in + n_sym:]
+        if self.donated_args and len(op.operands) and op.operands[0] in self.donated_args:
+            # An in-place kernel (dynamic_update_slice) on a donated input: it updates the input's
+            # tensor (writable) instead of copying it first. The same tensor either way, so the flag
+            # never changes a result; bufferization copies where the old value is still read.
+            pos = _in_place_flag(op, self.kernel(ir.FlatSymbolRefAttr(op.attributes["callee"]).value))
+            if pos is not None:
+                syms = list(syms)
+                syms[pos] = self.const_index(1)
         empties = []
         k = 0
         storage = [ir.IntegerAttr(a).value for a in op.attributes["relax.storage"]] \
@@ -360,6 +385,40 @@ class _Lowerer:
                           {"callee": op.attributes["callee"]})
         for a, b in zip(op.results, new.results):
             self.map[a] = b
+
+    def kernel(self, name: str) -> ir.Operation | None:
+        for o in self.f.parent.regions[0].blocks[0].operations:
+            if o.operation.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value == name:
+                return o.operation
+        return None
+
+    def param_roots(self, v: ir.Value, memo: dict) -> frozenset:
+        """The entry parameters (block arguments) whose storage `v` may share once bufferized:
+        conservative (an op it does not know may alias every tensor it reads)."""
+        if isinstance(v, ir.BlockArgument):
+            return frozenset({v.arg_number}) if v.owner == self.f.regions[0].blocks[0] else frozenset()
+        if v in memo:
+            return memo[v]
+        memo[v] = frozenset()
+        op = v.owner
+        srcs = list(op.operands)
+        if op.name == "relax_v.call_tir":
+            kernel = self.kernel(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            n_in = ir.IntegerAttr(op.attributes["lowered"][0]).value if "lowered" in op.attributes \
+                else len(srcs)
+            if kernel is not None and kernel.regions[0].blocks:
+                k = list(op.results).index(v)
+                srcs = [srcs[j] for j in result_aliases(kernel, n_in)[k]]
+        elif op.name == "relax.constant":
+            srcs = []
+        elif len(op.regions):  # values captured by regions: any parameter
+            memo[v] = frozenset(range(len(self.f.regions[0].blocks[0].arguments)))
+            return memo[v]
+        out = frozenset()
+        for s in srcs:
+            out |= self.param_roots(s, memo)
+        memo[v] = out
+        return out
 
     def planned_buffer(self, blk: int, rtype: ir.Type, dyn: list) -> ir.Value:
         """A destination tensor placed in storage block `blk` of the memory plan."""
@@ -419,9 +478,24 @@ class _Lowerer:
             return
         # A kernel that wrote its caller's buffer in place leaves a self-copy here, folded away;
         # one whose result is not its destination (a view of an input) is copied.
-        for v, out in zip(vals, self.outs):
-            self.create("bufferization.materialize_in_destination", [], [v, out],
-                        {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()})
+        into = {r: i for i, r in self.donate.items()}
+        for r, (v, out) in enumerate(zip(vals, self.outs)):
+            if r not in into:
+                self.create("bufferization.materialize_in_destination", [], [v, out],
+                            {"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()})
+        # Donated results last (the others may read a donated input's old value). One that may
+        # share storage with another donated input is copied out first: that input is
+        # overwritten by its own result before or after this one is written.
+        memo: dict = {}
+        donated = set(self.donate)
+        for r, i in sorted(into.items()):
+            if self.param_roots(op.operands[r], memo) & (donated - {i}):
+                vals[r] = self.create("bufferization.alloc_tensor", [vals[r].type], [vals[r]], {
+                    "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 1, 0])}).results[0]
+        for r, i in sorted(into.items()):
+            dest = self.func_args[i]
+            self.create("bufferization.materialize_in_destination", [], [vals[r], dest],
+                        {"writable": ir.UnitAttr.get()})
         if self.checks:
             self.ip = self.after_guard
         self.create("func.return", [], [])

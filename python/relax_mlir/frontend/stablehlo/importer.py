@@ -191,6 +191,7 @@ class Importer:
         _finish_region_functions(self, mapping)
         func.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in body.arguments], [v.type for v in rets]))
+        _import_donations(main, [i for i, _, _ in params if i not in self.unused_args], func)
         sig = set()
         for _, sdims, _ in params:
             for d in sdims:
@@ -306,6 +307,25 @@ class Importer:
                 self.dim_vars.add(s)
                 if s.startswith("zzA"):
                     self.renames.setdefault(s, name)
+
+
+def _import_donations(main, kept: list[int], func: ir.Operation) -> None:
+    """`tf.aliasing_output = r` on @main's argument k (jax.jit's donate_argnums): relax parameter
+    kept[k] gets `relax.donate = r` (result r is written into its buffer; relax-infer-shapes checks
+    the types). `jax.buffer_donor` (donated, no result to alias) is dropped: the argument is only read."""
+    from jax._src.lib.mlir import ir as jir
+
+    attrs = main.attributes["arg_attrs"] if "arg_attrs" in main.attributes else None
+    donate = {}
+    for k, a in enumerate(attrs if isinstance(attrs, jir.ArrayAttr) else ()):
+        if k < len(kept) and isinstance(a, jir.DictAttr) and "tf.aliasing_output" in a \
+                and isinstance(a["tf.aliasing_output"], jir.IntegerAttr):
+            donate[kept[k]] = a["tf.aliasing_output"].value
+    if donate:
+        i64 = ir.IntegerType.get_signless(64)
+        n = len(func.regions[0].blocks[0].arguments)
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(
+            {"relax.donate": ir.IntegerAttr.get(i64, donate[i])} if i in donate else {}) for i in range(n)])
 
 
 def _erase_dead_ops(block: ir.Block) -> None:
