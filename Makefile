@@ -3,6 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# pytest workers (pytest-xdist): one per core, at most 4 (each holds jax, the MLIR bindings and
+# tensorflow for the zoo's gemma). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: test demo lit pytest setup irdl bench clean fuzz fuzz-malformed
 
@@ -17,13 +20,13 @@ $(STAMP): pyproject.toml
 
 test: setup
 	$(BIN)/lit -sv test/
-	$(BIN)/python -m pytest test/python
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) test/python
 
 lit: setup
 	$(BIN)/lit -sv test/
 
 pytest: setup
-	$(BIN)/python -m pytest test/python
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) test/python
 
 demo: setup
 	$(BIN)/python examples/demo.py
