@@ -61,7 +61,12 @@ class _JaxCompiled:
 
 class Generator:
     """Greedy or sampled generation for a batch of prompts, from one compile of the model's
-    prefill and one of its decode step (see `relax_mlir.llm.model` for their contract)."""
+    prefill and one of its decode step (see `relax_mlir.llm.model` for their contract).
+
+    `prefill_step(ids, mask, pos)` and `decode_step(ids, mask, pos, index, *keys, *values)` are
+    the compiled functions with the weights bound (flat arrays in, a flat tuple (logits, *keys,
+    *values) out); `prefill_exe` / `decode_exe` the executables; `compile_seconds` the time to
+    export and compile both; `last_stats` the timings of the last generation."""
 
     def __init__(self, lm: CausalLM, max_context: int, target: str = "cpu", *, cache_chunk: int = 64,
                  pad_token_id: int = 0, options=None, verbose: bool = False):
@@ -77,8 +82,8 @@ class Generator:
         self.last_stats: dict = {}
         t0 = time.perf_counter()
         if target == "jax":
-            self._prefill = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
-            self._decode = _JaxCompiled(lm.decode, lm.weights, lm.layers, decode=True)
+            self.prefill_step = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
+            self.decode_step = _JaxCompiled(lm.decode, lm.weights, lm.layers, decode=True)
         else:
             import relax_mlir
             from relax_mlir.frontend.jax import import_exported
@@ -86,8 +91,8 @@ class Generator:
             ex_prefill, ex_decode = export(lm, self.max_context)
             self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options, verbose=verbose)
             self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options, verbose=verbose)
-            self._prefill = _Compiled(self.prefill_exe, lm.weights)
-            self._decode = _Compiled(self.decode_exe, lm.weights)
+            self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
+            self.decode_step = _Compiled(self.decode_exe, lm.weights)
         self.compile_seconds = time.perf_counter() - t0
 
     @classmethod
@@ -167,7 +172,7 @@ class Generator:
         full_mask[:, :s] = mask
         finished = np.zeros(b, bool)
         t0 = time.perf_counter()
-        out = self._prefill(ids, mask, pos)
+        out = self.prefill_step(ids, mask, pos)
         cache.load(list(out[1:1 + lm.layers]), list(out[1 + lm.layers:]))
         t_prefill = time.perf_counter() - t0
         t_decode, steps = 0.0, 0
@@ -185,7 +190,7 @@ class Generator:
                 index = s + t  # the cache position of the token fed now
                 if cache.reserve(index + 1) or t == 0:
                     step_mask = np.ascontiguousarray(full_mask[:, :cache.capacity])
-                out = self._decode(tokens[:, None], step_mask, (lengths + t)[:, None], np.int32(index),
+                out = self.decode_step(tokens[:, None], step_mask, (lengths + t)[:, None], np.int32(index),
                                    *cache.arrays)
                 cache.store(out[1:])
                 logits = np.asarray(out[0])
