@@ -7,7 +7,7 @@ with `jax.export` (symbolic batch, prompt length and cache length), each compile
 """
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.generator import Generator
-from relax_mlir.llm.model import CausalLM, export, from_hf_flax
+from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.sampling import Sampler
 
-__all__ = ["CausalLM", "Generator", "KVCache", "Sampler", "export", "from_hf_flax"]
+__all__ = ["CausalLM", "Generator", "KVCache", "Sampler", "export", "from_gemma", "from_hf_flax"]

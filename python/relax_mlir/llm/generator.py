@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from relax_mlir.llm.cache import KVCache
-from relax_mlir.llm.model import CausalLM, export, from_hf_flax
+from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.sampling import Sampler
 
 __all__ = ["Generator"]
@@ -100,6 +100,14 @@ class Generator:
         """A transformers Flax causal LM (`FlaxLlamaForCausalLM`, `FlaxGPT2LMHeadModel`, ...)
         with `params` (default `model.params`): exports and compiles its prefill and decode."""
         return cls(from_hf_flax(model, params), max_context, target, **kw)
+
+    @classmethod
+    def from_gemma(cls, model, params, *, max_context: int, target: str = "cpu", **kw) -> "Generator":
+        """Google's gemma `gm.nn.Transformer` with its params: exports and compiles its prefill
+        and decode. Load gemma (`gm.nn.Transformer`, which imports tensorflow) after
+        `import relax_mlir` and before compiling anything: tensorflow aborts the process when it
+        loads after the MLIR bindings have not, or after the CPU JIT has run."""
+        return cls(from_gemma(model, params), max_context, target, **kw)
 
     # --- generation ------------------------------------------------------------------------
 

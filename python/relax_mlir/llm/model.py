@@ -122,3 +122,45 @@ def export(lm: CausalLM, max_context: int):
     decode = jexport.export(jax.jit(lm.decode, donate_argnums=(5, 6)))(
         w, one, jax.ShapeDtypeStruct((b, m), i32), one, jax.ShapeDtypeStruct((), i32), cache, cache)
     return prefill, decode
+
+
+def from_gemma(model, params, max_positions: int = 8192) -> CausalLM:
+    """Google's `gemma` package Transformer (`gm.nn.Transformer`, text only) with its `params`
+    (the "params" collection) as a `CausalLM`; the KV cache is float32.
+
+    Gemma's own cache (per layer `k`, `v`, `end_index` and the slots' `positions`) is rebuilt in
+    each call from the arrays this interface carries: `end_index` is `index`, a slot's position
+    is its count of real tokens before it (`cumsum(mask) - 1`, what the slot holds), and the
+    attention mask [b, T, m] is the padding mask and causality (slot <= index + query), which is
+    what gemma's sampler passes. `max_positions` bounds the context (gemma's RoPE has no table)."""
+    import jax
+    import jax.numpy as jnp
+
+    leaves, treedef = jax.tree.flatten(params)
+    weights = [np.ascontiguousarray(np.asarray(w)) for w in leaves]
+    template = jax.eval_shape(lambda: model.init_cache(batch_size=1, dtype=jnp.float32, cache_length=2))
+    names = sorted(template, key=lambda n: int(n.rsplit("_", 1)[1]))
+    _, _, kv_heads, head_dim = template[names[0]]["k"].shape
+
+    def run(weights, ids, mask, pos, ks, vs, index):
+        b, t = ids.shape
+        m = ks[0].shape[1]
+        slot_pos = jnp.maximum(jnp.cumsum(mask, axis=1, dtype=jnp.int32) - 1, 0)
+        query = index + jnp.arange(t, dtype=jnp.int32)
+        attn = (mask[:, None, :] > 0) & (jnp.arange(m, dtype=jnp.int32)[None, None, :] <= query[None, :, None])
+        end = jnp.full((b,), index, jnp.int32)
+        cache = {n: {"k": k, "v": v, "end_index": end, "positions": slot_pos} for n, k, v in zip(names, ks, vs)}
+        out = model.apply({"params": jax.tree.unflatten(treedef, weights)}, ids, positions=pos, cache=cache,
+                          attention_mask=attn, return_last_only=False)
+        return out.logits[:, -1], [out.cache[n]["k"] for n in names], [out.cache[n]["v"] for n in names]
+
+    def prefill(weights, ids, mask, pos):
+        b, s = ids.shape
+        empty = [jnp.zeros((b, s, kv_heads, head_dim), jnp.float32)] * len(names)
+        return run(weights, ids, mask, pos, empty, empty, jnp.zeros((), jnp.int32))
+
+    def decode(weights, ids, mask, pos, index, ks, vs):
+        return run(weights, ids, mask, pos, ks, vs, index)
+
+    return CausalLM(type(model).__name__, prefill, decode, weights, len(names), int(kv_heads), int(head_dim),
+                    int(model.config.num_embed), int(max_positions), np.dtype(np.float32))
