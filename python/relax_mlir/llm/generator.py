@@ -104,9 +104,8 @@ class Generator:
     @classmethod
     def from_gemma(cls, model, params, *, max_context: int, target: str = "cpu", **kw) -> "Generator":
         """Google's gemma `gm.nn.Transformer` with its params: exports and compiles its prefill
-        and decode. Load gemma (`gm.nn.Transformer`, which imports tensorflow) after
-        `import relax_mlir` and before compiling anything: tensorflow aborts the process when it
-        loads after the MLIR bindings have not, or after the CPU JIT has run."""
+        and decode. Import tensorflow (which gemma's modules import) after `import relax_mlir`
+        and before compiling anything: either other order aborts the process."""
         return cls(from_gemma(model, params), max_context, target, **kw)
 
     # --- generation ------------------------------------------------------------------------

@@ -162,6 +162,17 @@ def test_top_k_sampling_is_reproducible(case):
     assert nucleus == gen.generate(batch, 16, sampling="sample", top_p=0.5, seed=7)
 
 
+def test_eos_stops_a_sequence(case):
+    """A sequence ends at its first `eos_token_id` (included); the others go on unchanged."""
+    name, _, gen = case
+    batch = prompts()
+    greedy = gen.generate(batch, 12)
+    eos = greedy[1][4]
+    want = [row[:row.index(eos) + 1] if eos in row else row for row in greedy]
+    assert gen.generate(batch, 12, eos_token_id=eos) == want
+    assert len(want[1]) <= 5
+
+
 def test_cache_overflow_raises(case):
     """Past max_context: a clear ValueError before anything runs; the compiled decode step itself
     refuses a cache longer than its bound before native code runs."""
