@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+import relax_mlir
+from relax_mlir.frontend.jax import import_exported
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.sampling import Sampler
@@ -85,9 +87,6 @@ class Generator:
             self.prefill_step = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
             self.decode_step = _JaxCompiled(lm.decode, lm.weights, lm.layers, decode=True)
         else:
-            import relax_mlir
-            from relax_mlir.frontend.jax import import_exported
-
             ex_prefill, ex_decode = export(lm, self.max_context)
             self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options, verbose=verbose)
             self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options, verbose=verbose)
