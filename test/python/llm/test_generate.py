@@ -22,7 +22,7 @@ from relax_mlir.llm import Generator, KVCache, Sampler  # noqa: E402
 
 # gemma's modules import tensorflow, which must load after the MLIR bindings and before anything
 # is compiled (importing it after the CPU JIT has run aborts the process); gemma itself is
-# imported late, in gemma(): importing it replaces flax's `Module.param` (see MODELS).
+# imported in gemma(), which undoes what its import does to flax.
 import tensorflow  # noqa: E402,F401
 
 MAX_CONTEXT = 96  # 50 + 32 - 1 = 81 positions used; the cache grows 64 -> 80 -> 96 in chunks of 16
@@ -49,21 +49,27 @@ def gpt2():
 
 
 def gemma():
-    from gemma import gm
+    import flax.linen as nn
 
-    cfg = gm.nn.config.TransformerConfig(
-        num_embed=VOCAB, embed_dim=64, hidden_dim=128, num_heads=4, head_dim=16, num_kv_heads=2,
-        final_logit_softcap=None, use_post_attn_norm=True, use_post_ffw_norm=True, query_pre_attn_norm=None,
-        attention_types=(gm.nn.AttentionType.GLOBAL, gm.nn.AttentionType.LOCAL_SLIDING), sliding_window_size=8)
-    model = gm.nn.Transformer(config=cfg, dtype=jnp.float32)
-    params = jax.tree.map(np.asarray, model.init(jax.random.PRNGKey(0), jnp.ones((1, 4), jnp.int32))["params"])
+    own = nn.Module.param
+    try:
+        from gemma import gm
+
+        cfg = gm.nn.config.TransformerConfig(
+            num_embed=VOCAB, embed_dim=64, hidden_dim=128, num_heads=4, head_dim=16, num_kv_heads=2,
+            final_logit_softcap=None, use_post_attn_norm=True, use_post_ffw_norm=True, query_pre_attn_norm=None,
+            attention_types=(gm.nn.AttentionType.GLOBAL, gm.nn.AttentionType.LOCAL_SLIDING), sliding_window_size=8)
+        model = gm.nn.Transformer(config=cfg, dtype=jnp.float32)
+        params = jax.tree.map(np.asarray, model.init(jax.random.PRNGKey(0), jnp.ones((1, 4), jnp.int32))["params"])
+    finally:
+        # Importing gemma replaces flax's `Module.param` by a wrapper that passes initializers an
+        # extra `dtype` argument; that breaks every later initialization of an HF Flax model in
+        # this process (FlaxLlamaRMSNorm's `lambda _, shape: ...`, also run by `init_cache`), here
+        # and in later test files. Applying an initialized model does not use it.
+        nn.Module.param = own
     return model, params
 
 
-# gemma last: importing gemma replaces flax's `Module.param` by a wrapper that passes an extra
-# `dtype` argument to initializers, which breaks every later initialization of an HF Flax model
-# (FlaxLlamaRMSNorm's `lambda _, shape: ...`, also run by `init_cache`). pytest runs a
-# module-scoped fixture's params in this order.
 MODELS = {"llama": llama, "gpt2": gpt2, "gemma": gemma}
 
 
