@@ -15,6 +15,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "python", "models"))
 import zoo  # noqa: E402
 
+zoo.preload_tensorflow()  # gemma's tensorflow: loaded before the first compile (see zoo.py)
+
 
 def bench(name: str, build, repeats: int) -> list[str]:
     import jax

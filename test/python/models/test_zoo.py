@@ -2,6 +2,10 @@
 imported, compiled ONCE and run at three sizes against jax.jit; and its static-shape export.
 zoo.PENDING holds the models that still fail (not collected here), each with its error today (none
 now). bf16/f16 results are checked in units of their precision (zoo.check_low_precision)."""
+import os
+import subprocess
+import sys
+
 import pytest
 
 pytest.importorskip("transformers")
@@ -11,14 +15,29 @@ pytest.importorskip("equinox")
 import zoo  # noqa: E402
 
 
-@pytest.mark.parametrize("name", sorted(zoo.MODELS))
+# In this process: the models that share it with the rest of the suite; in the fresh interpreter
+# test_separate_process_models starts: only the others (their library loads tensorflow, see zoo.py).
+HERE = sorted(n for n in zoo.MODELS if (n in zoo.SEPARATE_PROCESS) == bool(os.environ.get(zoo.GEMMA_PROCESS)))
+
+
+@pytest.mark.parametrize("name", HERE)
 def test_model_symbolic(name):
     zoo.check_case(zoo.MODELS[name]())
 
 
-@pytest.mark.parametrize("name", sorted(zoo.MODELS))
+@pytest.mark.parametrize("name", HERE)
 def test_model_static(name):
     zoo.check_static(zoo.MODELS[name]())
+
+
+@pytest.mark.skipif(bool(os.environ.get(zoo.GEMMA_PROCESS)), reason="the separate process itself")
+def test_separate_process_models():
+    """gemma (tensorflow) in a fresh interpreter: the same symbolic and static checks."""
+    env = {**os.environ, zoo.GEMMA_PROCESS: "1"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", __file__,
+                        "-k", "test_model_"], env=env, capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    assert f"{2 * len(zoo.SEPARATE_PROCESS)} passed" in r.stdout, r.stdout[-3000:]
 
 
 def test_tables_are_disjoint_and_complete():

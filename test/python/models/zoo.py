@@ -24,15 +24,27 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # the first compile: the other orders crash the process (a segfault while mlir._mlir_libs
 # initialises; an LLVM assertion, `SmallPtrSet ... Bucket < End`, in tensorflow's library
 # initialisation once a module has been JIT-compiled; measured here with tensorflow 2.21 and
-# xtc-mlir-python-bindings 22.1.8.4). gemma loads tensorflow lazily, at its first model: so it is
-# loaded here, whoever imports this module first.
+# xtc-mlir-python-bindings 22.1.8.4). With tensorflow loaded, wgpu's lavapipe (Mesa's LLVM) then
+# crashes the process at its first kernel: so the test suite runs the models that need tensorflow
+# (SEPARATE_PROCESS) in a fresh interpreter of their own (test_zoo.py), which sets GEMMA_PROCESS
+# and loads tensorflow here, at import; bench/models.py calls `preload_tensorflow()` first.
 import importlib.util  # noqa: E402
 
 import mlir.ir  # noqa: E402,F401
 import relax_mlir  # noqa: E402,F401
 
-if importlib.util.find_spec("gemma") is not None and importlib.util.find_spec("tensorflow") is not None:
-    import tensorflow  # noqa: E402,F401
+GEMMA_PROCESS = "RELAX_MLIR_GEMMA_PROCESS"
+SEPARATE_PROCESS = ("gemma",)
+
+
+def preload_tensorflow() -> None:
+    """Load tensorflow (gemma imports it lazily, at its first model) before anything compiles."""
+    if importlib.util.find_spec("gemma") is not None and importlib.util.find_spec("tensorflow") is not None:
+        import tensorflow  # noqa: F401
+
+
+if os.environ.get(GEMMA_PROCESS):
+    preload_tensorflow()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
