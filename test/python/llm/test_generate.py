@@ -183,6 +183,22 @@ def test_eos_stops_a_sequence(case):
     assert len(want[1]) <= 5
 
 
+def test_decode_writes_the_cache_in_place(case, monkeypatch):
+    """The decode step donates its caches: each call returns the very arrays it was given, written
+    in place (no copy of the cache per token)."""
+    _, _, gen = case
+    seen = []
+    store = KVCache.store
+
+    def spy(self, outs):
+        seen.append(all(o is a for o, a in zip(outs, self.arrays)) and len(outs) == len(self.arrays))
+        store(self, outs)
+
+    monkeypatch.setattr(KVCache, "store", spy)
+    gen.generate(prompts()[:2], 5)
+    assert len(seen) == 4 and all(seen), seen
+
+
 def test_cache_overflow_raises(case):
     """Past max_context: a clear ValueError before anything runs; the compiled decode step itself
     refuses a cache longer than its bound before native code runs."""
