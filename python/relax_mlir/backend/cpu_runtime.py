@@ -128,6 +128,23 @@ def _export(exe: Executable, path: str, cpu: str | None) -> None:
     export(exe.artifacts["upstream"], [f.sig for f in exe.functions.values()], exe.main, path, cpu)
 
 
+def _fewest_elements(sig) -> int:
+    """About the fewest elements a call of the entry touches (arguments and results): symbolic
+    dims at their declared lower bounds, 0 where a symbol has none (only decides when the
+    multi-threaded build is compiled, never what a call computes)."""
+    low = dict(sig.lower)
+    total = 0
+    for t in list(sig.params) + list(sig.results):
+        n = 1
+        for d in t.dims:
+            if d is None or not d.symbols() <= low.keys():
+                n = 0
+                break
+            n *= max(int(d.evaluate(low)), 0)
+        total += n
+    return total
+
+
 def build_cpu_executable(module, options=None) -> Executable:
     from dataclasses import replace
 
@@ -139,6 +156,10 @@ def build_cpu_executable(module, options=None) -> Executable:
         upstream = module.op.clone(ip=False)  # kept for the multi-threaded build and export()
     jit1 = _jit(upstream, replace(options, num_threads=1))
     run = ThreadedDispatch(upstream, options, jit1)
+    if options.num_threads > 1 and max(_fewest_elements(s) for s in sigs) >= run.min_elements:
+        # Every call of some entry takes the multi-threaded build (its static dims alone, the
+        # weights of a model, reach the threshold): built now, not at the first call.
+        run.jitn = _jit(upstream, options)
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name), JitEntry(run, s.name))
              for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name

@@ -119,3 +119,27 @@ def test_parallel_build_matches(monkeypatch):
     for n in (1, 13, 700):
         x, y, w = f32(n, 4), f32(n, 4), f32(4, 9)
         np.testing.assert_allclose(exe(x, y, w), (x + y) @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_threaded_build_compiled_up_front_when_every_call_needs_it():
+    """The multi-threaded build is compiled by `compile()` when the static dims alone (weights)
+    reach RELAX_MLIR_PARALLEL_MIN_ELEMENTS, so no first call pays for it; otherwise at first need."""
+    from relax_mlir.backend.cpu import CPUOptions
+
+    def run_of(text):
+        exe = relax_mlir.compile(text, options=CPUOptions(num_threads=2))
+        return exe, exe._keepalive[1]
+
+    big = """func.func @main(%x: !relax.tensor<["n", 2048], f32>, %w: !relax.tensor<[2048, 2048], f32>) -> !relax.tensor<["n", 2048], f32> {
+  %0 = "relax.matmul"(%x, %w) : (!relax.tensor<["n", 2048], f32>, !relax.tensor<[2048, 2048], f32>) -> !relax.tensor<["n", 2048], f32>
+  return %0 : !relax.tensor<["n", 2048], f32>
+}"""
+    exe, run = run_of(big)
+    assert run.jitn is not None
+    x, w = np.ones((3, 2048), np.float32), np.full((2048, 2048), 0.5, np.float32)
+    np.testing.assert_allclose(exe(x, w), np.full((3, 2048), 1024.0, np.float32))
+    small = big.replace("2048", "64")
+    exe, run = run_of(small)
+    assert run.jitn is None  # built at the first call that touches enough elements, if any
+    x, w = np.ones((3, 64), np.float32), np.full((64, 64), 0.5, np.float32)
+    np.testing.assert_allclose(exe(x, w), np.full((3, 64), 32.0, np.float32))
