@@ -138,8 +138,8 @@ def _probe_data_offset() -> int | None:
         probes = (base, base[3:], base.reshape(4, 4)[2], np.ones((2, 3), np.float16)[1:], base[::-1][::-1])
         if all(_void_at(id(a) + 16).value == a.ctypes.data for a in probes):
             return 16
-    except Exception:  # pragma: no cover - an interpreter or numpy with another layout
-        pass
+    except (AttributeError, TypeError, ValueError, OverflowError):  # pragma: no cover - another layout:
+        pass  # the probe failing means: read `.ctypes.data` per array instead
     return None  # pragma: no cover
 
 
@@ -162,7 +162,7 @@ if _DATA_OFFSET is not None:
             ids = np.array([id(a) for a in probes], np.int64)
             if [int(x) for x in mem[(ids + (_DATA_OFFSET - 8)) >> 3]] == [a.ctypes.data for a in probes]:
                 return mem
-        except Exception:  # pragma: no cover - no such view on this platform
+        except (TypeError, ValueError, OverflowError, MemoryError):  # pragma: no cover - no such view here
             pass
         return None  # pragma: no cover
 
