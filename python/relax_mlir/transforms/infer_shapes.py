@@ -533,7 +533,11 @@ class _Checker:
             if not isinstance(t, TensorType):
                 raise PassError(op, f"'{op.name}' op operand #{i} must be a relax tensor, got {t}")
         if op.name == "relax_v.while":
-            n = ir.IntegerAttr(op.attributes["carried"]).value
+            carried = op.attributes["carried"] if "carried" in op.attributes else None
+            if not isinstance(carried, ir.IntegerAttr):
+                raise PassError(op, f"'relax_v.while' op attribute 'carried' must be an integer (the number of "
+                                    f"carried values), got {carried}")
+            n = carried.value
             if not 0 <= n <= len(types) or len(op.results) != n:
                 raise PassError(op, f"'relax_v.while' op carries {n} values: it needs at least {n} operands and "
                                     f"exactly {n} results")
