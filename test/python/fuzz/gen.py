@@ -178,6 +178,28 @@ class Program:
 
         return [coarsest(o) for o in self.outputs]
 
+    def order_dependent_outputs(self) -> list[bool]:
+        """For each output, whether it passed through a float sum of many terms (dot, sum, prod,
+        mean, a norm): where such a sum overflows or meets infinities of both signs, IEEE leaves its
+        non-finite value to the order and to FMA contraction, which jax itself does not fix
+        (jnp.matmul of one bf16 input: inf, the same with preferred_element_type=f32: nan)."""
+        exprs = dict(self.stmts)
+        memo: dict[str, bool] = {}
+
+        def summed(name: str) -> bool:
+            if name not in memo:
+                memo[name] = False
+                v = self.values.get(name)
+                if v is not None:
+                    fam = self.families[int(name[1:])] if name in exprs else None
+                    here = is_float(v.dtype) and (
+                        fam in ("dot", "norm")
+                        or (fam == "reduce" and exprs[name].startswith(("jnp.sum", "jnp.prod", "jnp.mean"))))
+                    memo[name] = here or any(summed(d) for d in v.deps)
+            return memo[name]
+
+        return [summed(o) for o in self.outputs]
+
     def restricted(self, outputs: list[str]) -> "Program":
         """The same program computing only `outputs` (statements and arguments they need)."""
         need, stack = set(), list(outputs)
