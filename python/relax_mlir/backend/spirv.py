@@ -324,6 +324,59 @@ def _is_workgroup(t: ir.Type) -> bool:
     return "Workgroup" in str(ir.MemRefType(t).memory_space)
 
 
+def _through_subview(m: ir.Value, indices: list, launch: ir.Operation):
+    """A load or store through `memref.subview`s defined outside the kernel (the O(n) scan of
+    cumsum walks one row of a strided view), as one of their identity-layout source: index
+    offset + i * stride in each kept dim, the offset in each dim the subview drops. Builds at the
+    caller's insertion point (the access)."""
+    idx = ir.IndexType.get()
+    while True:
+        t = ir.MemRefType(m.type)
+        if identity_layout(t) or not _defined_outside(m, launch):
+            return m, indices
+        owner = m.owner
+        if not isinstance(owner, ir.OpView) or owner.operation.name != "memref.subview":
+            return m, indices
+        sv = owner.operation
+        src = sv.operands[0]
+        st = ir.MemRefType(src.type)
+        seg = list(ir.DenseI32ArrayAttr(sv.attributes["operandSegmentSizes"]))
+        dyn = list(sv.operands)
+        offs_dyn = iter(dyn[1:1 + seg[1]])
+        strides_dyn = iter(dyn[1 + seg[1] + seg[2]:])
+        dynamic = ir.ShapedType.get_dynamic_size()
+
+        def values(name, dyn_iter):
+            out = []
+            for v in ir.DenseI64ArrayAttr(sv.attributes[name]):
+                out.append(next(dyn_iter) if v == dynamic else v)
+            return out
+
+        offsets, strides = values("static_offsets", offs_dyn), values("static_strides", strides_dyn)
+        sizes = list(ir.DenseI64ArrayAttr(sv.attributes["static_sizes"]))
+        # which source dims the result keeps (a rank-reducing subview drops unit dims)
+        kept, r = [], t.rank
+        for d in range(st.rank):
+            if len(kept) < r and not (sizes[d] == 1 and st.rank - d > r - len(kept)):
+                kept.append(d)
+        if len(kept) != r:
+            return m, indices
+        new = []
+        it = iter(indices)
+        for d in range(st.rank):
+            off = offsets[d] if not isinstance(offsets[d], int) else const_index(offsets[d])
+            if d in kept:
+                i = next(it)
+                stv = strides[d]
+                if not (isinstance(stv, int) and stv == 1):
+                    stv = stv if not isinstance(stv, int) else const_index(stv)
+                    i = make_op("arith.muli", [idx], [i, stv]).results[0]
+                new.append(make_op("arith.addi", [idx], [off, i]).results[0])
+            else:
+                new.append(off)
+        m, indices = src, new
+
+
 def _flatten_launch(launch: ir.Operation) -> None:
     idx = ir.IndexType.get()
     accesses = []
@@ -397,6 +450,10 @@ def _flatten_launch(launch: ir.Operation) -> None:
         t = ir.MemRefType(m.type)
         if t.rank == 1 and identity_layout(t):
             continue
+        if not identity_layout(t):
+            with ir.InsertionPoint(o), o.location:
+                m, indices = _through_subview(m, indices, launch)
+            t = ir.MemRefType(m.type)
         fv, dims = flat_of(m)
         with ir.InsertionPoint(o), o.location:
             if t.rank == 0:

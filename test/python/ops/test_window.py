@@ -261,3 +261,43 @@ def test_half_cumsum_is_rounded_once(dt):
 def test_scalar_reduce_window():
     """Rank 0: no window dims, the result is the operand combined with the init."""
     check(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (), (), ()), [S(())], lambda n: [rnd(())], sizes=(None,))
+
+
+def test_cumulative_on_vulkan_from_one_compile():
+    """The O(n) scan kernel walks strided views of its buffers; on Vulkan its loads and stores
+    are folded into the identity-layout buffers (was refused: "non-identity layout")."""
+    import os
+    import subprocess
+    import sys
+
+    from toolchecks import vulkan_adapter
+
+    if not vulkan_adapter():
+        pytest.skip("no Vulkan adapter (wgpu with lavapipe or a GPU driver)")
+    code = """
+import jax, jax.numpy as jnp, numpy as np
+from jax import lax
+import relax_mlir
+from relax_mlir.frontend.jax import from_jax
+n, = jax.export.symbolic_shape('n')
+rng = np.random.default_rng(0)
+cases = [("cumsum", lax.cumsum, np.float32, np.cumsum), ("cummax", lax.cummax, np.float32, np.maximum.accumulate),
+         ("cumprod", lax.cumprod, np.float32, np.cumprod), ("cumsum_i32", lax.cumsum, np.int32, np.cumsum)]
+for name, op, dt, ref in cases:
+    for reverse in (False, True):
+        spec = jax.ShapeDtypeStruct((3, n), dt)
+        exe = relax_mlir.compile(from_jax(lambda x: op(x, axis=1, reverse=reverse), spec), target="vulkan")
+        for k in (1, 7, 300):
+            x = (1 + 0.01 * rng.standard_normal((3, k))).astype(dt) if name == "cumprod" else \\
+                (rng.integers(-50, 50, (3, k)) if dt == np.int32 else rng.standard_normal((3, k))).astype(dt)
+            want = ref(x[:, ::-1], axis=1)[:, ::-1] if reverse else ref(x, axis=1)
+            got = np.asarray(exe(x))
+            ok = np.array_equal(got, want) if dt == np.int32 else np.allclose(got, want, rtol=1e-4, atol=1e-4)
+            print(name, reverse, k, "OK" if ok else f"BAD {np.abs(got - want).max()}")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [ln for ln in r.stdout.splitlines() if ln.split()[:1] and ln.split()[0].startswith("cum")]
+    assert len(lines) == 4 * 2 * 3, r.stdout
+    assert all(ln.endswith("OK") for ln in lines), r.stdout
