@@ -529,7 +529,11 @@ class _Gen:
             dims[i:i + 2] = [f"({x.dims[i]})*({x.dims[i + 1]})"]
             return self.emit(f"{x.name}.reshape({', '.join(shp)})", dims, x.dtype, x.exact, [x], "reshape")
         if k == "lead":
-            return self.emit(f"{x.name}.reshape({x.name}.shape[0], -1)",
+            # -1 next to a leading dim that may be 0 is ambiguous (numpy and jax raise): spell it out
+            lead0 = x.dims[0]
+            nonzero = (lead0.isdigit() and int(lead0) > 0) or lead0 in SYMBOLS
+            rest = "-1" if nonzero else " * ".join(f"{x.name}.shape[{j}]" for j in range(1, x.rank))
+            return self.emit(f"{x.name}.reshape({x.name}.shape[0], {rest})",
                              (x.dims[0], "*".join(f"({d})" for d in x.dims[1:])), x.dtype, x.exact, [x], "reshape")
         if k == "squeeze":
             i = self.r.choice([j for j, d in enumerate(x.dims) if d == "1"])
