@@ -1,0 +1,282 @@
+"""relax-mlir against XLA (`jax.jit`) and IREE, side by side in one run, interleaved in time.
+
+Each model is exported ONCE with `jax.export` with a symbolic dim; relax-mlir and IREE each compile
+that one export once (IREE: `iree-base-compiler`, `llvm-cpu`, the host CPU; run by
+`iree-base-runtime`'s local-task driver), jax.jit compiles per shape as its users get it. Weights are
+runtime arguments of every side, placed once where the side keeps them (numpy for relax-mlir, device
+arrays for jax and IREE); the activation is a fresh numpy array each call. A round calls every side
+once at every shape, in turn; the figure is the median over rounds. Each side's result is checked
+against jax.jit's before timing.
+
+    python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree]
+
+Writes bench/results/side_by_side.json and prints a markdown table (ms per call, ratio to XLA).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+
+
+# -- the models -------------------------------------------------------------------------------------
+
+def _mlp_case(rng):
+    import jax
+    import jax.numpy as jnp
+
+    def mlp(x, w1, b1, w2, b2):
+        return jax.nn.relu(x @ w1 + b1) @ w2 + b2
+
+    ws = [rng.standard_normal(s, dtype=np.float32) * 0.05 for s in [(512, 2048), (2048,), (2048, 512), (512,)]]
+    (b,) = jax.export.symbolic_shape("b")
+    specs = [jax.ShapeDtypeStruct((b, 512), jnp.float32)] + [jax.ShapeDtypeStruct(w.shape, w.dtype) for w in ws]
+    return "MLP 512-2048-512", "b", mlp, specs, ws, lambda n: rng.standard_normal((n, 512), dtype=np.float32), \
+        (1, 7, 32, 128, 512)
+
+
+def _attention_case(rng, d=256):
+    import jax
+    import jax.numpy as jnp
+
+    def attention(x, wq, wk, wv):
+        q, k, v = x @ wq, x @ wk, x @ wv
+        s = (q @ k.T) / np.sqrt(d)
+        n = x.shape[0]
+        mask = jnp.arange(n)[:, None] >= jnp.arange(n)[None, :]
+        return jax.nn.softmax(jnp.where(mask, s, -1e9), axis=-1) @ v
+
+    ws = [rng.standard_normal((d, d), dtype=np.float32) * 0.05 for _ in range(3)]
+    (s,) = jax.export.symbolic_shape("s")
+    specs = [jax.ShapeDtypeStruct((s, d), jnp.float32)] + [jax.ShapeDtypeStruct(w.shape, w.dtype) for w in ws]
+    return f"attention d={d}", "s", attention, specs, ws, lambda n: rng.standard_normal((n, d), dtype=np.float32), \
+        (16, 64, 128, 512, 2048)
+
+
+def _block_case(rng, d=256, hidden=1024):
+    import jax
+    import jax.numpy as jnp
+    from models import transformer_block
+
+    ws = [np.ones(d, np.float32)] + [rng.standard_normal((d, d), dtype=np.float32) * 0.05 for _ in range(3)] + \
+        [rng.standard_normal((d, hidden), dtype=np.float32) * 0.05, rng.standard_normal((hidden, d), dtype=np.float32) * 0.05]
+    (s,) = jax.export.symbolic_shape("s")
+    specs = [jax.ShapeDtypeStruct((s, d), jnp.float32)] + [jax.ShapeDtypeStruct(w.shape, w.dtype) for w in ws]
+    return f"transformer block d={d}", "s", transformer_block, specs, ws, \
+        lambda n: rng.standard_normal((n, d), dtype=np.float32), (16, 64, 128, 512, 2048)
+
+
+def _zoo_cases():
+    """The real-model zoo (test/python/models/zoo.py): every argument per size comes from the case."""
+    sys.path.insert(0, os.path.join(HERE, "..", "test", "python", "models"))
+    import zoo
+
+    zoo.preload_tensorflow()
+    out = []
+    for name in sorted(zoo.MODELS):
+        if name in zoo.SEPARATE_PROCESS:
+            continue  # gemma: its own process (zoo.py); bench/models.py covers it against jax.jit
+        out.append((name, zoo.MODELS[name]))
+    return out
+
+
+# -- the sides ----------------------------------------------------------------------------------------
+
+class Ours:
+    name = "relax-mlir"
+    flat = True  # takes the leaves of the arguments (jax.export flattens pytrees)
+
+    def __init__(self, exported):
+        import relax_mlir
+        from relax_mlir.frontend.jax import import_exported
+
+        t = time.perf_counter()
+        self.exe = relax_mlir.compile(import_exported(exported))
+        self.compile_s = time.perf_counter() - t
+
+    def prepare(self, weights):
+        return list(weights)
+
+    def __call__(self, x, placed):
+        return self.exe(*x, *placed)
+
+
+class Xla:
+    name = "jax.jit"
+    flat = False
+
+    def __init__(self, fn):
+        import jax
+
+        self.jax = jax
+        self.f = jax.jit(fn)
+        self.compile_s = 0.0  # per shape, at the warm-up call
+
+    def prepare(self, weights):
+        return [self.jax.device_put(w) for w in weights]
+
+    def __call__(self, x, placed):
+        return self.jax.block_until_ready(self.f(*x, *placed))
+
+
+class Iree:
+    name = "IREE"
+    flat = True
+
+    def __init__(self, exported):
+        import iree.runtime as rt
+
+        # the iree-compile program, not iree.compiler in this process: IREE's Python compiler
+        # bundles its own MLIR libraries, whose nanobind symbols clash with the MLIR wheel's
+        t = time.perf_counter()
+        r = subprocess.run([_iree_compile(), "-", "--iree-input-type=stablehlo", "--iree-hal-target-device=local",
+                            "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host",
+                            "-o", "-"], input=exported.mlir_module().encode(), capture_output=True, timeout=900)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr.decode(errors="replace")[-2000:])
+        vmfb = r.stdout
+        self.compile_s = time.perf_counter() - t
+        self.rt = rt
+        self.ctx = rt.SystemContext(config=rt.Config("local-task"))
+        vm = rt.VmModule.copy_buffer(self.ctx.instance, vmfb)
+        self.ctx.add_vm_module(vm)
+        self.f = self.ctx.modules[vm.name]["main"]
+
+    def prepare(self, weights):
+        return [self.rt.asdevicearray(self.ctx.config.device, w) for w in weights]
+
+    def __call__(self, x, placed):
+        return self.f(*x, *placed)
+
+
+def _iree_compile() -> str:
+    exe = os.path.join(os.path.dirname(sys.executable), "iree-compile")
+    return exe if os.path.exists(exe) else shutil.which("iree-compile") or "iree-compile"
+
+
+def _host(r):
+    r = r[0] if isinstance(r, (tuple, list)) and len(r) == 1 else r
+    if isinstance(r, (tuple, list)):
+        return [_host(e) for e in r]
+    return np.asarray(r.to_host() if hasattr(r, "to_host") else r)
+
+
+def _close(got, want, rtol=2e-3, atol=2e-4) -> bool:
+    got, want = _host(got), _host(want)
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(_close(g, w) for g, w in zip(got, want))
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=atol))
+
+
+def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
+    """Times every side at every size, interleaved; returns the rows (dicts)."""
+    import jax
+
+    exported = jax.export.export(jax.jit(fn))(*specs)
+    sides = [Ours(exported), Xla(fn)]
+    if use_iree:
+        try:
+            sides.append(Iree(exported))
+        except Exception as e:  # IREE refuses the program: say so, keep the other two
+            print(f"  {title}: IREE failed to compile: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    placed = {s.name: s.prepare(weights) for s in sides}
+    inputs = {}
+    for n in sizes:
+        x = make_x(n)
+        x = x if isinstance(x, list) else [x]
+        inputs[n] = {False: x, True: [np.asarray(e) for e in jax.tree.leaves(x)]}
+    ok = {}
+    for n in sizes:  # warm up (jax.jit compiles here) and check every side against XLA
+        want = sides[1](inputs[n][False], placed["jax.jit"])
+        for s in sides:
+            ok[(s.name, n)] = _close(s(inputs[n][s.flat], placed[s.name]), want)
+    times = {(s.name, n): [] for s in sides for n in sizes}
+    for _ in range(rounds):
+        for n in sizes:
+            for s in sides:
+                args = inputs[n][s.flat]
+                t = time.perf_counter()
+                s(args, placed[s.name])
+                times[(s.name, n)].append(time.perf_counter() - t)
+    rows = []
+    for n in sizes:
+        xla = statistics.median(times[("jax.jit", n)]) * 1e3
+        row = {"model": title, "symbol": sym, "n": n, "jax_ms": xla}
+        for s in sides:
+            ms = statistics.median(times[(s.name, n)]) * 1e3
+            key = {"relax-mlir": "ours", "jax.jit": "jax", "IREE": "iree"}[s.name]
+            row[f"{key}_ms"] = ms
+            row[f"{key}_ratio"] = ms / xla
+            row[f"{key}_ok"] = ok[(s.name, n)]
+            row[f"{key}_compile_s"] = s.compile_s
+        rows.append(row)
+        print(_fmt(row), flush=True)
+    return rows
+
+
+def _fmt(r) -> str:
+    def side(k):
+        if f"{k}_ms" not in r:
+            return " - | - |"
+        bad = "" if r[f"{k}_ok"] else " WRONG"
+        return f" {r[f'{k}_ms']:.3f}{bad} | {r[f'{k}_ratio']:.2f} |"
+    return f"| {r['model']} | {r['symbol']} = {r['n']} | {r['jax_ms']:.3f} |{side('ours')}{side('iree')}"
+
+
+HEADER = ("| model | shape | XLA ms | relax-mlir ms | / XLA | IREE ms | / XLA |\n"
+          "|---|---|---|---|---|---|---|")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--only", default="mlp,attention,block")
+    ap.add_argument("--zoo", action="store_true", help="also the real-model zoo")
+    ap.add_argument("--no-iree", action="store_true")
+    a = ap.parse_args(argv)
+    use_iree = not a.no_iree
+    if use_iree:
+        try:
+            import iree.runtime  # noqa: F401
+            if not (os.path.exists(_iree_compile()) or shutil.which("iree-compile")):
+                raise ImportError("iree-compile")
+        except ImportError:
+            print("IREE is not installed (pip install '.[bench]'); running without it")
+            use_iree = False
+    rng = np.random.default_rng(0)
+    load0 = os.getloadavg()
+    print(HEADER)
+    rows = []
+    builders = {"mlp": _mlp_case, "attention": _attention_case, "block": _block_case}
+    for key in [k for k in a.only.split(",") if k]:
+        rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree)
+    if a.zoo:
+        for name, build in _zoo_cases():
+            case = build()
+            # a zoo case makes every argument per size (its params included): no weights placed once
+            rows += run_model(name, "n", case.fn, case.specs, [], lambda n, c=case: list(c.make_args(n)),
+                              case.sizes, rounds=a.rounds, use_iree=use_iree)
+    load1 = os.getloadavg()
+    out = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+           "load_before": load0, "load_after": load1, "rounds": a.rounds, "rows": rows}
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "side_by_side.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
