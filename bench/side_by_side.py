@@ -186,11 +186,14 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
 
     exported = jax.export.export(jax.jit(fn))(*specs)
     sides = [Ours(exported), Xla(fn)]
+    iree_error = None
     if use_iree:
         try:
             sides.append(Iree(exported))
-        except Exception as e:  # IREE refuses the program: say so, keep the other two
-            print(f"  {title}: IREE failed to compile: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        except Exception as e:  # IREE refuses the program: say why, keep the other two
+            errs = [ln for ln in str(e).splitlines() if "error:" in ln] or str(e).splitlines()[:1]
+            iree_error = errs[0].split("error:", 1)[-1].strip()[:200]
+            print(f"  {title}: IREE failed to compile: {iree_error}")
     placed = {s.name: s.prepare(weights) for s in sides}
     inputs = {}
     for n in sizes:
@@ -214,6 +217,8 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
     for n in sizes:
         xla = statistics.median(times[("jax.jit", n)]) * 1e3
         row = {"model": title, "symbol": sym, "n": n, "jax_ms": xla}
+        if iree_error:
+            row["iree_error"] = iree_error
         for s in sides:
             ms = statistics.median(times[(s.name, n)]) * 1e3
             key = {"relax-mlir": "ours", "jax.jit": "jax", "IREE": "iree"}[s.name]
