@@ -474,11 +474,23 @@ def _flatten_launch(launch: ir.Operation) -> None:
 
 def _expand_erf(op: ir.Operation) -> None:
     """f32 math.erf as the CPU's rational approximation in arith (ops/kernel.py expand_math),
-    since convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu). Only erf: GLSL's Exp and
-    Tanh serve the others."""
+    since convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu); GLSL's Exp and Tanh serve
+    the others. f32 arith.remf as the exact integer fmod (SPIR-V's OpFRem is x - y * trunc(x / y)
+    on lavapipe: wrong once the quotient passes 2^24); an f16 remf computes it in f32 (exact: the
+    f16 result is representable)."""
     from relax_mlir.ops.kernel import expand_math
 
-    expand_math(op, kinds=("erf",))
+    f16 = []
+    walk(op, lambda o: f16.append(o) if o.name == "arith.remf" and isinstance(o.results[0].type, ir.F16Type) else None)
+    for o in f16:
+        with op.context, ir.InsertionPoint(o), o.location:
+            f32 = ir.F32Type.get()
+            a, b = (make_op("arith.extf", [f32], [v]).results[0] for v in o.operands)
+            r = make_op("arith.remf", [f32], [a, b]).results[0]
+            t = make_op("arith.truncf", [o.results[0].type], [r]).results[0]
+        o.results[0].replace_all_uses_with(t)
+        o.erase()
+    expand_math(op, kinds=("erf", "remf"))
 
 
 def _refuse_unsupported(op: ir.Operation) -> None:

@@ -317,77 +317,76 @@ def _expand_one(kind: str, r: str, x: str) -> str:
     return _rational_odd(r, x, "7.90531110763549805", _TANH_P, _TANH_Q, saturate=True)
 
 
-def _remf_template(r: str, x: str, y: str, steps: int = 13) -> str:
-    """Exact f32 fmod (arith.remf) in arith: each step takes away the largest multiple of y * 2^k
-    (k from the exponent of |x| / |y|, so that the quotient stays below 2^24) with one fma, which
-    is exact there, and fixes a quotient off by one; 13 steps cover the f32 exponent range. GPU
-    built-ins (SPIR-V OpFRem, x - y * trunc(x / y)) lose the result once the quotient passes 2^24,
-    and NVVM has no frem at all. Integers here stay non-negative (naga reads them unsigned)."""
-    L = [f"{r}_ax = math.absf {x} : f32", f"{r}_ay = math.absf {y} : f32",
-         f"{r}_zero = arith.constant 0.0 : f32",
-         f"{r}_c23 = arith.constant 23 : i32",
-         f"{r}_c127 = arith.constant 127 : i32", f"{r}_i0 = arith.constant 0 : i32"]
-    # the exponent of y from y * 2^64 (normal even for a denormal y); r's exponent is taken + 64 too
-    L += [f"{r}_p64 = arith.constant 18446744073709551616.0 : f32",
-          f"{r}_c64 = arith.constant 64 : i32",
-          f"{r}_y64 = arith.mulf {r}_ay, {r}_p64 : f32",
-          f"{r}_yd = arith.bitcast {r}_y64 : f32 to i32", f"{r}_yde = arith.shrui {r}_yd, {r}_c23 : i32",
-          f"{r}_yb = arith.bitcast {r}_ay : f32 to i32", f"{r}_yn0 = arith.shrui {r}_yb, {r}_c23 : i32",
-          f"{r}_yne = arith.addi {r}_yn0, {r}_c64 : i32",
-          f"{r}_fmin = arith.constant 1.17549435e-38 : f32",
-          f"{r}_sub = arith.cmpf olt, {r}_ay, {r}_fmin : f32",
-          f"{r}_ye = arith.select {r}_sub, {r}_yde, {r}_yne : i32"]
-    cur = f"{r}_ax"
+def _remf_template(r: str, x: str, y: str, chunk: int = 7) -> str:
+    """Exact f32 fmod (arith.remf) in integer arithmetic only: with |x| = mx * 2^(ex - 150) and
+    |y| = my * 2^(ey - 150) (24-bit integer significands, e = max(biased exponent, 1)), the result
+    is ((mx * 2^(ex - ey)) mod my) * 2^(ey - 150): the power of two enters `chunk` bits at a time,
+    r = (r << chunk) urem my, which stays below 2^31 since r < my < 2^24. The result's bits are
+    built directly (a normal number from the exponent of uitofp(r), a denormal as r << (ey - 1)),
+    so nothing depends on the rounding of a GPU's division, on a fused fma or on denormal support:
+    SPIR-V's OpFRem and x - y * trunc(x / y) lose the result once the quotient passes 2^24, NVVM
+    has no frem at all, and GLSL promises neither a correctly rounded division nor an fma."""
+    steps = -(-253 // chunk)  # ex - ey <= 254 - 1
+    L = [f"{r}_xb = arith.bitcast {x} : f32 to i32", f"{r}_yb = arith.bitcast {y} : f32 to i32",
+         f"{r}_abs = arith.constant 2147483647 : i32", f"{r}_sgn = arith.constant -2147483648 : i32",
+         f"{r}_ax = arith.andi {r}_xb, {r}_abs : i32", f"{r}_ay = arith.andi {r}_yb, {r}_abs : i32",
+         f"{r}_sx = arith.andi {r}_xb, {r}_sgn : i32",
+         f"{r}_c23 = arith.constant 23 : i32", f"{r}_i0 = arith.constant 0 : i32",
+         f"{r}_i1 = arith.constant 1 : i32", f"{r}_mm = arith.constant 8388607 : i32",
+         f"{r}_hid = arith.constant 8388608 : i32", f"{r}_ck = arith.constant {chunk} : i32"]
+    for v in ("x", "y"):  # significand and exponent (denormals: e = 1, no hidden bit)
+        L += [f"{r}_e{v}0 = arith.shrui {r}_a{v}, {r}_c23 : i32",
+              f"{r}_n{v} = arith.cmpi ugt, {r}_e{v}0, {r}_i0 : i32",
+              f"{r}_e{v} = arith.select {r}_n{v}, {r}_e{v}0, {r}_i1 : i32",
+              f"{r}_f{v} = arith.andi {r}_a{v}, {r}_mm : i32",
+              f"{r}_h{v} = arith.select {r}_n{v}, {r}_hid, {r}_i0 : i32",
+              f"{r}_m{v} = arith.ori {r}_f{v}, {r}_h{v} : i32"]
+    # (for |x| < |y| or a zero, NaN or infinite operand my may be 0: divide by 1 there, the
+    # result is replaced below)
+    L += [f"{r}_myz = arith.cmpi eq, {r}_my, {r}_i0 : i32",
+          f"{r}_myd = arith.select {r}_myz, {r}_i1, {r}_my : i32",
+          f"{r}_d0 = arith.subi {r}_ex, {r}_ey : i32",
+          f"{r}_dneg = arith.cmpi slt, {r}_d0, {r}_i0 : i32",
+          f"{r}_d = arith.select {r}_dneg, {r}_i0, {r}_d0 : i32",
+          f"{r}_q0 = arith.remui {r}_mx, {r}_myd : i32"]
+    cur, d = f"{r}_q0", f"{r}_d"
     for i in range(steps):
         p = f"{r}_s{i}"
-        # k = max(e(r) - e(y) - 23, 0) from the biased exponents, so that r / (y * 2^k) < 2^24;
-        # 2^k (up to 2^231) is applied in two exact halves of at most 2^127
-        L += [f"{p}_rb = arith.bitcast {cur} : f32 to i32",
-              f"{p}_re0 = arith.shrui {p}_rb, {r}_c23 : i32",
-              f"{p}_re = arith.addi {p}_re0, {r}_c64 : i32",
-              f"{p}_ey = arith.addi {r}_ye, {r}_c23 : i32",
-              f"{p}_big = arith.cmpi ugt, {p}_re, {p}_ey : i32",
-              f"{p}_k0 = arith.subi {p}_re, {p}_ey : i32",
-              f"{p}_k = arith.select {p}_big, {p}_k0, {r}_i0 : i32"]
-        # 2^k (k up to ~300) as three exact factors of at most 2^127
-        rest = f"{p}_k"
-        t = f"{r}_ay"
-        for j in range(3):
-            L += [f"{p}_h{j} = arith.cmpi ugt, {rest}, {r}_c127 : i32",
-                  f"{p}_k{j}x = arith.select {p}_h{j}, {r}_c127, {rest} : i32",
-                  f"{p}_rest{j} = arith.subi {rest}, {p}_k{j}x : i32",
-                  f"{p}_b{j} = arith.addi {p}_k{j}x, {r}_c127 : i32",
-                  f"{p}_sb{j} = arith.shli {p}_b{j}, {r}_c23 : i32",
-                  f"{p}_f{j} = arith.bitcast {p}_sb{j} : i32 to f32",
-                  f"{p}_t{j} = arith.mulf {t}, {p}_f{j} : f32"]
-            rest, t = f"{p}_rest{j}", f"{p}_t{j}"
-        L += [f"{p}_t = arith.addf {t}, {r}_zero : f32",
-              f"{p}_qq = arith.divf {cur}, {p}_t : f32",
-              f"{p}_qt = math.floor {p}_qq : f32",  # (qq >= 0: floor is trunc)
-              f"{p}_nq = arith.negf {p}_qt : f32",
-              f"{p}_rr = math.fma {p}_nq, {p}_t, {cur} : f32",
-              f"{p}_lo = arith.cmpf olt, {p}_rr, {r}_zero : f32",
-              f"{p}_up = arith.addf {p}_rr, {p}_t : f32",
-              f"{p}_r1 = arith.select {p}_lo, {p}_up, {p}_rr : f32",
-              f"{p}_hi = arith.cmpf oge, {p}_r1, {p}_t : f32",
-              f"{p}_dn = arith.subf {p}_r1, {p}_t : f32",
-              f"{p}_r2 = arith.select {p}_hi, {p}_dn, {p}_r1 : f32",
-              f"{p}_done = arith.cmpf olt, {cur}, {r}_ay : f32",
-              f"{p}_r = arith.select {p}_done, {cur}, {p}_r2 : f32"]
-        cur = f"{p}_r"
-    L += [f"{r}_signed = math.copysign {cur}, {x} : f32",
-          # NaN operands, an infinite x or a zero y: NaN; an infinite y: x
-          f"{r}_nan = arith.constant 0x7FC00000 : f32", f"{r}_inf = arith.constant 0x7F800000 : f32",
-          f"{r}_xbad = arith.cmpf oge, {r}_ax, {r}_inf : f32",  # (false for NaN: caught below)
-          f"{r}_ybad = arith.cmpf oeq, {r}_ay, {r}_zero : f32",
-          f"{r}_ord = arith.cmpf ord, {x}, {y} : f32",
-          f"{r}_yinf = arith.cmpf oeq, {r}_ay, {r}_inf : f32",
-          f"{r}_bad0 = arith.ori {r}_xbad, {r}_ybad : i1",
-          f"{r}_true = arith.constant true",
-          f"{r}_good = arith.xori {r}_bad0, {r}_true : i1",
-          f"{r}_ok = arith.andi {r}_good, {r}_ord : i1",
-          f"{r}_v = arith.select {r}_yinf, {x}, {r}_signed : f32",
-          f"{r} = arith.select {r}_ok, {r}_v, {r}_nan : f32"]
+        L += [f"{p}_lt = arith.cmpi ult, {d}, {r}_ck : i32",
+              f"{p}_k = arith.select {p}_lt, {d}, {r}_ck : i32",
+              f"{p}_sh = arith.shli {cur}, {p}_k : i32",
+              f"{p}_q = arith.remui {p}_sh, {r}_myd : i32",
+              f"{p}_d = arith.subi {d}, {p}_k : i32"]
+        cur, d = f"{p}_q", f"{p}_d"
+    # the result: cur * 2^(ey - 150) (cur < 2^24 is exact in f32)
+    L += [f"{r}_fr = arith.uitofp {cur} : i32 to f32", f"{r}_frb = arith.bitcast {r}_fr : f32 to i32",
+          f"{r}_fe = arith.shrui {r}_frb, {r}_c23 : i32",  # 127 + p for cur in [2^p, 2^(p+1))
+          f"{r}_c150 = arith.constant 150 : i32",
+          f"{r}_ne0 = arith.addi {r}_fe, {r}_ey : i32",  # the biased exponent plus 150
+          f"{r}_c151 = arith.constant 151 : i32",
+          f"{r}_normal = arith.cmpi sge, {r}_ne0, {r}_c151 : i32",
+          f"{r}_adj0 = arith.subi {r}_ey, {r}_c150 : i32",
+          f"{r}_adj = arith.shli {r}_adj0, {r}_c23 : i32",
+          f"{r}_nb = arith.addi {r}_frb, {r}_adj : i32",
+          f"{r}_eym1 = arith.subi {r}_ey, {r}_i1 : i32",
+          f"{r}_db = arith.shli {cur}, {r}_eym1 : i32",
+          f"{r}_zero = arith.cmpi eq, {cur}, {r}_i0 : i32",
+          f"{r}_mag0 = arith.select {r}_normal, {r}_nb, {r}_db : i32",
+          f"{r}_mag = arith.select {r}_zero, {r}_i0, {r}_mag0 : i32",
+          f"{r}_rb = arith.ori {r}_mag, {r}_sx : i32",
+          f"{r}_res = arith.bitcast {r}_rb : i32 to f32",
+          # |x| < |y| (x = +-0 included): x; NaN operands, an infinite x or a zero y: NaN;
+          # an infinite y with a finite x: x (covered by |x| < |y|)
+          f"{r}_inf = arith.constant 2139095040 : i32",
+          f"{r}_small = arith.cmpi ult, {r}_ax, {r}_ay : i32",
+          f"{r}_v = arith.select {r}_small, {x}, {r}_res : f32",
+          f"{r}_xbad = arith.cmpi uge, {r}_ax, {r}_inf : i32",
+          f"{r}_ynan = arith.cmpi ugt, {r}_ay, {r}_inf : i32",
+          f"{r}_yz = arith.cmpi eq, {r}_ay, {r}_i0 : i32",
+          f"{r}_b0 = arith.ori {r}_xbad, {r}_ynan : i1",
+          f"{r}_bad = arith.ori {r}_b0, {r}_yz : i1",
+          f"{r}_nan = arith.constant 0x7FC00000 : f32",
+          f"{r} = arith.select {r}_bad, {r}_nan, {r}_v : f32"]
     return "\n".join(L)
 
 

@@ -1,5 +1,5 @@
-"""The exact f32 fmod that GPU targets use for `arith.remf` (ops/kernel.py `_remf_template`; NVVM
-has no frem): checked bit for bit against numpy's fmod on the CPU, where the same expansion is
+"""The exact f32 fmod that GPU targets use for `arith.remf` (ops/kernel.py `_remf_template`, integer
+arithmetic only; NVVM has no frem, SPIR-V's OpFRem loses the result): checked bit for bit against numpy's fmod on the CPU, where the same expansion is
 compiled in place of libm's fmodf, over random magnitudes from 1e-40 to 1e38 (denormal divisors,
 quotients far past 2^24) and every pair of special values."""
 from __future__ import annotations
@@ -38,3 +38,43 @@ def test_expanded_remf_is_exact(monkeypatch):
     same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
     bad = np.argwhere(~same).ravel()
     assert not len(bad), [(x[i], y[i], got[i], want[i]) for i in bad[:5]]
+
+
+def test_vulkan_remainder_is_exact():
+    """On Vulkan (lavapipe here) f32 and f16 `remainder` use the integer fmod: bit for bit equal to
+    numpy's fmod where OpFRem lost the result past quotients of 2^24 (fuzzer finding)."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+    from toolchecks import vulkan_adapter
+
+    if not vulkan_adapter():
+        pytest.skip("no Vulkan adapter (wgpu with lavapipe or a GPU driver)")
+    code = f"""
+import numpy as np, relax_mlir
+SRC = {SRC!r}
+for dt, npdt, lo, hi in (("f32", np.float32, -40, 39), ("f16", np.float16, -7, 5)):
+    exe = relax_mlir.compile(SRC.replace("f32", dt), target="vulkan")
+    rng = np.random.default_rng(1)
+    with np.errstate(over="ignore"):
+        x = (rng.standard_normal(5000) * 10.0 ** rng.integers(lo, hi, 5000)).astype(npdt)
+        y = (rng.standard_normal(5000) * 10.0 ** rng.integers(lo, hi, 5000)).astype(npdt)
+        sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, 1.0, -3.0, 1e-45, -1.17e-38], np.float32).astype(npdt)
+    xs, ys = np.meshgrid(sp, sp)
+    x, y = np.concatenate([x, xs.ravel()]).astype(npdt), np.concatenate([y, ys.ravel()]).astype(npdt)
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, y)
+    got = np.asarray(exe(x, y))
+    same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
+    print(dt, "mismatches", int((~same).sum()), "quotients past 2^24", int((np.abs(x.astype(np.float64) / y) > 2.0 ** 24).sum()))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [ln.split() for ln in r.stdout.splitlines() if "mismatches" in ln]
+    assert [ln[0] for ln in lines] == ["f32", "f16"], r.stdout
+    for ln in lines:
+        assert ln[2] == "0", r.stdout
+        assert int(ln[-1]) > 100  # the inputs do reach the quotients OpFRem gets wrong
