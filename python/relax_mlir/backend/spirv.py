@@ -477,7 +477,8 @@ def _expand_erf(op: ir.Operation) -> None:
     since convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu); GLSL's Exp and Tanh serve
     the others. f32 arith.remf as the exact integer fmod (SPIR-V's OpFRem is x - y * trunc(x / y)
     on lavapipe: wrong once the quotient passes 2^24); an f16 remf computes it in f32 (exact: the
-    f16 result is representable)."""
+    f16 result is representable). f32 sin and cos with an integer Payne-Hanek range reduction past
+    2^17 (lavapipe's built-ins return garbage from about 1e8)."""
     from relax_mlir.ops.kernel import expand_math
 
     f16 = []
@@ -490,7 +491,7 @@ def _expand_erf(op: ir.Operation) -> None:
             t = make_op("arith.truncf", [o.results[0].type], [r]).results[0]
         o.results[0].replace_all_uses_with(t)
         o.erase()
-    expand_math(op, kinds=("erf", "remf"))
+    expand_math(op, kinds=("erf", "remf", "sin", "cos"))
 
 
 def _refuse_unsupported(op: ir.Operation) -> None:

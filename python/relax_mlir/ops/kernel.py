@@ -390,12 +390,158 @@ def _remf_template(r: str, x: str, y: str, chunk: int = 7) -> str:
     return "\n".join(L)
 
 
+def _two_over_pi_words(words: int = 7, pad: int = 8) -> list[int]:
+    """The binary digits of 2/pi after `pad` zero bits, as 32-bit words (most significant first):
+    pi from Machin's formula in integer fixed point with 64 guard bits."""
+    nbits = 32 * words - pad
+    g = nbits + 64
+    one = 1 << g
+
+    def arctan_inv(x: int) -> int:
+        total, t, k, sign = 0, one // x, 1, 1
+        while t:
+            total += sign * (t // k)
+            t //= x * x
+            k, sign = k + 2, -sign
+        return total
+
+    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))  # pi * 2^g
+    digits = (2 << (g + nbits)) // pi  # floor(2/pi * 2^nbits), under 2^nbits
+    return [(digits >> (32 * (words - 1 - i))) & 0xFFFFFFFF for i in range(words)]
+
+
+def _trig_template(r: str, x: str, kind: str) -> str:
+    """f32 sin or cos with Payne-Hanek range reduction in 32-bit integers for |x| >= 2^17; below
+    that the target's own sin/cos (accurate there on lavapipe; its built-ins return garbage
+    from about 1e8 and NaN near 3e38). With |x| = m * 2^(e - 150) (m a 24-bit integer), x * 2/pi
+    mod 4 is m times a 96-bit window of the digits of 2/pi that starts e - 151 digits in (earlier
+    digits only add multiples of 4): three 24x32-bit products (in 12x16-bit pieces) give the
+    quadrant and a 62-bit fraction, the reduced argument is (fraction - [fraction >= 1/2]) * pi/2,
+    whose sin and cos the built-ins compute to an ulp. Within 2^-24 of the exact values over the
+    whole f32 range (checked against 400-bit mpmath)."""
+    words = _two_over_pi_words()
+
+    def i32(v: int) -> str:
+        return str(v - (1 << 32) if v >= 1 << 31 else v)
+
+    L = [f"{r}_xb = arith.bitcast {x} : f32 to i32", f"{r}_abs = arith.constant 2147483647 : i32",
+         f"{r}_ax = arith.andi {r}_xb, {r}_abs : i32", f"{r}_c23 = arith.constant 23 : i32",
+         f"{r}_eb = arith.shrui {r}_ax, {r}_c23 : i32", f"{r}_mm = arith.constant 8388607 : i32",
+         f"{r}_hid = arith.constant 8388608 : i32", f"{r}_m0 = arith.andi {r}_ax, {r}_mm : i32",
+         f"{r}_m = arith.ori {r}_m0, {r}_hid : i32",
+         f"{r}_c144 = arith.constant 144 : i32", f"{r}_c255 = arith.constant 255 : i32",
+         f"{r}_i0 = arith.constant 0 : i32", f"{r}_i1 = arith.constant 1 : i32",
+         f"{r}_i2 = arith.constant 2 : i32", f"{r}_i3 = arith.constant 3 : i32",
+         f"{r}_c5 = arith.constant 5 : i32", f"{r}_c31 = arith.constant 31 : i32",
+         f"{r}_c32 = arith.constant 32 : i32",
+         # the window's first digit: e - 151 digits in, after the table's 8 zero bits (e >= 144
+         # on this path; others are clamped, their result is the built-in's)
+         f"{r}_big = arith.cmpi uge, {r}_eb, {r}_c144 : i32",
+         f"{r}_fin = arith.cmpi ult, {r}_eb, {r}_c255 : i32",
+         f"{r}_o0 = arith.subi {r}_eb, {r}_c144 : i32",
+         f"{r}_use = arith.andi {r}_big, {r}_fin : i1",
+         f"{r}_o = arith.select {r}_use, {r}_o0, {r}_i0 : i32",
+         f"{r}_k = arith.shrui {r}_o, {r}_c5 : i32", f"{r}_s = arith.andi {r}_o, {r}_c31 : i32",
+         f"{r}_k0 = arith.cmpi eq, {r}_k, {r}_i0 : i32", f"{r}_k1 = arith.cmpi eq, {r}_k, {r}_i1 : i32",
+         f"{r}_k2 = arith.cmpi eq, {r}_k, {r}_i2 : i32"]
+    L += [f"{r}_t{i} = arith.constant {i32(w)} : i32" for i, w in enumerate(words)]
+    for i in range(4):  # W[k + i] for k in 0..3
+        L += [f"{r}_w{i}c = arith.select {r}_k2, {r}_t{i + 2}, {r}_t{i + 3} : i32",
+              f"{r}_w{i}b = arith.select {r}_k1, {r}_t{i + 1}, {r}_w{i}c : i32",
+              f"{r}_w{i} = arith.select {r}_k0, {r}_t{i}, {r}_w{i}b : i32"]
+    L += [f"{r}_s0 = arith.cmpi eq, {r}_s, {r}_i0 : i32", f"{r}_rs = arith.subi {r}_c32, {r}_s : i32",
+          f"{r}_rs1 = arith.select {r}_s0, {r}_i1, {r}_rs : i32"]  # (unused when s = 0)
+    for name, (a, b) in zip("ABC", ((0, 1), (1, 2), (2, 3))):
+        L += [f"{r}_{name}h = arith.shli {r}_w{a}, {r}_s : i32",
+              f"{r}_{name}l = arith.shrui {r}_w{b}, {r}_rs1 : i32",
+              f"{r}_{name}o = arith.ori {r}_{name}h, {r}_{name}l : i32",
+              f"{r}_{name} = arith.select {r}_s0, {r}_w{a}, {r}_{name}o : i32"]
+    # m (24 bits) times a 32-bit word as (low, high) words, from four 12x16-bit products (no
+    # mului_extended: naga, wgpu's SPIR-V reader, has no OpUMulExtended)
+    L += [f"{r}_c12 = arith.constant 12 : i32", f"{r}_c16 = arith.constant 16 : i32",
+          f"{r}_c20 = arith.constant 20 : i32", f"{r}_c28 = arith.constant 28 : i32",
+          f"{r}_c4 = arith.constant 4 : i32", f"{r}_m12 = arith.constant 4095 : i32",
+          f"{r}_m16 = arith.constant 65535 : i32",
+          f"{r}_ml = arith.andi {r}_m, {r}_m12 : i32", f"{r}_mh = arith.shrui {r}_m, {r}_c12 : i32"]
+    for w in ("B", "C"):
+        t = f"{r}_{w}x"
+        L += [f"{t}wl = arith.andi {r}_{w}, {r}_m16 : i32", f"{t}wh = arith.shrui {r}_{w}, {r}_c16 : i32",
+              f"{t}a = arith.muli {r}_ml, {t}wl : i32", f"{t}b = arith.muli {r}_ml, {t}wh : i32",
+              f"{t}c = arith.muli {r}_mh, {t}wl : i32", f"{t}d = arith.muli {r}_mh, {t}wh : i32",
+              f"{t}bl = arith.shli {t}b, {r}_c16 : i32", f"{t}cl = arith.shli {t}c, {r}_c12 : i32",
+              f"{t}dl = arith.shli {t}d, {r}_c28 : i32",
+              f"{t}s1 = arith.addi {t}a, {t}bl : i32", f"{t}k1 = arith.cmpi ult, {t}s1, {t}a : i32",
+              f"{t}s2 = arith.addi {t}s1, {t}cl : i32", f"{t}k2 = arith.cmpi ult, {t}s2, {t}s1 : i32",
+              f"{t}s3 = arith.addi {t}s2, {t}dl : i32", f"{t}k3 = arith.cmpi ult, {t}s3, {t}s2 : i32",
+              f"{t}bh = arith.shrui {t}b, {r}_c16 : i32", f"{t}ch = arith.shrui {t}c, {r}_c20 : i32",
+              f"{t}dh = arith.shrui {t}d, {r}_c4 : i32",
+              f"{t}k1i = arith.extui {t}k1 : i1 to i32", f"{t}k2i = arith.extui {t}k2 : i1 to i32",
+              f"{t}k3i = arith.extui {t}k3 : i1 to i32",
+              f"{t}h1 = arith.addi {t}bh, {t}ch : i32", f"{t}h2 = arith.addi {t}h1, {t}dh : i32",
+              f"{t}h3 = arith.addi {t}h2, {t}k1i : i32", f"{t}h4 = arith.addi {t}h3, {t}k2i : i32",
+              f"{r}_h{w.lower()} = arith.addi {t}h4, {t}k3i : i32",
+              f"{r}_l{w.lower()} = arith.addi {t}s3, {r}_i0 : i32"]
+    L += [f"{r}_la = arith.muli {r}_m, {r}_A : i32",
+          f"{r}_p1 = arith.addi {r}_hc, {r}_lb : i32",
+          f"{r}_cy = arith.cmpi ult, {r}_p1, {r}_hc : i32",
+          f"{r}_cyi = arith.extui {r}_cy : i1 to i32",
+          f"{r}_p2a = arith.addi {r}_hb, {r}_la : i32",
+          f"{r}_p2 = arith.addi {r}_p2a, {r}_cyi : i32",
+          f"{r}_c30 = arith.constant 30 : i32", f"{r}_c29 = arith.constant 29 : i32",
+          f"{r}_q0 = arith.shrui {r}_p2, {r}_c30 : i32",
+          f"{r}_fm = arith.constant 1073741823 : i32",
+          f"{r}_hi = arith.andi {r}_p2, {r}_fm : i32",
+          f"{r}_negi = arith.shrui {r}_hi, {r}_c29 : i32",
+          f"{r}_neg = arith.cmpi ne, {r}_negi, {r}_i0 : i32",
+          f"{r}_q = arith.addi {r}_q0, {r}_negi : i32",
+          # a fraction >= 1/2: 2^62 - fraction, negated below
+          f"{r}_lon = arith.subi {r}_i0, {r}_p1 : i32",
+          f"{r}_bw = arith.cmpi ne, {r}_p1, {r}_i0 : i32",
+          f"{r}_bwi = arith.extui {r}_bw : i1 to i32",
+          f"{r}_c2p30 = arith.constant 1073741824 : i32",
+          f"{r}_hin0 = arith.subi {r}_c2p30, {r}_hi : i32",
+          f"{r}_hin1 = arith.subi {r}_hin0, {r}_bwi : i32",
+          f"{r}_hin = arith.andi {r}_hin1, {r}_fm : i32",
+          f"{r}_fh = arith.select {r}_neg, {r}_hin, {r}_hi : i32",
+          f"{r}_fl = arith.select {r}_neg, {r}_lon, {r}_p1 : i32",
+          f"{r}_ffh = arith.uitofp {r}_fh : i32 to f32", f"{r}_ffl = arith.uitofp {r}_fl : i32 to f32",
+          f"{r}_sc30 = arith.constant 9.31322574615478515625e-10 : f32",  # 2^-30
+          f"{r}_sc62 = arith.constant 2.168404344971008868014905e-19 : f32",  # 2^-62
+          f"{r}_fa = arith.mulf {r}_ffh, {r}_sc30 : f32", f"{r}_fb = arith.mulf {r}_ffl, {r}_sc62 : f32",
+          f"{r}_fr = arith.addf {r}_fa, {r}_fb : f32",
+          f"{r}_pio2 = arith.constant 1.57079637 : f32",
+          f"{r}_ra = arith.mulf {r}_fr, {r}_pio2 : f32",
+          f"{r}_rn = arith.negf {r}_ra : f32",
+          f"{r}_rr = arith.select {r}_neg, {r}_rn, {r}_ra : f32",
+          f"{r}_sr = math.sin {r}_rr : f32", f"{r}_cr = math.cos {r}_rr : f32",
+          f"{r}_nsr = arith.negf {r}_sr : f32", f"{r}_ncr = arith.negf {r}_cr : f32",
+          f"{r}_q2 = arith.andi {r}_q, {r}_i3 : i32",
+          f"{r}_qa = arith.cmpi eq, {r}_q2, {r}_i0 : i32", f"{r}_qb = arith.cmpi eq, {r}_q2, {r}_i1 : i32",
+          f"{r}_qc = arith.cmpi eq, {r}_q2, {r}_i2 : i32"]
+    order = ("sr", "cr", "nsr", "ncr") if kind == "sin" else ("cr", "nsr", "ncr", "sr")
+    L += [f"{r}_v2 = arith.select {r}_qc, {r}_{order[2]}, {r}_{order[3]} : f32",
+          f"{r}_v1 = arith.select {r}_qb, {r}_{order[1]}, {r}_v2 : f32",
+          f"{r}_v0 = arith.select {r}_qa, {r}_{order[0]}, {r}_v1 : f32"]
+    red = f"{r}_v0"  # cos is even
+    if kind == "sin":  # sin is odd: the sign of x
+        L += [f"{r}_xneg = arith.cmpi slt, {r}_xb, {r}_i0 : i32", f"{r}_nv0 = arith.negf {r}_v0 : f32",
+              f"{r}_red = arith.select {r}_xneg, {r}_nv0, {r}_v0 : f32"]
+        red = f"{r}_red"
+    L += [f"{r}_bi = math.{kind} {x} : f32",
+          f"{r}_inf = arith.constant 0x7FC00000 : f32",  # for an infinite or NaN x
+          f"{r}_v = arith.select {r}_big, {red}, {r}_bi : f32",
+          f"{r} = arith.select {r}_fin, {r}_v, {r}_inf : f32"]
+    return "\n".join(L)
+
+
 # The expansions by op name: (number of operands, text template writer).
 _EXPANSIONS = {
     "math.exp": (1, lambda r, a: _expand_one("exp", r, a[0])),
     "math.tanh": (1, lambda r, a: _expand_one("tanh", r, a[0])),
     "math.erf": (1, lambda r, a: _expand_one("erf", r, a[0])),
     "arith.remf": (2, lambda r, a: _remf_template(r, a[0], a[1])),
+    "math.sin": (1, lambda r, a: _trig_template(r, a[0], "sin")),
+    "math.cos": (1, lambda r, a: _trig_template(r, a[0], "cos")),
 }
 
 
