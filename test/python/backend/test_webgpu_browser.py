@@ -1,0 +1,128 @@
+"""target="webgpu" in a real browser: Debian's chromium-headless-shell (WebGPU on its bundled
+SwiftShader; Dawn validates every WGSL module) driven by Playwright. Every test model is
+compiled ONCE, exported, served on localhost and run at its three sizes by the browser runtime
+(runtime/web/relax_runtime.js) against jax.jit; every kernel must be accepted by Dawn (shader
+compilation and pipeline creation), no console error may occur, and shape errors come back as
+the runtime's ValueError. Skipped only where the browser or Playwright is not installed
+(`make setup` installs both where apt is usable)."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import numpy as np
+import pytest
+
+import model_zoo as zoo
+import relax_mlir
+from relax_mlir.runtime import web
+
+BROWSER = web.find_browser()
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover (the web extra is not installed)
+    sync_playwright = None
+
+pytestmark = [
+    pytest.mark.skipif(BROWSER is None, reason="chromium-headless-shell is not installed (apt; make setup)"),
+    pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed (pip extra 'web'; make setup)"),
+]
+
+# Runs in the page: load the artifact, compile every kernel (Dawn's errors collected), run it at
+# each size on the inputs fetched from the server; results as base64 bytes.
+_RUN_JS = """
+async ([base, name, sizes]) => {
+  const rt = await import(base + "relax_runtime.js");
+  const exe = await rt.loadArtifact(base + name + "/");
+  const errors = await exe.validate();
+  const sig = exe.manifest.entries.find((e) => e.name === exe.manifest.main);
+  const runs = [];
+  for (const n of sizes) {
+    const spec = await (await fetch(`${base}${name}/inputs_${n}.json`)).json();
+    const inputs = [];
+    for (let i = 0; i < spec.length; i++) {
+      const buf = await (await fetch(`${base}${name}/in_${n}_${i}.bin`)).arrayBuffer();
+      inputs.push({ data: rt.fromBytes(spec[i].dtype, buf), shape: spec[i].shape });
+    }
+    const t0 = performance.now();
+    const out = await exe.call(sig.name, inputs);
+    const ms = performance.now() - t0;
+    runs.push({ n, ms, out: out.map((o) => ({ shape: o.shape, dtype: o.dtype, b64: rt.toBase64(o.data) })) });
+  }
+  let shapeError = null;
+  try {
+    await exe.call(sig.name, []);
+  } catch (e) {
+    shapeError = e.name + ": " + e.message;
+  }
+  return { errors, runs, launches: exe.launches, shapeError };
+}
+"""
+
+_DTYPES = {"f32": np.float32, "i32": np.int32, "i1": np.bool_, "i8": np.int8, "i16": np.int16}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("web")
+    web.copy_runtime(str(root))
+    (root / "index.html").write_text("<!doctype html><title>relax-mlir tests</title>")
+    with web.serve(str(root)) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=BROWSER, args=web.BROWSER_ARGS)
+        page = browser.new_page()
+        console = []
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: console.append(str(e)))
+        page.goto(url + "index.html")
+        yield root, url, page, console
+        browser.close()
+
+
+def export_with_inputs(name: str, directory) -> None:
+    """Compile model `name` once for webgpu, export it to `directory`, and write its inputs at
+    each size (raw bytes + a JSON of shapes and dtypes)."""
+    exe = relax_mlir.compile(zoo.relax_text(name), target="webgpu")
+    exe.export(str(directory))
+    for n, (args, _) in zip(zoo.MODELS[name].sizes, zoo.references(name)):
+        spec = []
+        for i, a in enumerate(args):
+            a = np.ascontiguousarray(a)
+            (directory / f"in_{n}_{i}.bin").write_bytes(a.tobytes())
+            spec.append({"shape": list(a.shape), "dtype": {v: k for k, v in _DTYPES.items()}[a.dtype.type]})
+        (directory / f"inputs_{n}.json").write_text(json.dumps(spec))
+
+
+# Where WGSL's precision rules allow a browser's result to differ by more than the model's own
+# tolerance (model_zoo.py), per op. WGSL (section "Floating Point Accuracy") bounds sin and cos
+# by an ABSOLUTE error of 2^-11 on [-pi, pi] (SwiftShader uses that freedom; measured 1.5e-4 on
+# elementwise_zoo's sqrt(|x|) * sin(y) / (1 + cos(x)^2), where sqrt(|x|) <= 2 for its normal
+# inputs): atol 2 * 2 * 2^-11 ~ 2e-3. exp (3 + 2|x| ulp) and log (3 ulp) stay within rtol 1e-3.
+BROWSER_ATOL = {"elementwise_zoo": 2e-3}
+
+
+def assert_matches(name: str, got: list, want: list, n: int) -> None:
+    m = zoo.MODELS[name]
+    assert len(got) == len(want), f"{name} n={n}: {len(got)} results, want {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=m.rtol, atol=max(m.atol, BROWSER_ATOL.get(name, 0.0)),
+                                   err_msg=f"{name} n={n} result #{i} (in the browser)")
+
+
+def decode(o: dict) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(o["b64"]), _DTYPES[o["dtype"]]).reshape(o["shape"])
+
+
+@pytest.mark.parametrize("name", sorted(zoo.MODELS))
+def test_model_zoo_in_browser(site, name):
+    root, url, page, console = site
+    export_with_inputs(name, root / name)
+    sizes = list(zoo.MODELS[name].sizes)
+    res = page.evaluate(_RUN_JS, [url, name, sizes])
+    assert res["errors"] == [], res["errors"]  # Dawn accepted every kernel
+    assert res["launches"] > 0
+    assert res["shapeError"] is not None and res["shapeError"].startswith("ValueError: @")
+    for run, n, (_, want) in zip(res["runs"], sizes, zoo.references(name)):
+        assert run["n"] == n
+        assert_matches(name, [decode(o) for o in run["out"]], want, n)
+    assert console == [], console
