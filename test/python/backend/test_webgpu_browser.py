@@ -64,19 +64,32 @@ _DTYPES = {"f32": np.float32, "i32": np.int32, "i1": np.bool_, "i8": np.int8, "i
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=BROWSER, args=web.BROWSER_ARGS)
+        yield b
+        b.close()
+
+
+def open_page(browser, url: str, **kw):
+    """A new page at `url`, and the list its console errors and uncaught exceptions go to."""
+    page = browser.new_page(**kw)
+    console = []
+    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: console.append(str(e)))
+    page.goto(url)
+    return page, console
+
+
+@pytest.fixture(scope="module")
+def site(browser, tmp_path_factory):
     root = tmp_path_factory.mktemp("web")
     web.copy_runtime(str(root))
     (root / "index.html").write_text("<!doctype html><title>relax-mlir tests</title>")
-    with web.serve(str(root)) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=BROWSER, args=web.BROWSER_ARGS)
-        page = browser.new_page()
-        console = []
-        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: console.append(str(e)))
-        page.goto(url + "index.html")
+    with web.serve(str(root)) as url:
+        page, console = open_page(browser, url + "index.html")
         yield root, url, page, console
-        browser.close()
+        page.close()
 
 
 def export_with_inputs(name: str, directory) -> None:
@@ -125,4 +138,62 @@ def test_model_zoo_in_browser(site, name):
     for run, n, (_, want) in zip(res["runs"], sizes, zoo.references(name)):
         assert run["n"] == n
         assert_matches(name, [decode(o) for o in run["out"]], want, n)
+    assert console == [], console
+
+
+def test_shape_errors_in_browser(site):
+    """A dim that contradicts the signature is the runtime's ValueError, naming the argument and
+    the dim, before anything runs."""
+    root, url, page, console = site
+    export_with_inputs("mlp", root / "mlp_errors")
+    msg = page.evaluate("""async ([base]) => {
+      const rt = await import(base + "relax_runtime.js");
+      const exe = await rt.loadArtifact(base + "mlp_errors/");
+      const spec = await (await fetch(base + "mlp_errors/inputs_7.json")).json();
+      const inputs = spec.map((s) => ({ data: new Float32Array(s.shape.reduce((a, b) => a * b, 1)), shape: s.shape }));
+      inputs[0] = { data: new Float32Array(7 * 33), shape: [7, 33] };
+      try { await exe.call("main", inputs); return "no error"; } catch (e) { return e.name + ": " + e.message; }
+    }""", [url])
+    assert msg.startswith("ValueError: @main:") and "dim 1 must be 32" in msg, msg
+    assert console == [], console
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_demo_page(browser, tmp_path):
+    """examples/web: the page loads the exported transformer block, runs it at two sequence
+    lengths picked in its input box, and shows numbers that match jax.jit; no console error; a
+    screenshot is saved under build/."""
+    import importlib.util
+
+    import jax
+
+    spec = importlib.util.spec_from_file_location("build_site", os.path.join(ROOT, "examples", "web", "build_site.py"))
+    site_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site_mod)
+    import models
+
+    out = site_mod.build(str(tmp_path / "site"))
+    ref = jax.jit(models.transformer_block)
+    ws = site_mod.weights()
+    with web.serve(out) as url:
+        page, console = open_page(browser, url + "index.html", viewport={"width": 900, "height": 800})
+        page.wait_for_selector("body[data-ready='1']", timeout=120_000)
+        for k, n in enumerate((5, 37), start=1):
+            page.fill("#seq", str(n))
+            page.click("#run")
+            page.wait_for_selector(f"body[data-runs='{k}']", timeout=120_000)
+            assert page.text_content("#status") == f"ran s = {n}"
+            want = np.asarray(ref(site_mod.demo_input(n), *ws), np.float64)
+            got = {c: page.get_attribute(f"#{c}", "data-value") for c in ("shape", "mean", "std", "min", "max", "first")}
+            assert json.loads(got["shape"]) == [n, site_mod.D]
+            np.testing.assert_allclose(json.loads(got["first"]), want.reshape(-1)[:4], rtol=1e-3, atol=1e-4)
+            for key, w in (("mean", want.mean()), ("std", want.std()), ("min", want.min()), ("max", want.max())):
+                np.testing.assert_allclose(float(got[key]), w, rtol=1e-3, atol=1e-4, err_msg=f"{key} at s = {n}")
+        os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
+        shot = os.path.join(ROOT, "build", "webgpu-demo.png")
+        page.screenshot(path=shot, full_page=True)
+        page.close()
+    assert os.path.getsize(shot) > 0
     assert console == [], console
