@@ -42,6 +42,8 @@ func.func @main(%x: !relax.tensor<["n", 8], f32>, %b: !relax.tensor<[8], f32>) -
 // CHECK:          [[WG]][{{v[0-9]+}}] = {{r[0-9]+}};
 // CHECK-NEXT:     storageBarrier();
 // CHECK-NEXT:     workgroupBarrier();
+// The loop ends before its induction variable could wrap:
+// CHECK:          if (u32(v{{[0-9]+}}) >= u32(_p.a0 - [[I]])) { break; }
 func.func @rowsum(%x: !relax.tensor<["n", "k"], f32>) -> !relax.tensor<["n"], f32> {
   %s = "relax.sum"(%x) {axes = [1], keepdims = false} : (!relax.tensor<["n", "k"], f32>) -> !relax.tensor<["n"], f32>
   return %s : !relax.tensor<["n"], f32>

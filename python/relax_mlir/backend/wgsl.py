@@ -521,6 +521,9 @@ class _Emitter:
             self.names[args[0]] = iv
             self.out(ind, f"for (var {iv}: i32 = {nm[0]}; {iv} < {nm[1]}; {iv} = {iv} + {nm[2]}) {{")
             self.block(body, ind + 1, term=lambda y, i: self.assign(i, carried, list(y.operands)))
+            # the last iteration ends here, so that `iv + step` never wraps past 2^31 - 1: the
+            # distance to the bound, ub - iv in (0, 2^32), is exact as a u32
+            self.out(ind + 1, f"if (u32({nm[2]}) >= u32({nm[1]} - {iv})) {{ break; }}")
             self.out(ind, "}")
             for r, v in zip(o.results, carried):
                 self.names[r] = v

@@ -74,8 +74,9 @@ def fold_grid(grid) -> tuple[int, int, int]:
     65535, else its X*Y*Z workgroups folded over x, y, z (the kernel skips those past X*Y*Z)."""
     gx, gy, gz = (int(g) for g in grid)
     total = gx * gy * gz
-    if total >= 1 << 32:
-        raise ValueError(f"a grid of {gx}x{gy}x{gz} workgroups is too large for WebGPU (2^32 or more)")
+    if total >= 1 << 32 or max(gx, gy, gz) >= 1 << 31:
+        raise ValueError(f"a grid of {gx}x{gy}x{gz} workgroups is too large for WebGPU (2^32 or more, or a "
+                         f"dim of 2^31: kernels read the grid as i32)")
     if max(gx, gy, gz) <= MAX_DIM:
         return gx, gy, gz
     dx = min(total, MAX_DIM)

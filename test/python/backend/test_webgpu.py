@@ -130,3 +130,12 @@ def test_unsupported_types_are_compile_errors():
     src = ELEMENTWISE.replace("f32", "f16")
     with pytest.raises(CompileError, match="f16|Float16|not supported"):
         relax_mlir.compile(src, target="webgpu")
+
+
+def test_required_limits_raise_only_what_a_kernel_needs():
+    k = wgsl.KernelInfo("m", "k", "", (16, 16, 2), 9, ["u32"] * 3, 20000)
+    need = wgsl.required_limits({"m": k})
+    assert need["maxStorageBuffersPerShaderStage"] == 9
+    assert need["maxComputeWorkgroupStorageSize"] == 20000
+    assert need["maxComputeInvocationsPerWorkgroup"] == 512
+    assert need["maxComputeWorkgroupSizeZ"] == wgsl.DEFAULT_LIMITS["maxComputeWorkgroupSizeZ"]

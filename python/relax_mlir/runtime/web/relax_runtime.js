@@ -177,7 +177,7 @@ const MAX_DIM = 65535;
 export function foldGrid(grid) {
   const [gx, gy, gz] = grid;
   const total = gx * gy * gz;
-  if (total >= 2 ** 32) throw new ValueError(`a grid of ${gx}x${gy}x${gz} workgroups is too large for WebGPU`);
+  if (total >= 2 ** 32 || Math.max(gx, gy, gz) >= 2 ** 31) throw new ValueError(`a grid of ${gx}x${gy}x${gz} workgroups is too large for WebGPU`);
   if (Math.max(gx, gy, gz) <= MAX_DIM) return [gx, gy, gz];
   const dx = Math.min(total, MAX_DIM);
   const dy = Math.min(Math.ceil(total / dx), MAX_DIM);
