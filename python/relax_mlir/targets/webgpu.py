@@ -55,7 +55,12 @@ def compile_webgpu(module, options: spirv.SPIRVOptions | None = None):
         if not entry_signatures(op):
             raise ValueError("the module has no public graph function to call")
         _refuse_control_flow(op, "webgpu")
-        spirv.lower(op, options, until="flatten")
+        try:
+            spirv.lower(op, options, until="flatten")
+        except LoweringError as e:  # the GPU mapping's refusals (f64, bf16, powf) hold for WebGPU too
+            if "on Vulkan" not in e.diagnostics:
+                raise
+            raise LoweringError(e.stage, e.pipeline, e.diagnostics.replace("on Vulkan", "on WebGPU")) from None
         sigs = entry_signatures(op)
         program = json.loads(json.dumps(extract(op, "vulkan")))  # the Vulkan ABI: index as i32
         program["target"] = "webgpu"

@@ -126,9 +126,10 @@ def test_barrier_in_nonuniform_control_flow_is_refused():
         assert "workgroupBarrier();" in k.wgsl and "(u32(_p.a0) < u32(4i))" in k.wgsl
 
 
-def test_unsupported_types_are_compile_errors():
-    src = ELEMENTWISE.replace("f32", "f16")
-    with pytest.raises(CompileError, match="f16|Float16|not supported"):
+@pytest.mark.parametrize("dtype", ["f16", "f64", "bf16", "i64"])
+def test_unsupported_types_are_located_compile_errors(dtype):
+    src = ELEMENTWISE.replace("f32", dtype).replace("relax.maximum", "relax.add")
+    with pytest.raises(CompileError, match=rf"{dtype}.* not supported on WebGPU.*at loc\("):
         relax_mlir.compile(src, target="webgpu")
 
 

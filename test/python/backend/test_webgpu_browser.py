@@ -122,6 +122,17 @@ def assert_matches(name: str, got: list, want: list, n: int) -> None:
                                    err_msg=f"{name} n={n} result #{i} (in the browser)")
 
 
+def export_program(src: str, directory, inputs: dict[int, list[np.ndarray]]) -> None:
+    """Compile relax text `src` once for webgpu, export it, write `inputs` ({key: arrays})."""
+    relax_mlir.compile(src, target="webgpu").export(str(directory))
+    for n, args in inputs.items():
+        spec = []
+        for i, a in enumerate(args):
+            (directory / f"in_{n}_{i}.bin").write_bytes(np.ascontiguousarray(a).tobytes())
+            spec.append({"shape": list(a.shape), "dtype": {v: k for k, v in _DTYPES.items()}[a.dtype.type]})
+        (directory / f"inputs_{n}.json").write_text(json.dumps(spec))
+
+
 def decode(o: dict) -> np.ndarray:
     return np.frombuffer(base64.b64decode(o["b64"]), _DTYPES[o["dtype"]]).reshape(o["shape"])
 
@@ -196,4 +207,32 @@ def test_demo_page(browser, tmp_path):
         page.screenshot(path=shot, full_page=True)
         page.close()
     assert os.path.getsize(shot) > 0
+    assert console == [], console
+
+
+def test_nan_bytes_and_empty_in_browser(site):
+    """In the browser too: maximum propagates NaN and orders -inf / inf (the NaN test is on the
+    bits), comparisons are false on NaN, bool and int8 results keep their bytes when
+    neighbouring invocations write one word, and a zero-size call launches nothing."""
+    from test_webgpu import BOOLS, ELEMENTWISE
+
+    root, url, page, console = site
+    nan, inf = np.float32(np.nan), np.float32(np.inf)
+    x = np.array([1.0, nan, -inf, 3.0, -0.0, nan, 2.5, -7.0], np.float32)
+    y = np.array([nan, 2.0, 5.0, inf, 1.0, nan, -2.5, -7.5], np.float32)
+    rng = np.random.default_rng(3)
+    bx, by = (rng.uniform(-100, 100, 1001).astype(np.float32) for _ in range(2))
+    e = np.zeros(0, np.float32)
+    export_program(ELEMENTWISE, root / "maximum", {8: [x, y], 0: [e, e]})
+    export_program(BOOLS, root / "bools", {1001: [bx, by], 0: [e, e]})
+    got = page.evaluate(_RUN_JS, [url, "maximum", [8, 0]])
+    assert got["errors"] == []
+    np.testing.assert_array_equal(decode(got["runs"][0]["out"][0]), np.maximum(x, y))
+    assert decode(got["runs"][1]["out"][0]).shape == (0,)
+    got = page.evaluate(_RUN_JS, [url, "bools", [1001, 0]])
+    assert got["errors"] == []
+    m, c = (decode(o) for o in got["runs"][0]["out"])
+    np.testing.assert_array_equal(m, bx < by)
+    np.testing.assert_array_equal(c, bx.astype(np.int8))
+    assert [decode(o).shape for o in got["runs"][1]["out"]] == [(0,), (0,)]
     assert console == [], console
