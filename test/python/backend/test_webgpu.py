@@ -140,3 +140,159 @@ def test_required_limits_raise_only_what_a_kernel_needs():
     assert need["maxComputeWorkgroupStorageSize"] == 20000
     assert need["maxComputeInvocationsPerWorkgroup"] == 512
     assert need["maxComputeWorkgroupSizeZ"] == wgsl.DEFAULT_LIMITS["maxComputeWorkgroupSizeZ"]
+
+
+# Hand-written kernels for the emitter's paths the test models do not reach: scf.while with
+# carried values, integer division and shifts in every signedness, i8 wrap-around.
+_KERNELS = '''
+module attributes {gpu.container_module} {
+  gpu.module @collatz {
+    gpu.func @collatz(%n: index, %x: memref<?xi32>, %y: memref<?xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %c64 = arith.constant 64 : index
+      %i0 = arith.muli %b, %c64 : index
+      %i = arith.addi %i0, %t : index
+      %ok = arith.cmpi ult, %i, %n : index
+      scf.if %ok {
+        %v = memref.load %x[%i] : memref<?xi32>
+        %c0 = arith.constant 0 : i32
+        %c1 = arith.constant 1 : i32
+        %c3 = arith.constant 3 : i32
+        %r:2 = scf.while (%a = %v, %s = %c0) : (i32, i32) -> (i32, i32) {
+          %more = arith.cmpi sgt, %a, %c1 : i32
+          scf.condition(%more) %a, %s : i32, i32
+        } do {
+        ^bb0(%a2: i32, %s2: i32):
+          %odd = arith.andi %a2, %c1 : i32
+          %isodd = arith.cmpi ne, %odd, %c0 : i32
+          %m = arith.muli %a2, %c3 : i32
+          %m1 = arith.addi %m, %c1 : i32
+          %h = arith.shrsi %a2, %c1 : i32
+          %n2 = arith.select %isodd, %m1, %h : i32
+          %s3 = arith.addi %s2, %c1 : i32
+          scf.yield %n2, %s3 : i32, i32
+        }
+        memref.store %r#1, %y[%i] : memref<?xi32>
+      }
+      gpu.return
+    }
+  }
+  gpu.module @ints {
+    gpu.func @ints(%n: index, %x: memref<?xi32>, %z: memref<?xi32>, %y: memref<?xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %c64 = arith.constant 64 : index
+      %c8 = arith.constant 8 : index
+      %i0 = arith.muli %b, %c64 : index
+      %i = arith.addi %i0, %t : index
+      %ok = arith.cmpi ult, %i, %n : index
+      scf.if %ok {
+        %a = memref.load %x[%i] : memref<?xi32>
+        %d = memref.load %z[%i] : memref<?xi32>
+        %f = arith.floordivsi %a, %d : i32
+        %c = arith.ceildivsi %a, %d : i32
+        %r = arith.remsi %a, %d : i32
+        %u = arith.divui %a, %d : i32
+        %sh = arith.constant 3 : i32
+        %s = arith.shrui %a, %sh : i32
+        %mn = arith.minui %a, %d : i32
+        %a8 = arith.trunci %a : i32 to i8
+        %d8 = arith.trunci %d : i32 to i8
+        %p8 = arith.addi %a8, %d8 : i8
+        %p = arith.extsi %p8 : i8 to i32
+        %q = arith.extui %p8 : i8 to i32
+        %o = arith.muli %i, %c8 : index
+        %o1 = arith.addi %o, %c8 : index
+        %vals = arith.constant 0 : index
+        memref.store %f, %y[%o] : memref<?xi32>
+        %k1 = arith.constant 1 : index
+        %k2 = arith.constant 2 : index
+        %k3 = arith.constant 3 : index
+        %k4 = arith.constant 4 : index
+        %k5 = arith.constant 5 : index
+        %k6 = arith.constant 6 : index
+        %k7 = arith.constant 7 : index
+        %j1 = arith.addi %o, %k1 : index
+        %j2 = arith.addi %o, %k2 : index
+        %j3 = arith.addi %o, %k3 : index
+        %j4 = arith.addi %o, %k4 : index
+        %j5 = arith.addi %o, %k5 : index
+        %j6 = arith.addi %o, %k6 : index
+        %j7 = arith.addi %o, %k7 : index
+        memref.store %c, %y[%j1] : memref<?xi32>
+        memref.store %r, %y[%j2] : memref<?xi32>
+        memref.store %u, %y[%j3] : memref<?xi32>
+        memref.store %s, %y[%j4] : memref<?xi32>
+        memref.store %mn, %y[%j5] : memref<?xi32>
+        memref.store %p, %y[%j6] : memref<?xi32>
+        memref.store %q, %y[%j7] : memref<?xi32>
+      }
+      gpu.return
+    }
+  }
+}
+'''
+
+
+@needs_adapter
+def test_while_loops_and_integer_ops_run():
+    from mlir import ir
+
+    from relax_mlir.runtime.hostprog import Buffer
+    from relax_mlir.runtime.webgpu import WebGPUDriver
+
+    with relax_mlir.parse("module {}").context as ctx:
+        infos = wgsl.emit_module(ir.Module.parse(_KERNELS, ctx).operation)
+    drv = WebGPUDriver({m: k.wgsl for m, k in infos.items()},
+                       {"limits": wgsl.required_limits(infos), "kernels": {m: k.as_json() for m, k in infos.items()}})
+    idx = {"kind": "scalar", "type": "index", "pack": "<i"}
+    buf = {"kind": "buffer", "dtype": "i32"}
+
+    def dev(a):
+        b = Buffer(drv.alloc(a.nbytes), a.shape, a.dtype, False)
+        drv.upload(b.handle, a.view(np.uint8))
+        return b
+
+    def read(b, shape):
+        return np.frombuffer(drv.download(b.handle, b.nbytes), np.int32).reshape(shape)
+
+    n = 200
+    x = np.arange(1, n + 1, dtype=np.int32)
+    bx, by = dev(x), dev(np.zeros(n, np.int32))
+    drv.launch("collatz", "collatz", (-(-n // 64), 1, 1), (64, 1, 1), 0, [(idx, n), (buf, bx), (buf, by)])
+
+    def steps(v):
+        s = 0
+        while v > 1:
+            v = 3 * v + 1 if v & 1 else v >> 1
+            s += 1
+        return s
+
+    np.testing.assert_array_equal(read(by, n), [steps(int(v)) for v in x])
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(-1000, 1000, n).astype(np.int32)
+    d = rng.integers(1, 50, n).astype(np.int32) * rng.choice([-1, 1], n).astype(np.int32)
+    ba, bd, bo = dev(a), dev(d), dev(np.zeros(8 * n, np.int32))
+    drv.launch("ints", "ints", (-(-n // 64), 1, 1), (64, 1, 1), 0, [(idx, n), (buf, ba), (buf, bd), (buf, bo)])
+    got = read(bo, (n, 8))
+    ua, ud = a.view(np.uint32), d.view(np.uint32)
+    p8 = (a.astype(np.int8) + d.astype(np.int8)).astype(np.int8)
+    want = np.stack([a // d, -(-a // d), np.fmod(a, d), (ua // ud).view(np.int32), (ua >> 3).view(np.int32),
+                     np.minimum(ua, ud).view(np.int32), p8.astype(np.int32), p8.view(np.uint8).astype(np.int32)], 1)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_barrier_in_loop_with_nonuniform_bounds_is_refused():
+    from mlir import ir
+
+    src = _NONUNIFORM.replace('''      scf.if %c {
+        gpu.barrier
+      }''', '''      %c1 = arith.constant 1 : index
+      scf.for %i = %t to %n step %c1 {
+        gpu.barrier
+      }''')
+    with relax_mlir.parse("module {}").context as ctx:
+        with pytest.raises(LoweringError, match="gpu.barrier under control flow"):
+            wgsl.emit_module(ir.Module.parse(src, ctx).operation)
