@@ -11,11 +11,12 @@ PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=
 
 setup: $(STAMP)
 	-@command -v spirv-val >/dev/null || ((apt-get update -q && apt-get install -y -q spirv-tools mesa-vulkan-drivers libvulkan1) >/dev/null 2>&1 || true)
+	-@command -v chromium-headless-shell >/dev/null || ((apt-get update -q && apt-get install -y -q chromium-headless-shell) >/dev/null 2>&1 || true)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-	$(BIN)/python -m pip install -q -e '.[test,jax,models]'
+	$(BIN)/python -m pip install -q -e '.[test,jax,models,web]'
 	@touch $(STAMP)
 
 test: setup

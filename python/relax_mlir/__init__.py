@@ -73,7 +73,7 @@ def run_passes(module: Module | str, passes: Sequence[str]) -> Module:
 
 def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
             passes: Sequence[str] | None = None, options=None, verbose: bool = False):
-    """Compile a relax module for `target` ("cpu", "cuda", "vulkan"); returns an `Executable`.
+    """Compile a relax module for `target` ("cpu", "cuda", "vulkan", "webgpu"); returns an `Executable`.
 
     `options`: the target's options (`CPUOptions`, `GPUOptions`, `SPIRVOptions`, or a dict of their
     fields), checked with the target before any pass runs. `passes` replaces the target's named

@@ -4,10 +4,12 @@ The manifest's `format` says which:
 
 * ``relax-mlir-cpu-1``: `kernels.so` (native code) + `manifest.json` (symbolic signatures, check
   messages, derived symbols), called through ctypes.
-* ``relax-mlir-vulkan-1`` / ``relax-mlir-cuda-1``: `manifest.json` (the same signatures),
-  `host.json` (the host program, runtime/hostprog.py) and `kernels/<gpu.module>.spv` / `.ptx`; the
-  host program runs with a wgpu driver (runtime/vulkan.py) or a CuPy driver (runtime/cuda.py),
-  created on the first call.
+* ``relax-mlir-vulkan-1`` / ``relax-mlir-cuda-1`` / ``relax-mlir-webgpu-1``: `manifest.json` (the
+  same signatures), `host.json` (the host program, runtime/hostprog.py) and
+  `kernels/<gpu.module>.spv` / `.ptx` / `.wgsl`; the host program runs with a wgpu driver
+  (runtime/vulkan.py, runtime/webgpu.py) or a CuPy driver (runtime/cuda.py), created on the first
+  call. A webgpu manifest also holds `webgpu`: each kernel's bindings and workgroup size, and the
+  device limits they need; runtime/web/relax_runtime.js runs the same artifact in a browser.
 
 The manifest's `files` records the size and SHA-256 of every other file of the artifact; `load`
 checks them all before it reads, maps or runs any (a truncated `kernels.so` would otherwise
@@ -30,7 +32,8 @@ from relax_mlir.shape import parse as parse_expr
 MANIFEST = "manifest.json"
 LIBRARY = "kernels.so"
 HOST_PROGRAM = "host.json"
-GPU_FORMATS = {"vulkan": ("relax-mlir-vulkan-1", "spirv", ".spv"), "cuda": ("relax-mlir-cuda-1", "ptx", ".ptx")}
+GPU_FORMATS = {"vulkan": ("relax-mlir-vulkan-1", "spirv", ".spv"), "cuda": ("relax-mlir-cuda-1", "ptx", ".ptx"),
+               "webgpu": ("relax-mlir-webgpu-1", "wgsl", ".wgsl")}
 
 
 def file_record(path: str) -> dict:
@@ -204,7 +207,8 @@ def write_gpu_artifact(path: str, artifacts: dict, signatures, main: str) -> Non
         files[module] = rel
     with open(os.path.join(path, HOST_PROGRAM), "w") as f:
         json.dump(artifacts["hostprog"], f)
-    write_manifest(path, manifest(fmt, main, signatures, host_program=HOST_PROGRAM, kernels=files),
+    extra = {"webgpu": artifacts["webgpu"]} if target == "webgpu" else {}  # WGSL bindings and device limits
+    write_manifest(path, manifest(fmt, main, signatures, host_program=HOST_PROGRAM, kernels=files, **extra),
                    [HOST_PROGRAM, *files.values()])
 
 
@@ -226,6 +230,19 @@ def _load_gpu(path: str, target: str, manifest: dict, driver=None) -> Executable
             return WgpuDriver(bins)
 
         kernels = {"spirv": bins}
+    elif target == "webgpu":
+        wgsl = {}
+        for m, p in files.items():
+            with open(p, encoding="utf-8") as f:
+                wgsl[m] = f.read()
+        table = manifest["webgpu"]
+
+        def factory():
+            from relax_mlir.runtime.webgpu import WebGPUDriver
+
+            return WebGPUDriver(wgsl, table)
+
+        kernels = {"wgsl": wgsl, "webgpu": table}
     else:
         ptx = {}
         for m, p in files.items():

@@ -1,4 +1,4 @@
-"""The compilation targets (`cpu`, `cuda`, `vulkan`) and the full pass registry.
+"""The compilation targets (`cpu`, `cuda`, `vulkan`, `webgpu`) and the full pass registry.
 
 `get_target(name, options)` validates a target and its options before any pass runs;
 `registry()` is every relax pass (graph passes from `transforms`, backend stages from each
@@ -7,7 +7,7 @@ target) and every named pipeline (`relax-optimize`, `relax-lower`, `relax-compil
 from __future__ import annotations
 
 from relax_mlir.core.pipeline import PassRegistry
-from relax_mlir.targets import cpu, cuda, vulkan  # noqa: F401  (each registers its target)
+from relax_mlir.targets import cpu, cuda, vulkan, webgpu  # noqa: F401  (each registers its target)
 from relax_mlir.targets.base import PIPELINES, TARGETS, Target, get_target
 from relax_mlir.transforms import PASSES as GRAPH_PASSES
 

@@ -16,7 +16,7 @@ SRC = """func.func @main(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n"
 
 
 def test_targets_registered():
-    assert set(TARGETS) == {"cpu", "cuda", "vulkan"}
+    assert set(TARGETS) == {"cpu", "cuda", "vulkan", "webgpu"}
     for name, cls in TARGETS.items():
         assert cls.name == name and (cls.__doc__ or "").strip()
         assert f"relax-compile-{name}" in registry().pipelines

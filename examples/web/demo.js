@@ -1,0 +1,78 @@
+// The demo page: load the exported transformer block (model/), run it at the chosen sequence
+// length, show the output summary and timings. Each summary cell also carries its full value in
+// data-value (the Playwright test compares them with jax.jit).
+import { loadArtifact, requestDevice, fromBytes } from "./relax_runtime.js";
+
+const $ = (id) => document.getElementById(id);
+let exe = null, weights = [], d = 0, runs = 0;
+
+// x [n, d]: exact small multiples of 1/8 (build_site.py `demo_input` builds the same values)
+function makeInput(n) {
+  const x = new Float32Array(n * d);
+  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) x[i * d + j] = (((i * 31 + j * 17) % 23) - 11) / 8;
+  return { data: x, shape: [n, d] };
+}
+
+function show(id, v) {
+  $(id).textContent = typeof v === "number" && !Number.isInteger(v) ? v.toPrecision(6) : String(v);
+  $(id).dataset.value = Array.isArray(v) ? JSON.stringify(v) : String(v);
+}
+
+function fail(e) {
+  $("status").textContent = `${e.name}: ${e.message}`;
+  $("status").className = "error";
+}
+
+async function init() {
+  const t0 = performance.now();
+  const info = await (await fetch("model/weights.json")).json();
+  d = info.d;
+  weights = await Promise.all(info.weights.map(async (w) => ({
+    data: fromBytes("f32", await (await fetch("model/" + w.file)).arrayBuffer()), shape: w.shape })));
+  const manifest = await (await fetch("model/manifest.json")).json();
+  const { adapter, device } = await requestDevice(manifest.webgpu.limits);
+  exe = await loadArtifact("model/", device);
+  const errors = await exe.validate();
+  if (errors.length) throw new Error("kernels rejected: " + errors.join("; "));
+  show("adapter", adapter.info ? `${adapter.info.vendor} ${adapter.info.architecture}`.trim() : "?");
+  show("kernels", Object.keys(exe.kernels).length);
+  show("t-load", performance.now() - t0);
+  $("status").textContent = "ready";
+  $("run").disabled = false;
+  document.body.dataset.ready = "1";
+}
+
+async function run() {
+  const n = Number($("seq").value);
+  $("run").disabled = true;
+  try {
+    const x = makeInput(n);
+    const t0 = performance.now();
+    const [y] = await exe.call("main", [x, ...weights]);
+    const ms = performance.now() - t0;
+    let sum = 0, sq = 0, lo = Infinity, hi = -Infinity;
+    for (const v of y.data) { sum += v; sq += v * v; lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    const mean = sum / y.data.length;
+    show("shape", `[${y.shape.join(", ")}]`);
+    $("shape").dataset.value = JSON.stringify(y.shape);
+    show("mean", mean);
+    show("std", Math.sqrt(Math.max(sq / y.data.length - mean * mean, 0)));
+    show("min", lo);
+    show("max", hi);
+    const first = Array.from(y.data.slice(0, 4));
+    $("first").textContent = first.map((v) => v.toPrecision(6)).join(", ");
+    $("first").dataset.value = JSON.stringify(first);
+    show("t-run", ms);
+    $("status").textContent = `ran s = ${n}`;
+    $("status").className = "";
+    runs += 1;
+    document.body.dataset.runs = String(runs);
+  } catch (e) {
+    fail(e);
+  } finally {
+    $("run").disabled = false;
+  }
+}
+
+$("run").addEventListener("click", run);
+init().catch(fail);

@@ -1,0 +1,3 @@
+from relax_mlir.runtime.web import main
+
+raise SystemExit(main())
