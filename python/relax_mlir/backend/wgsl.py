@@ -577,7 +577,8 @@ class _Emitter:
                 _fail(f"'{n}' on i1 values", loc)
             return f"({nm[0]} {_BIN[n]} {nm[1]})"
         if n == "arith.remf":
-            # WGSL's f32 % is x - y * trunc(x / y), not fmod: refuse rather than differ
+            # WGSL's f32 % is x - y * trunc(x / y), not fmod: the SPIR-V stage expands f32 remf
+            # into the exact integer fmod before this emitter; anything else is refused
             _fail("'arith.remf' (relax.remainder on floats) is not supported on WebGPU yet", loc)
         if n == "arith.negf":
             return f"(-{nm[0]})"

@@ -41,7 +41,7 @@ def test_expanded_remf_is_exact(monkeypatch):
 
 
 def test_vulkan_remainder_is_exact():
-    """On Vulkan (lavapipe here) f32 and f16 `remainder` use the integer fmod: bit for bit equal to
+    """On Vulkan (lavapipe here) f32 and f16 `remainder`, and on WebGPU (wgpu-py) f32, use the integer fmod: bit for bit equal to
     numpy's fmod where OpFRem lost the result past quotients of 2^24 (fuzzer finding)."""
     import os
     import subprocess
@@ -55,8 +55,9 @@ def test_vulkan_remainder_is_exact():
     code = f"""
 import numpy as np, relax_mlir
 SRC = {SRC!r}
-for dt, npdt, lo, hi in (("f32", np.float32, -40, 39), ("f16", np.float16, -7, 5)):
-    exe = relax_mlir.compile(SRC.replace("f32", dt), target="vulkan")
+for target, dt, npdt, lo, hi in (("vulkan", "f32", np.float32, -40, 39), ("vulkan", "f16", np.float16, -7, 5),
+                                 ("webgpu", "f32", np.float32, -40, 39)):
+    exe = relax_mlir.compile(SRC.replace("f32", dt), target=target)
     rng = np.random.default_rng(1)
     with np.errstate(over="ignore"):
         x = (rng.standard_normal(5000) * 10.0 ** rng.integers(lo, hi, 5000)).astype(npdt)
@@ -68,13 +69,13 @@ for dt, npdt, lo, hi in (("f32", np.float32, -40, 39), ("f16", np.float16, -7, 5
         want = np.fmod(x, y)
     got = np.asarray(exe(x, y))
     same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
-    print(dt, "mismatches", int((~same).sum()), "quotients past 2^24", int((np.abs(x.astype(np.float64) / y) > 2.0 ** 24).sum()))
+    print(target + "-" + dt, "mismatches", int((~same).sum()), "quotients past 2^24", int((np.abs(x.astype(np.float64) / y) > 2.0 ** 24).sum()))
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")})
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [ln.split() for ln in r.stdout.splitlines() if "mismatches" in ln]
-    assert [ln[0] for ln in lines] == ["f32", "f16"], r.stdout
+    assert [ln[0] for ln in lines] == ["vulkan-f32", "vulkan-f16", "webgpu-f32"], r.stdout
     for ln in lines:
         assert ln[2] == "0", r.stdout
         assert int(ln[-1]) > 100  # the inputs do reach the quotients OpFRem gets wrong
