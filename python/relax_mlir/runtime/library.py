@@ -59,6 +59,17 @@ def _threads() -> int:
     return blas_threads()
 
 
+def _warm_up(lib: ctypes.CDLL) -> None:
+    """One 1x1x1 sgemm: OpenBLAS allocates its work buffers at its first call, which would
+    otherwise land in the first call of a compiled module (issue 18: no first-call surprises)."""
+    f = getattr(lib, SGEMM_SYMBOL)
+    a = (ctypes.c_float * 3)(1.0, 1.0, 0.0)
+    p = ctypes.cast(a, ctypes.c_void_p).value
+    f.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                                       ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+    f(ROW_MAJOR, NO_TRANS, NO_TRANS, 1, 1, 1, 1.0, p, 1, p + 4, 1, 0.0, p + 8, 1)
+
+
 def load() -> ctypes.CDLL:
     """dlopen the BLAS once per process and set its thread count."""
     global _lib
@@ -76,6 +87,7 @@ def load() -> ctypes.CDLL:
                 setter.argtypes = [ctypes.c_int]
                 setter(_threads())  # create the pool at its full size once...
                 setter(1)  # ...and run small products on one thread
+            _warm_up(lib)
             _lib = lib
         return _lib
 
