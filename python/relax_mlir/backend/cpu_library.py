@@ -10,7 +10,11 @@ aligned pointers and sizes of the buffers and calls `scipy_cblas_sgemm` once per
     C[.., M, N] = op(A)[.., M, K] * op(B)[.., K, N]    row-major, lda/ldb = last dim, ldc = N
 
 The zero `linalg.fill` of C right before the op becomes beta = 0 (otherwise beta = 1: the op
-accumulates into C, as the generic does). A tagged op on a strided buffer keeps the generic, which
+accumulates into C, as the generic does); so does a `linalg.generic` that only writes 0.0 into C,
+the zero initialization of a relax-multiversion kernel's BLAS version (a fill there would be
+caught by the generated versions' schedules, which vectorize every fill of the kernel). The
+per-op schedules of backend/cpu.py leave tagged ops alone, so a BLAS version survives even where
+its kernel's matmul schedule does not apply. A tagged op on a strided buffer keeps the generic, which
 the rest of the pipeline lowers to loops (correct, slow), and is logged.
 """
 from __future__ import annotations

@@ -17,7 +17,11 @@ Which matmuls go to the library (`mode`, default `RELAX_MLIR_LIBRARY`, else `aut
 `min_static` (0.95-0.99x at K=512, N=2048, bench/matmul.py), but reaches only about a third of it
 when K or N is small or dynamic (the attention products `q @ k.T` and `p @ v`: 20-34 vs 80
 GFLOP/s at s=512, d=64). So `auto` dispatches a matmul unless both K and N are static and
->= `min_static`.
+>= `min_static`. Measured again for issue 18 (single-head attention d = 256, one thread, load
+~1-4): s = 512 2.3 ms through BLAS vs 9-13 ms generated, s = 16 0.02 vs 0.15 ms. Where K and N
+are static and >= `min_static`, the row count decides: `relax-multiversion` (run next) gives such
+a matmul a BLAS version for the row counts where its measured table prefers BLAS, chosen at run
+time (transforms/multiversion.py).
 
 `relax-legalize` turns each `call_library` into a `call_tir` of a kernel holding the matmul as a
 `linalg.generic` tagged `relax.library = "sgemm"` (`legalize_call_library`): shapes stay symbolic,
