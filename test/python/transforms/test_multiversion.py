@@ -95,3 +95,24 @@ def test_never_keeps_generated_code_only(monkeypatch):
     for n in (1, 8, 9, 97):
         x = rng.standard_normal((n, 256)).astype(np.float32)
         np.testing.assert_allclose(exe(x, w), x @ w, rtol=1e-4, atol=1e-3)
+
+
+def test_zero_rows_take_each_first_version(monkeypatch):
+    """m = 0 (legal in relax text, below jax's lower bound of 1) selects the first version: BLAS
+    for the narrow matmul (M = 0 sgemm), generated code for the deep one; both give [0, N]."""
+    monkeypatch.setenv("RELAX_MLIR_LIBRARY", "auto")
+    src = """func.func @main(%x: !relax.tensor<["m", 256], f32>, %w: !relax.tensor<[256, 256], f32>, %y: !relax.tensor<["m", 2048], f32>, %v: !relax.tensor<[2048, 512], f32>) -> (!relax.tensor<["m", 256], f32>, !relax.tensor<["m", 512], f32>) {
+  %a = "relax.matmul"(%x, %w) : (!relax.tensor<["m", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["m", 256], f32>
+  %b = "relax.matmul"(%y, %v) : (!relax.tensor<["m", 2048], f32>, !relax.tensor<[2048, 512], f32>) -> !relax.tensor<["m", 512], f32>
+  return %a, %b : !relax.tensor<["m", 256], f32>, !relax.tensor<["m", 512], f32>
+}"""
+    exe = relax_mlir.compile(src, options=CPUOptions(num_threads=1))
+    assert str(exe.artifacts["upstream"]).count('relax.kernel = "sgemm_versions"') == 2
+    rng = np.random.default_rng(5)
+    w, v = rng.standard_normal((256, 256)).astype(np.float32), rng.standard_normal((2048, 512)).astype(np.float32)
+    for m in (0, 1, 9, 40):
+        x, y = rng.standard_normal((m, 256)).astype(np.float32), rng.standard_normal((m, 2048)).astype(np.float32)
+        a, b = exe(x, w, y, v)
+        assert a.shape == (m, 256) and b.shape == (m, 512)
+        np.testing.assert_allclose(a, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(b, y.astype(np.float64) @ v, rtol=1e-4, atol=2e-3)
