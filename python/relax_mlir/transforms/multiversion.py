@@ -52,7 +52,7 @@ from mlir import ir
 
 from relax_mlir import knobs
 from relax_mlir.dialect.types import TensorType, view
-from relax_mlir.passes import ModulePass
+from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.runtime import library
 from relax_mlir.transforms.infer_shapes import check_module, graph_functions
 
@@ -108,11 +108,21 @@ def read_versions(op: ir.Operation) -> list[tuple[int | None, str]] | None:
     if VERSIONS_ATTR not in op.attributes:
         return None
     out = []
-    for d in ir.ArrayAttr(op.attributes[VERSIONS_ATTR]):
-        d = ir.DictAttr(d)
-        impl = ir.StringAttr(d["impl"]).value
-        hi = ir.IntegerAttr(d["max_rows"]).value if "max_rows" in d else None
-        out.append((hi, impl))
+    try:
+        for d in ir.ArrayAttr(op.attributes[VERSIONS_ATTR]):
+            d = ir.DictAttr(d)
+            impl = ir.StringAttr(d["impl"]).value
+            hi = ir.IntegerAttr(d["max_rows"]).value if "max_rows" in d else None
+            out.append((hi, impl))
+    except (ValueError, KeyError, TypeError):
+        out = []
+    ok = bool(out) and out[-1][0] is None and all(h is not None and h >= 0 for h, _ in out[:-1]) and \
+        all(impl in ("sgemm", "generated") for _, impl in out) and \
+        all(a[0] < b[0] for a, b in zip(out[:-2], out[1:-1]))
+    if not ok:
+        raise PassError(op, f"'{op.name}' op: versions must be a list of {{impl = \"sgemm\" | \"generated\", "
+                            f"max_rows = N}} with increasing N, the last without max_rows; got "
+                            f"{op.attributes[VERSIONS_ATTR]}")
     return out
 
 
