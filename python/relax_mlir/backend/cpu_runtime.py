@@ -134,23 +134,6 @@ def _export(exe: Executable, path: str, cpu: str | None) -> None:
     export(exe.artifacts["upstream"], [f.sig for f in exe.functions.values()], exe.main, path, cpu)
 
 
-def _fewest_elements(sig) -> int:
-    """About the fewest elements a call of the entry touches (arguments and results): symbolic
-    dims at their declared lower bounds, 0 where a symbol has none (only decides when the
-    multi-threaded build is compiled, never what a call computes)."""
-    low = dict(sig.lower)
-    total = 0
-    for t in list(sig.params) + list(sig.results):
-        n = 1
-        for d in t.dims:
-            if d is None or not d.symbols() <= low.keys():
-                n = 0
-                break
-            n *= max(int(d.evaluate(low)), 0)
-        total += n
-    return total
-
-
 def _most_elements(sig) -> int | None:
     """The most elements a call of the entry can touch (symbolic dims at their upper bounds);
     None when a symbol has no upper bound."""
