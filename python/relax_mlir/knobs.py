@@ -49,9 +49,12 @@ def use_library() -> str:
 def blas_threads() -> int:
     """RELAX_MLIR_BLAS_THREADS: OpenBLAS threads for the large products of relax.call_library
     (at least RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds; smaller ones run on one thread).
-    Default: all cores."""
+    Default 1: a multi-threaded OpenBLAS call waits at a barrier for its slowest thread, and on a
+    machine whose other cores are busy that thread waits for a scheduler tick (measured on the
+    shared 2-core machine, runtime/library.py: a 512x512x256 sgemm 1.0 ms on one thread, 16 ms
+    median on two, 0.6 ms only when the second core happened to be idle)."""
     v = os.environ.get("RELAX_MLIR_BLAS_THREADS")
-    return max(1, int(v)) if v else (os.cpu_count() or 1)
+    return max(1, int(v)) if v else 1
 
 
 def blas_parallel_min() -> int:

@@ -638,7 +638,7 @@ def _kernel_schedule(func: ir.Operation, options: CPUOptions) -> tuple[str, str]
         from relax_mlir.backend import cpu_matmul
     except ImportError:
         return None
-    shape = cpu_matmul.matmul_kernel_shape(func)
+    shape = cpu_matmul.matmul_kernel_shape(func) or cpu_matmul.matmul_kernel_variants(func)
     if shape is None:
         return None
     if shape.batch:
@@ -920,7 +920,8 @@ def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
     infos = []
     for i, op in enumerate(_linalg_ops(scratch.func)):
         _set_tag(op, i)
-        infos.append(analyze_linalg_op(op))
+        # A library-tagged op (a relax-multiversion kernel's BLAS version) stays for cpu_library.
+        infos.append(None if "relax.library" in op.operation.attributes else analyze_linalg_op(op))
     labels = []
     for i, info in enumerate(infos):
         label = "scalar"

@@ -10,7 +10,11 @@ aligned pointers and sizes of the buffers and calls `scipy_cblas_sgemm` once per
     C[.., M, N] = op(A)[.., M, K] * op(B)[.., K, N]    row-major, lda/ldb = last dim, ldc = N
 
 The zero `linalg.fill` of C right before the op becomes beta = 0 (otherwise beta = 1: the op
-accumulates into C, as the generic does). A tagged op on a strided buffer keeps the generic, which
+accumulates into C, as the generic does); so does a `linalg.generic` that only writes 0.0 into C,
+the zero initialization of a relax-multiversion kernel's BLAS version (a fill there would be
+caught by the generated versions' schedules, which vectorize every fill of the kernel). The
+per-op schedules of backend/cpu.py leave tagged ops alone, so a BLAS version survives even where
+its kernel's matmul schedule does not apply. A tagged op on a strided buffer keeps the generic, which
 the rest of the pipeline lowers to loops (correct, slow), and is logged.
 """
 from __future__ import annotations
@@ -154,6 +158,27 @@ def _bool_attr(op: ir.Operation, name: str) -> bool:
 _SIDE_FREE = frozenset({"arith.constant", "memref.dim", "memref.cast", "arith.index_cast", "arith.muli"})
 
 
+def _zero_generic(op: ir.Operation, c: ir.Value) -> bool:
+    """A linalg.generic with no inputs that writes 0.0 into every element of exactly `c` (the zero
+    initialization of a relax-multiversion kernel's BLAS version)."""
+    if len(op.operands) != 1 or op.operands[0] != c or len(op.results) != 0:
+        return False
+    maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+    if len(maps) != 1 or not ir.AffineMapAttr(maps[0]).value.is_permutation:
+        return False
+    body = [o.operation for o in op.regions[0].blocks[0].operations]
+    if body[-1].name != "linalg.yield" or len(body[-1].operands) != 1:
+        return False
+    if any(o.name != "arith.constant" for o in body[:-1]):
+        return False
+    val = body[-1].operands[0].owner  # the constant may have been hoisted out of the body
+    val = getattr(val, "operation", val)
+    if not isinstance(val, ir.Operation) or val.name != "arith.constant":
+        return False
+    attr = val.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and attr.value == 0.0
+
+
 def _zero_fill_before(op: ir.Operation, c: ir.Value) -> ir.Operation | None:
     """The `linalg.fill` of 0.0 into exactly `c` that precedes `op` with only side-effect-free
     scalar/view ops in between, if any."""
@@ -166,6 +191,8 @@ def _zero_fill_before(op: ir.Operation, c: ir.Value) -> ir.Operation | None:
     for prev in reversed(before):
         if prev.name in _SIDE_FREE:
             continue
+        if prev.name == "linalg.generic" and LIBRARY_ATTR not in prev.attributes:
+            return prev if _zero_generic(prev, c) else None
         if prev.name != "linalg.fill" or len(prev.operands) != 2 or prev.operands[1] != c:
             return None
         val = prev.operands[0].owner

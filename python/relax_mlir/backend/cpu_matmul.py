@@ -111,6 +111,9 @@ class MatmulShape:
     batch: bool = False
     has_fill: bool = True
     versioned: bool = False  # the kernel holds a small and a large variant (version_matmul_kernel)
+    # With `versioned`: the variants the kernel holds (empty: all of MatmulConfig.variants()). A
+    # relax-multiversion kernel may hold only some, its other row ranges going to BLAS.
+    variants: tuple[str, ...] = ()
 
 
 VARIANT_ATTR = "relax_mlir.matmul_variant"
@@ -364,7 +367,7 @@ def matmul_schedule(
 
     all_variants = cfg.variants()
     if shp.versioned:
-        variants = [v for v, _ in all_variants]
+        variants = [v for v, _ in all_variants if not shp.variants or v in shp.variants]
     else:
         variants = [next(v for v, lim in all_variants if lim is None or (shp.m is not None and shp.m <= lim))]
     # The packed path first: it must run its tiling before any canonicalization.
@@ -563,8 +566,12 @@ def matmul_kernel_variants(func_op) -> MatmulShape | None:
     mm = mms[0]
     a, b = (ir.RankedTensorType(v.type) for v in mm.operands[:2])
     off = 1 if mm.name == "linalg.batch_matmul" else 0
+    names = [ir.StringAttr(op.attributes[VARIANT_ATTR]).value for op in mms]
+    known = [v for v, _ in MatmulConfig().variants()]
+    if len(set(names)) != len(names) or not set(names) <= set(known):
+        return None  # one copy per variant, each one the schedule knows
     return MatmulShape(m=None, k=_static(a.shape[off + 1]), n=_static(b.shape[off + 1]), batch=bool(off),
-                       has_fill=bool(fills), versioned=True)
+                       has_fill=bool(fills), versioned=True, variants=tuple(v for v in known if v in names))
 
 
 # --------------------------------------------------------------------------------------

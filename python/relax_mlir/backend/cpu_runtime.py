@@ -60,12 +60,18 @@ def as_module(op: ir.Operation) -> ir.Module:
     return m
 
 
-def _jit(upstream: ir.Operation, options) -> JitModule:
-    """JIT-compile a copy of the upstream-level module `upstream` (which stays as it is)."""
+def _jit(upstream: ir.Operation, options, entries=()) -> JitModule:
+    """JIT-compile a copy of the upstream-level module `upstream` (which stays as it is). The
+    ExecutionEngine generates machine code lazily, at the first symbol lookup (measured: 2.2 s of
+    LLVM code generation in the first call of the attention module): looking up `entries` here
+    moves that into the build."""
     with upstream.context:
         op = upstream.clone(ip=False)
         lower(op, options)
-        return JitModule(as_module(op), opt_level=options.opt_level)
+        jit = JitModule(as_module(op), opt_level=options.opt_level)
+    for name in entries:
+        jit._lookup(name)
+    return jit
 
 
 class ThreadedDispatch:
@@ -128,21 +134,28 @@ def _export(exe: Executable, path: str, cpu: str | None) -> None:
     export(exe.artifacts["upstream"], [f.sig for f in exe.functions.values()], exe.main, path, cpu)
 
 
-def _fewest_elements(sig) -> int:
-    """About the fewest elements a call of the entry touches (arguments and results): symbolic
-    dims at their declared lower bounds, 0 where a symbol has none (only decides when the
-    multi-threaded build is compiled, never what a call computes)."""
-    low = dict(sig.lower)
+def _most_elements(sig) -> int | None:
+    """The most elements a call of the entry can touch (symbolic dims at their upper bounds);
+    None when a symbol has no upper bound."""
+    high = dict(sig.upper)
     total = 0
     for t in list(sig.params) + list(sig.results):
         n = 1
         for d in t.dims:
-            if d is None or not d.symbols() <= low.keys():
-                n = 0
-                break
-            n *= max(int(d.evaluate(low)), 0)
+            if d is None or not d.symbols() <= high.keys():
+                return None
+            n *= max(int(d.evaluate(high)), 0)
         total += n
     return total
+
+
+def _may_thread(sigs, min_elements: int) -> bool:
+    """Can some call of some entry choose the multi-threaded build?"""
+    for s in sigs:
+        most = _most_elements(s)
+        if most is None or most >= min_elements:
+            return True
+    return False
 
 
 def build_cpu_executable(module, options=None) -> Executable:
@@ -154,12 +167,15 @@ def build_cpu_executable(module, options=None) -> Executable:
         if not sigs:
             raise ValueError("the module has no public graph function to call")
         upstream = module.op.clone(ip=False)  # kept for the multi-threaded build and export()
-    jit1 = _jit(upstream, replace(options, num_threads=1))
+    names = [s.name for s in sigs]
+    jit1 = _jit(upstream, replace(options, num_threads=1), names)
     run = ThreadedDispatch(upstream, options, jit1)
-    if options.num_threads > 1 and max(_fewest_elements(s) for s in sigs) >= run.min_elements:
-        # Every call of some entry takes the multi-threaded build (its static dims alone, the
-        # weights of a model, reach the threshold): built now, not at the first call.
-        run.jitn = _jit(upstream, options)
+    if options.num_threads > 1 and _may_thread(sigs, run.min_elements):
+        # Some call may take the multi-threaded build (issue 18: every variant is built by
+        # compile(), so that no first call at any shape compiles). A background build was
+        # measured and refused: the lowering holds the GIL for up to 1.1 s at a time, which a
+        # first call made meanwhile would wait for.
+        run.jitn = _jit(upstream, options, names)
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name), JitEntry(run, s.name))
              for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name

@@ -5,13 +5,21 @@ PyPI wheel `scipy-openblas32` (its symbols carry the `scipy_` prefix, so it neve
 OpenBLAS that numpy bundles). The JIT loads the library when a module references one of its
 symbols (backend/cpu.py `JitModule`); exported CPU artifacts ship a copy beside `kernels.so`.
 
-OpenBLAS threads: one by default; a product of at least RELAX_MLIR_BLAS_PARALLEL_MIN
-multiply-adds switches the pool to RELAX_MLIR_BLAS_THREADS (default: all cores) for its call
-(`scipy_openblas_set_num_threads`, from the generated helper). The pool's workers are told to sleep
-as soon as their work is done (OPENBLAS_THREAD_TIMEOUT=4, unless set): by default they spin for
-about 2^28 cycles and compete with the single-threaded kernels that follow. Measured on the 2-core
-machine: with two spinning threads for every product the MLP's [32, 64] x [64, 256] took 11.7 ms
-instead of 0.085 ms.
+OpenBLAS threads: one (RELAX_MLIR_BLAS_THREADS, default 1); with more, a product of at least
+RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds switches the pool to that many threads for its call
+(`scipy_openblas_set_num_threads` from the generated helper: 0.6 us a switch, measured) and back.
+The pool's workers are told to sleep as soon as their work is done (OPENBLAS_THREAD_TIMEOUT=4,
+unless set): by default they spin for about 2^28 cycles and compete with the single-threaded
+kernels that follow (the MLP's [32, 64] x [64, 256] took 11.7 ms instead of 0.085 ms).
+
+Why one thread (issue 18, measured on the shared 2-core machine, load average 3-4, ctypes calls
+of this library's sgemm, 512x512x256, median of 40; /tmp-free script in bench/dispatch.py
+`--blas`): 1 thread 1.0 ms; 2 threads 16.0 ms median (min 0.6 ms, 1.1 ms; every slow call a
+multiple of the 4 ms scheduler tick: 8.2, 16.0, 24.0 ms); with one more busy process 36-40 ms.
+A multi-threaded call is a barrier: it ends when its last thread ends, and a worker that finds
+its core taken by another process waits for the next tick. The thread-count switch itself is
+not the cost (0.6 us). So the single-head attention at s = 512 took 17-100 ms with two threads
+and takes 2.3 ms with one (7.9 ms before on generated code).
 """
 from __future__ import annotations
 
@@ -51,6 +59,17 @@ def _threads() -> int:
     return blas_threads()
 
 
+def _warm_up(lib: ctypes.CDLL) -> None:
+    """One 1x1x1 sgemm: OpenBLAS allocates its work buffers at its first call, which would
+    otherwise land in the first call of a compiled module (issue 18: no first-call surprises)."""
+    f = getattr(lib, SGEMM_SYMBOL)
+    a = (ctypes.c_float * 3)(1.0, 1.0, 0.0)
+    p = ctypes.cast(a, ctypes.c_void_p).value
+    f.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                                       ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+    f(ROW_MAJOR, NO_TRANS, NO_TRANS, 1, 1, 1, 1.0, p, 1, p + 4, 1, 0.0, p + 8, 1)
+
+
 def load() -> ctypes.CDLL:
     """dlopen the BLAS once per process and set its thread count."""
     global _lib
@@ -68,6 +87,7 @@ def load() -> ctypes.CDLL:
                 setter.argtypes = [ctypes.c_int]
                 setter(_threads())  # create the pool at its full size once...
                 setter(1)  # ...and run small products on one thread
+            _warm_up(lib)
             _lib = lib
         return _lib
 

@@ -18,7 +18,8 @@ class CPUTarget(Target):
     def optimize_pipeline(cls) -> tuple[str, ...]:
         # BLAS is a CPU library: matmuls become relax.call_library before legalization.
         i = OPTIMIZE.index("relax-legalize")
-        return OPTIMIZE[:i] + ("relax-dispatch-library",) + OPTIMIZE[i:]
+        # relax-multiversion: row-count-dependent choices between BLAS and generated code.
+        return OPTIMIZE[:i] + ("relax-dispatch-library", "relax-multiversion") + OPTIMIZE[i:]
 
     def build(self, module):
         return build_cpu_executable(module, self.options)

@@ -4,10 +4,10 @@ stage passes and the named pipelines (`relax_mlir.targets.registry()`), which `r
 from __future__ import annotations
 
 from relax_mlir.transforms import (canonicalize, cleanup, dispatch_library, fuse_ops, legalize, lower_shapes,
-                                   plan_memory, to_upstream)
+                                   multiversion, plan_memory, to_upstream)
 from relax_mlir.transforms.infer_shapes import InferShapesPass, VerifyPass
 
 PASSES = {p.name: p for p in (InferShapesPass, VerifyPass)}
-PASSES.update({p.name: p for m in (cleanup, canonicalize, dispatch_library, legalize, fuse_ops, plan_memory,
+PASSES.update({p.name: p for m in (cleanup, canonicalize, dispatch_library, multiversion, legalize, fuse_ops, plan_memory,
                                    lower_shapes, to_upstream)
                for p in m.PASSES})

@@ -17,7 +17,11 @@ Which matmuls go to the library (`mode`, default `RELAX_MLIR_LIBRARY`, else `aut
 `min_static` (0.95-0.99x at K=512, N=2048, bench/matmul.py), but reaches only about a third of it
 when K or N is small or dynamic (the attention products `q @ k.T` and `p @ v`: 20-34 vs 80
 GFLOP/s at s=512, d=64). So `auto` dispatches a matmul unless both K and N are static and
->= `min_static`.
+>= `min_static`. Measured again for issue 18 (single-head attention d = 256, one thread, load
+~1-4): s = 512 2.3 ms through BLAS vs 9-13 ms generated, s = 16 0.02 vs 0.15 ms. Where K and N
+are static and >= `min_static`, the row count decides: `relax-multiversion` (run next) gives such
+a matmul a BLAS version for the row counts where its measured table prefers BLAS, chosen at run
+time (transforms/multiversion.py).
 
 `relax-legalize` turns each `call_library` into a `call_tir` of a kernel holding the matmul as a
 `linalg.generic` tagged `relax.library = "sgemm"` (`legalize_call_library`): shapes stay symbolic,
@@ -38,6 +42,7 @@ from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.kernel import Kernel, affine_map
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import check_module, graph_functions
+from relax_mlir.transforms.multiversion import leaves, read_versions
 
 
 def _same(a, b) -> bool:
@@ -184,6 +189,53 @@ def sgemm_kernel(a: TensorType, b: TensorType, r: TensorType, ta: bool, tb: bool
     return k, g[0]
 
 
+def versioned_sgemm_kernel(a: TensorType, b: TensorType, r: TensorType,
+                           leaves: list[tuple[int | None, str]]) -> tuple[Kernel, str]:
+    """One kernel holding every version of a 2-D matmul (relax-multiversion): an `scf.if` chain
+    on the row count `tensor.dim %in0, 0` (`rows <= max` per version, in order, the last
+    unconditional); each branch fills the destination with zeros and computes the product with
+    either the BLAS-tagged generic of `sgemm_kernel` or a `linalg.matmul` tagged
+    `relax_mlir.matmul_variant` (small / medium / large) for the CPU backend's schedules."""
+    k = Kernel("sgemm_versions", [a, b], [r])
+    rt = k.ty(r)
+    rows = k.dim(k.inp(0), a, 0)
+
+    def branch(impl: str) -> str:
+        if impl == "sgemm":
+            # The zero initialization as a generic, not a linalg.fill: the generated versions'
+            # schedules vectorize every linalg.fill of the kernel (their fused accumulator
+            # fills), which fails on this dynamic one. cpu_library turns it into beta = 0.
+            f = k.generic([], [(k.out(0), r, affine_map(2, ["d0", "d1"]))], ["parallel", "parallel"],
+                          ["%z = arith.constant 0.0 : f32"], ["%z"])[0]
+            g = k.generic([(k.inp(0), a, affine_map(3, ["d0", "d2"])), (k.inp(1), b, affine_map(3, ["d2", "d1"]))],
+                          [(f, r, affine_map(3, ["d0", "d1"]))], ["parallel", "parallel", "reduction"],
+                          ["%p = arith.mulf %a0, %a1 : f32", "%s = arith.addf %o0, %p : f32"], ["%s"])[0]
+            line = k.lines.index(next(ln for ln in reversed(k.lines) if "= linalg.generic {indexing_maps" in ln))
+            k.lines[line] = k.lines[line].replace(
+                "]} ins(", f'], {LIBRARY_ATTR} = "sgemm", relax.transpose_a = false, relax.transpose_b = false}} ins(', 1)
+            return g
+        f = k.fill("0.0", k.out(0), r)
+        g = k.fresh("mm")
+        k.emit(f'{g} = linalg.matmul {{relax_mlir.matmul_variant = "{impl}"}} ins({k.inp(0)}, {k.inp(1)} : '
+               f"{k.ty(a)}, {k.ty(b)}) outs({f} : {rt}) -> {rt}")
+        return g
+
+    def chain(rest: list[tuple[int | None, str]]) -> str:
+        hi, impl = rest[0]
+        if hi is None:
+            return branch(impl)
+        p, res = k.fresh("p"), k.fresh("v")
+        k.emit(f"{p} = arith.cmpi ule, {rows}, {k.const_index(hi)} : index")
+        k.emit(f"{res} = scf.if {p} -> ({rt}) {{")
+        k.emit(f"  scf.yield {branch(impl)} : {rt}")
+        k.emit("} else {")
+        k.emit(f"  scf.yield {chain(rest[1:])} : {rt}")
+        k.emit("}")
+        return res
+
+    return k, chain(leaves)
+
+
 def call_library_kernel(op: ir.Operation, table) -> str:
     """The symbol of the library kernel that computes one `relax_v.call_library` (added to the
     module through `table`, a legalize KernelTable, and tagged with `relax.library`); the
@@ -199,6 +251,12 @@ def call_library_kernel(op: ir.Operation, table) -> str:
     if not all(isinstance(t, TensorType) for t in (a, b, r)) or not sgemm_shapes_ok(a, b, r, *flags):
         raise PassError(op, f"'relax_v.call_library' op: sgemm cannot compute {r} from {a} and {b} "
                             f"(transpose_a={flags[0]}, transpose_b={flags[1]})")
+    versions = read_versions(op)
+    if versions is not None:
+        if any(flags) or len(a.dims) != 2 or len(b.dims) != 2:
+            raise PassError(op, "'relax_v.call_library' op: versions need an untransposed 2-D sgemm")
+        k, res = versioned_sgemm_kernel(a, b, r, leaves(versions))
+        return table.get("sgemm_versions", lambda nm: k.text(nm, [res]))
     k, res = sgemm_kernel(a, b, r, *flags)
     base = "sgemm" + ("_t" if any(flags) else "") + ("a" if flags[0] else "") + ("b" if flags[1] else "")
     name = table.get(base, lambda nm: k.text(nm, [res]))

@@ -49,6 +49,7 @@ def test_named_pipelines_are_what_compile_runs():
     assert reg.expand(["relax-compile-cpu"]) == list(relax_mlir.OPTIMIZE_PIPELINE)
     assert reg.expand(["relax-lower"]) == list(relax_mlir.DEFAULT_PIPELINE)
     assert "relax-dispatch-library" not in reg.expand(["relax-compile-vulkan"])
+    assert "relax-multiversion" not in reg.expand(["relax-compile-vulkan"])
     assert get_target("cpu").pipeline(True) == ["relax-compile-cpu"]
     for items, _ in reg.pipelines.values():
         assert all(i in reg.passes or i in reg.pipelines for i in items)
@@ -70,7 +71,7 @@ def test_dump_ir(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAX_MLIR_DUMP_IR", str(tmp_path / "dump"))
     relax_mlir.compile(SRC)
     dumped = [p.name for p in (tmp_path / "dump").rglob("*.mlir")]
-    assert "3_relax-legalize.mlir" in dumped, dumped
+    assert "3_relax-multiversion.mlir" in dumped and "4_relax-legalize.mlir" in dumped, dumped
 
 
 def test_from_jax_resolves():

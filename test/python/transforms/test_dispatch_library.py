@@ -139,3 +139,17 @@ def test_large_products_run_multi_threaded(monkeypatch):
         np.testing.assert_allclose(exe(q, k, v), _softmax(q @ k.T) @ v, rtol=1e-4, atol=1e-5)
     monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "1")
     assert library.SET_THREADS_SYMBOL not in helper_text("h", 2, 2, 2, False, True)
+
+
+def test_blas_runs_on_one_thread_by_default(monkeypatch):
+    """Issue 18: a two-thread OpenBLAS call stalls at its barrier whenever the other core is busy
+    (runtime/library.py), so the generated helper switches threads only when asked to."""
+    from relax_mlir import knobs
+    from relax_mlir.backend.cpu_library import helper_text
+    from relax_mlir.runtime.library import SET_THREADS_SYMBOL
+
+    monkeypatch.delenv("RELAX_MLIR_BLAS_THREADS", raising=False)
+    assert knobs.blas_threads() == 1
+    assert SET_THREADS_SYMBOL not in helper_text("h", 2, 2, 2, False, True)
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "2")
+    assert f"func.call @{SET_THREADS_SYMBOL}" in helper_text("h", 2, 2, 2, False, True)

@@ -1,0 +1,199 @@
+"""`relax-multiversion`: a matmul whose best implementation depends on a symbolic row count gets
+several versions, chosen at run time by predicates on that symbol, in one artifact.
+
+Graph level, after `relax-dispatch-library`, before `relax-legalize` (CPU target). A 2-D f32
+`relax.matmul` (or an untransposed 2-D `relax_v.call_library` sgemm) `[m, K] x [K, N]` with `m`
+symbolic and K, N static becomes
+
+    %r = "relax_v.call_library"(%x, %w) {callee = "sgemm", transpose_a = false, transpose_b = false,
+            rows = "m", versions = [{impl = "sgemm", max_rows = 2 : i64}, {impl = "generated"}]}
+
+when the cost table below prefers different implementations for different `m`: the versions are
+tried in order, the first whose `max_rows` is >= the bound `m` runs (the last has none). `impl` is
+`sgemm` (BLAS) or `generated` (backend/cpu_matmul.py's register-blocked code). A matmul for which
+one implementation wins at every `m` is left alone (`relax-dispatch-library` decided it).
+
+Design: the versions ride on the call op as data rather than as graph-level control flow
+(`relax_v.if` over outlined branch functions), because the choice is inside one kernel: every
+version reads the same operands and writes the same destination, so memory planning, fusion and
+the shape checks must not see three calls. `relax-legalize` (`call_library_kernel`) turns the
+attribute into ONE kernel whose body is an `scf.if` chain on `tensor.dim %x, 0` (the symbol's
+value): each branch holds a zero fill and either the BLAS-tagged matmul generic or a
+`linalg.matmul` tagged with the cpu_matmul variant that fits its row range (`small` up to 4 rows,
+`medium` up to 16, `large`); the CPU backend schedules each generated branch with its own
+schedule and replaces each tagged generic by an sgemm call after bufferization. So the lit test
+of this pass shows the predicates, and the one of `relax-multiversion,relax-legalize` the switch.
+
+The cost table (`versions_for`): one thread, this machine (AVX2, 2 cores shared, load 3.6-4.4),
+time per call of the generated kernel (ONE compile, dynamic M) against scipy-openblas32's sgemm
+called through ctypes, interleaved, the best of three 0.15 s medians, `bench/dispatch.py
+--crossover`; ratios generated / BLAS:
+
+| K x N       | M=1  | 2    | 4    | 7    | 16   | 32   | 64   | 128  | 512  |
+|-------------|------|------|------|------|------|------|------|------|------|
+| 256 x 256   | 1.85 | 1.72 | 1.45 | 1.31 | 0.78 | 0.91 | 0.93 | 0.90 | 0.95 |
+| 256 x 1024  | 1.42 | 1.27 | 0.42 | 0.50 | 0.85 | 0.87 | 0.93 | 0.95 | 0.95 |
+| 1024 x 256  | 1.51 | 1.51 | 0.49 | 0.49 | 0.75 | 1.00 | 0.99 | 0.96 | 0.65 |
+| 512 x 2048  | 0.33 | 0.33 | 0.33 | 0.36 | 0.71 | 1.09 | 1.09 | 1.01 | 1.02 |
+| 2048 x 512  | 0.46 | 0.45 | 0.43 | 0.43 | 0.72 | 0.98 | 1.14 | 1.56 | 1.39 |
+
+Read as: OpenBLAS wins the matrix-vector end while the weights are small (K*N <= 2^16 up to 8
+rows, <= 2^18 up to 2 rows); the generated streaming kernels win from there to 16 rows, and
+reading a large weight matrix once per row block (K*N >= 2^20) from 1 row; at K >= 2048 OpenBLAS's
+K blocking wins from 64 rows (1.14-1.56x). K or N below 256 was not measured: left to
+`relax-dispatch-library`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from relax_mlir import knobs
+from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.runtime import library
+from relax_mlir.transforms.infer_shapes import check_module, graph_functions
+
+VERSIONS_ATTR = "versions"
+ROWS_ATTR = "rows"
+
+# cpu_matmul.MatmulConfig's streaming variants (small_m_max, medium_m_max): the generated
+# versions are split at these row counts so that each branch gets the schedule made for it.
+GENERATED_VARIANTS = (("small", 4), ("medium", 16), ("large", None))
+
+
+def versions_for(k: int, n: int) -> list[tuple[int | None, str]]:
+    """(max rows, impl) in dispatch order for a [m, k] x [k, n] f32 matmul; the last is
+    unbounded. Empty when the table has no data for (k, n). From the measured table above."""
+    if k < 256 or n < 256:
+        return []
+    out: list[tuple[int | None, str]] = []
+    if k * n <= 1 << 16:
+        out.append((8, "sgemm"))
+    elif k * n <= 1 << 18:
+        out.append((2, "sgemm"))
+    if k >= 2048:
+        out += [(32, "generated"), (None, "sgemm")]
+    else:
+        out.append((None, "generated"))
+    return out
+
+
+def leaves(versions: list[tuple[int | None, str]]) -> list[tuple[int | None, str]]:
+    """The versions with each `generated` range split into the cpu_matmul variants it covers:
+    (max rows, "sgemm" | "small" | "medium" | "large"), in order, the last unbounded."""
+    out: list[tuple[int | None, str]] = []
+    lo = 0
+    for hi, impl in versions:
+        if impl == "sgemm":
+            out.append((hi, "sgemm"))
+        else:
+            for name, lim in GENERATED_VARIANTS:
+                if lim is not None and lim <= lo:
+                    continue
+                if hi is not None and (lim is None or lim >= hi):
+                    out.append((hi, name))
+                    break
+                out.append((lim, name))
+        if hi is None:
+            break
+        lo = hi
+    return out
+
+
+def read_versions(op: ir.Operation) -> list[tuple[int | None, str]] | None:
+    """The `versions` attribute of a call_library op as (max rows, impl) pairs, or None."""
+    if VERSIONS_ATTR not in op.attributes:
+        return None
+    out = []
+    try:
+        for d in ir.ArrayAttr(op.attributes[VERSIONS_ATTR]):
+            d = ir.DictAttr(d)
+            impl = ir.StringAttr(d["impl"]).value
+            hi = ir.IntegerAttr(d["max_rows"]).value if "max_rows" in d else None
+            out.append((hi, impl))
+    except (ValueError, KeyError, TypeError):
+        out = []
+    ok = bool(out) and out[-1][0] is None and all(h is not None and h >= 0 for h, _ in out[:-1]) and \
+        all(impl in ("sgemm", "generated") for _, impl in out) and \
+        all(a[0] < b[0] for a, b in zip(out[:-2], out[1:-1]))
+    if not ok:
+        raise PassError(op, f"'{op.name}' op: versions must be a list of {{impl = \"sgemm\" | \"generated\", "
+                            f"max_rows = N}} with increasing N, the last without max_rows; got "
+                            f"{op.attributes[VERSIONS_ATTR]}")
+    return out
+
+
+def _static(d) -> int | None:
+    return d.value if d is not None and d.is_const else None
+
+
+def _bool(op: ir.Operation, name: str) -> bool:
+    return name in op.attributes and bool(ir.BoolAttr(op.attributes[name]).value)
+
+
+@dataclass(frozen=True)
+class MultiversionPass(ModulePass):
+    """Give symbolic-row matmuls run-time versions (BLAS / generated) guarded by predicates on the symbol."""
+
+    name: ClassVar[str] = "relax-multiversion"
+    mode: str = ""  # auto | always | never (library use, as relax-dispatch-library); "" reads RELAX_MLIR_LIBRARY
+
+    def run(self, module: ir.Operation) -> None:
+        mode = self.mode or knobs.use_library()
+        if mode not in ("auto", "always", "never"):
+            raise ValueError(f"relax-multiversion: mode must be auto, always or never, not '{mode}'")
+        if mode != "auto" or not library.available():
+            return  # never: no BLAS version; always: every matmul is BLAS already
+        check_module(module, infer=True)
+        for f in graph_functions(module):
+            todo = []
+
+            def walk(block):
+                for op in block.operations:
+                    op = op.operation
+                    if op.name in ("relax.matmul", "relax_v.call_library"):
+                        todo.append(op)
+                    for reg in op.regions:
+                        for blk in reg.blocks:
+                            walk(blk)
+
+            for blk in f.regions[0].blocks:
+                walk(blk)
+            for op in todo:
+                self.rewrite(op)
+
+    def rewrite(self, op: ir.Operation) -> None:
+        if op.name == "relax_v.call_library":
+            if (ir.StringAttr(op.attributes["callee"]).value != "sgemm" or VERSIONS_ATTR in op.attributes
+                    or _bool(op, "transpose_a") or _bool(op, "transpose_b")):
+                return
+        if len(op.operands) != 2 or len(op.results) != 1:
+            return
+        a, b, r = view(op.operands[0].type), view(op.operands[1].type), view(op.results[0].type)
+        if not all(isinstance(t, TensorType) and t.known for t in (a, b, r)):
+            return
+        if {a.dtype, b.dtype, r.dtype} != {"f32"} or len(a.dims) != 2 or len(b.dims) != 2 or len(r.dims) != 2:
+            return
+        m, k, n = a.dims[0], _static(b.dims[0]), _static(b.dims[1])
+        if m is None or m.is_const or k is None or n is None or _static(a.dims[1]) != k:
+            return
+        versions = versions_for(k, n)
+        if len({impl for _, impl in versions}) < 2:
+            return  # one implementation wins at every row count
+        attrs = {"callee": ir.StringAttr.get("sgemm"), "transpose_a": ir.BoolAttr.get(False),
+                 "transpose_b": ir.BoolAttr.get(False), ROWS_ATTR: ir.StringAttr.get(str(m)),
+                 VERSIONS_ATTR: ir.ArrayAttr.get([ir.DictAttr.get(
+                     {"impl": ir.StringAttr.get(impl),
+                      **({} if hi is None else {"max_rows": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), hi)})})
+                     for hi, impl in versions])}
+        with ir.InsertionPoint(op), op.location:
+            call = ir.Operation.create("relax_v.call_library", results=[op.results[0].type],
+                                       operands=list(op.operands), attributes=attrs)
+        op.results[0].replace_all_uses_with(call.results[0])
+        op.erase()
+
+
+PASSES = (MultiversionPass,)

@@ -1,0 +1,24 @@
+// RUN: not relax-opt %s --split-input-file --relax-legalize 2>&1 | FileCheck %s --implicit-check-not=Traceback
+
+// A hand-written versions attribute is checked where it is legalized.
+// CHECK: error: 'relax_v.call_library' op: versions must be a list of {impl = "sgemm" | "generated", max_rows = N} with increasing N, the last without max_rows; got [{impl = "sgemm", max_rows = 4 : i64}]
+func.func @no_default(%x: !relax.tensor<["b", 256], f32>, %w: !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32> {
+  %m = "relax_v.call_library"(%x, %w) {callee = "sgemm", versions = [{impl = "sgemm", max_rows = 4}]} : (!relax.tensor<["b", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32>
+  return %m : !relax.tensor<["b", 256], f32>
+}
+
+// -----
+
+// CHECK: error: 'relax_v.call_library' op: versions must be a list
+func.func @unknown_impl(%x: !relax.tensor<["b", 256], f32>, %w: !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32> {
+  %m = "relax_v.call_library"(%x, %w) {callee = "sgemm", versions = [{impl = "gemv", max_rows = 1}, {impl = "sgemm"}]} : (!relax.tensor<["b", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32>
+  return %m : !relax.tensor<["b", 256], f32>
+}
+
+// -----
+
+// CHECK: error: 'relax_v.call_library' op: versions must be a list
+func.func @not_a_list(%x: !relax.tensor<["b", 256], f32>, %w: !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32> {
+  %m = "relax_v.call_library"(%x, %w) {callee = "sgemm", versions = 3} : (!relax.tensor<["b", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32>
+  return %m : !relax.tensor<["b", 256], f32>
+}

@@ -1,0 +1,75 @@
+// RUN: relax-opt %s --split-input-file --relax-multiversion=mode=auto | FileCheck %s
+// RUN: relax-opt %s --split-input-file --relax-multiversion=mode=auto --relax-legalize | FileCheck %s --check-prefix=KERNEL
+// RUN: relax-opt %s --split-input-file --relax-multiversion=mode=never | FileCheck %s --check-prefix=NEVER
+
+// K = 2048: generated code up to 32 rows, BLAS above (the measured table in multiversion.py).
+// CHECK-LABEL: func.func @deep
+// CHECK-SAME: (%[[X:.*]]: !relax.tensor<["b", 2048], f32>, %[[W:.*]]: !relax.tensor<[2048, 512], f32>)
+// CHECK-NOT: "relax.matmul"
+// CHECK: %[[R:.*]] = "relax_v.call_library"(%[[X]], %[[W]]) {callee = "sgemm", rows = "b", transpose_a = false, transpose_b = false, versions = [{impl = "generated", max_rows = 32 : i64}, {impl = "sgemm"}]}
+// CHECK: return %[[R]]
+// One kernel; an scf.if chain on the row count picks the variant: b <= 4 small, <= 16 medium,
+// <= 32 large (generated), else the BLAS-tagged generic.
+// KERNEL-LABEL: func.func @deep
+// KERNEL: "relax_v.call_tir"(%{{.*}}, %{{.*}}) {callee = @[[F:sgemm_versions]]}
+// KERNEL: func.func private @[[F]](%[[A:.*]]: tensor<?x2048xf32>, %[[B:.*]]: tensor<2048x512xf32>, %[[O:.*]]: tensor<?x512xf32>)
+// KERNEL-DAG: %[[C4:.*]] = arith.constant 4 : index
+// KERNEL-DAG: %[[C16:.*]] = arith.constant 16 : index
+// KERNEL-DAG: %[[C32:.*]] = arith.constant 32 : index
+// KERNEL: %[[M:.*]] = tensor.dim %[[A]], %{{.*}} : tensor<?x2048xf32>
+// KERNEL: %[[P1:.*]] = arith.cmpi ule, %[[M]], %[[C4]] : index
+// KERNEL: scf.if %[[P1]]
+// KERNEL: linalg.matmul {relax_mlir.matmul_variant = "small"} ins(%[[A]], %[[B]]
+// KERNEL: } else {
+// KERNEL: %[[P2:.*]] = arith.cmpi ule, %[[M]], %[[C16]] : index
+// KERNEL: scf.if %[[P2]]
+// KERNEL: linalg.matmul {relax_mlir.matmul_variant = "medium"}
+// KERNEL: %[[P3:.*]] = arith.cmpi ule, %[[M]], %[[C32]] : index
+// KERNEL: scf.if %[[P3]]
+// KERNEL: linalg.matmul {relax_mlir.matmul_variant = "large"}
+// KERNEL: } else {
+// KERNEL: linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<?x2048xf32>, tensor<2048x512xf32>) {{.*}}relax.library = "sgemm", relax.transpose_a = false, relax.transpose_b = false}
+// NEVER-LABEL: func.func @deep
+// NEVER-NOT: versions
+// NEVER: "relax.matmul"
+func.func @deep(%x: !relax.tensor<["b", 2048], f32>, %w: !relax.tensor<[2048, 512], f32>) -> !relax.tensor<["b", 512], f32> {
+  %m = "relax.matmul"(%x, %w) : (!relax.tensor<["b", 2048], f32>, !relax.tensor<[2048, 512], f32>) -> !relax.tensor<["b", 512], f32>
+  return %m : !relax.tensor<["b", 512], f32>
+}
+
+// -----
+
+// Small weights (K * N <= 2^16): BLAS up to 8 rows (the matrix-vector end), generated above.
+// CHECK-LABEL: func.func @narrow
+// CHECK: "relax_v.call_library"(%{{.*}}, %{{.*}}) {callee = "sgemm", rows = "s", transpose_a = false, transpose_b = false, versions = [{impl = "sgemm", max_rows = 8 : i64}, {impl = "generated"}]}
+// KERNEL-LABEL: func.func @narrow
+// KERNEL: func.func private @sgemm_versions(%[[A:[a-z0-9]+]]: tensor<?x256xf32>
+// KERNEL: %[[M:.*]] = tensor.dim %[[A]]
+// KERNEL: %[[P1:.*]] = arith.cmpi ule, %[[M]], %{{.*}} : index
+// KERNEL: scf.if %[[P1]]
+// KERNEL: linalg.generic {{.*}} attrs = {{.*}}relax.library = "sgemm"
+// KERNEL: } else {
+// KERNEL: linalg.matmul {relax_mlir.matmul_variant = "medium"}
+// KERNEL: linalg.matmul {relax_mlir.matmul_variant = "large"}
+// KERNEL-NOT: "small"
+func.func @narrow(%x: !relax.tensor<["s", 256], f32>, %w: !relax.tensor<[256, 256], f32>) -> !relax.tensor<["s", 256], f32> {
+  %m = "relax.matmul"(%x, %w) : (!relax.tensor<["s", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["s", 256], f32>
+  return %m : !relax.tensor<["s", 256], f32>
+}
+
+// -----
+
+// One implementation wins at every row count (a 2048-wide weight, K = 512): left as it is; a
+// static row count and a transposed library call have nothing to choose at run time.
+// CHECK-LABEL: func.func @one_winner
+// CHECK-NOT: versions
+// CHECK: "relax.matmul"
+// CHECK: "relax.matmul"
+// CHECK: "relax_v.call_library"(%{{.*}}, %{{.*}}) {callee = "sgemm", transpose_a = false, transpose_b = true}
+// CHECK-NOT: versions
+func.func @one_winner(%x: !relax.tensor<["b", 512], f32>, %w: !relax.tensor<[512, 2048], f32>, %y: !relax.tensor<[7, 256], f32>, %v: !relax.tensor<[256, 256], f32>, %k: !relax.tensor<[256, 256], f32>) -> (!relax.tensor<["b", 2048], f32>, !relax.tensor<[7, 256], f32>, !relax.tensor<[7, 256], f32>) {
+  %m = "relax.matmul"(%x, %w) : (!relax.tensor<["b", 512], f32>, !relax.tensor<[512, 2048], f32>) -> !relax.tensor<["b", 2048], f32>
+  %n = "relax.matmul"(%y, %v) : (!relax.tensor<[7, 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<[7, 256], f32>
+  %t = "relax_v.call_library"(%y, %k) {callee = "sgemm", transpose_a = false, transpose_b = true} : (!relax.tensor<[7, 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<[7, 256], f32>
+  return %m, %n, %t : !relax.tensor<["b", 2048], f32>, !relax.tensor<[7, 256], f32>, !relax.tensor<[7, 256], f32>
+}
