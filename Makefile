@@ -15,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-	$(BIN)/python -m pip install -q -e '.[test,jax,models]'
+	$(BIN)/python -m pip install -q -e '.[test,jax,models,mpi]'
 	@touch $(STAMP)
 
 test: setup

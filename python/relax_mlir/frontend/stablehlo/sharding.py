@@ -1,19 +1,42 @@
-"""Sharding annotations: sdy/GSPMD constraints pass their operands through (relax compiles for
-one device); shard_map's manual computations are refused.
+"""Sharding annotations and SPMD import.
+
+Single-device import (the default): sdy/GSPMD constraints pass their operands through (a sharding
+never changes a program's values, and relax compiles for one device); shard_map's manual
+computations are refused, since their bodies hold per-device shapes and collectives.
+
+SPMD import (`import_stablehlo(..., spmd=True)`, `relax_mlir.spmd`): the relax function built is
+the per-device program. `SpmdImport` reads the mesh (`sdy.mesh`) and @main's argument and result
+`sdy.sharding`s; every argument becomes its local shard (a dim of size `2*k` split over a mesh
+axis of size 2 is `k`; a dim not provably divisible is refused at import; the runtime checks the
+global dims). Outside a manual computation a value is a *global view*: its dims are global (so
+jax's shape arithmetic stays right) and its relax value is the local shard, with its sharding
+tracked; inside `sdy.manual_computation` the body's arguments are the local shards with local
+dims, and StableHLO collectives become relax collective ops (ops/collective.py). Data ops on a
+sharded global view are partitioned for the common cases (`propagate`): elementwise ops whose
+sharded operands agree, and a dot_general whose sharded dims are batch or free dims of one
+operand; anything else is refused with a located error (never a silent replicated compute).
 """
 from __future__ import annotations
 
 from relax_mlir.frontend.stablehlo.checks import _REFUSED_OPS
+from relax_mlir.frontend.stablehlo.common import Val, _ints, _string
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
+from mlir import ir
+
+from relax_mlir.shape import const, floordiv, parse
 
 
 def _identity(im, op, ins):
     """An annotation that passes its operands through (sharding constraints, placement)."""
+    if getattr(im, "spmd", None) is not None and op.operation.name == "sdy.sharding_constraint":
+        return im.spmd.constraint(im, op, ins)
     return list(ins)
 
 
 def _refuse_manual(im, op, ins):
+    if getattr(im, "spmd", None) is not None:
+        return im.spmd.manual_computation(im, op, ins)
     raise UnsupportedOpError(op.operation.name, str(op.location), _REFUSED_OPS[op.operation.name])
 
 
@@ -21,10 +44,417 @@ _SHARD_MAP_WHY = ("shard_map's manual sharding (per-device shapes) is not suppor
                   "device; call the function without shard_map")
 
 
+# --- reading sdy attributes ---------------------------------------------------------------------
+
+def _sdy():
+    from jax._src.lib.mlir.dialects import sdy
+
+    return sdy
+
+
+def read_mesh(module) -> dict[str, dict]:
+    """mesh symbol -> {"axes": [(name, size)], "devices": [device ids] or None} of every `sdy.mesh`."""
+    sdy = _sdy()
+    out = {}
+    for op in module.body.operations:
+        if op.operation.name != "sdy.mesh":
+            continue
+        mesh = sdy.MeshAttr(op.attributes["mesh"])
+        axes = [(sdy.MeshAxisAttr(a).name, sdy.MeshAxisAttr(a).size) for a in mesh.axes]
+        devices = [int(d) for d in mesh.device_ids] or None
+        out[_string(op.attributes["sym_name"])] = {"axes": axes, "devices": devices}
+    return out
+
+
+def read_sharding(attr, where: str) -> list[list[str]]:
+    """Per dim, the mesh axes it is split over (major first), of an `#sdy.sharding`."""
+    sdy = _sdy()
+    t = sdy.TensorShardingAttr(attr)
+    dims = []
+    for d in t.dimension_shardings:
+        axes = []
+        for a in sdy.DimensionShardingAttr(d).axes:
+            ref = sdy.AxisRefAttr(a)
+            if ref.sub_axis_info is not None:
+                raise UnsupportedOpError("sdy.sharding", where, f"sub-axis sharding of axis '{ref.name}' is not supported")
+            axes.append(ref.name)
+        dims.append(axes)
+    if list(t.unreduced_axes):
+        raise UnsupportedOpError("sdy.sharding", where, "unreduced axes are not supported")
+    return dims
+
+
+def _attr_dict_list(func, name: str):
+    a = func.attributes[name] if name in func.attributes else None
+    return list(a) if a is not None else []
+
+
+# --- the SPMD import state ----------------------------------------------------------------------
+
+class SpmdImport:
+    """The mesh, the argument/result shardings, and the sharding of every global-view value."""
+
+    def __init__(self, module):
+        self.meshes = read_mesh(module)
+        if len(self.meshes) > 1:
+            raise UnsupportedOpError("sdy.mesh", "", f"{len(self.meshes)} meshes: one mesh per program is supported")
+        if not self.meshes:
+            raise UnsupportedOpError("sdy.mesh", "", "an SPMD import needs a module with an sdy.mesh "
+                                                     "(export with jax NamedSharding or shard_map)")
+        (self.mesh_name, mesh), = self.meshes.items()
+        self.axes = dict(mesh["axes"])
+        self.axis_order = [a for a, _ in mesh["axes"]]
+        self.size = 1
+        for _, n in mesh["axes"]:
+            self.size *= n
+        if mesh["devices"] is not None and mesh["devices"] != list(range(self.size)):
+            raise UnsupportedOpError("sdy.mesh", "", f"explicit device order {mesh['devices']} is not supported")
+        main = None
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and _string(op.attributes["sym_name"]) == "main":
+                main = op
+        self.main = main
+        self.arg_shardings: list[list[list[str]] | None] = []
+        for i, a in enumerate(_attr_dict_list(main, "arg_attrs")):
+            self.arg_shardings.append(read_sharding(a["sdy.sharding"], f"@main argument #{i}")
+                                      if "sdy.sharding" in a else None)
+        self.result_shardings: list[list[list[str]] | None] = []
+        for i, a in enumerate(_attr_dict_list(main, "res_attrs")):
+            self.result_shardings.append(read_sharding(a["sdy.sharding"], f"@main result #{i}")
+                                         if "sdy.sharding" in a else None)
+        self.of: dict[int, list[list[str]]] = {}  # id(Val) -> sharding of a global-view value
+        self.keep: list[Val] = []  # the Vals whose ids `of` holds stay alive
+        self.collectives = 0
+
+    # -- helpers --
+    def ways(self, axes: list[str]) -> int:
+        n = 1
+        for a in axes:
+            if a not in self.axes:
+                raise ValueError(f"unknown mesh axis '{a}'")
+            n *= self.axes[a]
+        return n
+
+    def sharded(self, s) -> bool:
+        return s is not None and any(s)
+
+    def track(self, v: Val, s) -> Val:
+        if self.sharded(s):
+            self.of[id(v)] = s
+            self.keep.append(v)
+        return v
+
+    def sharding(self, v: Val):
+        return self.of.get(id(v))
+
+    def local(self, dims, s, where: str):
+        out = []
+        for j, d in enumerate(dims):
+            n = self.ways(s[j]) if s and j < len(s) else 1
+            if n == 1:
+                out.append(d)
+                continue
+            if d is None or not all(c % n == 0 for _, c in d.terms):
+                raise UnsupportedOpError("sdy.sharding", where, f"dim {j} ({d}) is split {n} ways over "
+                                         f"{s[j]} but is not provably divisible by {n}")
+            out.append(floordiv(d, const(n)))
+        return out
+
+    def globalize(self, dims, s):
+        return [d * self.ways(s[j]) if s and j < len(s) and s[j] and d is not None else d
+                for j, d in enumerate(dims)]
+
+    # -- @main's arguments: local shards --
+    def localize_arg(self, im, i: int, dims, where: str):
+        """The local dims of argument i, and the dim names (im.dim_names[i]) rewritten to match."""
+        s = self.arg_shardings[i] if i < len(self.arg_shardings) else None
+        if not self.sharded(s):
+            return dims
+        names = im.dim_names[i] if i < len(im.dim_names) else None
+        new_dims, new_names = [], list(names or [None] * len(dims))
+        for j, d in enumerate(dims):
+            n = self.ways(s[j]) if j < len(s) else 1
+            if n == 1:
+                new_dims.append(d)
+                continue
+            if d is not None:
+                if d.value % n:
+                    raise UnsupportedOpError("func.func", where, f"argument #{i} dim {j} of size {d.value} is split "
+                                             f"{n} ways over {s[j]}: not divisible")
+                new_dims.append(const(d.value // n))
+                continue
+            nm = new_names[j] if j < len(new_names) else None
+            e = parse(nm) if nm else None
+            if e is None or not all(c % n == 0 for _, c in e.terms):
+                raise UnsupportedOpError("func.func", where, f"argument #{i} dim {j} ({nm or '?'}) is split {n} "
+                                         f"ways over {s[j]}: give it as a multiple of {n} (for example {n}*k) "
+                                         "so that its local size is a symbol")
+            new_names[j] = str(floordiv(e, const(n)))
+            new_dims.append(None)
+        while len(im.dim_names) <= i:
+            im.dim_names.append(None)
+        im.dim_names[i] = new_names
+        return new_dims
+
+    def global_args(self, args: list[Val], positions: list[int]) -> list[Val]:
+        """The body sees each argument as a global view: its global dims, its local value."""
+        out = []
+        for i, v in zip(positions, args):
+            s = self.arg_shardings[i] if i < len(self.arg_shardings) else None
+            if not self.sharded(s):
+                out.append(v)
+                continue
+            out.append(self.track(Val(v.value, v.dtype, self.globalize(v.dims, s), v.known), s))
+        return out
+
+    def check_results(self, results: list[Val], where: str):
+        for r, v in enumerate(results):
+            want = self.result_shardings[r] if r < len(self.result_shardings) else None
+            have = self.sharding(v)
+            if _norm(want) != _norm(have):
+                raise UnsupportedOpError("func.return", where, f"result #{r} is sharded {_fmt(have)} in the "
+                                         f"partitioned program but the function declares {_fmt(want)}: "
+                                         "resharding is not supported")
+
+    # -- ops --
+    def guard(self, im, op, ins):
+        """Refuse a data op on a sharded global view (outside a manual computation) with a located
+        error: its per-device form would need propagation this importer does not do."""
+        name = op.operation.name
+        if name in _VIEW_OK:
+            return
+        for k, v in enumerate(ins):
+            s = self.sharding(v)
+            if self.sharded(s):
+                raise UnsupportedOpError(name, str(op.location), f"operand #{k} is sharded {_fmt(s)} over the mesh "
+                                         f"{self.axes} outside a shard_map: sharding propagation into '{name}' is "
+                                         "not supported (write the per-device code with jax.shard_map)")
+
+    def constraint(self, im, op, ins):
+        s = read_sharding(op.attributes["sharding"], str(op.location))
+        if _norm(s) != _norm(self.sharding(ins[0])):
+            raise UnsupportedOpError(op.operation.name, str(op.location),
+                                     f"a sharding constraint {_fmt(s)} on a value sharded {_fmt(self.sharding(ins[0]))}: "
+                                     "resharding is not supported")
+        return list(ins)
+
+    def manual_computation(self, im, op, ins):
+        sdy = _sdy()
+        where = str(op.location)
+        ins_sh = [read_sharding(a, where) for a in sdy.TensorShardingPerValueAttr(op.attributes["in_shardings"]).shardings]
+        outs_sh = [read_sharding(a, where) for a in sdy.TensorShardingPerValueAttr(op.attributes["out_shardings"]).shardings]
+        from jax._src.lib.mlir import ir as jir
+
+        every = sdy.ManualAxesAttr.get([jir.StringAttr.get(a) for a in self.axis_order])
+        if op.attributes["manual_axes"] != every:
+            raise UnsupportedOpError(op.operation.name, where, f"manual axes {op.attributes['manual_axes']} of a mesh "
+                                     f"with axes {self.axis_order}: partly manual computations are not supported")
+        block = op.regions[0].blocks[0]
+        args = []
+        for k, (v, s) in enumerate(zip(ins, ins_sh)):
+            have = self.sharding(v)
+            if _norm(have) != _norm(s):
+                raise UnsupportedOpError(op.operation.name, where, f"operand #{k} is sharded {_fmt(have)} but the "
+                                         f"manual computation takes it as {_fmt(s)}: resharding is not supported")
+            args.append(Val(v.value, v.dtype, self.local(v.dims, s, where), v.known if not self.sharded(s) else None))
+        env = {a: v for a, v in zip(block.arguments, args)}
+        saved = im.scope
+        outs, _ = _run_body(im, block, env)
+        im.scope = saved
+        results = []
+        for v, s in zip(outs, outs_sh):
+            results.append(self.track(Val(im.use(v), v.dtype, self.globalize(v.dims, s)), s))
+        return results
+
+
+_VIEW_OK = frozenset({"sdy.manual_computation", "sdy.sharding_constraint", "sdy.reshard",
+                      "stablehlo.get_dimension_size"})
+
+
+def annotate_spmd(im, func_module) -> None:
+    """Record the mesh and the argument/result shardings on the relax @main (`relax.mesh_axes`,
+    `relax.mesh_shape`, `relax.arg_shardings`, `relax.result_shardings`: per value, per dim, the
+    mesh axes), which relax_mlir.spmd reads to scatter, check and gather."""
+    from mlir import ir
+
+    sp = im.spmd
+    main = None
+    for op in func_module.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            main = op.operation
+    i64 = ir.IntegerType.get_signless(64)
+
+    def sh(s, rank):
+        s = list(s or []) + [[]] * max(0, rank - len(s or []))
+        return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.StringAttr.get(a) for a in d]) for d in s])
+
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    from relax_mlir.dialect.types import view
+
+    def rank(t):
+        return len(view(t).dims)
+
+    main.attributes["relax.mesh_axes"] = ir.ArrayAttr.get([ir.StringAttr.get(a) for a in sp.axis_order])
+    main.attributes["relax.mesh_shape"] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, sp.axes[a]) for a in sp.axis_order])
+    args = [sp.arg_shardings[i] if i < len(sp.arg_shardings) else None for i in range(len(ftype.inputs))]
+    main.attributes["relax.arg_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(args, ftype.inputs)])
+    res = [sp.result_shardings[i] if i < len(sp.result_shardings) else None for i in range(len(ftype.results))]
+    main.attributes["relax.result_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(res, ftype.results)])
+
+
+def _run_body(im, block, env):
+    """Convert the manual computation's body (ending in sdy.return) with `env`."""
+    from relax_mlir.frontend.stablehlo.importer import Importer  # noqa: F401 (type only)
+
+    return im.run_block(block, env)
+
+
+def _norm(s):
+    if s is None:
+        return ()
+    out = [tuple(a) for a in s]
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out)
+
+
+def _fmt(s) -> str:
+    if not _norm(s):
+        return "replicated"
+    return "[" + ", ".join("{" + ", ".join(f'"{a}"' for a in d) + "}" for d in s) + "]"
+
+
+# --- collectives (inside a manual computation) -------------------------------------------------
+
+_REDUCER = {"stablehlo.add": "sum", "stablehlo.multiply": "prod", "stablehlo.maximum": "max",
+            "stablehlo.minimum": "min", "stablehlo.and": "and", "stablehlo.or": "or"}
+
+
+def _reduction(op) -> str:
+    """sum | prod | max | min | and | or: the computation of an all_reduce / reduce_scatter region."""
+    block = op.regions[0].blocks[0]
+    ops = list(block.operations)
+    if len(ops) == 2 and ops[0].operation.name in _REDUCER and ops[1].operation.name == "stablehlo.return" \
+            and list(ops[1].operands) == [ops[0].results[0]] \
+            and set(ops[0].operands) == set(block.arguments) and len(block.arguments) == 2:
+        kind = _REDUCER[ops[0].operation.name]
+        return kind
+    raise UnsupportedOpError(op.operation.name, str(op.location),
+                             "only a single add, multiply, maximum, minimum, and, or reduces a collective")
+
+
+def _groups(im, op) -> tuple[list[int], int]:
+    """The flattened replica groups and the group size; the mesh's size when jax lists none."""
+    where = str(op.location)
+    if im.spmd is None:
+        raise UnsupportedOpError(op.operation.name, where, "a collective outside an SPMD import "
+                                 "(compile sharded programs with relax_mlir.spmd)")
+    attr = op.attributes["replica_groups"]
+    from jax._src.lib.mlir import ir as jir
+
+    shape = jir.ShapedType(attr.type).shape
+    flat = _ints(attr)
+    if len(shape) != 2 or not shape[1] or min(flat, default=0) < 0:
+        raise UnsupportedOpError(op.operation.name, where, f"replica groups of shape {list(shape)}")
+    if "use_global_device_ids" not in op.attributes and "channel_handle" in op.attributes:
+        pass  # jax's shard_map: ids are device ids over the (single-replica) mesh
+    if sorted(flat) != list(range(im.spmd.size)):
+        raise UnsupportedOpError(op.operation.name, where, f"replica groups {flat} do not cover the {im.spmd.size} "
+                                 "devices of the mesh once")
+    return flat, shape[1]
+
+
+
+def _all_reduce(im, op, ins):
+    groups, n = _groups(im, op)
+    red = _reduction(op)
+    im.spmd.collectives += len(ins)
+    return [im.emit("relax.all_reduce", [x], len(x.dims), x.dtype,
+                    {"groups": groups, "group_size": n, "reduce": ir.StringAttr.get(red)}, dims=list(x.dims)) for x in ins]
+
+
+def _all_gather(im, op, ins):
+    groups, n = _groups(im, op)
+    dim = int(op.attributes["all_gather_dim"].value)
+    outs = []
+    for x in ins:
+        dims = list(x.dims)
+        dims[dim] = dims[dim] * n if dims[dim] is not None else None
+        outs.append(im.emit("relax.all_gather", [x], len(dims), x.dtype,
+                            {"groups": groups, "group_size": n, "dim": dim}, dims=dims))
+    im.spmd.collectives += len(ins)
+    return outs
+
+
+def _reduce_scatter(im, op, ins):
+    groups, n = _groups(im, op)
+    red = _reduction(op)
+    dim = int(op.attributes["scatter_dimension"].value)
+    (x,) = ins
+    dims = list(x.dims)
+    d = dims[dim]
+    if d is None or not all(c % n == 0 for _, c in d.terms):
+        raise UnsupportedOpError(op.operation.name, str(op.location), f"scattered dim {d} is not provably "
+                                 f"divisible by the group size {n}")
+    dims[dim] = floordiv(d, const(n))
+    im.spmd.collectives += 1
+    return im.emit("relax.reduce_scatter", [x], len(dims), x.dtype,
+                   {"groups": groups, "group_size": n, "dim": dim, "reduce": ir.StringAttr.get(red)}, dims=dims)
+
+
+def _all_to_all(im, op, ins):
+    groups, n = _groups(im, op)
+    s = int(op.attributes["split_dimension"].value)
+    c = int(op.attributes["concat_dimension"].value)
+    count = int(op.attributes["split_count"].value)
+    if count != n:
+        raise UnsupportedOpError(op.operation.name, str(op.location), f"split_count {count} differs from the "
+                                 f"group size {n}")
+    outs = []
+    for x in ins:
+        dims = list(x.dims)
+        d = dims[s]
+        if d is None or not all(k % n == 0 for _, k in d.terms):
+            raise UnsupportedOpError(op.operation.name, str(op.location), f"split dim {d} is not provably "
+                                     f"divisible by {n}")
+        dims[s] = floordiv(d, const(n))
+        dims[c] = dims[c] * n if dims[c] is not None else None
+        outs.append(im.emit("relax.all_to_all", [x], len(dims), x.dtype,
+                            {"groups": groups, "group_size": n, "split_dim": s, "concat_dim": c}, dims=dims))
+    im.spmd.collectives += len(ins)
+    return outs
+
+
+def _collective_permute(im, op, ins):
+    where = str(op.location)
+    if im.spmd is None:
+        raise UnsupportedOpError(op.operation.name, where, "a collective outside an SPMD import")
+    pairs = _ints(op.attributes["source_target_pairs"])
+    (x,) = ins
+    im.spmd.collectives += 1
+    return im.emit("relax.collective_permute", [x], len(x.dims), x.dtype,
+                   {"groups": list(range(im.spmd.size)), "group_size": im.spmd.size, "pairs": pairs},
+                   dims=list(x.dims))
+
+
+def _collective_broadcast(im, op, ins):
+    groups, n = _groups(im, op)
+    (x,) = ins
+    im.spmd.collectives += 1
+    return im.emit("relax.collective_broadcast", [x], len(x.dims), x.dtype,
+                   {"groups": groups, "group_size": n}, dims=list(x.dims))
+
+
 CONVERTERS = register_converters({
     "sdy.sharding_constraint": _identity,
     "sdy.reshard": _identity,
     "sdy.manual_computation": _refuse_manual,
+    "stablehlo.all_reduce": _all_reduce,
+    "stablehlo.all_gather": _all_gather,
+    "stablehlo.reduce_scatter": _reduce_scatter,
+    "stablehlo.all_to_all": _all_to_all,
+    "stablehlo.collective_permute": _collective_permute,
+    "stablehlo.collective_broadcast": _collective_broadcast,
 })
 
 CUSTOM_CALLS = register_custom_calls({
