@@ -1,0 +1,49 @@
+"""SPMD programs on 2 MPI ranks over loopback (mpiexec from PyPI mpich): every case of
+spmd_worker.py compiles once per rank and is compared with jax.jit at several symbol values."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = ["mlp_tensor_parallel", "data_parallel", "collectives", "bad_rank_input"]
+
+
+def _mpiexec():
+    exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if not os.path.exists(exe):
+        exe = shutil.which("mpiexec")
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None
+    return exe
+
+
+MPIEXEC = _mpiexec()
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="MPI is not installed (pip install -e '.[mpi]': PyPI "
+                                                          "mpich and mpi4py)")
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    out = tmp_path_factory.mktemp("spmd")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "..", "..", "python"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, os.path.join(HERE, "spmd_worker.py"), str(out)],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ranks = []
+    for r in range(2):
+        with open(out / f"rank{r}.json") as fh:
+            ranks.append(json.load(fh))
+    return ranks
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_case_on_every_rank(outcomes, name):
+    for r, res in enumerate(outcomes):
+        assert res.get(name) == "ok", f"rank {r}: {res.get(name)}"
