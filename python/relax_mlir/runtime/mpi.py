@@ -25,6 +25,11 @@ import numpy as np
 __all__ = ["SpmdProgram", "SpmdError", "available"]
 
 
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping rank 0 (np.ascontiguousarray makes a scalar 1-D)."""
+    return x if x.flags.c_contiguous else x.copy(order="C")
+
+
 class SpmdError(ValueError):
     """A rank failed (bad input or a run-time check); raised on every rank."""
 
@@ -115,7 +120,7 @@ class SpmdProgram:
                                     f"{axes} splits {n} ways: not divisible by {n}")
                 m = d // n
                 index.append(slice(b * m, (b + 1) * m))
-            local.append(np.ascontiguousarray(a[tuple(index)]))
+            local.append(_contiguous(a[tuple(index)]))
         outs = self._run(local)
         single = not isinstance(outs, tuple)
         outs = (outs,) if single else outs
@@ -188,7 +193,7 @@ class SpmdProgram:
         return getattr(self.MPI, _OPS[red])
 
     def collective(self, op: str, attrs: dict, x: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         if x.dtype not in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                            np.uint32, np.uint64, np.bool_, np.float16):
             raise SpmdError(f"collective {op} on {x.dtype} is not supported by the MPI runtime")
@@ -215,13 +220,13 @@ class SpmdProgram:
             return np.concatenate(list(buf), axis=d)
         if op == "reduce_scatter":
             d = attrs["dim"]
-            send = np.ascontiguousarray(np.stack(np.split(x, n, axis=d)))
+            send = _contiguous(np.stack(np.split(x, n, axis=d)))
             out = np.empty(send.shape[1:], x.dtype)
             comm.Reduce_scatter_block(send, out, op=self._mpi_op(attrs["reduce"]))
             return out
         if op == "all_to_all":
             s, c = attrs["split_dim"], attrs["concat_dim"]
-            send = np.ascontiguousarray(np.stack(np.split(x, n, axis=s)))
+            send = _contiguous(np.stack(np.split(x, n, axis=s)))
             recv = np.empty_like(send)
             comm.Alltoall(send, recv)
             return np.concatenate(list(recv), axis=c)

@@ -116,6 +116,56 @@ def _():
             close(g, w)
 
 
+@case("named_sharding_data_parallel")
+def _():
+    def dp(x, w, bias):
+        h = jnp.tanh(x @ w + bias) * jnp.sum(x, axis=1, keepdims=True)
+        return jax.nn.relu(h), jnp.sum(h * h), jnp.max(h, axis=0)
+
+    g = jax.jit(dp, in_shardings=(S("x"), S(), S()), out_shardings=(S("x"), S(), S()))
+    k, = jax.export.symbolic_shape("k")
+    prog = compile_spmd(from_jax_spmd(g, jax.ShapeDtypeStruct((2 * k, 8), jnp.float32),
+                                      jax.ShapeDtypeStruct((8, 4), jnp.float32), jax.ShapeDtypeStruct((4,), jnp.float32)))
+    ops = [(s["op"], s["attrs"].get("reduce")) for s in prog.plan["steps"] if s["kind"] == "collective"]
+    assert sorted(ops) == [("all_reduce", "max"), ("all_reduce", "sum")], ops
+    w, bias = rng.standard_normal((8, 4), np.float32), rng.standard_normal((4,), np.float32)
+    for n in (2, 6, 26):  # k = 1, 3, 13
+        x = rng.standard_normal((n, 8), np.float32)
+        for got, want in zip(prog.run_global(x, w, bias), jax.jit(dp)(x, w, bias)):
+            close(got, want, 1e-4)
+
+
+@case("named_sharding_tensor_parallel")
+def _():
+    def tp(x, w1, w2):
+        return jnp.maximum(x @ w1, 0.0) @ w2
+
+    g = jax.jit(tp, in_shardings=(S(), S(None, "x"), S("x", None)), out_shardings=S())
+    b, = jax.export.symbolic_shape("b")
+    prog = compile_spmd(from_jax_spmd(g, jax.ShapeDtypeStruct((b, 8), jnp.float32),
+                                      jax.ShapeDtypeStruct((8, 16), jnp.float32),
+                                      jax.ShapeDtypeStruct((16, 8), jnp.float32)))
+    assert [s["op"] for s in prog.plan["steps"] if s["kind"] == "collective"] == ["all_reduce"]
+    w1, w2 = rng.standard_normal((8, 16), np.float32), rng.standard_normal((16, 8), np.float32)
+    for n in (1, 11, 40):
+        x = rng.standard_normal((n, 8), np.float32)
+        close(prog.run_global(x, w1, w2), jax.jit(tp)(x, w1, w2), 1e-4)
+
+
+@case("named_sharding_gathered_result")
+def _():
+    def f_(x):
+        return jnp.exp(x) * 2.0
+
+    g = jax.jit(f_, in_shardings=(S(None, "x"),), out_shardings=S())
+    k, = jax.export.symbolic_shape("k")
+    prog = compile_spmd(from_jax_spmd(g, jax.ShapeDtypeStruct((k, 6), jnp.float32)))
+    assert [s["op"] for s in prog.plan["steps"] if s["kind"] == "collective"] == ["all_gather"]
+    for n in (1, 5):
+        x = rng.standard_normal((n, 6), np.float32)
+        close(prog.run_global(x), jax.jit(f_)(x))
+
+
 @case("bad_rank_input")
 def _():
     f = jax.shard_map(lambda x: jax.lax.psum(x * 2.0, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P())

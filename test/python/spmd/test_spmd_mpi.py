@@ -9,7 +9,8 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CASES = ["mlp_tensor_parallel", "data_parallel", "collectives", "bad_rank_input"]
+CASES = ["mlp_tensor_parallel", "data_parallel", "collectives", "named_sharding_data_parallel",
+         "named_sharding_tensor_parallel", "named_sharding_gathered_result", "bad_rank_input"]
 
 
 def _mpiexec():

@@ -190,7 +190,7 @@ class Importer:
                 args = self.spmd.global_args(args, [i for i, _, _ in params if i not in self.unused_args])
             results, ret_loc = self.run_func(main, args)
             if self.spmd is not None:
-                self.spmd.check_results(results, str(ret_loc))
+                results = self.spmd.check_results(self, results, str(ret_loc))
             self.loc = ret_loc
             rets = [self.use(r) for r in results]
             ir.Operation.create("func.return", operands=rets, loc=ret_loc)
@@ -282,12 +282,14 @@ class Importer:
                 raise UnsupportedOpError(name, str(op.location))
             ins = [env[o] for o in op.operands]
             self.loc = self.location(op)
-            if self.spmd is not None:
-                self.spmd.guard(self, op, ins)  # a data op on a sharded global view
             self.env = env  # the converter may look through its operands' defining ops
             self.scope = env  # what a converter of an op with regions (stablehlo.while) sees
             try:
-                outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
+                outs = None
+                if self.spmd is not None:  # a data op on sharded global views (sharding.py)
+                    outs = self.spmd.partition(self, op, ins)
+                if outs is None:
+                    outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
                 if outs is None:
                     outs = fold_known(self, op, ins) or conv(self, op, ins)
             except UnsupportedOpError:

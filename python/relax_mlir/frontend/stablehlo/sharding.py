@@ -125,6 +125,7 @@ class SpmdImport:
         self.of: dict[int, list[list[str]]] = {}  # id(Val) -> sharding of a global-view value
         self.keep: list[Val] = []  # the Vals whose ids `of` holds stay alive
         self.collectives = 0
+        self.bcast: dict[int, tuple] = {}  # id(Val) of a replicated broadcast -> (source, dims, result)
 
     # -- helpers --
     def ways(self, axes: list[str]) -> int:
@@ -207,28 +208,216 @@ class SpmdImport:
             out.append(self.track(Val(v.value, v.dtype, self.globalize(v.dims, s), v.known), s))
         return out
 
-    def check_results(self, results: list[Val], where: str):
+    def check_results(self, im, results: list[Val], where: str) -> list[Val]:
+        """The results as declared: a sharded result declared replicated is all-gathered."""
+        out = []
         for r, v in enumerate(results):
             want = self.result_shardings[r] if r < len(self.result_shardings) else None
             have = self.sharding(v)
+            if not self.sharded(want) and self.sharded(have) and all(len(a) <= 1 for a in have):
+                v = self.gather(im, v, have)
+                have = None
+            out.append(v)
             if _norm(want) != _norm(have):
                 raise UnsupportedOpError("func.return", where, f"result #{r} is sharded {_fmt(have)} in the "
                                          f"partitioned program but the function declares {_fmt(want)}: "
                                          "resharding is not supported")
+        return out
 
     # -- ops --
-    def guard(self, im, op, ins):
-        """Refuse a data op on a sharded global view (outside a manual computation) with a located
-        error: its per-device form would need propagation this importer does not do."""
+    def partition(self, im, op, ins):
+        """The per-device conversion of a data op outside a manual computation whose operands are
+        sharded global views (sharding propagation for the common cases), or None to convert it
+        as usual (no sharded operand). Anything not covered is refused with a located error,
+        never computed on the local shard as if it were the whole array."""
+        from relax_mlir.frontend.stablehlo.registry import CONVERTERS
+
         name = op.operation.name
         if name in _VIEW_OK:
-            return
-        for k, v in enumerate(ins):
-            s = self.sharding(v)
-            if self.sharded(s):
-                raise UnsupportedOpError(name, str(op.location), f"operand #{k} is sharded {_fmt(s)} over the mesh "
-                                         f"{self.axes} outside a shard_map: sharding propagation into '{name}' is "
-                                         "not supported (write the per-device code with jax.shard_map)")
+            return None
+        sh = [self.sharding(v) for v in ins]
+        if not any(self.sharded(s) for s in sh):
+            if name in _BROADCASTS:  # remember how a replicated broadcast was built (re-emitted locally)
+                outs = CONVERTERS[name](im, op, ins)
+                if isinstance(outs, Val) and outs.value is not None:
+                    self.bcast[id(outs)] = (ins[0], _ints(op.attributes["broadcast_dimensions"]), outs)
+                    self.keep.append(outs)
+                return outs
+            return None
+        where = str(op.location)
+        if name in _ELEMENTWISE:
+            return self._elementwise(im, op, ins, sh, where)
+        if name == "stablehlo.dot_general":
+            return self._dot(im, op, ins, sh, where)
+        if name == "stablehlo.reduce" and len(op.results) == 1:
+            return self._reduce(im, op, ins, sh, where)
+        if name in _BROADCASTS:
+            return self._broadcast(im, op, ins, sh, where)
+        if name == "stablehlo.transpose":
+            perm = _ints(op.attributes["permutation"])
+            s = [list(sh[0][p]) if p < len(sh[0]) else [] for p in perm]
+            return self._convert(im, op, ins, sh, [s], where)
+        k = next(k for k, s in enumerate(sh) if self.sharded(s))
+        raise UnsupportedOpError(name, where, f"operand #{k} is sharded {_fmt(sh[k])} over the mesh {self.axes} "
+                                 f"outside a shard_map: sharding propagation into '{name}' is not supported "
+                                 "(write the per-device code with jax.shard_map)")
+
+    # -- propagation rules --
+    def _local_in(self, v: Val, s) -> Val:
+        if not self.sharded(s):
+            return v
+        return Val(v.value, v.dtype, self.local(v.dims, s, ""), None)
+
+    def _convert(self, im, op, ins, sh, out_sh, where, local_ins=None):
+        """Run the op's converter on the local operands with the local result types."""
+        from relax_mlir.frontend.stablehlo.registry import CONVERTERS
+
+        local_ins = local_ins or [self._local_in(v, s) for v, s in zip(ins, sh)]
+        outs = CONVERTERS[op.operation.name](im, _LocalOp(op, self, out_sh), local_ins)
+        outs = [outs] if isinstance(outs, Val) else list(outs)
+        return [self.track(Val(im.use(o), o.dtype, self.globalize(o.dims, s)), s) for o, s in zip(outs, out_sh)]
+
+    def _elementwise(self, im, op, ins, sh, where):
+        ranks = {len(v.dims) for v in ins if v.dims}
+        spec = next(_norm(s) for s in sh if self.sharded(s))
+        local_ins = []
+        for k, (v, s) in enumerate(zip(ins, sh)):
+            if not v.dims:
+                local_ins.append(v)
+            elif _norm(s) == spec:
+                local_ins.append(self._local_in(v, s))
+            elif not self.sharded(s) and id(v) in self.bcast:
+                local_ins.append(self._rebroadcast(im, v, spec, op, where))
+            else:
+                raise UnsupportedOpError(op.operation.name, where, f"operand #{k} is {_fmt(s)} but another is sharded "
+                                         f"{_fmt(list(spec))}: resharding is not supported")
+        if len(ranks) > 1:
+            raise UnsupportedOpError(op.operation.name, where, "operands of different ranks")
+        out = [list(d) for d in spec] + [[]] * (len(op.results[0].type.shape) - len(spec))
+        return self._convert(im, op, ins, sh, [out] * len(op.results), where, local_ins)
+
+    def _rebroadcast(self, im, v: Val, spec, op, where) -> Val:
+        """A replicated broadcast used beside a sharded value: build its local part (it is constant
+        along the sharded dims it expanded)."""
+        from relax_mlir.frontend.stablehlo.manipulate import _broadcast_in_dim_impl
+
+        src, bdims, full = self.bcast[id(v)]
+        for j, axes in enumerate(spec):
+            if axes and j in bdims:
+                d = src.dims[bdims.index(j)]
+                if d is None or not d.is_const or d.value != 1:
+                    raise UnsupportedOpError(op.operation.name, where, f"a replicated operand (a broadcast of dim {d} "
+                                             f"into dim {j}) beside one sharded {_fmt(list(spec))}: resharding is "
+                                             "not supported")
+        local = self.local(full.dims, list(spec), where)
+        return _broadcast_in_dim_impl(im, op, src, bdims, local, full.dtype)
+
+    def _broadcast(self, im, op, ins, sh, where):
+        bdims = _ints(op.attributes["broadcast_dimensions"])
+        s_in = sh[0]
+        rank = len(op.results[0].type.shape)
+        out = [[] for _ in range(rank)]
+        for i, axes in enumerate(s_in):  # a sharded dim (> 1) is never an expanded one
+            if axes:
+                out[bdims[i]] = list(axes)
+        local_ins = [self._local_in(ins[0], s_in)]
+        if op.operation.name == "stablehlo.dynamic_broadcast_in_dim":
+            shp = ins[1]
+            if shp.known is None:
+                raise UnsupportedOpError(op.operation.name, where, "output shape is not a known shape computation")
+            local_ins.append(Val(None, shp.dtype, shp.dims, self.local(list(shp.known), out, where)))
+            local_ins.extend(ins[2:])
+        return self._convert(im, op, ins, sh, [out], where, local_ins)
+
+    def _dot(self, im, op, ins, sh, where):
+        from jax._src.lib.mlir.dialects import hlo
+
+        dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+        lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
+        lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
+        a, b = ins
+        sa = [list(x) for x in (sh[0] or [])] + [[]] * (len(a.dims) - len(sh[0] or []))
+        sb = [list(x) for x in (sh[1] or [])] + [[]] * (len(b.dims) - len(sh[1] or []))
+        for i, j in zip(lb, rb):
+            if sa[i] != sb[j]:
+                raise UnsupportedOpError(op.operation.name, where, f"batch dims sharded {sa[i]} and {sb[j]}: "
+                                         "resharding is not supported")
+        reduce_axes: list[str] = []
+        for i, j in zip(lc, rc):
+            if sa[i] != sb[j]:
+                raise UnsupportedOpError(op.operation.name, where, f"contracting dims sharded {sa[i]} and {sb[j]}: "
+                                         "resharding is not supported")
+            reduce_axes += sa[i]
+        lf = [i for i in range(len(a.dims)) if i not in lb and i not in lc]
+        rf = [i for i in range(len(b.dims)) if i not in rb and i not in rc]
+        out = [sa[i] for i in lb] + [sa[i] for i in lf] + [sb[i] for i in rf]
+        used = [x for d in out for x in d] + reduce_axes
+        if len(used) != len(set(used)):
+            raise UnsupportedOpError(op.operation.name, where, f"mesh axes used twice ({used}): resharding is not "
+                                     "supported")
+        outs = self._convert(im, op, ins, sh, [out], where)
+        if reduce_axes:  # partial products: sum them over the contracting dims' axes
+            outs = [self._all_reduce(im, outs[0], reduce_axes, "sum", out)]
+        return outs
+
+    def _reduce(self, im, op, ins, sh, where):
+        from relax_mlir.frontend.stablehlo.common import _splat_value
+        from relax_mlir.frontend.stablehlo.reduce import _is_identity
+
+        axes = _ints(op.attributes["dimensions"])
+        s = [list(x) for x in sh[0]] + [[]] * (len(ins[0].dims) - len(sh[0]))
+        if self.sharded(sh[1]):
+            raise UnsupportedOpError(op.operation.name, where, "a sharded init value")
+        reduce_axes = [x for i in axes for x in s[i]]
+        out = [s[i] for i in range(len(s)) if i not in axes]
+        kind = _reduction(op)
+        if reduce_axes:
+            rk = {"sum": "relax.sum", "prod": "relax.prod", "max": "relax.max", "min": "relax.min"}.get(kind)
+            if rk is None or not _is_identity(rk, ins[0].dtype, _splat_value(op.operands[1])):
+                raise UnsupportedOpError(op.operation.name, where, "a reduction over a sharded dim whose init value "
+                                         "is not the reduction's identity")
+        local_ins = [self._local_in(ins[0], sh[0]), ins[1]]
+        outs = self._convert(im, op, ins, sh, [out], where, local_ins)
+        if reduce_axes:
+            outs = [self._all_reduce(im, outs[0], reduce_axes, kind, out)]
+        return outs
+
+    def axis_groups(self, axes: list[str]) -> tuple[list[int], int]:
+        """The rank groups that differ only in their coordinates on `axes` (flattened), and their size."""
+        shape = [self.axes[a] for a in self.axis_order]
+        groups: dict[tuple, list[int]] = {}
+        for r in range(self.size):
+            c, rest = [], r
+            for n in reversed(shape):
+                c.append(rest % n)
+                rest //= n
+            c = dict(zip(reversed(self.axis_order), c))
+            key = tuple(c[a] for a in self.axis_order if a not in axes)
+            groups.setdefault(key, []).append(r)
+        rows = [groups[k] for k in sorted(groups)]
+        return [r for row in rows for r in row], len(rows[0])
+
+    def _all_reduce(self, im, v: Val, axes, kind, out_sh) -> Val:
+        groups, n = self.axis_groups(axes)
+        self.collectives += 1
+        local = self.local(v.dims, out_sh, "")
+        r = im.emit("relax.all_reduce", [Val(v.value, v.dtype, local)], len(local), v.dtype,
+                    {"groups": groups, "group_size": n, "reduce": ir.StringAttr.get(kind)}, dims=local)
+        return self.track(Val(r.value, v.dtype, v.dims), out_sh)
+
+    def gather(self, im, v: Val, s) -> Val:
+        """A sharded value made replicated: one all_gather per sharded dim."""
+        cur = Val(v.value, v.dtype, self.local(v.dims, s, ""))
+        for j, axes in enumerate(s):
+            if not axes:
+                continue
+            groups, n = self.axis_groups(axes)
+            dims = list(cur.dims)
+            dims[j] = dims[j] * n if dims[j] is not None else None
+            cur = im.emit("relax.all_gather", [cur], len(dims), cur.dtype,
+                          {"groups": groups, "group_size": n, "dim": j}, dims=dims)
+            self.collectives += 1
+        return Val(cur.value, v.dtype, v.dims)
 
     def constraint(self, im, op, ins):
         s = read_sharding(op.attributes["sharding"], str(op.location))
@@ -269,6 +458,37 @@ class SpmdImport:
 
 _VIEW_OK = frozenset({"sdy.manual_computation", "sdy.sharding_constraint", "sdy.reshard",
                       "stablehlo.get_dimension_size"})
+_BROADCASTS = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim"})
+_ELEMENTWISE = frozenset("stablehlo." + n for n in (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "remainder", "negate", "abs",
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "tanh", "logistic", "sqrt", "rsqrt", "sine",
+    "cosine", "floor", "ceil", "sign", "compare", "select", "clamp", "convert", "and", "or", "not", "xor"))
+
+
+class _LocalOp:
+    """A jax op seen with its per-device result types (sharded static dims divided), for a
+    converter run on local operands."""
+
+    def __init__(self, op, sp: "SpmdImport", out_sh):
+        from jax._src.lib.mlir import ir as jir
+
+        self._op = op
+        self.results = []
+        for r, s in zip(op.results, out_sh):
+            t = jir.RankedTensorType(r.type)
+            shape = []
+            for j in range(t.rank):
+                n = sp.ways(s[j]) if j < len(s) and s[j] else 1
+                shape.append(t.get_dynamic_size() if t.is_dynamic_dim(j) else t.shape[j] // n)
+            self.results.append(_Result(jir.RankedTensorType.get(shape, t.element_type)))
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
+
+
+class _Result:
+    def __init__(self, t):
+        self.type = t
 
 
 def annotate_spmd(im, func_module) -> None:
