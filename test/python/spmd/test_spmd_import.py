@@ -1,0 +1,111 @@
+"""The per-device import of sharded JAX programs, in one process: local symbolic shapes, the
+collectives the importer adds or keeps, the cut at collectives, and the refusals (located)."""
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import pytest  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.stablehlo import UnsupportedOpError  # noqa: E402
+from relax_mlir.spmd import from_jax_spmd, split_collectives  # noqa: E402
+
+mesh = jax.make_mesh((2,), ("x",))
+
+
+def S(*p):
+    return NamedSharding(mesh, P(*p))
+
+
+def sds(shape, *p):
+    return jax.ShapeDtypeStruct(shape, jnp.float32, sharding=S(*p)) if p else jax.ShapeDtypeStruct(shape, jnp.float32)
+
+
+def ops_of(mod):
+    return [o.operation.name for f in mod.op.regions[0].blocks[0].operations for o in f.regions[0].blocks[0].operations]
+
+
+def test_shard_map_local_shapes_and_collective():
+    def local(x, w):
+        return jax.lax.psum(x @ w, "x")
+
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P())
+    k, = jax.export.symbolic_shape("k")
+    mod = from_jax_spmd(f, sds((k, 16), None, "x"), sds((16, 6), "x", None))
+    text = str(mod)
+    assert '%arg0: !relax.tensor<["k", 8], f32>, %arg1: !relax.tensor<[8, 6], f32>' in text
+    assert ops_of(mod).count("relax.all_reduce") == 1
+
+
+def test_sharded_symbolic_dim_is_local_symbol():
+    f = jax.shard_map(lambda x: x * 2.0, mesh=mesh, in_specs=(P("x"),), out_specs=P("x"))
+    k, = jax.export.symbolic_shape("k")
+    mod = from_jax_spmd(f, sds((4 * k, 3), "x"))
+    # 4*k split 2 ways is 2*k: the argument binds k from it (checked at run time)
+    assert '!relax.tensor<["2*k", 3], f32>' in str(mod)
+
+
+def test_split_at_collectives():
+    def local(x):
+        y = jax.lax.psum(jnp.sin(x), "x")
+        return jax.lax.all_gather(jnp.cos(x) + y, "x", axis=0, tiled=True) + 1.0
+
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P("x"),), out_specs=P("x"))
+    k, = jax.export.symbolic_shape("k")
+    mod = from_jax_spmd(f, sds((2 * k, 3), "x"))
+    plan = split_collectives(mod)
+    assert [s["kind"] for s in plan["steps"]] == ["segment", "collective", "segment", "collective", "segment"]
+    assert [s["op"] for s in plan["steps"] if s["kind"] == "collective"] == ["all_reduce", "all_gather"]
+    names = [f.attributes["sym_name"].value for f in mod.op.regions[0].blocks[0].operations]
+    assert names == ["main__s0", "main__s1", "main__s2"]
+    assert "relax.all_reduce" not in ops_of(mod) and "relax.all_gather" not in ops_of(mod)
+    assert plan["arg_shardings"] == [[["x"], []]] and plan["result_shardings"] == [[["x"], []]]
+
+
+def test_named_sharding_propagation_inserts_all_reduce_for_contracting_dim():
+    g = jax.jit(lambda x, w: x @ w, in_shardings=(S(None, "x"), S("x", None)), out_shardings=S())
+    b, = jax.export.symbolic_shape("b")
+    mod = from_jax_spmd(g, sds((b, 8)), sds((8, 4)))
+    assert ops_of(mod).count("relax.all_reduce") == 1
+    assert '%arg0: !relax.tensor<["b", 4], f32>, %arg1: !relax.tensor<[4, 4], f32>' in str(mod)
+
+
+def test_unsupported_propagation_is_refused_with_location():
+    g = jax.jit(lambda x: jnp.concatenate([x, x], axis=1), in_shardings=(S("x"),), out_shardings=S("x"))
+    k, = jax.export.symbolic_shape("k")
+    with pytest.raises(UnsupportedOpError) as e:
+        from_jax_spmd(g, sds((2 * k, 4)))
+    msg = str(e.value)
+    assert "sharding propagation into" in msg and "is not supported" in msg and "test_spmd_import.py" in msg
+
+
+def test_resharding_is_refused():
+    g = jax.jit(lambda x, y: x + y, in_shardings=(S("x"), S(None, "x")), out_shardings=S("x"))
+    with pytest.raises(UnsupportedOpError, match="resharding is not supported"):
+        from_jax_spmd(g, sds((4, 4)), sds((4, 4)))
+
+
+def test_mesh_axis_used_twice_is_refused():
+    g = jax.jit(lambda x, w: x @ w, in_shardings=(S("x"), S(None, "x")), out_shardings=S())
+    with pytest.raises(UnsupportedOpError, match="mesh axes used twice"):
+        from_jax_spmd(g, sds((4, 8)), sds((8, 4)))
+
+
+def test_collective_has_no_kernel():
+    f = jax.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P())
+    mod = from_jax_spmd(f, sds((4, 3), "x"))
+    with pytest.raises(Exception, match="has no kernel"):
+        relax_mlir.compile(mod)
+
+
+def test_program_needs_matching_ranks():
+    pytest.importorskip("mpi4py", reason="MPI is not installed (pip install -e '.[mpi]')")
+    from relax_mlir.runtime.mpi import SpmdError
+    from relax_mlir.spmd import compile_spmd
+
+    f = jax.shard_map(lambda x: x * 2.0, mesh=mesh, in_specs=(P("x"),), out_specs=P("x"))
+    with pytest.raises(SpmdError, match="mpiexec -n 2"):
+        compile_spmd(from_jax_spmd(f, sds((4, 3), "x")))
