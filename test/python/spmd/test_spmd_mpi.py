@@ -48,3 +48,18 @@ def outcomes(tmp_path_factory):
 def test_case_on_every_rank(outcomes, name):
     for r, res in enumerate(outcomes):
         assert res.get(name) == "ok", f"rank {r}: {res.get(name)}"
+
+
+EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples", "spmd")
+
+
+@pytest.mark.parametrize("example, args", [("mlp_tp.py", ["1", "7", "40"]), ("data_parallel.py", ["2", "14", "30"]),
+                                           ("attention_tp.py", ["1", "5", "16"])])
+def test_example(example, args):
+    """Each example checks itself against jax.jit (assert_allclose on every rank) at three sizes."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "..", "..", "python"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, os.path.join(EXAMPLES, example), *args],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count(" ok") == 1, proc.stdout  # rank 0 reports once
