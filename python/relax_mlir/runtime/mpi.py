@@ -30,6 +30,26 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
     return x if x.flags.c_contiguous else x.copy(order="C")
 
 
+def _min_send(op: str, attrs: dict, nbytes: int, rank: int) -> float:
+    """The fewest bytes one rank must send for a collective on an `nbytes` operand (p ranks a
+    group): all_reduce 2(p-1)/p N (reduce-scatter then all-gather), all_gather (p-1) N,
+    reduce_scatter and all_to_all (p-1)/p N, broadcast N from the root only, permute N per target."""
+    p = attrs.get("group_size", 1)
+    if op == "all_reduce":
+        return 2 * (p - 1) / p * nbytes
+    if op == "all_gather":
+        return (p - 1) * nbytes
+    if op in ("reduce_scatter", "all_to_all"):
+        return (p - 1) / p * nbytes
+    if op == "collective_broadcast":
+        groups = attrs["groups"]
+        return float(nbytes) if rank in groups[0::p] else 0.0
+    if op == "collective_permute":
+        pairs = attrs["pairs"]
+        return float(nbytes) * sum(1 for s, t in zip(pairs[0::2], pairs[1::2]) if s == rank and t != rank)
+    return 0.0
+
+
 class SpmdError(ValueError):
     """A rank failed (bad input or a run-time check); raised on every rank."""
 
@@ -63,6 +83,8 @@ class SpmdProgram:
         self.rank = self.comm.Get_rank()
         self._groups: dict[tuple, Any] = {}
         self.bytes_sent = 0  # payload bytes this rank handed to collectives (per process)
+        # bytes this rank must send at the least (bandwidth-optimal algorithms), summed
+        self.min_bytes_sent = 0.0
 
     # --- mesh geometry ---------------------------------------------------------------------
     def coords(self, rank: int) -> dict[str, int]:
@@ -201,6 +223,7 @@ class SpmdProgram:
             # MPI has no half-precision reductions: reduce in f32 and round once (exact for 2 ranks)
             return self.collective(op, attrs, x.astype(np.float32)).astype(np.float16)
         self.bytes_sent += x.nbytes
+        self.min_bytes_sent += _min_send(op, attrs, x.nbytes, self.rank)
         if op == "collective_permute":
             return self._permute(attrs["pairs"], x)
         comm = self.group_comm(attrs["groups"], attrs["group_size"])
