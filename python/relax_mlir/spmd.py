@@ -94,6 +94,12 @@ def _split(mop) -> dict:
             main = f.operation
     if main is None or "relax.mesh_axes" not in main.attributes:
         raise ValueError("split_collectives needs the per-device @main of an SPMD import (relax_mlir.spmd.from_jax_spmd)")
+    for f in body.operations:
+        if f.operation != main and f.operation.name == "func.func":
+            for o in f.regions[0].blocks[0].operations:
+                if o.operation.name in COLLECTIVES:
+                    raise ValueError(f"{o.location}: a collective ('{o.operation.name}') inside a loop or conditional "
+                                     "is not supported: the host runs collectives between the program's segments")
     plan = {"mesh_axes": [ir.StringAttr(a).value for a in main.attributes["relax.mesh_axes"]],
             "mesh_shape": [ir.IntegerAttr(a).value for a in main.attributes["relax.mesh_shape"]],
             "arg_shardings": _shardings(main.attributes["relax.arg_shardings"]),

@@ -192,7 +192,7 @@ class SpmdProgram:
                         outs = (outs,)
                     for v, o in zip(step["out"], outs):
                         env[v] = np.asarray(o)
-                except (ValueError, TypeError, RuntimeError) as e:
+                except Exception as e:  # every rank must learn of it, or the others hang in the next collective
                     error = f"{type(e).__name__}: {e}"
                 self._agree(error)
             else:

@@ -166,6 +166,37 @@ def _():
         close(prog.run_global(x), jax.jit(f_)(x))
 
 
+@case("two_axis_mesh")
+def _():
+    mesh2 = jax.make_mesh((1, 2), ("a", "b"))
+
+    def f_(x, w):
+        return jnp.tanh(x @ w), jnp.sum(x)
+
+    g = jax.jit(f_, in_shardings=(NamedSharding(mesh2, P("b")), NamedSharding(mesh2, P())),
+                out_shardings=(NamedSharding(mesh2, P("b")), NamedSharding(mesh2, P())))
+    k, = jax.export.symbolic_shape("k")
+    prog = compile_spmd(from_jax_spmd(g, jax.ShapeDtypeStruct((2 * k, 4), jnp.float32),
+                                      jax.ShapeDtypeStruct((4, 3), jnp.float32)))
+    w = rng.standard_normal((4, 3), np.float32)
+    for n in (2, 10):
+        x = rng.standard_normal((n, 4), np.float32)
+        for got, want in zip(prog.run_global(x, w), jax.jit(f_)(x, w)):
+            close(got, want, 1e-5)
+
+
+@case("unused_argument")
+def _():
+    def f_(x, unused, y):
+        return x * y
+
+    g = jax.jit(f_, in_shardings=(S("x"), S(), S("x")), out_shardings=S("x"))
+    prog = compile_spmd(from_jax_spmd(g, jax.ShapeDtypeStruct((4, 3), jnp.float32),
+                                      jax.ShapeDtypeStruct((5,), jnp.float32), jax.ShapeDtypeStruct((4, 3), jnp.float32)))
+    x, y = rng.standard_normal((4, 3), np.float32), rng.standard_normal((4, 3), np.float32)
+    close(prog.run_global(x, np.zeros(5, np.float32), y), x * y)
+
+
 @case("bad_rank_input")
 def _():
     f = jax.shard_map(lambda x: jax.lax.psum(x * 2.0, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P())
@@ -178,7 +209,14 @@ def _():
         assert "rank" in str(e), e
     else:
         raise AssertionError("mismatched shards ran")
-    # the program still runs after the failed call (no rank is left inside a collective)
+    # every rank's input fails the compiled program's own check: every rank raises, naming the ranks
+    try:
+        prog(np.ones((2, 4), np.float32))
+    except SpmdError as e:
+        assert "rank 0" in str(e) and "rank 1" in str(e), e
+    else:
+        raise AssertionError("a wrong trailing dim ran")
+    # the program still runs after the failed calls (no rank is left inside a collective)
     y = np.ones((2, 3), np.float32)
     close(prog(y), np.full((2, 3), 4.0, np.float32))
 

@@ -109,3 +109,29 @@ def test_program_needs_matching_ranks():
     f = jax.shard_map(lambda x: x * 2.0, mesh=mesh, in_specs=(P("x"),), out_specs=P("x"))
     with pytest.raises(SpmdError, match="mpiexec -n 2"):
         compile_spmd(from_jax_spmd(f, sds((4, 3), "x")))
+
+
+def test_collective_in_a_loop_is_refused():
+    def local(x):
+        return jax.lax.fori_loop(0, 3, lambda i, c: c + jax.lax.psum(c, "x") * 0.5, x)
+
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P("x"),), out_specs=P("x"))
+    mod = from_jax_spmd(f, sds((4, 3), "x"))
+    with pytest.raises(ValueError, match="inside a loop or conditional is not supported"):
+        split_collectives(mod)
+
+
+def test_gspmd_constraint_is_refused_in_spmd_import():
+    from relax_mlir.frontend.stablehlo import import_stablehlo
+
+    text = """
+module @m attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%arg0: tensor<4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) -> tensor<4x2xf32> {
+    %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{devices=[2,1]<=[2]}"} : (tensor<4x2xf32>) -> tensor<4x2xf32>
+    return %0 : tensor<4x2xf32>
+  }
+}
+"""
+    with pytest.raises(UnsupportedOpError, match="GSPMD"):
+        import_stablehlo(text, spmd=True)

@@ -53,6 +53,10 @@ class Importer:
 
             self.dim_names = [list(n) if n else n for n in self.dim_names]
             self.spmd = SpmdImport(module)
+            main = self.funcs.get("main")
+            if main is not None:
+                n = len(main.regions[0].blocks[0].arguments) + len(self.unused_args)
+                self.spmd.reindex(self.unused_args, n)
 
     # --- emission ---------------------------------------------------------------------------
 

@@ -34,6 +34,19 @@ def _identity(im, op, ins):
     return list(ins)
 
 
+def _gspmd_sharding(im, op, ins):
+    """with_sharding_constraint in GSPMD form (`@Sharding`, an `mhlo.sharding` string): passed
+    through for one device; in an SPMD import only a replicated one (the string is not parsed)."""
+    if getattr(im, "spmd", None) is not None and not _replicated_mhlo(op.attributes):
+        raise UnsupportedOpError(op.operation.name, str(op.location), "a GSPMD (mhlo.sharding) sharding "
+                                 "constraint in an SPMD import: only Shardy (sdy) shardings are read (jax's default)")
+    return list(ins)
+
+
+def _replicated_mhlo(attrs) -> bool:
+    return "mhlo.sharding" not in attrs or _string(attrs["mhlo.sharding"]) in ("{replicated}", "{maximal device=0}")
+
+
 def _refuse_manual(im, op, ins):
     if getattr(im, "spmd", None) is not None:
         return im.spmd.manual_computation(im, op, ins)
@@ -114,6 +127,11 @@ class SpmdImport:
             if op.operation.name == "func.func" and _string(op.attributes["sym_name"]) == "main":
                 main = op
         self.main = main
+        for key in ("arg_attrs", "res_attrs"):
+            for i, a in enumerate(_attr_dict_list(main, key)):
+                if "sdy.sharding" not in a and not _replicated_mhlo(a):
+                    raise UnsupportedOpError("func.func", str(main.location), f"@main {key[:3]} #{i} has a GSPMD "
+                                             "mhlo.sharding: only Shardy (sdy) shardings are read in an SPMD import")
         self.arg_shardings: list[list[list[str]] | None] = []
         for i, a in enumerate(_attr_dict_list(main, "arg_attrs")):
             self.arg_shardings.append(read_sharding(a["sdy.sharding"], f"@main argument #{i}")
@@ -126,6 +144,12 @@ class SpmdImport:
         self.keep: list[Val] = []  # the Vals whose ids `of` holds stay alive
         self.collectives = 0
         self.bcast: dict[int, tuple] = {}  # id(Val) of a replicated broadcast -> (source, dims, result)
+
+    def reindex(self, unused: dict, total: int) -> None:
+        """Argument shardings by relax parameter position (jax.export drops unused arguments from
+        @main; the relax function still takes them, replicated)."""
+        kept = iter(self.arg_shardings)
+        self.arg_shardings = [None if i in unused else next(kept, None) for i in range(total)]
 
     # -- helpers --
     def ways(self, axes: list[str]) -> int:
@@ -678,7 +702,7 @@ CONVERTERS = register_converters({
 })
 
 CUSTOM_CALLS = register_custom_calls({
-    "Sharding": _identity,  # with_sharding_constraint (GSPMD): mhlo.sharding on an identity
+    "Sharding": _gspmd_sharding,  # with_sharding_constraint (GSPMD): mhlo.sharding on an identity
     "annotate_device_placement": _identity,  # memory kind / device placement of a value
     "SPMDFullToShardShape": _SHARD_MAP_WHY,
     "SPMDShardToFullShape": _SHARD_MAP_WHY,
