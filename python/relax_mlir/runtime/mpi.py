@@ -22,7 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["SpmdProgram", "SpmdError", "available"]
+__all__ = ["SpmdProgram", "SpmdError", "available", "load", "PLAN_FILE"]
+
+PLAN_FILE = "spmd_plan.json"
 
 
 def _contiguous(x: np.ndarray) -> np.ndarray:
@@ -85,6 +87,19 @@ class SpmdProgram:
         self.bytes_sent = 0  # payload bytes this rank handed to collectives (per process)
         # bytes this rank must send at the least (bandwidth-optimal algorithms), summed
         self.min_bytes_sent = 0.0
+
+    def export(self, path: str, cpu: str | None = "native") -> None:
+        """Write the artifact (the compiled segments, runtime/loader.py) and the plan beside it:
+        `load(path)` on every rank runs it without MLIR in the process."""
+        import json
+        import os
+
+        if self.exe is None:
+            os.makedirs(path, exist_ok=True)
+        else:
+            self.exe.export(path, cpu)
+        with open(os.path.join(path, PLAN_FILE), "w", encoding="utf-8") as f:
+            json.dump({"format": "relax-mlir-spmd-1", "compiled": self.exe is not None, **self.plan}, f)
 
     # --- mesh geometry ---------------------------------------------------------------------
     def coords(self, rank: int) -> dict[str, int]:
@@ -267,3 +282,18 @@ class SpmdProgram:
                 reqs.append(self.comm.Irecv(out, source=src, tag=7))
         self.MPI.Request.Waitall(reqs)
         return out
+
+
+def load(path: str, comm=None) -> SpmdProgram:
+    """The SPMD program of an artifact written by `SpmdProgram.export` (the same on every rank)."""
+    import json
+    import os
+
+    from relax_mlir.runtime import load as load_artifact
+
+    with open(os.path.join(path, PLAN_FILE), encoding="utf-8") as f:
+        plan = json.load(f)
+    if not isinstance(plan, dict) or plan.get("format") != "relax-mlir-spmd-1":
+        raise ValueError(f"{path}: {PLAN_FILE} is not a relax-mlir SPMD plan")
+    exe = load_artifact(path) if plan.pop("compiled") else None
+    return SpmdProgram(exe, plan, comm)

@@ -33,6 +33,8 @@ def close(got, want, tol=1e-5):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+from mpi4py import MPI  # noqa: E402
+
 results = {}
 rng = np.random.default_rng(1)
 
@@ -164,6 +166,26 @@ def _():
     for n in (1, 5):
         x = rng.standard_normal((n, 6), np.float32)
         close(prog.run_global(x), jax.jit(f_)(x))
+
+
+@case("artifact_on_every_rank")
+def _():
+    from relax_mlir.runtime.mpi import load
+
+    f = jax.shard_map(lambda x, w: jax.lax.psum(x @ w, "x"), mesh=mesh, in_specs=(P(None, "x"), P("x", None)),
+                      out_specs=P())
+    b, = jax.export.symbolic_shape("b")
+    path = os.path.join(sys.argv[1], "artifact")
+    comm = MPI.COMM_WORLD
+    if comm.Get_rank() == 0:  # compiled once, on one rank
+        compile_spmd(from_jax_spmd(f, spec((b, 6), jnp.float32, None, "x"), spec((6, 5), jnp.float32, "x", None))).export(path)
+    comm.Barrier()
+    prog = load(path)
+    assert prog.plan["steps"][1]["op"] == "all_reduce"
+    w = rng.standard_normal((6, 5), np.float32)
+    for n in (1, 3, 17):
+        x = rng.standard_normal((n, 6), np.float32)
+        close(prog.run_global(x, w), x @ w, 1e-4)
 
 
 @case("two_axis_mesh")
