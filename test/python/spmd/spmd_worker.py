@@ -188,6 +188,41 @@ def _():
         close(prog.run_global(x, w), x @ w, 1e-4)
 
 
+@case("stablehlo_text_collectives")
+def _():
+    """collective_broadcast (no jax API emits it), all_gather and a max reduce_scatter from the
+    lit test's StableHLO text, against numpy."""
+    from relax_mlir.frontend.stablehlo import import_stablehlo
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "frontend", "sharding-collectives.mlir")) as fh:
+        text = fh.read()
+    prog = compile_spmd(import_stablehlo(text, spmd=True))
+    x = rng.standard_normal((4, 3), np.float32)
+    bcast, gathered, scattered = prog.run_global(x)
+    close(bcast, np.concatenate([x[:2], x[:2]]))
+    close(gathered, np.concatenate([x, x]))
+    close(scattered, np.maximum(x[:2], x[2:]))
+
+
+@case("integer_and_half_collectives")
+def _():
+    def f_(a, h):
+        return jax.lax.psum(a, "x"), jax.lax.pmin(a, "x"), jax.lax.psum(h, "x")
+
+    f = jax.shard_map(f_, mesh=mesh, in_specs=(P("x"), P("x")), out_specs=(P(), P(), P()))
+    k, = jax.export.symbolic_shape("k")
+    prog = compile_spmd(from_jax_spmd(f, spec((2 * k, 3), jnp.int32, "x"), spec((2 * k, 3), jnp.float16, "x")))
+    want_f = jax.jit(f)
+    for kk in (1, 4):
+        a = rng.integers(-2**30, 2**30, (2 * kk, 3)).astype(np.int32)  # the sum wraps like XLA's
+        h = rng.standard_normal((2 * kk, 3)).astype(np.float16)
+        got = prog.run_global(a, h)
+        want = want_f(jax.device_put(a, S("x")), jax.device_put(h, S("x")))
+        for g, w in zip(got, want):
+            close(g, w, 0)
+
+
 @case("two_axis_mesh")
 def _():
     mesh2 = jax.make_mesh((1, 2), ("a", "b"))
