@@ -26,6 +26,9 @@ _REFUSED_OPS = {
 
 
 _SHARDING_ATTRS = ("sdy.sharding", "mhlo.sharding", "sdy.sharding_rule")
+# Collectives: converted only in an SPMD import (sharding.py), refused for one device.
+_COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
+                          "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast"})
 
 
 def _custom_call_target(op) -> str:
@@ -86,6 +89,9 @@ def check_supported_ops(module, spmd: bool = False) -> None:
         if name in _REFUSED_OPS and not spmd:
             bad(name, _REFUSED_OPS[name], op.location)
             return  # its body is not imported: nothing in it to report
+        if name in _COLLECTIVES and not spmd:
+            bad(name, "a collective: relax compiles this module for one device (import sharded programs "
+                      "with relax_mlir.spmd)", op.location)
         if name == "stablehlo.custom_call":
             target = _custom_call_target(op)
             handler = CUSTOM_CALL_TARGETS.get(target)

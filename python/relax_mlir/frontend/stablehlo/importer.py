@@ -52,7 +52,12 @@ class Importer:
             from relax_mlir.frontend.stablehlo.sharding import SpmdImport
 
             self.dim_names = [list(n) if n else n for n in self.dim_names]
-            self.spmd = SpmdImport(module)
+            try:
+                self.spmd = SpmdImport(module)
+            except (TypeError, ValueError, KeyError, IndexError) as e:
+                if isinstance(e, UnsupportedOpError):
+                    raise
+                raise UnsupportedOpError("sdy.mesh", "", f"unreadable mesh or sharding attributes: {e}") from None
             main = self.funcs.get("main")
             if main is not None:
                 n = len(main.regions[0].blocks[0].arguments) + len(self.unused_args)
