@@ -30,25 +30,22 @@ pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="MPI is not installed (p
                                                           "mpich and mpi4py)")
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory):
-    out = tmp_path_factory.mktemp("spmd")
+def test_every_case_on_every_rank(tmp_path):
+    """One mpiexec for all the cases (one test, so that pytest-xdist workers do not each start
+    it); every failing case on every rank is reported."""
+    out = tmp_path
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "..", "..", "..", "python"), env.get("PYTHONPATH", "")])
     proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, os.path.join(HERE, "spmd_worker.py"), str(out)],
                           env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ranks = []
+    failures = []
     for r in range(2):
         with open(out / f"rank{r}.json") as fh:
-            ranks.append(json.load(fh))
-    return ranks
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_case_on_every_rank(outcomes, name):
-    for r, res in enumerate(outcomes):
-        assert res.get(name) == "ok", f"rank {r}: {res.get(name)}"
+            res = json.load(fh)
+        assert sorted(res) == sorted(CASES), sorted(res)
+        failures += [f"rank {r} {name}: {res[name]}" for name in CASES if res[name] != "ok"]
+    assert not failures, "\n".join(failures)
 
 
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples", "spmd")
