@@ -125,16 +125,38 @@ class SpmdProgram:
 
     def run_local(self, *local: Any):
         """Run on this rank's local shards; returns this rank's local results (a tuple if several)."""
-        arrays = [np.asarray(a) for a in local]
-        shapes = self.comm.allgather([(a.shape, str(a.dtype)) for a in arrays])
-        if any(s != shapes[0] for s in shapes):
+        arrays, sig, error = None, None, None
+        try:
+            arrays = [np.asarray(a) for a in local]
+            sig = [(a.shape, str(a.dtype)) for a in arrays]
+        except Exception as e:  # still take part in the exchange, or the other ranks wait forever
+            error = f"{type(e).__name__}: {e}"
+        seen = self.comm.allgather((error, sig))
+        bad = [(r, e) for r, (e, _) in enumerate(seen) if e is not None]
+        if bad:
+            raise SpmdError("; ".join(f"rank {r}: {e}" for r, e in bad))
+        if any(s != seen[0][1] for _, s in seen):
             raise SpmdError("the ranks passed local arguments of different shapes or dtypes: "
-                            + "; ".join(f"rank {r}: {s}" for r, s in enumerate(shapes)))
+                            + "; ".join(f"rank {r}: {s}" for r, (_, s) in enumerate(seen)))
         return self._run(arrays)
 
     def run_global(self, *full: Any):
         """Scatter full arrays by the argument shardings, run, gather the full results (every rank
         passes the same arrays and gets the same results)."""
+        local, error = None, None
+        try:
+            local = self._scatter(full)
+        except Exception as e:  # every rank learns of it before any collective
+            error = str(e) if isinstance(e, SpmdError) else f"{type(e).__name__}: {e}"
+        self._agree(error)
+        outs = self.run_local(*local)
+        single = not isinstance(outs, tuple)
+        outs = (outs,) if single else outs
+        full_outs = tuple(self._gather(o, sh) for o, sh in zip(outs, self.plan["result_shardings"]))
+        return full_outs[0] if single else full_outs
+
+    def _scatter(self, full) -> list[np.ndarray]:
+        """This rank's blocks of the full arrays; SpmdError for a wrong count, rank or an indivisible dim."""
         arrays = [np.asarray(a) for a in full]
         plan = self.plan
         if len(arrays) != plan["n_args"]:
@@ -158,11 +180,7 @@ class SpmdProgram:
                 m = d // n
                 index.append(slice(b * m, (b + 1) * m))
             local.append(_contiguous(a[tuple(index)]))
-        outs = self._run(local)
-        single = not isinstance(outs, tuple)
-        outs = (outs,) if single else outs
-        full_outs = tuple(self._gather(o, sh) for o, sh in zip(outs, plan["result_shardings"]))
-        return full_outs[0] if single else full_outs
+        return local
 
     def _gather(self, x: np.ndarray, sh: list[list[str]]) -> np.ndarray:
         if not any(sh):
@@ -188,7 +206,12 @@ class SpmdProgram:
 
     # --- the plan --------------------------------------------------------------------------
     def _agree(self, error: str | None):
-        """Every rank learns whether any rank failed; raise on all of them if one did."""
+        """Every rank learns whether any rank failed (one small integer all-reduce); raise on all of
+        them, with every rank's message, if one did."""
+        flag = np.array([0 if error is None else 1], np.int32)
+        self.comm.Allreduce(self.MPI.IN_PLACE, flag, op=self.MPI.MAX)
+        if not flag[0]:
+            return
         errors = self.comm.allgather(error)
         bad = [(r, e) for r, e in enumerate(errors) if e is not None]
         if bad:

@@ -273,6 +273,14 @@ def _():
         assert "rank 0" in str(e) and "rank 1" in str(e), e
     else:
         raise AssertionError("a wrong trailing dim ran")
+    # full arrays that only one rank gets wrong (indivisible on rank 1): both ranks raise, naming rank 1
+    full = np.ones((4, 3), np.float32) if prog.rank == 0 else np.ones((5, 3), np.float32)
+    try:
+        prog.run_global(full)
+    except SpmdError as e:
+        assert "rank 1" in str(e) and "not divisible by 2" in str(e) and "rank 0" not in str(e), e
+    else:
+        raise AssertionError("an indivisible array on one rank ran")
     # the program still runs after the failed calls (no rank is left inside a collective)
     y = np.ones((2, 3), np.float32)
     close(prog(y), np.full((2, 3), 4.0, np.float32))
