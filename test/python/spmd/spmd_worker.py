@@ -223,6 +223,26 @@ def _():
             close(g, w, 0)
 
 
+@case("dot_operand_gathered")
+def _():
+    f_ = lambda x, w: jnp.tanh(x @ w)  # noqa: E731
+    b, = jax.export.symbolic_shape("b")
+    # x rows and w columns split over the same axis: w gathered, the result row-split
+    g = jax.jit(f_, in_shardings=(S("x"), S(None, "x")), out_shardings=S("x"))
+    prog = compile_spmd(from_jax_spmd(g, jax.ShapeDtypeStruct((2 * b, 6), jnp.float32),
+                                      jax.ShapeDtypeStruct((6, 8), jnp.float32)))
+    assert [s["op"] for s in prog.plan["steps"] if s["kind"] == "collective"] == ["all_gather"]
+    # x split along the contraction but w replicated: x gathered, the result replicated
+    g2 = jax.jit(f_, in_shardings=(S(None, "x"), S()), out_shardings=S())
+    prog2 = compile_spmd(from_jax_spmd(g2, jax.ShapeDtypeStruct((b, 6), jnp.float32),
+                                       jax.ShapeDtypeStruct((6, 8), jnp.float32)))
+    w = rng.standard_normal((6, 8), np.float32)
+    for n in (1, 3, 8):
+        x = rng.standard_normal((2 * n, 6), np.float32)
+        close(prog.run_global(x, w), jax.jit(f_)(x, w), 1e-5)
+        close(prog2.run_global(x, w), jax.jit(f_)(x, w), 1e-5)
+
+
 @case("two_axis_mesh")
 def _():
     mesh2 = jax.make_mesh((1, 2), ("a", "b"))

@@ -88,10 +88,21 @@ def test_resharding_is_refused():
         from_jax_spmd(g, sds((4, 4)), sds((4, 4)))
 
 
-def test_mesh_axis_used_twice_is_refused():
-    g = jax.jit(lambda x, w: x @ w, in_shardings=(S("x"), S(None, "x")), out_shardings=S())
-    with pytest.raises(UnsupportedOpError, match="mesh axes used twice"):
-        from_jax_spmd(g, sds((4, 8)), sds((8, 4)))
+def test_mesh_axis_used_twice_gathers_an_operand():
+    # rows of x and columns of w both split over x: w is all-gathered, the product stays row-split
+    g = jax.jit(lambda x, w: x @ w, in_shardings=(S("x"), S(None, "x")), out_shardings=S("x"))
+    mod = from_jax_spmd(g, sds((4, 8)), sds((8, 4)))
+    ops = ops_of(mod)
+    assert ops.count("relax.all_gather") == 1 and "relax.all_reduce" not in ops
+    assert '%arg0: !relax.tensor<[2, 8], f32>, %arg1: !relax.tensor<[8, 2], f32>' in str(mod)
+
+
+def test_multi_axis_dim_is_refused_where_it_would_need_resharding():
+    mesh4 = jax.make_mesh((2, 1), ("a", "b"))
+    s2 = NamedSharding(mesh4, P(("a", "b")))
+    g = jax.jit(lambda x, y: x + y, in_shardings=(s2, NamedSharding(mesh4, P(None, "a"))), out_shardings=s2)
+    with pytest.raises(UnsupportedOpError, match="resharding is not supported"):
+        from_jax_spmd(g, sds((4, 4)), sds((4, 4)))
 
 
 def test_collective_has_no_kernel():

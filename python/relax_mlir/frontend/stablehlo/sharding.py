@@ -354,35 +354,50 @@ class SpmdImport:
         return self._convert(im, op, ins, sh, [out], where, local_ins)
 
     def _dot(self, im, op, ins, sh, where):
+        """dot_general: sharded batch dims (equal on both sides) and free dims stay sharded in the
+        result; contracting dims split alike give partial products, summed by an all_reduce. Where
+        the operands' shardings conflict (a mesh axis used twice, contracting or batch dims split
+        differently), an operand is all-gathered first (the rhs, else the lhs, else both)."""
         from jax._src.lib.mlir.dialects import hlo
 
         dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
         lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
         lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
         a, b = ins
-        sa = [list(x) for x in (sh[0] or [])] + [[]] * (len(a.dims) - len(sh[0] or []))
-        sb = [list(x) for x in (sh[1] or [])] + [[]] * (len(b.dims) - len(sh[1] or []))
-        for i, j in zip(lb, rb):
-            if sa[i] != sb[j]:
-                raise UnsupportedOpError(op.operation.name, where, f"batch dims sharded {sa[i]} and {sb[j]}: "
-                                         "resharding is not supported")
-        reduce_axes: list[str] = []
-        for i, j in zip(lc, rc):
-            if sa[i] != sb[j]:
-                raise UnsupportedOpError(op.operation.name, where, f"contracting dims sharded {sa[i]} and {sb[j]}: "
-                                         "resharding is not supported")
-            reduce_axes += sa[i]
+        full = [[list(x) for x in (s or [])] + [[]] * (len(v.dims) - len(s or [])) for v, s in zip(ins, sh)]
         lf = [i for i in range(len(a.dims)) if i not in lb and i not in lc]
         rf = [i for i in range(len(b.dims)) if i not in rb and i not in rc]
-        out = [sa[i] for i in lb] + [sa[i] for i in lf] + [sb[i] for i in rf]
-        used = [x for d in out for x in d] + reduce_axes
-        if len(used) != len(set(used)):
-            raise UnsupportedOpError(op.operation.name, where, f"mesh axes used twice ({used}): resharding is not "
-                                     "supported")
-        outs = self._convert(im, op, ins, sh, [out], where)
-        if reduce_axes:  # partial products: sum them over the contracting dims' axes
-            outs = [self._all_reduce(im, outs[0], reduce_axes, "sum", out)]
-        return outs
+
+        def plan(sa, sb):
+            if any(sa[i] != sb[j] for i, j in zip(lb, rb)) or any(sa[i] != sb[j] for i, j in zip(lc, rc)):
+                return None
+            reduce_axes = [x for i in lc for x in sa[i]]
+            out = [sa[i] for i in lb] + [sa[i] for i in lf] + [sb[i] for i in rf]
+            used = [x for d in out for x in d] + reduce_axes
+            return (out, reduce_axes) if len(used) == len(set(used)) else None
+
+        def gatherable(s):
+            return all(len(d) <= 1 for d in s)
+
+        for ga, gb in ((False, False), (False, True), (True, False), (True, True)):
+            if (ga and not (any(full[0]) and gatherable(full[0]))) or (gb and not (any(full[1]) and gatherable(full[1]))):
+                continue
+            sa = [[] for _ in full[0]] if ga else full[0]
+            sb = [[] for _ in full[1]] if gb else full[1]
+            p = plan(sa, sb)
+            if p is None:
+                continue
+            out, reduce_axes = p
+            ins2, sh2 = list(ins), list(sh)
+            for k, g in ((0, ga), (1, gb)):
+                if g:
+                    ins2[k], sh2[k] = self.gather(im, ins[k], full[k]), None
+            outs = self._convert(im, op, ins2, sh2, [out], where)
+            if reduce_axes:  # partial products: sum them over the contracting dims' axes
+                outs = [self._all_reduce(im, outs[0], reduce_axes, "sum", out)]
+            return outs
+        raise UnsupportedOpError(op.operation.name, where, f"operands sharded {_fmt(full[0])} and {_fmt(full[1])}: "
+                                 "resharding them is not supported")
 
     def _reduce(self, im, op, ins, sh, where):
         from relax_mlir.frontend.stablehlo.common import _splat_value
