@@ -103,7 +103,9 @@ def _split(mop) -> dict:
     plan = {"mesh_axes": [ir.StringAttr(a).value for a in main.attributes["relax.mesh_axes"]],
             "mesh_shape": [ir.IntegerAttr(a).value for a in main.attributes["relax.mesh_shape"]],
             "arg_shardings": _shardings(main.attributes["relax.arg_shardings"]),
-            "result_shardings": _shardings(main.attributes["relax.result_shardings"])}
+            "result_shardings": _shardings(main.attributes["relax.result_shardings"]),
+            "results_replicated": [ir.IntegerAttr(a).value for a in main.attributes["relax.results_replicated"]]
+            if "relax.results_replicated" in main.attributes else []}
     block = main.regions[0].blocks[0]
     args = list(block.arguments)
     plan["n_args"] = len(args)

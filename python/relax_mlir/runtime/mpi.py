@@ -235,8 +235,22 @@ class SpmdProgram:
                 self._agree(error)
             else:
                 env[step["out"][0]] = self.collective(step["op"], step["attrs"], env[step["in"][0]])
-        res = tuple(env[v] for v in plan["results"])
+        res = [env[v] for v in plan["results"]]
+        for r in plan.get("results_replicated", ()):  # computed whole: keep this rank's block
+            res[r] = self._my_block(res[r], plan["result_shardings"][r])
+        res = tuple(res)
         return res[0] if len(res) == 1 else res
+
+    def _my_block(self, x: np.ndarray, sh) -> np.ndarray:
+        index = []
+        for j, axes in enumerate(sh):
+            if not axes:
+                index.append(slice(None))
+                continue
+            b, n = self._block(axes, self.rank)
+            m = x.shape[j] // n
+            index.append(slice(b * m, (b + 1) * m))
+        return _contiguous(x[tuple(index)])
 
     # --- collectives -----------------------------------------------------------------------
     def group_comm(self, groups: Sequence[int], n: int):

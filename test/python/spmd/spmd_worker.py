@@ -243,6 +243,24 @@ def _():
         close(prog2.run_global(x, w), jax.jit(f_)(x, w), 1e-5)
 
 
+@case("replicated_fallback")
+def _():
+    """Ops without a sharding rule run replicated on gathered operands; a replicated result declared
+    sharded is cut by the host."""
+    def f_(x, y):
+        c = jnp.cumsum(jnp.concatenate([x, y], axis=1), axis=0)
+        return c, x + y
+
+    g = jax.jit(f_, in_shardings=(S("x"), S(None, "x")), out_shardings=(S("x"), S()))
+    k, = jax.export.symbolic_shape("k")
+    prog = compile_spmd(from_jax_spmd(g, jax.ShapeDtypeStruct((2 * k, 4), jnp.float32),
+                                      jax.ShapeDtypeStruct((2 * k, 4), jnp.float32)))
+    for n in (1, 5):
+        x, y = rng.standard_normal((2 * n, 4), np.float32), rng.standard_normal((2 * n, 4), np.float32)
+        for got, want in zip(prog.run_global(x, y), jax.jit(f_)(x, y)):
+            close(got, want, 1e-5)
+
+
 @case("two_axis_mesh")
 def _():
     mesh2 = jax.make_mesh((1, 2), ("a", "b"))

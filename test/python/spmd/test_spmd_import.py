@@ -73,19 +73,32 @@ def test_named_sharding_propagation_inserts_all_reduce_for_contracting_dim():
     assert '%arg0: !relax.tensor<["b", 4], f32>, %arg1: !relax.tensor<[4, 4], f32>' in str(mod)
 
 
-def test_unsupported_propagation_is_refused_with_location():
+def test_op_without_rule_is_computed_replicated_with_a_warning(caplog):
     g = jax.jit(lambda x: jnp.concatenate([x, x], axis=1), in_shardings=(S("x"),), out_shardings=S("x"))
     k, = jax.export.symbolic_shape("k")
-    with pytest.raises(UnsupportedOpError) as e:
-        from_jax_spmd(g, sds((2 * k, 4)))
-    msg = str(e.value)
-    assert "sharding propagation into" in msg and "is not supported" in msg and "test_spmd_import.py" in msg
+    with caplog.at_level("WARNING", logger="relax_mlir.frontend"):
+        mod = from_jax_spmd(g, sds((2 * k, 4)))
+    (rec,) = [r for r in caplog.records if "all-gathered" in r.getMessage()]
+    assert "stablehlo.concatenate" in rec.getMessage() and "no sharding rule" in rec.getMessage()
+    assert "test_spmd_import.py" in rec.getMessage()  # located at the user's line
+    assert ops_of(mod).count("relax.all_gather") == 1
+    plan = split_collectives(mod)
+    assert plan["results_replicated"] == [0]  # the host keeps each rank's rows of the whole result
 
 
-def test_resharding_is_refused():
-    g = jax.jit(lambda x, y: x + y, in_shardings=(S("x"), S(None, "x")), out_shardings=S("x"))
-    with pytest.raises(UnsupportedOpError, match="resharding is not supported"):
-        from_jax_spmd(g, sds((4, 4)), sds((4, 4)))
+def test_conflicting_elementwise_operands_are_gathered():
+    g = jax.jit(lambda x, y: x + y, in_shardings=(S("x"), S(None, "x")), out_shardings=S())
+    mod = from_jax_spmd(g, sds((4, 4)), sds((4, 4)))
+    assert ops_of(mod).count("relax.all_gather") == 2
+
+
+def test_dim_over_several_axes_without_rule_is_refused():
+    mesh2 = jax.make_mesh((2, 1), ("a", "b"))
+    g = jax.jit(lambda x: jnp.concatenate([x, x], axis=1), in_shardings=(NamedSharding(mesh2, P(("a", "b"))),),
+                out_shardings=NamedSharding(mesh2, P(("a", "b"))))
+    with pytest.raises(UnsupportedOpError, match="cannot be gathered") as e:
+        from_jax_spmd(g, sds((4, 4)))
+    assert "test_spmd_import.py" in str(e.value)
 
 
 def test_mesh_axis_used_twice_gathers_an_operand():
@@ -101,7 +114,7 @@ def test_multi_axis_dim_is_refused_where_it_would_need_resharding():
     mesh4 = jax.make_mesh((2, 1), ("a", "b"))
     s2 = NamedSharding(mesh4, P(("a", "b")))
     g = jax.jit(lambda x, y: x + y, in_shardings=(s2, NamedSharding(mesh4, P(None, "a"))), out_shardings=s2)
-    with pytest.raises(UnsupportedOpError, match="resharding is not supported"):
+    with pytest.raises(UnsupportedOpError, match="cannot be gathered"):
         from_jax_spmd(g, sds((4, 4)), sds((4, 4)))
 
 

@@ -18,13 +18,17 @@ operand; anything else is refused with a located error (never a silent replicate
 """
 from __future__ import annotations
 
+import logging
+
+from mlir import ir
+
 from relax_mlir.frontend.stablehlo.checks import _REFUSED_OPS
 from relax_mlir.frontend.stablehlo.common import Val, _ints, _string
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
-from mlir import ir
-
 from relax_mlir.shape import const, floordiv, parse
+
+_log = logging.getLogger("relax_mlir.frontend")
 
 
 def _identity(im, op, ins):
@@ -143,6 +147,9 @@ class SpmdImport:
         self.of: dict[int, list[list[str]]] = {}  # id(Val) -> sharding of a global-view value
         self.keep: list[Val] = []  # the Vals whose ids `of` holds stay alive
         self.collectives = 0
+        self.whole: dict[tuple, Val] = {}  # (id(Val), block) of a sharded value -> its all-gathered whole
+        self.sliced_results: list[int] = []  # results computed replicated but declared sharded
+        self.gathered = 0  # ops computed replicated on gathered operands (no sharding rule)
         self.bcast: dict[int, tuple] = {}  # id(Val) of a replicated broadcast -> (source, dims, result)
 
     def reindex(self, unused: dict, total: int) -> None:
@@ -241,6 +248,9 @@ class SpmdImport:
             if not self.sharded(want) and self.sharded(have) and all(len(a) <= 1 for a in have):
                 v = self.gather(im, v, have)
                 have = None
+            if self.sharded(want) and not self.sharded(have):
+                self.sliced_results.append(r)  # computed whole on every rank: the host keeps this rank's block
+                have = want
             out.append(v)
             if _norm(want) != _norm(have):
                 raise UnsupportedOpError("func.return", where, f"result #{r} is sharded {_fmt(have)} in the "
@@ -281,10 +291,33 @@ class SpmdImport:
             perm = _ints(op.attributes["permutation"])
             s = [list(sh[0][p]) if p < len(sh[0]) else [] for p in perm]
             return self._convert(im, op, ins, sh, [s], where)
-        k = next(k for k, s in enumerate(sh) if self.sharded(s))
-        raise UnsupportedOpError(name, where, f"operand #{k} is sharded {_fmt(sh[k])} over the mesh {self.axes} "
-                                 f"outside a shard_map: sharding propagation into '{name}' is not supported "
-                                 "(write the per-device code with jax.shard_map)")
+        return self._replicated(im, op, ins, sh, where, f"no sharding rule for '{name}'")
+
+    def _replicated(self, im, op, ins, sh, where, why: str):
+        """The fallback: all-gather every sharded operand and compute the op replicated (every rank
+        the whole of it; correct, and logged since it costs communication and memory). Refused
+        where an operand cannot be gathered (a dim split over several axes)."""
+        from relax_mlir.frontend.stablehlo.registry import CONVERTERS
+
+        name = op.operation.name
+        for k, s in enumerate(sh):
+            if self.sharded(s) and not all(len(d) <= 1 for d in s):
+                raise UnsupportedOpError(name, where, f"{why}, and operand #{k} (sharded {_fmt(s)} over several axes "
+                                         "in one dim) cannot be gathered: not supported")
+        _log.warning("relax-mlir: %s at %s: %s; its sharded operands are all-gathered and it is computed "
+                     "replicated", name, where, why)
+        self.gathered += 1
+        gathered = [self.gather_once(im, v, s) if self.sharded(s) else v for v, s in zip(ins, sh)]
+        return CONVERTERS[name](im, op, gathered)
+
+    def gather_once(self, im, v: Val, s) -> Val:
+        """`gather`, once per value and block being built (a region body gathers its own copy)."""
+        key = (id(v), ir.InsertionPoint.current.block)
+        g = self.whole.get(key)
+        if g is None:
+            g = self.whole[key] = self.gather(im, v, s)
+            self.keep.append(v)
+        return g
 
     # -- propagation rules --
     def _local_in(self, v: Val, s) -> Val:
@@ -310,15 +343,24 @@ class SpmdImport:
                 local_ins.append(v)
             elif _norm(s) == spec:
                 local_ins.append(self._local_in(v, s))
-            elif not self.sharded(s) and id(v) in self.bcast:
+            elif not self.sharded(s) and id(v) in self.bcast and self._rebroadcastable(v, spec):
                 local_ins.append(self._rebroadcast(im, v, spec, op, where))
             else:
-                raise UnsupportedOpError(op.operation.name, where, f"operand #{k} is {_fmt(s)} but another is sharded "
-                                         f"{_fmt(list(spec))}: resharding is not supported")
+                return self._replicated(im, op, ins, sh, where, f"operand #{k} is {_fmt(s)} but another is sharded "
+                                        f"{_fmt(list(spec))}")
         if len(ranks) > 1:
             raise UnsupportedOpError(op.operation.name, where, "operands of different ranks")
         out = [list(d) for d in spec] + [[]] * (len(op.results[0].type.shape) - len(spec))
         return self._convert(im, op, ins, sh, [out] * len(op.results), where, local_ins)
+
+    def _rebroadcastable(self, v: Val, spec) -> bool:
+        src, bdims, _ = self.bcast[id(v)]
+        for j, axes in enumerate(spec):
+            if axes and j in bdims:
+                d = src.dims[bdims.index(j)]
+                if d is None or not d.is_const or d.value != 1:
+                    return False
+        return True
 
     def _rebroadcast(self, im, v: Val, spec, op, where) -> Val:
         """A replicated broadcast used beside a sharded value: build its local part (it is constant
@@ -391,13 +433,12 @@ class SpmdImport:
             ins2, sh2 = list(ins), list(sh)
             for k, g in ((0, ga), (1, gb)):
                 if g:
-                    ins2[k], sh2[k] = self.gather(im, ins[k], full[k]), None
+                    ins2[k], sh2[k] = self.gather_once(im, ins[k], full[k]), None
             outs = self._convert(im, op, ins2, sh2, [out], where)
             if reduce_axes:  # partial products: sum them over the contracting dims' axes
                 outs = [self._all_reduce(im, outs[0], reduce_axes, "sum", out)]
             return outs
-        raise UnsupportedOpError(op.operation.name, where, f"operands sharded {_fmt(full[0])} and {_fmt(full[1])}: "
-                                 "resharding them is not supported")
+        return self._replicated(im, op, ins, sh, where, f"operands sharded {_fmt(full[0])} and {_fmt(full[1])}")
 
     def _reduce(self, im, op, ins, sh, where):
         from relax_mlir.frontend.stablehlo.common import _splat_value
@@ -533,7 +574,8 @@ class _Result:
 def annotate_spmd(im, func_module) -> None:
     """Record the mesh and the argument/result shardings on the relax @main (`relax.mesh_axes`,
     `relax.mesh_shape`, `relax.arg_shardings`, `relax.result_shardings`: per value, per dim, the
-    mesh axes), which relax_mlir.spmd reads to scatter, check and gather."""
+    mesh axes; `relax.results_replicated`: results the program computes whole on every rank
+    although declared sharded), which relax_mlir.spmd reads to scatter, check and gather."""
     from mlir import ir
 
     sp = im.spmd
@@ -559,6 +601,9 @@ def annotate_spmd(im, func_module) -> None:
     main.attributes["relax.arg_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(args, ftype.inputs)])
     res = [sp.result_shardings[i] if i < len(sp.result_shardings) else None for i in range(len(ftype.results))]
     main.attributes["relax.result_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(res, ftype.results)])
+    if sp.sliced_results:
+        main.attributes["relax.results_replicated"] = ir.ArrayAttr.get(
+            [ir.IntegerAttr.get(i64, r) for r in sp.sliced_results])
 
 
 def _run_body(im, block, env):
