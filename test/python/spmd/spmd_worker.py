@@ -259,6 +259,12 @@ def _():
         x, y = rng.standard_normal((2 * n, 4), np.float32), rng.standard_normal((2 * n, 4), np.float32)
         for got, want in zip(prog.run_global(x, y), jax.jit(f_)(x, y)):
             close(got, want, 1e-5)
+    # a sum whose init is 1 over the sharded dim: the init counts once
+    h = lambda x: jax.lax.reduce(x, np.float32(1.0), jax.lax.add, (0,))  # noqa: E731
+    prog = compile_spmd(from_jax_spmd(jax.jit(h, in_shardings=(S("x"),), out_shardings=S()),
+                                      jax.ShapeDtypeStruct((2 * k, 3), jnp.float32)))
+    x = rng.standard_normal((6, 3), np.float32)
+    close(prog.run_global(x), jax.jit(h)(x), 1e-5)
 
 
 @case("two_axis_mesh")

@@ -5,6 +5,7 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
 import jax  # noqa: E402
+import numpy as np  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import pytest  # noqa: E402
 from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
@@ -159,3 +160,12 @@ module @m attributes {mhlo.num_partitions = 2 : i32} {
 """
     with pytest.raises(UnsupportedOpError, match="GSPMD"):
         import_stablehlo(text, spmd=True)
+
+
+def test_reduction_with_non_identity_init_over_sharded_dim_runs_replicated():
+    # sum with init 1.0 (lax.reduce): a per-rank local sum would count the init twice
+    g = jax.jit(lambda x: jax.lax.reduce(x, np.float32(1.0), jax.lax.add, (0,)), in_shardings=(S("x"),),
+                out_shardings=S())
+    mod = from_jax_spmd(g, sds((4, 3)))
+    ops = ops_of(mod)
+    assert ops.count("relax.all_gather") == 1 and "relax.all_reduce" not in ops

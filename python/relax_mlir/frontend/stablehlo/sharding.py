@@ -390,7 +390,7 @@ class SpmdImport:
         if op.operation.name == "stablehlo.dynamic_broadcast_in_dim":
             shp = ins[1]
             if shp.known is None:
-                raise UnsupportedOpError(op.operation.name, where, "output shape is not a known shape computation")
+                return self._replicated(im, op, ins, sh, where, "output shape is not a known shape computation")
             local_ins.append(Val(None, shp.dtype, shp.dims, self.local(list(shp.known), out, where)))
             local_ins.extend(ins[2:])
         return self._convert(im, op, ins, sh, [out], where, local_ins)
@@ -447,15 +447,15 @@ class SpmdImport:
         axes = _ints(op.attributes["dimensions"])
         s = [list(x) for x in sh[0]] + [[]] * (len(ins[0].dims) - len(sh[0]))
         if self.sharded(sh[1]):
-            raise UnsupportedOpError(op.operation.name, where, "a sharded init value")
+            return self._replicated(im, op, ins, sh, where, "a sharded init value")
         reduce_axes = [x for i in axes for x in s[i]]
         out = [s[i] for i in range(len(s)) if i not in axes]
         kind = _reduction(op)
         if reduce_axes:
             rk = {"sum": "relax.sum", "prod": "relax.prod", "max": "relax.max", "min": "relax.min"}.get(kind)
             if rk is None or not _is_identity(rk, ins[0].dtype, _splat_value(op.operands[1])):
-                raise UnsupportedOpError(op.operation.name, where, "a reduction over a sharded dim whose init value "
-                                         "is not the reduction's identity")
+                return self._replicated(im, op, ins, sh, where, "a reduction over a sharded dim whose init value "
+                                        "is not the reduction's identity")
         local_ins = [self._local_in(ins[0], sh[0]), ins[1]]
         outs = self._convert(im, op, ins, sh, [out], where, local_ins)
         if reduce_axes:
