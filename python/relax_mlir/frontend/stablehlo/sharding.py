@@ -262,8 +262,8 @@ class SpmdImport:
     def partition(self, im, op, ins):
         """The per-device conversion of a data op outside a manual computation whose operands are
         sharded global views (sharding propagation for the common cases), or None to convert it
-        as usual (no sharded operand). Anything not covered is refused with a located error,
-        never computed on the local shard as if it were the whole array."""
+        as usual (no sharded operand). An op without a rule runs replicated on gathered operands
+        (`_replicated`); nothing is computed on a local shard as if it were the whole array."""
         from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 
         name = op.operation.name
@@ -271,7 +271,7 @@ class SpmdImport:
             return None
         sh = [self.sharding(v) for v in ins]
         if not any(self.sharded(s) for s in sh):
-            if name in _BROADCASTS:  # remember how a replicated broadcast was built (re-emitted locally)
+            if name in _BROADCASTS and ins[0].known is None:  # remember how a replicated broadcast was built
                 outs = CONVERTERS[name](im, op, ins)
                 if isinstance(outs, Val) and outs.value is not None:
                     self.bcast[id(outs)] = (ins[0], _ints(op.attributes["broadcast_dimensions"]), outs)
@@ -608,8 +608,6 @@ def annotate_spmd(im, func_module) -> None:
 
 def _run_body(im, block, env):
     """Convert the manual computation's body (ending in sdy.return) with `env`."""
-    from relax_mlir.frontend.stablehlo.importer import Importer  # noqa: F401 (type only)
-
     return im.run_block(block, env)
 
 
