@@ -12,9 +12,12 @@ global dims). Outside a manual computation a value is a *global view*: its dims 
 jax's shape arithmetic stays right) and its relax value is the local shard, with its sharding
 tracked; inside `sdy.manual_computation` the body's arguments are the local shards with local
 dims, and StableHLO collectives become relax collective ops (ops/collective.py). Data ops on a
-sharded global view are partitioned for the common cases (`propagate`): elementwise ops whose
-sharded operands agree, and a dot_general whose sharded dims are batch or free dims of one
-operand; anything else is refused with a located error (never a silent replicated compute).
+sharded global view are partitioned by `SpmdImport.partition` for the common cases: elementwise
+ops whose sharded operands agree, dot_general (sharded batch / free / contracting dims, an
+all_reduce after a split contraction), reductions (an all_reduce over split dims), transposes
+and broadcasts. Any other op runs replicated on all-gathered operands, with a logged warning;
+what cannot be gathered is refused with a located error. No op ever computes on a local shard
+as if it were the whole array.
 """
 from __future__ import annotations
 
