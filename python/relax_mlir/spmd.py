@@ -44,10 +44,8 @@ def import_exported_spmd(exported) -> Module:
                 dim_vars.add(n)
             else:
                 dim_vars |= set(parse(n).symbols())
-    mod = import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
-                           dim_vars=dim_vars, symbol_bounds=_upper_bounds(exported.in_avals), spmd=True)
-    mod._spmd_global_names = names  # the global dims as jax names them (for run-time messages)
-    return mod
+    return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
+                            dim_vars=dim_vars, symbol_bounds=_upper_bounds(exported.in_avals), spmd=True)
 
 
 def from_jax_spmd(fn, *arg_specs) -> Module:
@@ -105,7 +103,9 @@ def _split(mop) -> dict:
             "arg_shardings": _shardings(main.attributes["relax.arg_shardings"]),
             "result_shardings": _shardings(main.attributes["relax.result_shardings"]),
             "results_replicated": [ir.IntegerAttr(a).value for a in main.attributes["relax.results_replicated"]]
-            if "relax.results_replicated" in main.attributes else []}
+            if "relax.results_replicated" in main.attributes else [],
+            "global_names": [[ir.StringAttr(d).value for d in ir.ArrayAttr(a)]
+                             for a in main.attributes["relax.arg_global_dims"]]}
     block = main.regions[0].blocks[0]
     args = list(block.arguments)
     plan["n_args"] = len(args)
@@ -197,7 +197,6 @@ def compile_spmd(module: Module, target: str = "cpu", comm=None, **options):
     from relax_mlir.runtime.mpi import SpmdProgram
 
     plan = split_collectives(module)
-    plan["global_names"] = getattr(module, "_spmd_global_names", None)
     if not any(s["kind"] == "segment" for s in plan["steps"]):
         exe = None
     else:

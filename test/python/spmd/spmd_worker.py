@@ -267,6 +267,26 @@ def _():
     close(prog.run_global(x), jax.jit(h)(x), 1e-5)
 
 
+@case("local_symbol_of_split_dim")
+def _():
+    """A split dim named by no multiple (2*k) gets its own local symbol; the global size must be
+    even, checked before any rank runs (ValueError naming the global dim on every rank)."""
+    from relax_mlir.frontend.stablehlo import import_stablehlo
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "frontend", "sharding-spmd-local-symbol.mlir")) as fh:
+        prog = compile_spmd(import_stablehlo(fh.read(), spmd=True))
+    for n in (2, 6, 14):
+        x = rng.standard_normal((n, 3), np.float32)
+        close(prog.run_global(x), -x)
+    try:
+        prog.run_global(np.ones((5, 3), np.float32))
+    except ValueError as e:
+        assert "2*arg0_dim0_x" in str(e) and "not divisible by 2" in str(e), e
+    else:
+        raise AssertionError("an odd size ran")
+
+
 @case("two_axis_mesh")
 def _():
     mesh2 = jax.make_mesh((1, 2), ("a", "b"))

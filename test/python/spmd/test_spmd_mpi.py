@@ -12,6 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = ["mlp_tensor_parallel", "data_parallel", "collectives", "named_sharding_data_parallel",
          "named_sharding_tensor_parallel", "named_sharding_gathered_result", "two_axis_mesh", "unused_argument", "artifact_on_every_rank", "stablehlo_text_collectives", "integer_and_half_collectives",
          "dot_operand_gathered", "replicated_fallback",
+         "local_symbol_of_split_dim",
          "bad_rank_input"]
 
 

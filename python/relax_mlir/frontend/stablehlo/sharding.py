@@ -151,6 +151,7 @@ class SpmdImport:
         self.keep: list[Val] = []  # the Vals whose ids `of` holds stay alive
         self.collectives = 0
         self.whole: dict[tuple, Val] = {}  # (id(Val), block) of a sharded value -> its all-gathered whole
+        self.global_dims: dict[int, list] = {}  # position -> global dims of a sharded argument
         self.sliced_results: list[int] = []  # results computed replicated but declared sharded
         self.gathered = 0  # ops computed replicated on gathered operands (no sharding rule)
         self.bcast: dict[int, tuple] = {}  # id(Val) of a replicated broadcast -> (source, dims, result)
@@ -220,11 +221,17 @@ class SpmdImport:
                 continue
             nm = new_names[j] if j < len(new_names) else None
             e = parse(nm) if nm else None
-            if e is None or not all(c % n == 0 for _, c in e.terms):
-                raise UnsupportedOpError("func.func", where, f"argument #{i} dim {j} ({nm or '?'}) is split {n} "
-                                         f"ways over {s[j]}: give it as a multiple of {n} (for example {n}*k) "
-                                         "so that its local size is a symbol")
-            new_names[j] = str(floordiv(e, const(n)))
+            if e is not None and all(c % n == 0 for _, c in e.terms):
+                new_names[j] = str(floordiv(e, const(n)))  # 2*k over 2 ways: k
+            elif e is None or e.is_symbol:
+                # b (or an unnamed dim) over n ways: the local size is its own symbol b_x, and the
+                # global dim n*b_x (the runtime checks b's divisibility before any rank runs)
+                local = f"{nm or f'arg{i}_dim{j}'}_{'_'.join(s[j])}"
+                new_names[j] = local
+                im.dim_vars.add(local)
+            else:
+                raise UnsupportedOpError("func.func", where, f"argument #{i} dim {j} ({nm}) is split {n} ways over "
+                                         f"{s[j]}: an expression not provably divisible by {n} (give it as {n}*k)")
             new_dims.append(None)
         while len(im.dim_names) <= i:
             im.dim_names.append(None)
@@ -240,6 +247,7 @@ class SpmdImport:
                 out.append(v)
                 continue
             out.append(self.track(Val(v.value, v.dtype, self.globalize(v.dims, s), v.known), s))
+            self.global_dims[i] = out[-1].dims
         return out
 
     def check_results(self, im, results: list[Val], where: str) -> list[Val]:
@@ -577,7 +585,8 @@ class _Result:
 def annotate_spmd(im, func_module) -> None:
     """Record the mesh and the argument/result shardings on the relax @main (`relax.mesh_axes`,
     `relax.mesh_shape`, `relax.arg_shardings`, `relax.result_shardings`: per value, per dim, the
-    mesh axes; `relax.results_replicated`: results the program computes whole on every rank
+    mesh axes; `relax.arg_global_dims`: a sharded argument's global dims, `2*k`, for the run-time
+    messages; `relax.results_replicated`: results the program computes whole on every rank
     although declared sharded), which relax_mlir.spmd reads to scatter, check and gather."""
     from mlir import ir
 
@@ -604,6 +613,12 @@ def annotate_spmd(im, func_module) -> None:
     main.attributes["relax.arg_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(args, ftype.inputs)])
     res = [sp.result_shardings[i] if i < len(sp.result_shardings) else None for i in range(len(ftype.results))]
     main.attributes["relax.result_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(res, ftype.results)])
+    from relax_mlir.shape import sym
+
+    mapping = {k: sym(v) for k, v in im.renames.items()}
+    main.attributes["relax.arg_global_dims"] = ir.ArrayAttr.get([ir.ArrayAttr.get(
+        [ir.StringAttr.get(str(d.subs(mapping)) if d is not None else "?") for d in sp.global_dims[i]])
+        if i in sp.global_dims else ir.ArrayAttr.get([]) for i in range(len(ftype.inputs))])
     if sp.sliced_results:
         main.attributes["relax.results_replicated"] = ir.ArrayAttr.get(
             [ir.IntegerAttr.get(i64, r) for r in sp.sliced_results])
