@@ -143,6 +143,7 @@ class SpmdImport:
         for i, a in enumerate(_attr_dict_list(main, "arg_attrs")):
             self.arg_shardings.append(read_sharding(a["sdy.sharding"], f"@main argument #{i}")
                                       if "sdy.sharding" in a else None)
+        # per result: the declared sharding, or None where @main declares none (jax: unspecified)
         self.result_shardings: list[list[list[str]] | None] = []
         for i, a in enumerate(_attr_dict_list(main, "res_attrs")):
             self.result_shardings.append(read_sharding(a["sdy.sharding"], f"@main result #{i}")
@@ -251,11 +252,16 @@ class SpmdImport:
         return out
 
     def check_results(self, im, results: list[Val], where: str) -> list[Val]:
-        """The results as declared: a sharded result declared replicated is all-gathered."""
+        """The results as declared: a sharded result declared replicated is all-gathered, a
+        replicated one declared sharded is cut by the host; an undeclared one stays as computed."""
         out = []
+        while len(self.result_shardings) < len(results):
+            self.result_shardings.append(None)
         for r, v in enumerate(results):
-            want = self.result_shardings[r] if r < len(self.result_shardings) else None
+            want = self.result_shardings[r]
             have = self.sharding(v)
+            if want is None:  # no sharding declared (jax: unspecified): the result stays as computed
+                self.result_shardings[r] = want = have
             if not self.sharded(want) and self.sharded(have) and all(len(a) <= 1 for a in have):
                 v = self.gather(im, v, have)
                 have = None
