@@ -16,7 +16,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-	$(BIN)/python -m pip install -q -e '.[test,jax,models,web]'
+	$(BIN)/python -m pip install -q -e '.[test,jax,models,web,mpi]'
 	@touch $(STAMP)
 
 test: setup

@@ -66,6 +66,40 @@ irdl.dialect @relax {
     irdl.operands(lhs: %0, rhs: %1)
     irdl.results(result: %2)
   }
+  // The group's operands concatenated along `dim` in group order. Attributes: groups, group_size, dim.
+  irdl.operation @all_gather {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    %3 = irdl.base "#builtin.integer"
+    %4 = irdl.base "#builtin.integer"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"groups" = %2, "group_size" = %3, "dim" = %4}
+  }
+  // Every rank of a group gets the reduction over the group of its operand (same shape).
+  irdl.operation @all_reduce {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    %3 = irdl.base "#builtin.integer"
+    %4 = irdl.base "#builtin.string"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"groups" = %2, "group_size" = %3, "reduce" = %4}
+  }
+  // Split along `split_dim` into group_size blocks, block j to rank j, received blocks
+  irdl.operation @all_to_all {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    %3 = irdl.base "#builtin.integer"
+    %4 = irdl.base "#builtin.integer"
+    %5 = irdl.base "#builtin.integer"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"groups" = %2, "group_size" = %3, "split_dim" = %4, "concat_dim" = %5}
+  }
   // A storage block of `size` bytes (int or expression string at the symbols' upper bounds).
   irdl.operation @alloc_storage {
     %0 = irdl.base @relax::@storage
@@ -194,6 +228,27 @@ irdl.dialect @relax {
     %1 = irdl.base @relax::@tensor
     irdl.operands(x: %0)
     irdl.results(result: %1)
+  }
+  // Every rank of a group gets the operand of the group's first rank.
+  irdl.operation @collective_broadcast {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    %3 = irdl.base "#builtin.integer"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"groups" = %2, "group_size" = %3}
+  }
+  // Rank `pairs[2i]` sends its operand to rank `pairs[2i+1]`; a rank that receives nothing gets
+  irdl.operation @collective_permute {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    %3 = irdl.base "#builtin.integer"
+    %4 = irdl.base "#builtin.array"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"groups" = %2, "group_size" = %3, "pairs" = %4}
   }
   // A constant tensor. Attribute: value (dense elements attribute).
   irdl.operation @constant {
@@ -569,6 +624,18 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
     irdl.attributes {"exponent_bits" = %2, "mantissa_bits" = %3}
+  }
+  // The group's reduction split along `dim`: rank i of the group keeps block i.
+  irdl.operation @reduce_scatter {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    %3 = irdl.base "#builtin.integer"
+    %4 = irdl.base "#builtin.integer"
+    %5 = irdl.base "#builtin.string"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"groups" = %2, "group_size" = %3, "dim" = %4, "reduce" = %5}
   }
   // Reduce every window of x (StableHLO reduce_window with the reduction's identity as init).
   irdl.operation @reduce_window {

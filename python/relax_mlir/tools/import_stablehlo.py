@@ -9,6 +9,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="relax-import-stablehlo", description=__doc__)
     p.add_argument("input", nargs="?", default="-", help="StableHLO file ('-' or none: stdin)")
     p.add_argument("-o", "--output", default="-", help="output file (default stdout)")
+    p.add_argument("--spmd", action="store_true",
+                   help="import a sharded module as its per-device program (relax_mlir.spmd)")
+    p.add_argument("--split-collectives", action="store_true",
+                   help="with --spmd: cut @main at its collectives into segment functions")
     args = p.parse_args(argv)
     from relax_mlir.frontend.stablehlo import import_stablehlo, render_error
     from relax_mlir.tools.relax_opt import decode_source
@@ -28,7 +32,11 @@ def main(argv=None) -> int:
         print(bad.render(), file=sys.stderr)
         return 1
     try:
-        module = import_stablehlo(text, source_name=name)
+        module = import_stablehlo(text, source_name=name, spmd=args.spmd or args.split_collectives)
+        if args.split_collectives:
+            from relax_mlir.spmd import split_collectives
+
+            split_collectives(module)
     except ValueError as e:  # parse errors, unsupported ops and element types, CompileError of the built module
         print(render_error(e, name), file=sys.stderr)
         return 1

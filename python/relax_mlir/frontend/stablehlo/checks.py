@@ -26,6 +26,9 @@ _REFUSED_OPS = {
 
 
 _SHARDING_ATTRS = ("sdy.sharding", "mhlo.sharding", "sdy.sharding_rule")
+# Collectives: converted only in an SPMD import (sharding.py), refused for one device.
+_COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
+                          "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast"})
 
 
 def _custom_call_target(op) -> str:
@@ -40,12 +43,13 @@ def _attr_names(attrs) -> list[str]:
     return [attrs[i].name for i in range(len(attrs))]
 
 
-def check_supported_ops(module) -> None:
+def check_supported_ops(module, spmd: bool = False) -> None:
     """Walk everything @main reaches (calls and composite decompositions, nested regions) and raise
     UnsupportedOpsError naming every op the importer cannot convert, with its count and locations,
     all at once. Sharding annotations (sdy.sharding / mhlo.sharding attributes, sdy.mesh,
     sdy.sharding_constraint, @Sharding custom calls) are accepted: they are dropped with one
-    logged warning, since relax compiles for one device."""
+    logged warning, since relax compiles for one device. With `spmd` (the per-device import of
+    relax_mlir.spmd) manual computations are imported and shardings are kept, not dropped."""
     from jax._src.lib.mlir import ir as jir
 
     funcs, notes = {}, {}
@@ -82,9 +86,12 @@ def check_supported_ops(module) -> None:
                 bad(name, f"unknown {'callee' if name == 'func.call' else 'decomposition'} @{callee}", op.location)
             elif callee not in seen:
                 todo.append(callee)
-        if name in _REFUSED_OPS:
+        if name in _REFUSED_OPS and not spmd:
             bad(name, _REFUSED_OPS[name], op.location)
             return  # its body is not imported: nothing in it to report
+        if name in _COLLECTIVES and not spmd:
+            bad(name, "a collective: relax compiles this module for one device (import sharded programs "
+                      "with relax_mlir.spmd)", op.location)
         if name == "stablehlo.custom_call":
             target = _custom_call_target(op)
             handler = CUSTOM_CALL_TARGETS.get(target)
@@ -96,7 +103,7 @@ def check_supported_ops(module) -> None:
                 bad(name, f"call target @{target}: {handler}", op.location)
         elif name.startswith("sdy.") and name in CONVERTERS:
             notes[name] = notes.get(name, 0) + 1
-        elif name not in CONVERTERS and name not in _STRUCTURAL:
+        elif name not in CONVERTERS and name not in _STRUCTURAL and not (spmd and name == "sdy.return"):
             bad(name, "", op.location)
         for r in op.regions:
             for b in r.blocks:
@@ -111,7 +118,7 @@ def check_supported_ops(module) -> None:
         visit(funcs[fname])
     if groups:
         raise UnsupportedOpsError([(k, why, locs) for k, (why, locs) in groups.items()])
-    if notes:
+    if notes and not spmd:
         what = ", ".join(f"{n} x{c}" for n, c in sorted(notes.items()))
         _log.warning("relax-mlir: sharding annotations dropped (%s): the module is compiled for one device", what)
 

@@ -26,7 +26,7 @@ class Importer:
     """Walks a parsed jax-MLIR module's @main (inlining calls) and builds the relax function."""
 
     def __init__(self, module, dim_names=None, unused_args=None, dim_vars: Iterable[str] = (),
-                 source_name: str = "<string>"):
+                 source_name: str = "<string>", spmd: bool = False):
         self.module = module
         self.dim_names = dim_names or []
         # position -> (dims, dtype) of an argument the exported function does not use (jax.export
@@ -47,6 +47,21 @@ class Importer:
         for op in module.body.operations:
             if op.operation.name == "func.func":
                 self.funcs[_string(op.attributes["sym_name"])] = op
+        self.spmd = None  # the per-device import of a sharded program (sharding.py)
+        if spmd:
+            from relax_mlir.frontend.stablehlo.sharding import SpmdImport
+
+            self.dim_names = [list(n) if n else n for n in self.dim_names]
+            try:
+                self.spmd = SpmdImport(module)
+            except (TypeError, ValueError, KeyError, IndexError) as e:
+                if isinstance(e, UnsupportedOpError):
+                    raise
+                raise UnsupportedOpError("sdy.mesh", "", f"unreadable mesh or sharding attributes: {e}") from None
+            main = self.funcs.get("main")
+            if main is not None:
+                n = len(main.regions[0].blocks[0].arguments) + len(self.unused_args)
+                self.spmd.reindex(self.unused_args, n)
 
     # --- emission ---------------------------------------------------------------------------
 
@@ -151,6 +166,8 @@ class Importer:
                 dims, dt = self.unused_args[i]
             else:
                 dims, dt = self.ttype(next(kept).type)
+                if self.spmd is not None:  # the local shard of a sharded argument
+                    dims = self.spmd.localize_arg(self, i, dims, str(main.location))
             if dt not in _DTYPES:
                 raise UnsupportedOpError("func.func", str(main.location), f"argument element type {dt}")
             names = self.dim_names[i] if i < len(self.dim_names) else None
@@ -178,7 +195,11 @@ class Importer:
                 args.append(Val(a, dt, sdims))
         with ir.InsertionPoint(body):
             args = bind_dim_exprs(self, params, args)
+            if self.spmd is not None:
+                args = self.spmd.global_args(args, [i for i, _, _ in params if i not in self.unused_args])
             results, ret_loc = self.run_func(main, args)
+            if self.spmd is not None:
+                results = self.spmd.check_results(self, results, str(ret_loc))
             self.loc = ret_loc
             rets = [self.use(r) for r in results]
             ir.Operation.create("func.return", operands=rets, loc=ret_loc)
@@ -252,7 +273,7 @@ class Importer:
     def _run_block(self, block, env: dict) -> tuple[list[Val], ir.Location]:
         for op in block.operations:
             name = op.operation.name
-            if name in ("func.return", "stablehlo.return"):
+            if name in ("func.return", "stablehlo.return", "sdy.return"):
                 return [env[o] for o in op.operands], self.location(op)
             if name == "func.call":
                 callee = _string(op.attributes["callee"])
@@ -273,7 +294,11 @@ class Importer:
             self.env = env  # the converter may look through its operands' defining ops
             self.scope = env  # what a converter of an op with regions (stablehlo.while) sees
             try:
-                outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
+                outs = None
+                if self.spmd is not None:  # a data op on sharded global views (sharding.py)
+                    outs = self.spmd.partition(self, op, ins)
+                if outs is None:
+                    outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
                 if outs is None:
                     outs = fold_known(self, op, ins) or conv(self, op, ins)
             except UnsupportedOpError:
@@ -360,23 +385,29 @@ def _finish_region_functions(im: Importer, mapping: dict) -> None:
 
 
 def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
-                  source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None) -> Module:
+                  source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None,
+                  spmd: bool = False) -> Module:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
     `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
     position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
     which the relax function takes and ignores; `dim_vars`: names that are jax dimension
     variables (>= 1, like those the module's `jax.global_constant` arguments name);
-    `symbol_bounds`: symbol -> upper bound (jax's `s <= 32` constraints), `relax.symbol_bounds`."""
+    `symbol_bounds`: symbol -> upper bound (jax's `s <= 32` constraints), `relax.symbol_bounds`;
+    `spmd`: build the per-device program of a sharded module (frontend/stablehlo/sharding.py)."""
     from relax_mlir.targets import registry
 
     check_element_types(module)
-    check_supported_ops(module)
+    check_supported_ops(module, spmd)
     session = Session(source_name)
     with session.ctx, ir.Location.unknown():
-        im = Importer(module, dim_names, unused_args, dim_vars, source_name)
+        im = Importer(module, dim_names, unused_args, dim_vars, source_name, spmd)
         im.upper = dict(symbol_bounds or {})
         op = im.run()
+        if spmd:
+            from relax_mlir.frontend.stablehlo.sharding import annotate_spmd
+
+            annotate_spmd(im, op)
     result = Module(session, op)
     if not run_pipeline(session, op, ["relax-infer-shapes"], registry()):
         raise CompileError("\n".join(d.render() for d in session.diags) or "the imported module does not verify")
@@ -384,7 +415,8 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
 
 
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
-                     dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None) -> Module:
+                     dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None,
+                     spmd: bool = False) -> Module:
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
@@ -410,7 +442,7 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
                 module = jir.Module.create()
                 module.body.append(op.operation)
         return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
-                             symbol_bounds=symbol_bounds)
+                             symbol_bounds=symbol_bounds, spmd=spmd)
 
 
 class _ModuleView:
