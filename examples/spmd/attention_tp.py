@@ -8,9 +8,6 @@ import os
 import sys
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
-# BLAS dispatch off: on main a batched sgemm with a transposed A operand (from these einsums,
-# also in a single-device compile) builds a kernel that does not legalize (see the report).
-os.environ.setdefault("RELAX_MLIR_LIBRARY", "never")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -175,7 +175,7 @@ def sgemm_kernel(a: TensorType, b: TensorType, r: TensorType, ta: bool, tb: bool
     lead = [f"d{i}" for i in range(rr - 2)]
     m, n, kk = f"d{rr - 2}", f"d{rr - 1}", f"d{rr}"
     nloops = rr + 1
-    amap = [kk, m] if ta else lead[len(lead) - (ra - 2):] + [m, kk]
+    amap = lead[len(lead) - (ra - 2):] + ([kk, m] if ta else [m, kk])  # (a batched lhs keeps its batch dims)
     bmap = ([n, kk] if tb else [kk, n]) if rb == 2 else lead + ([n, kk] if tb else [kk, n])
     omap = lead + [m, n]
     f = k.fill("0.0", k.out(0), r)

@@ -50,6 +50,17 @@ func.func @main(%x: {T([2, "n", 24])}, %w: {T([24, "m"])}, %y: {T([24, "n"])}) -
 }}"""
 
 
+# q k^T per head with q and k both [h, e, s] (jax's einsum "hse,hte->hst" after its transposes):
+# a batched lhs that is transposed (was an internal error: the sgemm_ta kernel dropped its batch
+# dims)
+BATCHED_TA = f"""
+func.func @main(%q: {T([4, 16, "s"])}, %k: {T([4, 16, "s"])}) -> {U3} {{
+  %qt = "relax.permute_dims"(%q) {{axes = [0, 2, 1]}} : ({T([4, 16, "s"])}) -> {U3}
+  %m = "relax.matmul"(%qt, %k) : ({U3}, {T([4, 16, "s"])}) -> {U3}
+  return %m : {U3}
+}}"""
+
+
 def _softmax(s):
     e = np.exp(s - s.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
@@ -153,3 +164,37 @@ def test_blas_runs_on_one_thread_by_default(monkeypatch):
     assert SET_THREADS_SYMBOL not in helper_text("h", 2, 2, 2, False, True)
     monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "2")
     assert f"func.call @{SET_THREADS_SYMBOL}" in helper_text("h", 2, 2, 2, False, True)
+
+
+@pytest.mark.parametrize("mode", ["always", "never"])
+def test_batched_transposed_lhs(mode, monkeypatch):
+    exe = _compile(BATCHED_TA, mode, monkeypatch)
+    if mode == "always":
+        assert '"sgemm"' in str(relax_mlir.run_passes(relax_mlir.parse(BATCHED_TA),
+                                                      ["relax-infer-shapes", "relax-dispatch-library"]))
+    for s in (1, 7, 130):
+        q = RNG.standard_normal((4, 16, s), dtype=np.float32)
+        k = RNG.standard_normal((4, 16, s), dtype=np.float32)
+        np.testing.assert_allclose(exe(q, k), np.swapaxes(q, 1, 2) @ k, rtol=1e-4, atol=1e-4)
+
+
+def test_jax_einsum_attention_scores(monkeypatch):
+    """The single-device compile of a heads-split attention score (examples/spmd's attention)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from relax_mlir.frontend.jax import from_jax
+
+    def f(x, wq, wk):
+        q = jnp.einsum("sd,dhe->hse", x, wq)
+        k = jnp.einsum("sd,dhe->hse", x, wk)
+        return jnp.einsum("hse,hte->hst", q, k)
+
+    (s,) = jax.export.symbolic_shape("s")
+    specs = [jax.ShapeDtypeStruct((s, 64), jnp.float32)] + [jax.ShapeDtypeStruct((64, 4, 16), jnp.float32)] * 2
+    monkeypatch.setenv("RELAX_MLIR_LIBRARY", "always")
+    exe = relax_mlir.compile(from_jax(f, *specs))
+    wq, wk = (RNG.standard_normal((64, 4, 16), dtype=np.float32) for _ in range(2))
+    for n in (1, 7, 130):
+        x = RNG.standard_normal((n, 64), dtype=np.float32)
+        np.testing.assert_allclose(exe(x, wq, wk), jax.jit(f)(x, wq, wk), rtol=1e-4, atol=2e-3)
