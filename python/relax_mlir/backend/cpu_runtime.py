@@ -1,6 +1,8 @@
 """Glue from an upstream-level module to a CPU `Executable` (lower, JIT, signatures)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mlir import ir
 
 from relax_mlir import knobs
@@ -72,26 +74,42 @@ class ThreadedDispatch:
     """Single-threaded code by default; the multi-threaded build (compiled on first need) for calls
     that touch at least RELAX_MLIR_PARALLEL_MIN_ELEMENTS elements. Measured: waking the async
     runtime's workers costs 50-100 µs per parallel loop, which made the JAX MLP and transformer
-    block 1.5-3x slower on two threads than on one at every size tried (batch 1-512, seq 16-512)."""
+    block 1.5-3x slower on two threads than on one at every size tried (batch 1-512, seq 16-512).
+    Either build may be compiled up front (`build_cpu_executable`) or at the first call needing it."""
 
-    def __init__(self, upstream: ir.Operation, options, jit1):
+    def __init__(self, upstream: ir.Operation, options, jit1=None):
         import threading
 
         self.upstream = upstream
         self.options = options
-        self.jit1 = jit1
+        self._jit1 = jit1
         self.jitn = None
         self.min_elements = knobs.parallel_min_elements()
         self.lock = threading.Lock()
 
+    @property
+    def jit1(self) -> JitModule:
+        """The one-thread build (compiled at first need when `compile()` did not)."""
+        if self._jit1 is None:
+            with self.lock:
+                if self._jit1 is None:
+                    self._jit1 = _jit(self.upstream, replace(self.options, num_threads=1))
+        return self._jit1
+
+    @property
+    def built(self) -> tuple[bool, bool]:
+        """Whether the one-thread and the multi-threaded builds are compiled."""
+        return self._jit1 is not None, self.jitn is not None
+
     def invoke(self, name: str, *arrays) -> None:
-        jit = self.jit1
         if self.options.num_threads > 1 and sum(a.size for a in arrays) >= self.min_elements:
             if self.jitn is None:
                 with self.lock:
                     if self.jitn is None:
                         self.jitn = _jit(self.upstream, self.options)
             jit = self.jitn
+        else:
+            jit = self.jit1
         jit.invoke(name, *arrays)
 
 
@@ -146,20 +164,23 @@ def _fewest_elements(sig) -> int:
 
 
 def build_cpu_executable(module, options=None) -> Executable:
-    from dataclasses import replace
-
     options = options or CPUOptions()
     with module.context:
         sigs = entry_signatures(module.op)
         if not sigs:
             raise ValueError("the module has no public graph function to call")
         upstream = module.op.clone(ip=False)  # kept for the multi-threaded build and export()
-    jit1 = _jit(upstream, replace(options, num_threads=1))
-    run = ThreadedDispatch(upstream, options, jit1)
-    if options.num_threads > 1 and max(_fewest_elements(s) for s in sigs) >= run.min_elements:
+    run = ThreadedDispatch(upstream, options)
+    fewest = [_fewest_elements(s) for s in sigs]
+    if options.num_threads > 1 and max(fewest) >= run.min_elements:
         # Every call of some entry takes the multi-threaded build (its static dims alone, the
         # weights of a model, reach the threshold): built now, not at the first call.
         run.jitn = _jit(upstream, options)
+    if options.num_threads == 1 or min(fewest) < run.min_elements:
+        # Some call may run on one thread. When every call of every entry takes the
+        # multi-threaded build (an LLM's prefill and decode step: the weights alone reach the
+        # threshold), the one-thread build is never compiled unless a call needs it.
+        run.jit1
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name), JitEntry(run, s.name))
              for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name

@@ -136,10 +136,12 @@ def test_threaded_build_compiled_up_front_when_every_call_needs_it():
 }"""
     exe, run = run_of(big)
     assert run.jitn is not None
+    assert run.built == (False, True)  # no call can take the one-thread build: not compiled
     x, w = np.ones((3, 2048), np.float32), np.full((2048, 2048), 0.5, np.float32)
     np.testing.assert_allclose(exe(x, w), np.full((3, 2048), 1024.0, np.float32))
     small = big.replace("2048", "64")
     exe, run = run_of(small)
     assert run.jitn is None  # built at the first call that touches enough elements, if any
+    assert run.built == (True, False)
     x, w = np.ones((3, 64), np.float32), np.full((64, 64), 0.5, np.float32)
     np.testing.assert_allclose(exe(x, w), np.full((3, 64), 32.0, np.float32))
