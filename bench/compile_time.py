@@ -168,7 +168,8 @@ def measure_llm(layers: int, kind: str) -> dict:
     finally:
         target_cpu.build_cpu_executable = build
     run = exe._keepalive[1]
-    builds = "+".join(n for n, b in zip(("1-thread", "threaded"), run.built) if b)
+    built = run.built if hasattr(run, "built") else (run.jit1 is not None, run.jitn is not None)  # older runtimes
+    builds = "+".join(n for n, b in zip(("1-thread", "threaded"), built) if b)
     return {"layers": layers, "kind": kind, "export_s": t1 - t0, "import_s": t2 - t1, "compile_s": t4 - t3,
             "compile_cpu_s": c1 - c0, "backend_s": backend["wall"], "backend_cpu_s": backend["cpu"],
             "builds": builds}
