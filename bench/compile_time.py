@@ -3,9 +3,17 @@ layer with its own weights) imported from JAX and compiled for the CPU, for seve
 the IR print/parse calls one compile makes (the text round-trips issue 15 removed).
 
     .venv/bin/python bench/compile_time.py [--layers 1 3 6 12 24] [--target cpu]
+    .venv/bin/python bench/compile_time.py --llm [--layers 1 3 6 12 24] [--kind decode prefill]
 
 Prints one row per L: import time, relax pipeline time, backend time, ops in the imported
 module, and the number of parse / print calls on MLIR objects during import + compile.
+
+`--llm`: the realistic Llama of bench/llm.py (transformers' Flax Llama, d=1024, 16 heads / 4 KV
+heads, SwiGLU 2816, vocab 32000, max context 2048, f32) exported as its KV-cache decode step and its
+prefill; per L: the export, the import, `compile()` (wall and this process's CPU time; the relax
+passes and the CPU backend apart) and which builds `compile()` made (one-thread, multi-threaded).
+The weights' values do not enter the compile (zeros, not random: allocating them lazily keeps a
+24-layer model cheap).
 """
 from __future__ import annotations
 
@@ -112,12 +120,88 @@ def measure(layers: int, target: str, count_calls: bool) -> dict:
     return row
 
 
+def llm_exports(layers: int):
+    """(prefill, decode) `jax.export.Exported` of bench/llm.py's Llama at `layers` layers."""
+    import jax
+    import numpy as np
+    from transformers import FlaxLlamaForCausalLM, LlamaConfig
+
+    from relax_mlir.llm.model import export, from_hf_flax
+
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=layers,
+                      num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
+    model = FlaxLlamaForCausalLM(cfg, _do_init=False)
+    shapes = jax.eval_shape(lambda: model.init_weights(jax.random.PRNGKey(0), (1, 1)))
+    params = jax.tree.map(lambda a: np.zeros(a.shape, np.float32), shapes)
+    return export(from_hf_flax(model, params), 2048)
+
+
+def measure_llm(layers: int, kind: str) -> dict:
+    import relax_mlir
+    from relax_mlir.backend import cpu_runtime
+    from relax_mlir.frontend.jax import import_exported
+
+    t0 = time.perf_counter()
+    prefill, decode = llm_exports(layers)
+    t1 = time.perf_counter()
+    mod = import_exported(decode if kind == "decode" else prefill)
+    t2 = time.perf_counter()
+    backend = {"wall": 0.0, "cpu": 0.0}
+    build = cpu_runtime.build_cpu_executable
+
+    def timed_build(module, options=None):
+        w, c = time.perf_counter(), time.process_time()
+        try:
+            return build(module, options)
+        finally:
+            backend["wall"] += time.perf_counter() - w
+            backend["cpu"] += time.process_time() - c
+
+    import relax_mlir.targets.cpu as target_cpu
+    target_cpu.build_cpu_executable = timed_build
+    try:
+        c0 = time.process_time()
+        t3 = time.perf_counter()
+        exe = relax_mlir.compile(mod)
+        t4 = time.perf_counter()
+        c1 = time.process_time()
+    finally:
+        target_cpu.build_cpu_executable = build
+    run = exe._keepalive[1]
+    built = run.built if hasattr(run, "built") else (run.jit1 is not None, run.jitn is not None)  # older runtimes
+    builds = "+".join(n for n, b in zip(("1-thread", "threaded"), built) if b)
+    return {"layers": layers, "kind": kind, "export_s": t1 - t0, "import_s": t2 - t1, "compile_s": t4 - t3,
+            "compile_cpu_s": c1 - c0, "backend_s": backend["wall"], "backend_cpu_s": backend["cpu"],
+            "builds": builds}
+
+
+def main_llm(args) -> None:
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import mlir.ir  # noqa: F401  (before transformers pulls tensorflow in)
+
+    print(f"# Llama d=1024, 16/4 heads, SwiGLU 2816, vocab 32000, f32; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} cores")
+    print(f"{'kind':>8} {'layers':>6} {'export s':>9} {'import s':>9} {'compile s':>10} {'cpu s':>7} "
+          f"{'backend s':>10} {'backend cpu s':>14}  builds")
+    for kind in args.kind:
+        for L in args.layers:
+            r = measure_llm(L, kind)
+            print(f"{kind:>8} {L:>6} {r['export_s']:>9.2f} {r['import_s']:>9.2f} {r['compile_s']:>10.2f} "
+                  f"{r['compile_cpu_s']:>7.2f} {r['backend_s']:>10.2f} {r['backend_cpu_s']:>14.2f}  {r['builds']}"
+                  f"   (load {os.getloadavg()[0]:.2f})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", type=int, nargs="+", default=[1, 3, 6, 12, 24])
     ap.add_argument("--target", default="cpu")
     ap.add_argument("--no-count", action="store_true", help="skip the (slower) counting run")
+    ap.add_argument("--llm", action="store_true", help="the realistic Llama of bench/llm.py (decode and prefill)")
+    ap.add_argument("--kind", nargs="+", default=["decode", "prefill"], choices=["decode", "prefill"])
     args = ap.parse_args()
+    if args.llm:
+        main_llm(args)
+        return
     print(f"# load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores, target {args.target}")
     print(f"{'layers':>6} {'ops':>6} {'import s':>9} {'compile s':>10} {'parse':>6} {'print':>6}")
     for L in args.layers:

@@ -1,6 +1,8 @@
 """Glue from an upstream-level module to a CPU `Executable` (lower, JIT, signatures)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mlir import ir
 
 from relax_mlir import knobs
@@ -78,26 +80,43 @@ class ThreadedDispatch:
     """Single-threaded code by default; the multi-threaded build (compiled on first need) for calls
     that touch at least RELAX_MLIR_PARALLEL_MIN_ELEMENTS elements. Measured: waking the async
     runtime's workers costs 50-100 µs per parallel loop, which made the JAX MLP and transformer
-    block 1.5-3x slower on two threads than on one at every size tried (batch 1-512, seq 16-512)."""
+    block 1.5-3x slower on two threads than on one at every size tried (batch 1-512, seq 16-512).
+    Either build may be compiled up front (`build_cpu_executable`) or at the first call needing it."""
 
-    def __init__(self, upstream: ir.Operation, options, jit1):
+    def __init__(self, upstream: ir.Operation, options, jit1=None, entries=()):
         import threading
 
         self.upstream = upstream
         self.options = options
-        self.jit1 = jit1
+        self.entries = list(entries)  # looked up when a build is made (machine code generated then)
+        self._jit1 = jit1
         self.jitn = None
         self.min_elements = knobs.parallel_min_elements()
         self.lock = threading.Lock()
 
+    @property
+    def jit1(self) -> JitModule:
+        """The one-thread build (compiled at first need when `compile()` did not)."""
+        if self._jit1 is None:
+            with self.lock:
+                if self._jit1 is None:
+                    self._jit1 = _jit(self.upstream, replace(self.options, num_threads=1), self.entries)
+        return self._jit1
+
+    @property
+    def built(self) -> tuple[bool, bool]:
+        """Whether the one-thread and the multi-threaded builds are compiled."""
+        return self._jit1 is not None, self.jitn is not None
+
     def invoke(self, name: str, *arrays) -> None:
-        jit = self.jit1
         if self.options.num_threads > 1 and sum(a.size for a in arrays) >= self.min_elements:
             if self.jitn is None:
                 with self.lock:
                     if self.jitn is None:
-                        self.jitn = _jit(self.upstream, self.options)
+                        self.jitn = _jit(self.upstream, self.options, self.entries)
             jit = self.jitn
+        else:
+            jit = self.jit1
         jit.invoke(name, *arrays)
 
 
@@ -122,7 +141,7 @@ class JitEntry:
                 if run.jitn is None:
                     with run.lock:
                         if run.jitn is None:
-                            run.jitn = _jit(run.upstream, run.options)
+                            run.jitn = _jit(run.upstream, run.options, run.entries)
                 self._fnn = run.jitn._lookup(self.name)[0]
             return self._fnn
         if self._fn1 is None:
@@ -149,6 +168,23 @@ def _most_elements(sig) -> int | None:
     return total
 
 
+def _fewest_elements(sig) -> int:
+    """About the fewest elements a call of the entry touches (arguments and results): symbolic
+    dims at their declared lower bounds, 0 where a symbol has none (only decides which builds
+    compile() makes, never what a call computes)."""
+    low = dict(sig.lower)
+    total = 0
+    for t in list(sig.params) + list(sig.results):
+        n = 1
+        for d in t.dims:
+            if d is None or not d.symbols() <= low.keys():
+                n = 0
+                break
+            n *= max(int(d.evaluate(low)), 0)
+        total += n
+    return total
+
+
 def _may_thread(sigs, min_elements: int) -> bool:
     """Can some call of some entry choose the multi-threaded build?"""
     for s in sigs:
@@ -159,8 +195,6 @@ def _may_thread(sigs, min_elements: int) -> bool:
 
 
 def build_cpu_executable(module, options=None) -> Executable:
-    from dataclasses import replace
-
     options = options or CPUOptions()
     with module.context:
         sigs = entry_signatures(module.op)
@@ -168,14 +202,19 @@ def build_cpu_executable(module, options=None) -> Executable:
             raise ValueError("the module has no public graph function to call")
         upstream = module.op.clone(ip=False)  # kept for the multi-threaded build and export()
     names = [s.name for s in sigs]
-    jit1 = _jit(upstream, replace(options, num_threads=1), names)
-    run = ThreadedDispatch(upstream, options, jit1)
-    if options.num_threads > 1 and _may_thread(sigs, run.min_elements):
+    run = ThreadedDispatch(upstream, options, entries=names)
+    threaded = options.num_threads > 1
+    if threaded and _may_thread(sigs, run.min_elements):
         # Some call may take the multi-threaded build (issue 18: every variant is built by
         # compile(), so that no first call at any shape compiles). A background build was
         # measured and refused: the lowering holds the GIL for up to 1.1 s at a time, which a
         # first call made meanwhile would wait for.
         run.jitn = _jit(upstream, options, names)
+    if not threaded or min(_fewest_elements(s) for s in sigs) < run.min_elements:
+        # Some call may run on one thread. When every call of every entry takes the
+        # multi-threaded build (an LLM's prefill and decode step: the weights alone reach the
+        # threshold), the one-thread build is never compiled unless a call needs it.
+        run.jit1
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name), JitEntry(run, s.name))
              for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name

@@ -137,12 +137,16 @@ def test_every_build_compiled_up_front():
   return %0 : !relax.tensor<["n", 2048], f32>
 }"""
     exe, run = run_of(big)
-    assert run.jitn is not None and "main" in run.jitn._funcs and "main" in run.jit1._funcs
+    assert run.built == (False, True)  # no call can take the one-thread build: not compiled
+    assert "main" in run.jitn._funcs  # its machine code generated at compile(), not at a call
     x, w = np.ones((3, 2048), np.float32), np.full((2048, 2048), 0.5, np.float32)
     np.testing.assert_allclose(exe(x, w), np.full((3, 2048), 1024.0, np.float32))
     exe, run = run_of(big.replace("2048", "64"))
-    assert run.jitn is not None  # n is unbounded: a large enough call takes the threaded build
+    assert run.built == (True, True)  # n is unbounded: a large enough call takes the threaded build
+    assert "main" in run.jit1._funcs
+    x, w = np.ones((3, 64), np.float32), np.full((64, 64), 0.5, np.float32)
+    np.testing.assert_allclose(exe(x, w), np.full((3, 64), 32.0, np.float32))
     exe, run = run_of(big.replace("2048", "64").replace('"n"', "3"))
-    assert run.jitn is None and "main" in run.jit1._funcs  # no call reaches the threshold
+    assert run.built == (True, False)  # no call reaches the threshold
     x, w = np.ones((3, 64), np.float32), np.full((64, 64), 0.5, np.float32)
     np.testing.assert_allclose(exe(x, w), np.full((3, 64), 32.0, np.float32))
