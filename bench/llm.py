@@ -174,7 +174,9 @@ def rss_alone(args) -> None:
     cache = [np.ones((1, M, H, D), np.float32) for _ in range(2 * L)]
     gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
                     np.int32(M - 1), *cache)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent across exec
+    with open("/proc/self/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
     weights = sum(w.nbytes for w in lm.weights) / 2**20
     kv = sum(c.nbytes for c in cache) / 2**20
     print(f"peak RSS of relax-mlir alone (child process: compile, prefill {p}, decode at {M}): {rss:.0f} MiB "

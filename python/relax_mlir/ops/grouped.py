@@ -235,3 +235,58 @@ def _is_swap_of(v: ir.Value, n: int) -> bool:
         return False
     p = [ir.IntegerAttr(a).value % n for a in ir.ArrayAttr(v.owner.attributes["axes"])]
     return p == [*range(n - 2), n - 1, n - 2]
+
+
+def _single_use(v: ir.Value) -> bool:
+    return sum(1 for _ in v.uses) == 1
+
+
+class SliceBeforeMatmul(RewritePattern):
+    """strided_slice(reshape(matmul(A [M, K], W [K, N]))) where the reshape splits only the rows
+    ([..., N]) and the slice keeps the last axis whole -> the rows sliced before the product:
+    reshape(matmul(reshape(strided_slice(reshape(A, [..., K]))), W)). A causal LM's prefill takes
+    the logits of the last position only: the LM head ([b*s, d] x [d, vocab], 8.4 GFLOP at 128
+    tokens for a 32000 vocab) then runs on b rows."""
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        x = op.operands[0]
+        if not isinstance(x, ir.OpResult) or x.owner.name != "relax.reshape" or len(x.owner.operands) != 1:
+            return False
+        mm = x.owner.operands[0]
+        if not isinstance(mm, ir.OpResult) or mm.owner.name != "relax.matmul" or not (_single_use(mm) and _single_use(x)):
+            return False
+        a, w = mm.owner.operands[0], mm.owner.operands[1]
+        ta, tw, tx, tr = _tensor(a), _tensor(w), _tensor(x), _tensor(op.results[0])
+        if None in (ta, tw, tx, tr) or len(ta.dims) != 2 or len(tw.dims) != 2 or not tx.dims or tx == tr:
+            return False
+        n, k = tw.dims[1], tw.dims[0]
+        if tx.dims[-1] != n:
+            return False
+        rank = len(tx.dims)
+        attrs = {name: op.attributes[name] for name in ("axes", "begin", "end", "strides") if name in op.attributes}
+        axes = [ir.IntegerAttr(v).value % rank for v in ir.ArrayAttr(attrs["axes"])]
+        ends = list(ir.ArrayAttr(attrs["end"]))
+        if rank - 1 in axes:
+            i = axes.index(rank - 1)
+            b = ir.ArrayAttr(attrs["begin"])[i]
+            s = ir.ArrayAttr(attrs["strides"])[i] if "strides" in attrs else None
+            e = ends[i]
+            whole = (isinstance(e, ir.IntegerAttr) and n.is_const and e.value >= n.value) or \
+                (isinstance(e, ir.StringAttr) and e.value == str(n))
+            if not (isinstance(b, ir.IntegerAttr) and b.value == 0 and whole
+                    and (s is None or ir.IntegerAttr(s).value == 1)):
+                return False
+            ends[i] = _dims_attr([k])[0]
+        attrs["end"] = ir.ArrayAttr.get(ends)
+        loc = op.location
+        rows = _const(1)
+        for d in tr.dims[:-1]:
+            rows = rows * d
+        with rewriter.ip:
+            a3 = _reshape(a, (*tx.dims[:-1], k), loc)
+            sl = ir.Operation.create("relax.strided_slice", results=[TensorType((*tr.dims[:-1], k), ta.dtype).to_mlir()],
+                                     operands=[a3], attributes=attrs, loc=loc).results[0]
+            p = _matmul(_reshape(sl, (rows, k), loc), w, loc)
+            new = _reshape(p, tr.dims, loc)
+        rewriter.replace_op(op, new.owner)
+        return True

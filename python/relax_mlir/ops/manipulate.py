@@ -9,7 +9,7 @@ from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, broadc
                                    splat_constant, splat_source, symbols_note)
 from relax_mlir.ops.kernel import (Kernel, Legalized, LegalizeError, affine_map, broadcast_map, identity_map,
                                    zero_literal)
-from relax_mlir.ops.grouped import ContiguousOperandTranspose, GroupedMatmul, RepeatBeforePermute
+from relax_mlir.ops.grouped import ContiguousOperandTranspose, GroupedMatmul, RepeatBeforePermute, SliceBeforeMatmul
 from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import Expr, ceildiv, const, min_, max_
 
@@ -504,6 +504,7 @@ class StridedSliceOp(OpSpec):
     begin = attr("array", optional=False)
     end = attr("array", optional=False)
     strides = attr("array")
+    canonicalization_patterns = (SliceBeforeMatmul,)
 
     @classmethod
     def slices(cls, op: OpInfo, dims) -> dict[int, tuple[Expr, Expr, int]]:

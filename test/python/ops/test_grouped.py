@@ -51,3 +51,31 @@ def test_grouped_attention_reads_unrepeated_kv(queries):
     assert f'!relax.tensor<["b", {H}, {D}, "m"], f32>' not in text
     products = [line for line in text.splitlines() if '"relax.matmul"' in line]
     assert len(products) == 2 and all(f'["b", {H}' not in p for p in products), products
+
+
+def test_last_position_of_a_product_is_sliced_before_it():
+    # the LM head of a prefill: logits of the last position only; the rows are sliced before the
+    # product, which then runs on b rows, not b*s
+    def head(x, w):
+        return (x @ w)[:, -1]
+
+    mod = from_jax(head, S((b, s, 16)), S((16, 40)))
+    exe = relax_mlir.compile(mod)
+    for bb, ss in ((1, 1), (2, 7), (3, 131)):
+        args = (rng.standard_normal((bb, ss, 16)).astype(np.float32), rng.standard_normal((16, 40)).astype(np.float32))
+        compare(jax.jit(head)(*args), exe(*args), 1e-5, 1e-5, err_msg=f"b={bb} s={ss}")
+    products = [line for line in canonical(mod).splitlines() if '"relax.matmul"' in line]
+    assert len(products) == 1 and '(!relax.tensor<["b", 16], f32>' in products[0], products
+
+
+def test_slice_of_a_product_with_other_uses_or_a_sliced_last_axis_stays():
+    def f(x, w):
+        y = x @ w
+        return y[:, -1, 2:5], y.sum()
+
+    mod = from_jax(f, S((b, s, 16)), S((16, 40)))
+    exe = relax_mlir.compile(mod)
+    args = (rng.standard_normal((2, 5, 16)).astype(np.float32), rng.standard_normal((16, 40)).astype(np.float32))
+    compare(jax.jit(f)(*args), exe(*args), 1e-4, 1e-4)
+    products = [line for line in canonical(mod).splitlines() if '"relax.matmul"' in line]
+    assert len(products) == 1 and '"b*s", 16]' in products[0].replace("s*b", "b*s"), products
