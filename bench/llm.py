@@ -71,7 +71,12 @@ def main() -> None:
     ap.add_argument("--contexts", default="16,128,512,2048")
     ap.add_argument("--prompts", default="16,128")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--rss-only", action="store_true",
+                    help="relax-mlir alone (the child process main() starts): compile, prefill, one decode "
+                         "step at the maximum context; print the peak RSS")
     args = ap.parse_args()
+    if args.rss_only:
+        return rss_alone(args)
     contexts = [int(c) for c in args.contexts.split(",")]
     prompts = [int(p) for p in args.prompts.split(",")]
 
@@ -147,6 +152,35 @@ def main() -> None:
     cache_mb = 2 * L * M * H * D * 4 / 2**20
     print(f"\npeak RSS of the process (both implementations, jax's weights copied): {rss:.0f} MiB; "
           f"weights {nparams * 4 / 2**20:.0f} MiB, KV cache at max context {cache_mb:.0f} MiB", file=sys.stdout)
+    import subprocess
+    child = subprocess.run([sys.executable, __file__, "--rss-only", *sys.argv[1:]], capture_output=True, text=True)
+    print(child.stdout.strip().splitlines()[-1] if child.returncode == 0 else f"child failed: {child.stderr[-2000:]}",
+          flush=True)
+
+
+def rss_alone(args) -> None:
+    """Peak RSS of relax-mlir alone: the model (numpy weights), both compiles, a prefill of the
+    longest prompt and a decode step at the maximum context (its cache allocated in full)."""
+    from relax_mlir.llm import Generator, from_hf_flax
+
+    model, params = model_of(args)
+    lm = from_hf_flax(model, params)
+    del params, model
+    gen = Generator(lm, args.max_context)
+    p = max(int(x) for x in args.prompts.split(","))
+    ids = np.ones((1, p), np.int32)
+    gen.prefill_step(ids, np.ones((1, p), np.int32), np.arange(p, dtype=np.int32)[None])
+    M, L, H, D = args.max_context, lm.layers, lm.kv_heads, lm.head_dim
+    cache = [np.ones((1, M, H, D), np.float32) for _ in range(2 * L)]
+    gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
+                    np.int32(M - 1), *cache)
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent across exec
+    with open("/proc/self/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+    weights = sum(w.nbytes for w in lm.weights) / 2**20
+    kv = sum(c.nbytes for c in cache) / 2**20
+    print(f"peak RSS of relax-mlir alone (child process: compile, prefill {p}, decode at {M}): {rss:.0f} MiB "
+          f"= {rss / (weights + kv):.2f}x weights {weights:.0f} MiB + KV cache {kv:.0f} MiB", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, broadc
                                    splat_constant, splat_source, symbols_note)
 from relax_mlir.ops.kernel import (Kernel, Legalized, LegalizeError, affine_map, broadcast_map, identity_map,
                                    zero_literal)
+from relax_mlir.ops.grouped import ContiguousOperandTranspose, GroupedMatmul, RepeatBeforePermute, SliceBeforeMatmul
 from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import Expr, ceildiv, const, min_, max_
 
@@ -21,6 +22,7 @@ class MatmulOp(OpSpec):
     lhs = operand(TENSOR)
     rhs = operand(TENSOR)
     result = result_(TENSOR)
+    canonicalization_patterns = (GroupedMatmul, ContiguousOperandTranspose)
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -154,6 +156,7 @@ class PermuteDimsOp(OpSpec):
     x = operand(TENSOR)
     result = result_(TENSOR)
     axes = attr("array", doc="the permutation")
+    canonicalization_patterns = (RepeatBeforePermute,)
 
     @classmethod
     def axes_of(cls, op: OpInfo, rank: int) -> list[int]:
@@ -501,6 +504,7 @@ class StridedSliceOp(OpSpec):
     begin = attr("array", optional=False)
     end = attr("array", optional=False)
     strides = attr("array")
+    canonicalization_patterns = (SliceBeforeMatmul,)
 
     @classmethod
     def slices(cls, op: OpInfo, dims) -> dict[int, tuple[Expr, Expr, int]]:

@@ -2,10 +2,14 @@
 reverse (StableHLO semantics; static slices with symbolic positions are relax.strided_slice)."""
 from __future__ import annotations
 
-from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
-from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim
+from mlir import ir
+
+from relax_mlir.dialect.spec import (OPS, DeduceError, OpInfo, OpSpec, TENSOR, attr, attr_dict, operand, relax_op,
+                                     result_)
+from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim, view
 from relax_mlir.ops.common import ONE, ZERO, fmt_dims, normalize_axis, require_rank, symbols_note
 from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map
+from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import Expr, max_
 
 
@@ -79,6 +83,140 @@ def _fit_requirements(sizes, dims, what: str) -> list:
             for i, (s, d) in enumerate(zip(sizes, dims)) if d is not None and s is not None]
 
 
+# --- canonicalization --------------------------------------------------------------------------
+
+def _dims_attr(dims) -> ir.ArrayAttr:
+    """Dims as an array attribute: integers, or expression strings where symbolic."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d.value) if d.is_const else ir.StringAttr.get(str(d))
+                             for d in dims])
+
+
+def _is_one(d) -> bool:
+    return d is not None and d.is_const and d.value == 1
+
+
+def _sliced(x: ir.Value, starts: list[ir.Value], sizes, loc) -> ir.Value:
+    """A new `relax.dynamic_slice` of x (at the current insertion point)."""
+    t = view(x.type)
+    r = TensorType(tuple(sizes), t.dtype)
+    return ir.Operation.create("relax.dynamic_slice", results=[r.to_mlir()], operands=[x, *starts],
+                               attributes={"sizes": _dims_attr(sizes)}, loc=loc).results[0]
+
+
+def _zero_start(like: ir.Value, loc) -> ir.Value:
+    """A 0-d integer constant 0 of `like`'s dtype (a start index)."""
+    t = view(like.type)
+    et = ir.IntegerType.get_signless(int(t.dtype[1:]))
+    value = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], et), ir.IntegerAttr.get(et, 0))
+    return ir.Operation.create("relax.constant", results=[like.type], attributes={"value": value},
+                               loc=loc).results[0]
+
+
+class SliceBeforeCompute(RewritePattern):
+    """A dynamic_slice of an elementwise op, a broadcast_to or a reshape that only adds or drops
+    unit dims computes the slice from sliced operands: the operation then runs on the slice, not
+    on the whole operand. (A causal mask built at the maximum context, [T, T], of which a decode
+    step reads one row of its cache length: the row is computed, not the table.)
+
+    StableHLO clamps each start into [0, dim - size]. Through an elementwise op without implicit
+    broadcasting every operand has the result's dims (or is 0-d: it stays), so the clamped starts are
+    the same. Through
+    broadcast_to a broadcast dim (1 -> n) is sliced at 0 with size 1 and broadcast to the slice's
+    size; an aligned dim keeps its start (equal dims, equal clamp); the added leading dims are
+    dropped. Through a reshape the non-unit dims correspond one to one (equal dims, equal clamp)
+    and a unit dim's start is clamped to 0 whatever it is."""
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        x = op.operands[0]
+        if not isinstance(x, ir.OpResult):
+            return False
+        src = x.owner
+        name = src.name
+        r, xt = view(op.results[0].type), view(x.type)
+        if not (isinstance(r, TensorType) and r.known and isinstance(xt, TensorType) and xt.known):
+            return False
+        if any(d.is_const and d.value == 0 for d in r.dims):
+            return False
+        starts, sizes, loc = list(op.operands[1:]), list(r.dims), op.location
+        if name == "relax.broadcast_to":
+            return self._through_broadcast(op, src, starts, sizes, loc, rewriter)
+        if name == "relax.reshape":
+            return self._through_reshape(op, src, starts, sizes, loc, rewriter)
+        spec = OPS.get(name)
+        from relax_mlir.ops.elementwise import BinaryOp, UnaryOp
+
+        if spec is None or not issubclass(spec, (BinaryOp, UnaryOp)) or len(src.results) != 1:
+            return False
+        types = [view(v.type) for v in src.operands]
+        if any(t.dims != () and t != TensorType(xt.dims, t.dtype) for t in types):
+            return False  # implicit broadcasting of a non-scalar operand: not sliced here
+        with rewriter.ip:
+            operands = [v if t.dims == () else _sliced(v, starts, sizes, loc) for v, t in zip(src.operands, types)]
+            new = ir.Operation.create(name, results=[TensorType(tuple(sizes), xt.dtype).to_mlir()],
+                                      operands=operands, attributes=attr_dict(src), loc=loc)
+        rewriter.replace_op(op, new)
+        return True
+
+    @staticmethod
+    def _through_broadcast(op, src, starts, sizes, loc, rewriter) -> bool:
+        y = src.operands[0]
+        yt, xt = view(y.type), view(src.results[0].type)
+        if not isinstance(yt, TensorType) or not yt.known:
+            return False
+        lead = len(xt.dims) - len(yt.dims)
+        new_starts, new_sizes, zero = [], [], None
+        with rewriter.ip:
+            for i, d in enumerate(yt.dims):
+                j = lead + i
+                if _is_one(d) and not _is_one(xt.dims[j]):
+                    zero = zero or _zero_start(starts[j], loc)
+                    new_starts.append(zero)
+                    new_sizes.append(d)
+                else:
+                    new_starts.append(starts[j])
+                    new_sizes.append(sizes[j])
+            s = _sliced(y, new_starts, new_sizes, loc)
+            new = ir.Operation.create("relax.broadcast_to", results=[op.results[0].type], operands=[s],
+                                      attributes={"shape": _dims_attr(sizes)}, loc=loc)
+        rewriter.replace_op(op, new)
+        return True
+
+    @staticmethod
+    def _through_reshape(op, src, starts, sizes, loc, rewriter) -> bool:
+        if len(src.operands) != 1:  # relax-lower-shapes has run (dims operands)
+            return False
+        y = src.operands[0]
+        yt, xt = view(y.type), view(src.results[0].type)
+        if not isinstance(yt, TensorType) or not yt.known:
+            return False
+        x_big = [j for j, d in enumerate(xt.dims) if not _is_one(d)]
+        y_big = [i for i, d in enumerate(yt.dims) if not _is_one(d)]
+        if len(x_big) != len(y_big) or any(xt.dims[j] != yt.dims[i] for i, j in zip(y_big, x_big)):
+            return False
+        if any(not _is_one(sizes[j]) for j, d in enumerate(xt.dims) if _is_one(d)):
+            return False
+        if not starts and len(y_big) != len(yt.dims):
+            return False  # a 0-d slice of a reshaped [1, ..., 1]: nothing to gain
+        of_y = dict(zip(y_big, x_big))
+        with rewriter.ip:
+            zero = None
+            new_starts, new_sizes = [], []
+            for i, d in enumerate(yt.dims):
+                if i in of_y:
+                    new_starts.append(starts[of_y[i]])
+                    new_sizes.append(sizes[of_y[i]])
+                else:
+                    zero = zero or _zero_start(starts[0], loc)
+                    new_starts.append(zero)
+                    new_sizes.append(d)
+            s = _sliced(y, new_starts, new_sizes, loc)
+            new = ir.Operation.create("relax.reshape", results=[op.results[0].type], operands=[s],
+                                      attributes={"shape": _dims_attr(sizes)}, loc=loc)
+        rewriter.replace_op(op, new)
+        return True
+
+
 @relax_op
 class DynamicSliceOp(OpSpec):
     """Slice of static `sizes` at run-time start indices (StableHLO dynamic_slice: each start is
@@ -90,6 +228,7 @@ class DynamicSliceOp(OpSpec):
     starts = operand(TENSOR, variadic=True)
     result = result_(TENSOR)
     sizes = attr("array", optional=False, doc="the slice sizes (int or expression strings)")
+    canonicalization_patterns = (SliceBeforeCompute,)
 
     @classmethod
     def sizes_of(cls, op: OpInfo, rank: int) -> list[Expr]:

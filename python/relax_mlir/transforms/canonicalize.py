@@ -124,6 +124,16 @@ class DropIdentityPermute(RewritePattern):
         return True
 
 
+def _rows_then_matrix_swap(op, a1, a2) -> bool:
+    """The pair ops/grouped.py's ContiguousOperandTranspose builds for a matmul operand: a1 keeps
+    the innermost axis innermost (whole rows move), a2 only swaps the last two axes of a matmul's
+    B (library dispatch folds it into the BLAS call). Composed, the transpose would write with a
+    stride."""
+    n = len(a1)
+    return (n >= 3 and a1[-1] == n - 1 and a2 == [*range(n - 2), n - 1, n - 2]
+            and all(u.owner.name == "relax.matmul" and u.operand_number == 1 for u in op.results[0].uses))
+
+
 class FoldPermuteOfPermute(RewritePattern):
     """permute_dims(permute_dims(x, a1), a2) -> permute_dims(x, [a1[i] for i in a2])."""
 
@@ -135,6 +145,8 @@ class FoldPermuteOfPermute(RewritePattern):
             return False
         a1, a2 = permutation(inner), permutation(op)
         if a1 is None or a2 is None or len(a1) != len(a2):
+            return False
+        if _rows_then_matrix_swap(op, a1, a2):
             return False
         axes = ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), a1[i]) for i in a2])
         with rewriter.ip:

@@ -97,6 +97,50 @@ def test_dynamic_slice_clamps_run_time_offsets():
     assert '"relax.dynamic_slice"' in text(mod)
 
 
+def _canonical(mod) -> str:
+    return str(relax_mlir.run_passes(relax_mlir.parse(str(mod)), ["relax-infer-shapes", "relax-canonicalize"]))
+
+
+def test_dynamic_slice_of_a_mask_table_computes_only_the_row():
+    # A causal mask built at the maximum context (T x T, a broadcast compare of two iotas,
+    # reshaped) of which a decode step reads one row of its symbolic cache length L: the slice
+    # moves before the compare, the broadcasts and the reshape, so no T x T tensor is computed.
+    T = 131
+
+    def f(x, i):
+        t = jnp.arange(T, dtype=jnp.int32)
+        mask = (t[:, None] >= t[None, :])[None, None]  # [1, 1, T, T]
+        row = lax.dynamic_slice(mask, (0, 0, i, 0), (1, 1, 1, x.shape[1]))
+        return jnp.where(row[0, 0], x, jnp.float32(-1.0))
+
+    def args(n):
+        x = rnd(2, n)
+        return [(x, np.int32(i)) for i in (-5, 0, 1, 6, n - 1, 130, 500)]
+    m, = export.symbolic_shape("m", constraints=(f"m <= {T}",))
+    spec = [S((2, m)), S((), jnp.int32)]
+    mod = check(f, spec, args).module
+    canon = _canonical(mod)
+    assert f"{T}, {T}]" not in canon
+    assert canon.count('"relax.dynamic_slice"') >= 2  # sliced before the compare: one per operand
+
+
+def test_dynamic_slice_through_elementwise_broadcast_and_reshape_keeps_clamping():
+    # x: [n, 6]; y = reshape(exp(x) * 2, [1, n, 1, 6]) broadcast to [3, 1, n, 4, 6]; a [2, 1, 2, 3, 4]
+    # slice at run-time starts (clamped: past the end, negative) equals jax's.
+    def f(x, p, q, r):
+        y = jnp.broadcast_to(jnp.reshape(jnp.exp(x) * 2, (1, x.shape[0], 1, 6)), (3, 1, x.shape[0], 4, 6))
+        return lax.dynamic_slice(y, (p, 0, q, r, p), (2, 1, 2, 3, 4))
+
+    def args(n):
+        x = rnd(max(n, 2), 6)
+        return [(x, np.int32(p), np.int32(q), np.int32(r)) for p in (-4, 0, 1, 9) for q in (-1, 0, 5, 200)
+                for r in (0, 3)]
+    n2, = export.symbolic_shape("n", constraints=("n >= 2",))
+    mod = check(f, [S((n2, 6)), S((), jnp.int32), S((), jnp.int32), S((), jnp.int32)], args).module
+    canon = _canonical(mod)
+    assert '"relax.exp"' in canon and '(!relax.tensor<[2, 4], f32>) -> !relax.tensor<[2, 4], f32>' in canon
+
+
 def test_dynamic_slice_whole_symbolic_axis_and_i64_offsets():
     def f(x, p):
         return lax.dynamic_slice_in_dim(x, p, 2, axis=1)
