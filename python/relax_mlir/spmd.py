@@ -22,17 +22,18 @@ from typing import Any
 
 from mlir import ir
 
+import relax_mlir
 from relax_mlir.core.module import Module
+from relax_mlir.frontend.jax import _dim_names, _is_var, _unused_args, _upper_bounds
+from relax_mlir.frontend.stablehlo import import_stablehlo
 from relax_mlir.ops.collective import COLLECTIVES
+from relax_mlir.shape import parse
 
 __all__ = ["from_jax_spmd", "import_exported_spmd", "split_collectives", "compile_spmd"]
 
 
 def import_exported_spmd(exported) -> Module:
     """A sharded `jax.export.Exported` -> the per-device relax module (with its mesh and shardings)."""
-    from relax_mlir.frontend.jax import _dim_names, _is_var, _unused_args, _upper_bounds
-    from relax_mlir.frontend.stablehlo import import_stablehlo
-    from relax_mlir.shape import parse
 
     names = _dim_names(exported.in_avals)
     dim_vars = set()
@@ -193,8 +194,7 @@ def _split(mop) -> dict:
 def compile_spmd(module: Module, target: str = "cpu", comm=None, **options):
     """Split `module` (a per-device SPMD import) at its collectives, compile it once, and return a
     `runtime.mpi.SpmdProgram` for this rank (`comm`: an mpi4py communicator, default COMM_WORLD)."""
-    import relax_mlir
-    from relax_mlir.runtime.mpi import SpmdProgram
+    from relax_mlir.runtime.mpi import SpmdProgram  # (mpi4py: MPI starts when it is imported)
 
     plan = split_collectives(module)
     if not any(s["kind"] == "segment" for s in plan["steps"]):

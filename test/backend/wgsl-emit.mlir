@@ -1,4 +1,4 @@
-// RUN: %python -m relax_mlir.backend.wgsl %s | FileCheck %s
+// RUN: %python -m relax_mlir.tools.emit_wgsl %s | FileCheck %s
 // WGSL of target="webgpu" (backend/wgsl.py): buffers bind in argument order, every scalar and
 // the logical grid live in ONE uniform struct after them, the workgroup size is the kernel's,
 // and the logical workgroup id is recomputed from the (possibly folded) dispatch.

@@ -5,7 +5,12 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "python"
 PKG = "relax_mlir"
-MAX_DEFERRED = 60  # 86 before issue 15 broke the cycles; lower it as deferred imports go
+MAX_DEFERRED = 55  # 86 before issue 15 broke the cycles; lower it as deferred imports go
+# Modules whose import loads an optional dependency with a cost or an effect (CuPy, wgpu, mpi4py,
+# whose import starts MPI, jax): importing them inside the function that needs them keeps that
+# dependency off every other import path; such imports are not the cycle-hiding kind counted here.
+OPTIONAL_BOUNDARY = {"relax_mlir.runtime.cuda", "relax_mlir.runtime.vulkan", "relax_mlir.runtime.webgpu",
+                     "relax_mlir.runtime.mpi", "relax_mlir.spmd", "relax_mlir.frontend.jax"}
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -108,7 +113,7 @@ def test_no_dunder_import():
 
 
 def test_deferred_imports_stay_few():
-    n = sum(len(deferred) for _, deferred, _ in _graph().values())
+    n = sum(1 for _, deferred, _ in _graph().values() for t, _line in deferred if t not in OPTIONAL_BOUNDARY)
     assert n <= MAX_DEFERRED, f"{n} deferred imports inside functions (at most {MAX_DEFERRED})"
 
 

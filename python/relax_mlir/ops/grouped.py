@@ -21,6 +21,7 @@ from mlir import ir
 
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.patterns import RewritePattern
+from relax_mlir.shape import const
 
 
 def _dims_attr(dims) -> ir.ArrayAttr:
@@ -70,8 +71,6 @@ def _repeat(y: ir.Value, axis: int, r: int, dims, loc) -> ir.Value:
 
 
 def _const(n: int):
-    from relax_mlir.shape import const
-
     return const(n)
 
 

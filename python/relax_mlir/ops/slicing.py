@@ -11,6 +11,7 @@ from relax_mlir.ops.common import ONE, ZERO, fmt_dims, normalize_axis, require_r
 from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map
 from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import Expr, max_
+from relax_mlir.ops.elementwise import BinaryOp, UnaryOp
 
 
 def _int_list(op: OpInfo, name: str, n: int) -> list[int]:
@@ -144,8 +145,6 @@ class SliceBeforeCompute(RewritePattern):
         if name == "relax.reshape":
             return self._through_reshape(op, src, starts, sizes, loc, rewriter)
         spec = OPS.get(name)
-        from relax_mlir.ops.elementwise import BinaryOp, UnaryOp
-
         if spec is None or not issubclass(spec, (BinaryOp, UnaryOp)) or len(src.results) != 1:
             return False
         types = [view(v.type) for v in src.operands]

@@ -24,6 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from relax_mlir.runtime import load as load_artifact
+
 __all__ = ["SpmdProgram", "SpmdError", "available", "load", "PLAN_FILE"]
 
 PLAN_FILE = "spmd_plan.json"
@@ -335,8 +337,6 @@ def load(path: str, comm=None) -> SpmdProgram:
     """The SPMD program of an artifact written by `SpmdProgram.export` (the same on every rank)."""
     import json
     import os
-
-    from relax_mlir.runtime import load as load_artifact
 
     with open(os.path.join(path, PLAN_FILE), encoding="utf-8") as f:
         plan = json.load(f)

@@ -51,7 +51,7 @@ def test_expansion_matches_double_precision(monkeypatch):
     monkeypatch.setattr(cpu, "_expand_math", lambda op: (calls.append(kernel.expand_math(op, kinds=("sin", "cos"))),
                                                           orig(op)))
     exe = relax_mlir.compile(SRC)
-    assert calls == [2]  # both expanded
+    assert calls and all(c == 2 for c in calls)  # both expanded (in each build compile() makes)
     x = inputs()
     s, c = (np.asarray(a) for a in exe(x))
     assert not check(x, s, c)

@@ -18,6 +18,7 @@ from relax_mlir.frontend.stablehlo.common import (Val, _DTYPES, _attr, _dtype_at
 from relax_mlir.frontend.stablehlo.errors import StableHLOParseError, UnsupportedOpError, _file_position
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
+from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
 from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
 from relax_mlir.shape import Expr, Facts, sym
 
@@ -49,8 +50,6 @@ class Importer:
                 self.funcs[_string(op.attributes["sym_name"])] = op
         self.spmd = None  # the per-device import of a sharded program (sharding.py)
         if spmd:
-            from relax_mlir.frontend.stablehlo.sharding import SpmdImport
-
             self.dim_names = [list(n) if n else n for n in self.dim_names]
             try:
                 self.spmd = SpmdImport(module)
@@ -405,8 +404,6 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
         im.upper = dict(symbol_bounds or {})
         op = im.run()
         if spmd:
-            from relax_mlir.frontend.stablehlo.sharding import annotate_spmd
-
             annotate_spmd(im, op)
     result = Module(session, op)
     if not run_pipeline(session, op, ["relax-infer-shapes"], registry()):

@@ -26,10 +26,14 @@ import logging
 from mlir import ir
 
 from relax_mlir.frontend.stablehlo.checks import _REFUSED_OPS
-from relax_mlir.frontend.stablehlo.common import Val, _ints, _string
+from relax_mlir.dialect.types import view
+from relax_mlir.frontend.stablehlo.common import Val, _ints, _splat_value, _string
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
+from relax_mlir.frontend.stablehlo.manipulate import _broadcast_in_dim_impl
+from relax_mlir.frontend.stablehlo.reduce import _is_identity
+from relax_mlir.frontend.stablehlo import registry
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
-from relax_mlir.shape import const, floordiv, parse
+from relax_mlir.shape import const, floordiv, parse, sym
 
 _log = logging.getLogger("relax_mlir.frontend")
 
@@ -281,7 +285,6 @@ class SpmdImport:
         sharded global views (sharding propagation for the common cases), or None to convert it
         as usual (no sharded operand). An op without a rule runs replicated on gathered operands
         (`_replicated`); nothing is computed on a local shard as if it were the whole array."""
-        from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 
         name = op.operation.name
         if name in _VIEW_OK:
@@ -289,7 +292,7 @@ class SpmdImport:
         sh = [self.sharding(v) for v in ins]
         if not any(self.sharded(s) for s in sh):
             if name in _BROADCASTS and ins[0].known is None:  # remember how a replicated broadcast was built
-                outs = CONVERTERS[name](im, op, ins)
+                outs = registry.CONVERTERS[name](im, op, ins)
                 if isinstance(outs, Val) and outs.value is not None:
                     self.bcast[id(outs)] = (ins[0], _ints(op.attributes["broadcast_dimensions"]), outs)
                     self.keep.append(outs)
@@ -314,7 +317,6 @@ class SpmdImport:
         """The fallback: all-gather every sharded operand and compute the op replicated (every rank
         the whole of it; correct, and logged since it costs communication and memory). Refused
         where an operand cannot be gathered (a dim split over several axes)."""
-        from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 
         name = op.operation.name
         for k, s in enumerate(sh):
@@ -325,7 +327,7 @@ class SpmdImport:
                      "replicated", name, where, why)
         self.gathered += 1
         gathered = [self.gather_once(im, v, s) if self.sharded(s) else v for v, s in zip(ins, sh)]
-        return CONVERTERS[name](im, op, gathered)
+        return registry.CONVERTERS[name](im, op, gathered)
 
     def gather_once(self, im, v: Val, s) -> Val:
         """`gather`, once per value and block being built (a region body gathers its own copy)."""
@@ -344,10 +346,9 @@ class SpmdImport:
 
     def _convert(self, im, op, ins, sh, out_sh, where, local_ins=None):
         """Run the op's converter on the local operands with the local result types."""
-        from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 
         local_ins = local_ins or [self._local_in(v, s) for v, s in zip(ins, sh)]
-        outs = CONVERTERS[op.operation.name](im, _LocalOp(op, self, out_sh), local_ins)
+        outs = registry.CONVERTERS[op.operation.name](im, _LocalOp(op, self, out_sh), local_ins)
         outs = [outs] if isinstance(outs, Val) else list(outs)
         return [self.track(Val(im.use(o), o.dtype, self.globalize(o.dims, s)), s) for o, s in zip(outs, out_sh)]
 
@@ -382,7 +383,6 @@ class SpmdImport:
     def _rebroadcast(self, im, v: Val, spec, op, where) -> Val:
         """A replicated broadcast used beside a sharded value: build its local part (it is constant
         along the sharded dims it expanded)."""
-        from relax_mlir.frontend.stablehlo.manipulate import _broadcast_in_dim_impl
 
         src, bdims, full = self.bcast[id(v)]
         for j, axes in enumerate(spec):
@@ -458,8 +458,6 @@ class SpmdImport:
         return self._replicated(im, op, ins, sh, where, f"operands sharded {_fmt(full[0])} and {_fmt(full[1])}")
 
     def _reduce(self, im, op, ins, sh, where):
-        from relax_mlir.frontend.stablehlo.common import _splat_value
-        from relax_mlir.frontend.stablehlo.reduce import _is_identity
 
         axes = _ints(op.attributes["dimensions"])
         s = [list(x) for x in sh[0]] + [[]] * (len(ins[0].dims) - len(sh[0]))
@@ -608,7 +606,6 @@ def annotate_spmd(im, func_module) -> None:
         return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.StringAttr.get(a) for a in d]) for d in s])
 
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-    from relax_mlir.dialect.types import view
 
     def rank(t):
         return len(view(t).dims)
@@ -619,7 +616,6 @@ def annotate_spmd(im, func_module) -> None:
     main.attributes["relax.arg_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(args, ftype.inputs)])
     res = [sp.result_shardings[i] if i < len(sp.result_shardings) else None for i in range(len(ftype.results))]
     main.attributes["relax.result_shardings"] = ir.ArrayAttr.get([sh(s, rank(t)) for s, t in zip(res, ftype.results)])
-    from relax_mlir.shape import sym
 
     mapping = {k: sym(v) for k, v in im.renames.items()}
     main.attributes["relax.arg_global_dims"] = ir.ArrayAttr.get([ir.ArrayAttr.get(
