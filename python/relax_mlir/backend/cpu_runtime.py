@@ -153,36 +153,35 @@ def _export(exe: Executable, path: str, cpu: str | None) -> None:
     export(exe.artifacts["upstream"], [f.sig for f in exe.functions.values()], exe.main, path, cpu)
 
 
+def _elements_at(sig, bound: dict, unbounded_as_zero: bool) -> int | None:
+    """The elements a call of the entry touches (arguments and results) with each symbol at
+    `bound`. A tensor with a symbol that has no bound there counts 0 if `unbounded_as_zero`,
+    else the answer is None."""
+    total = 0
+    for t in list(sig.params) + list(sig.results):
+        n = 1
+        for d in t.dims:
+            if d is None or not d.symbols() <= bound.keys():
+                if not unbounded_as_zero:
+                    return None
+                n = 0
+                break
+            n *= max(int(d.evaluate(bound)), 0)
+        total += n
+    return total
+
+
 def _most_elements(sig) -> int | None:
     """The most elements a call of the entry can touch (symbolic dims at their upper bounds);
     None when a symbol has no upper bound."""
-    high = dict(sig.upper)
-    total = 0
-    for t in list(sig.params) + list(sig.results):
-        n = 1
-        for d in t.dims:
-            if d is None or not d.symbols() <= high.keys():
-                return None
-            n *= max(int(d.evaluate(high)), 0)
-        total += n
-    return total
+    return _elements_at(sig, dict(sig.upper), False)
 
 
 def _fewest_elements(sig) -> int:
-    """About the fewest elements a call of the entry touches (arguments and results): symbolic
-    dims at their declared lower bounds, 0 where a symbol has none (only decides which builds
-    compile() makes, never what a call computes)."""
-    low = dict(sig.lower)
-    total = 0
-    for t in list(sig.params) + list(sig.results):
-        n = 1
-        for d in t.dims:
-            if d is None or not d.symbols() <= low.keys():
-                n = 0
-                break
-            n *= max(int(d.evaluate(low)), 0)
-        total += n
-    return total
+    """About the fewest elements a call of the entry touches: symbolic dims at their declared
+    lower bounds, 0 for a tensor with a symbol that has none (only decides which builds compile()
+    makes, never what a call computes)."""
+    return _elements_at(sig, dict(sig.lower), True)
 
 
 def _may_thread(sigs, min_elements: int) -> bool:

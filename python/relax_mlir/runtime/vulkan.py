@@ -92,7 +92,7 @@ class WgpuDriver:
         pipe = self._pipelines.get(key)
         if pipe is None:
             if module not in self.binaries:
-                raise RuntimeError(f"no SPIR-V binary for gpu.module @{module}")
+                raise RuntimeError(f"no shader for gpu.module @{module}")
             shader = self._shaders.get(module)
             if shader is None:
                 shader = self._shaders[module] = self.device.create_shader_module(code=self.binaries[module])

@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from relax_mlir.runtime.vulkan import VulkanUnavailable, _round4
+from relax_mlir.runtime.vulkan import VulkanUnavailable, WgpuDriver, _round4
 
 __all__ = ["WebGPUDriver", "WebGPUUnavailable", "fold_grid", "pack_params"]
 
@@ -111,9 +111,12 @@ def pack_params(fields: list[str], scalars: list, grid) -> bytes:
     return bytes(out)
 
 
-class WebGPUDriver:
-    """The host-program driver for WGSL kernels on a wgpu device. `kernels` is the artifact's
-    {"limits": {...}, "kernels": {module: KernelInfo.as_json()}}; `wgsl` maps module -> source."""
+class WebGPUDriver(WgpuDriver):
+    """The host-program driver for WGSL kernels on a wgpu device: Vulkan's wgpu driver (buffers,
+    copies, submission) with WGSL shaders, the device limits the kernels need, and the launch of
+    runtime/hostprog.py's protocol that packs every scalar and the grid into one uniform buffer.
+    `kernels` is the artifact's {"limits": {...}, "kernels": {module: KernelInfo.as_json()}};
+    `wgsl` maps module -> source."""
 
     def __init__(self, wgsl: dict[str, str], kernels: dict):
         import wgpu
@@ -121,46 +124,19 @@ class WebGPUDriver:
         self.wgpu = wgpu
         self.limits = dict(kernels["limits"])
         self.device = _get_device(self.limits)
-        self.wgsl = dict(wgsl)
+        self.binaries = dict(wgsl)  # create_shader_module takes WGSL source as it takes SPIR-V
         self.info = kernels["kernels"]
+        self._shaders = {}
         self._pipelines = {}
         self.pending = []
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self._max_binding = int(self.limits.get("maxStorageBufferBindingSize", 1 << 27))
 
-    def pipeline(self, module: str, kernel: str):
-        key = (module, kernel)
-        pipe = self._pipelines.get(key)
-        if pipe is None:
-            if module not in self.wgsl:
-                raise RuntimeError(f"no WGSL for gpu.module @{module}")
-            shader = self.device.create_shader_module(code=self.wgsl[module])
-            pipe = self._pipelines[key] = self.device.create_compute_pipeline(
-                layout="auto", compute={"module": shader, "entry_point": kernel})
-        return pipe
-
-    # the protocol of runtime/hostprog.py
     def alloc(self, nbytes: int):
         if nbytes > self._max_binding:
             raise ValueError(f"a device buffer of {nbytes} bytes is over WebGPU's storage binding limit "
                              f"({self._max_binding} bytes)")
-        return self.device.create_buffer(size=_round4(nbytes), usage=self._usage)
-
-    def upload(self, handle, data: np.ndarray) -> None:
-        self.sync()
-        raw = data.tobytes()
-        if len(raw) % 4:
-            raw += b"\0" * (4 - len(raw) % 4)
-        self.device.queue.write_buffer(handle, 0, raw)
-
-    def download(self, handle, nbytes: int):
-        self.sync()
-        return bytes(self.device.queue.read_buffer(handle, 0, _round4(nbytes)))[:nbytes]
-
-    def copy(self, src, dst, nbytes: int) -> None:
-        enc = self.device.create_command_encoder()
-        enc.copy_buffer_to_buffer(src, 0, dst, 0, _round4(nbytes))
-        self.pending.append(enc.finish())
+        return super().alloc(nbytes)
 
     def launch(self, module: str, kernel: str, grid, block, shared: int, args) -> None:
         info = self.info[module]
@@ -190,11 +166,3 @@ class WebGPUDriver:
         p.dispatch_workgroups(dx, dy, dz)
         p.end()
         self.pending.append(enc.finish())
-
-    def sync(self) -> None:
-        if self.pending:
-            self.device.queue.submit(self.pending)
-            self.pending = []
-
-    def free(self, handle) -> None:
-        pass
