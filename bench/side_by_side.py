@@ -177,7 +177,7 @@ def _close(got, want, rtol=2e-3, atol=2e-4) -> bool:
     got, want = _host(got), _host(want)
     if isinstance(want, list):
         return isinstance(got, list) and len(got) == len(want) and all(_close(g, w) for g, w in zip(got, want))
-    return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=atol))
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
 def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
