@@ -46,11 +46,13 @@ def _get_device(limits: dict[str, int]):
             return _devices[key]
         try:
             import wgpu
-        except Exception as e:
+        except (ImportError, OSError) as e:  # not installed, or its native library missing
             raise WebGPUUnavailable(f"wgpu is not importable: {e}") from None
+        # what wgpu raises when no driver or device is there (anything else is a bug, not caught)
+        unavailable = (RuntimeError, OSError, wgpu.GPUError)
         try:
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-        except Exception as e:
+        except unavailable as e:
             raise WebGPUUnavailable(f"no WebGPU adapter: {e}") from None
         if adapter is None:
             raise WebGPUUnavailable("no WebGPU adapter")
@@ -63,7 +65,7 @@ def _get_device(limits: dict[str, int]):
             req[d] = v
         try:
             dev = adapter.request_device_sync(required_limits=req)
-        except Exception as e:
+        except unavailable as e:
             raise WebGPUUnavailable(f"cannot create a device with limits {limits}: {e}") from None
         _devices[key] = dev
         return dev

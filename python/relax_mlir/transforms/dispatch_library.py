@@ -41,7 +41,7 @@ from mlir import ir
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.kernel import Kernel, affine_map
 from relax_mlir.passes import ModulePass, PassError
-from relax_mlir.transforms.infer_shapes import check_module, graph_functions
+from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
 from relax_mlir.transforms.multiversion import leaves, read_versions
 
 
@@ -107,22 +107,8 @@ class DispatchLibraryPass(ModulePass):
 
     def run(self, module: ir.Operation) -> None:
         check_module(module, infer=True)
-        for f in graph_functions(module):
-            todo = []
-
-            def walk(block):
-                for op in block.operations:
-                    op = op.operation
-                    if op.name == "relax.matmul":
-                        todo.append(op)
-                    for reg in op.regions:
-                        for blk in reg.blocks:
-                            walk(blk)
-
-            for blk in f.regions[0].blocks:
-                walk(blk)
-            for op in todo:
-                self.rewrite(op)
+        for op in graph_ops_named(module, ("relax.matmul",)):
+            self.rewrite(op)
 
     def rewrite(self, op: ir.Operation) -> None:
         lhs, rhs = op.operands[0], op.operands[1]

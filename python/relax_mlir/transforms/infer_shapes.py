@@ -40,6 +40,26 @@ def function_facts(func: ir.Operation) -> Facts:
     return Facts(lower=lower, upper=upper)
 
 
+def graph_ops_named(module: ir.Operation, names) -> list[ir.Operation]:
+    """The ops named one of `names` in the graph functions of `module` (nested regions included),
+    collected before any is rewritten: function by function, callees first, in program order."""
+    found: list[ir.Operation] = []
+
+    def walk(block):
+        for op in block.operations:
+            op = op.operation
+            if op.name in names:
+                found.append(op)
+            for reg in op.regions:
+                for blk in reg.blocks:
+                    walk(blk)
+
+    for f in graph_functions(module):
+        for blk in f.regions[0].blocks:
+            walk(blk)
+    return found
+
+
 def graph_functions(module: ir.Operation) -> list[ir.Operation]:
     """func.func ops whose signature mentions a relax type (callees before callers)."""
     funcs = {}

@@ -54,7 +54,7 @@ from relax_mlir import knobs
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.runtime import library
-from relax_mlir.transforms.infer_shapes import check_module, graph_functions
+from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
 
 VERSIONS_ATTR = "versions"
 ROWS_ATTR = "rows"
@@ -148,22 +148,8 @@ class MultiversionPass(ModulePass):
         if mode != "auto" or not library.available():
             return  # never: no BLAS version; always: every matmul is BLAS already
         check_module(module, infer=True)
-        for f in graph_functions(module):
-            todo = []
-
-            def walk(block):
-                for op in block.operations:
-                    op = op.operation
-                    if op.name in ("relax.matmul", "relax_v.call_library"):
-                        todo.append(op)
-                    for reg in op.regions:
-                        for blk in reg.blocks:
-                            walk(blk)
-
-            for blk in f.regions[0].blocks:
-                walk(blk)
-            for op in todo:
-                self.rewrite(op)
+        for op in graph_ops_named(module, ("relax.matmul", "relax_v.call_library")):
+            self.rewrite(op)
 
     def rewrite(self, op: ir.Operation) -> None:
         if op.name == "relax_v.call_library":
