@@ -22,3 +22,12 @@ func.func @not_a_list(%x: !relax.tensor<["b", 256], f32>, %w: !relax.tensor<[256
   %m = "relax_v.call_library"(%x, %w) {callee = "sgemm", versions = 3} : (!relax.tensor<["b", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32>
   return %m : !relax.tensor<["b", 256], f32>
 }
+
+// -----
+
+// A callee that is not a string (malformed-IR fuzz, seed 77123: an internal error).
+// CHECK: error: 'relax_v.call_library' op: 'callee' must be a string attribute naming the routine
+func.func @symbol_callee(%x: !relax.tensor<["b", 256], f32>, %w: !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32> {
+  %m = "relax_v.call_library"(%x, %w) {callee = @nowhere} : (!relax.tensor<["b", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32>
+  return %m : !relax.tensor<["b", 256], f32>
+}

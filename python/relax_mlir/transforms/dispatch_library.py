@@ -42,7 +42,7 @@ from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.kernel import Kernel, affine_map
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
-from relax_mlir.transforms.multiversion import leaves, read_versions
+from relax_mlir.transforms.multiversion import leaves, library_callee, read_versions
 
 
 def _same(a, b) -> bool:
@@ -226,7 +226,9 @@ def call_library_kernel(op: ir.Operation, table) -> str:
     """The symbol of the library kernel that computes one `relax_v.call_library` (added to the
     module through `table`, a legalize KernelTable, and tagged with `relax.library`); the
     legalize pass replaces the op by a `call_tir` of it."""
-    callee = ir.StringAttr(op.attributes["callee"]).value
+    callee = library_callee(op)
+    if callee is None:
+        raise PassError(op, "'relax_v.call_library' op: 'callee' must be a string attribute naming the routine")
     if callee != "sgemm":
         raise PassError(op, f"'relax_v.call_library' op: unknown library routine '{callee}' (known: sgemm)")
     flags = [bool(ir.BoolAttr(op.attributes[f]).value) if f in op.attributes else False

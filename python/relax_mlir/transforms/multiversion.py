@@ -134,6 +134,12 @@ def _bool(op: ir.Operation, name: str) -> bool:
     return name in op.attributes and bool(ir.BoolAttr(op.attributes[name]).value)
 
 
+def library_callee(op: ir.Operation) -> str | None:
+    """The routine a `relax_v.call_library` names (its string `callee`), None when malformed."""
+    a = op.attributes["callee"] if "callee" in op.attributes else None
+    return ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else None
+
+
 @dataclass(frozen=True)
 class MultiversionPass(ModulePass):
     """Give symbolic-row matmuls run-time versions (BLAS / generated) guarded by predicates on the symbol."""
@@ -153,7 +159,7 @@ class MultiversionPass(ModulePass):
 
     def rewrite(self, op: ir.Operation) -> None:
         if op.name == "relax_v.call_library":
-            if (ir.StringAttr(op.attributes["callee"]).value != "sgemm" or VERSIONS_ATTR in op.attributes
+            if (library_callee(op) != "sgemm" or VERSIONS_ATTR in op.attributes
                     or _bool(op, "transpose_a") or _bool(op, "transpose_b")):
                 return
         if len(op.operands) != 2 or len(op.results) != 1:
