@@ -68,12 +68,15 @@ def variants(seed: int, target: str, all_variants: bool) -> list[str | None]:
 
 # -- comparison --------------------------------------------------------------------------------
 
-def compare(got, want, exact: bool, precision: str | None = None, order_dependent: bool = False) -> str | None:
+def compare(got, want, exact: bool, precision: str | None = None, order_dependent: bool = False,
+            unit_scale: bool = False) -> str | None:
     """None if `got` matches the jax.jit result `want`, else a description of the mismatch.
     `precision`: the coarsest float dtype the value went through (its tolerance, when coarser).
     `order_dependent`: the value went through a float sum of many terms, whose NaN or the sign of
     whose Inf depend on summation order and FMA where the sum overflows or adds infinities of both
-    signs: an element non-finite on both sides then matches (finite against non-finite never does)."""
+    signs: an element non-finite on both sides then matches (finite against non-finite never does).
+    `unit_scale`: a normalized value (softmax, layer norm) whose error is measured against 1 at
+    least (gen.Program.unit_scale_outputs)."""
     g, w = np.asarray(got), np.asarray(want)
     if g.shape != w.shape:
         return f"shape {g.shape}, want {w.shape}"
@@ -97,7 +100,7 @@ def compare(got, want, exact: bool, precision: str | None = None, order_dependen
                 signs &= np.isfinite(gf) | np.isfinite(wf)
             bad |= signs
             fin = both & ~inf
-            scale = float(np.max(np.abs(wf[fin]), initial=0.0))
+            scale = float(np.max(np.abs(wf[fin]), initial=1.0 if unit_scale else 0.0))
             tol = max(RTOL[str(w.dtype)], RTOL.get(precision, 0.0))
             with np.errstate(invalid="ignore", over="ignore"):
                 bad |= fin & (np.abs(gf - wf) > tol * (np.abs(wf) + scale))
@@ -161,6 +164,7 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
     exact = prog.exact_outputs()
     precision = prog.output_precisions()
     summed = prog.order_dependent_outputs()
+    unit = prog.unit_scale_outputs()
     refs = []
     for env in prog.bindings():
         args = gen.make_inputs(prog, env)
@@ -203,7 +207,7 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
                                         "detail": f"{len(got)} results, want {len(want)}"})
                 continue
             for i, (g, w) in enumerate(zip(got, want)):
-                msg = compare(g, w, exact[i], precision[i], summed[i])
+                msg = compare(g, w, exact[i], precision[i], summed[i], unit[i])
                 if msg is not None:
                     res["failures"].append({"variant": vname, "binding": env, "kind": "mismatch",
                                             "detail": f"result #{i}: {msg}"})

@@ -200,6 +200,35 @@ class Program:
 
         return [summed(o) for o in self.outputs]
 
+    def unit_scale_outputs(self) -> list[bool]:
+        """For each output, whether it is a normalized value (softmax, a layer norm) or one moved
+        about by shape-only ops: its natural scale is 1, not its own largest element. A layer norm
+        of a constant row is all rounding noise of `x - mean(x)` (an ulp of |x| over sqrt(eps):
+        seed 1312036, f64 where(False, ., scalar) -> 1e-14 on both sides, 10% apart), so its
+        error is judged against 1; a softmax of a row it underflows likewise. So is a unary op of
+        such a value whose slope is bounded on O(1) arguments (square, exp, tanh, ...: the noise
+        stays noise); not log, sqrt, rsqrt or reciprocal, which blow it up near 0."""
+        exprs = dict(self.stmts)
+        moved = ("reshape", "transpose", "slice", "concat", "broadcast")
+        bounded = ("-", "jnp.abs(", "jax.nn.relu(", "jnp.clip(", "jnp.where(", "jnp.exp(", "jnp.expm1(",
+                   "jnp.tanh(", "jax.nn.sigmoid(", "jnp.sin(", "jnp.cos(", "jnp.square(", "jnp.exp2(",
+                   "jax.nn.gelu(", "jax.nn.silu(", "jax.nn.softplus(", "1.0 / (1.0 + jnp.exp(-")
+        memo: dict[str, bool] = {}
+
+        def unit(name: str) -> bool:
+            if name not in memo:
+                memo[name] = False
+                v = self.values.get(name)
+                if v is not None and name in exprs and is_float(v.dtype):
+                    fam = self.families[int(name[1:])]
+                    if fam == "norm":
+                        memo[name] = not exprs[name].startswith(("jnp.var", "jax.nn.log_softmax"))
+                    elif fam in moved or (fam == "unary" and exprs[name].startswith(bounded)):
+                        memo[name] = bool(v.deps) and all(unit(d) for d in v.deps)
+            return memo[name]
+
+        return [unit(o) for o in self.outputs]
+
     def restricted(self, outputs: list[str]) -> "Program":
         """The same program computing only `outputs` (statements and arguments they need)."""
         need, stack = set(), list(outputs)
