@@ -31,3 +31,12 @@ func.func @symbol_callee(%x: !relax.tensor<["b", 256], f32>, %w: !relax.tensor<[
   %m = "relax_v.call_library"(%x, %w) {callee = @nowhere} : (!relax.tensor<["b", 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<["b", 256], f32>
   return %m : !relax.tensor<["b", 256], f32>
 }
+
+// -----
+
+// A transpose flag that is not a bool (malformed-IR fuzz, seed 5151: an internal error).
+// CHECK: error: 'relax_v.call_library' op: 'transpose_b' must be a bool attribute, not unit
+func.func @unit_flag(%y: !relax.tensor<[7, 256], f32>, %k: !relax.tensor<[256, 256], f32>) -> !relax.tensor<[7, 256], f32> {
+  %t = "relax_v.call_library"(%y, %k) {callee = "sgemm", transpose_a = false, transpose_b = unit} : (!relax.tensor<[7, 256], f32>, !relax.tensor<[256, 256], f32>) -> !relax.tensor<[7, 256], f32>
+  return %t : !relax.tensor<[7, 256], f32>
+}

@@ -42,7 +42,7 @@ from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.kernel import Kernel, affine_map
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
-from relax_mlir.transforms.multiversion import leaves, library_callee, read_versions
+from relax_mlir.transforms.multiversion import leaves, library_callee, library_flag, read_versions
 
 
 def _same(a, b) -> bool:
@@ -231,8 +231,10 @@ def call_library_kernel(op: ir.Operation, table) -> str:
         raise PassError(op, "'relax_v.call_library' op: 'callee' must be a string attribute naming the routine")
     if callee != "sgemm":
         raise PassError(op, f"'relax_v.call_library' op: unknown library routine '{callee}' (known: sgemm)")
-    flags = [bool(ir.BoolAttr(op.attributes[f]).value) if f in op.attributes else False
-             for f in ("transpose_a", "transpose_b")]
+    flags = [library_flag(op, f) for f in ("transpose_a", "transpose_b")]
+    for f, v in zip(("transpose_a", "transpose_b"), flags):
+        if v is None:
+            raise PassError(op, f"'relax_v.call_library' op: '{f}' must be a bool attribute, not {op.attributes[f]}")
     if len(op.operands) != 2 or len(op.results) != 1:
         raise PassError(op, "'relax_v.call_library' op: sgemm takes two operands and has one result")
     a, b, r = view(op.operands[0].type), view(op.operands[1].type), view(op.results[0].type)

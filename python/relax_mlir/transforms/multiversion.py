@@ -131,7 +131,16 @@ def _static(d) -> int | None:
 
 
 def _bool(op: ir.Operation, name: str) -> bool:
-    return name in op.attributes and bool(ir.BoolAttr(op.attributes[name]).value)
+    return bool(library_flag(op, name))
+
+
+def library_flag(op: ir.Operation, name: str) -> bool | None:
+    """A `relax_v.call_library` boolean attribute (`transpose_a`/`transpose_b`; absent = false),
+    None when it is there but not a bool (malformed: relax-legalize reports it)."""
+    if name not in op.attributes:
+        return False
+    a = op.attributes[name]
+    return bool(ir.BoolAttr(a).value) if isinstance(a, ir.BoolAttr) else None
 
 
 def library_callee(op: ir.Operation) -> str | None:
