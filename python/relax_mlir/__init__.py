@@ -11,6 +11,10 @@ from typing import Sequence
 
 __version__ = "0.1.0"
 
+from relax_mlir import _native
+
+_native.install()  # before anything imports MLIR's libraries (see there)
+
 from relax_mlir.core.diagnostics import CompileError
 from relax_mlir.core.module import Module
 

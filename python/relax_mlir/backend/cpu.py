@@ -1529,18 +1529,17 @@ def _mlir_lib_dir() -> str:
     raise RuntimeError("cannot find libmlir_c_runner_utils.so under mlir.__path__")
 
 
-_GLOBAL_LIBS: dict[str, ctypes.CDLL] = {}
-_GLOBAL_LIBS_LOCK = threading.Lock()
+_LOCAL_LIBS: dict[str, ctypes.CDLL] = {}
+_LOCAL_LIBS_LOCK = threading.Lock()
 
 
-def _load_global(name: str) -> ctypes.CDLL:
-    """dlopen an MLIR runtime library into the process with RTLD_GLOBAL, once."""
-    with _GLOBAL_LIBS_LOCK:
-        lib = _GLOBAL_LIBS.get(name)
+def _load_local(path: str) -> ctypes.CDLL:
+    """dlopen a runtime library RTLD_LOCAL, once per process (never unloaded: jitted code keeps
+    its addresses)."""
+    with _LOCAL_LIBS_LOCK:
+        lib = _LOCAL_LIBS.get(path)
         if lib is None:
-            path = os.path.join(_mlir_lib_dir(), name)
-            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-            _GLOBAL_LIBS[name] = lib
+            lib = _LOCAL_LIBS[path] = ctypes.CDLL(path)
         return lib
 
 
@@ -1620,25 +1619,34 @@ class JitModule:
         from relax_mlir.runtime.library import libraries_for
 
         libs += libraries_for(externals)  # BLAS for relax.call_library kernels
-        # The async runtime is loaded into the process, not given to the engine: an engine calls
-        # the library's `__mlir_execution_engine_destroy` when it dies, which deletes the
-        # process-wide default runtime and leaves every later async call a null dereference.
+        # The async runtime is not given to the engine either: an engine calls the library's
+        # `__mlir_execution_engine_destroy` when it dies, which deletes the process-wide default
+        # runtime and leaves every later async call a null dereference.
         if any(s.startswith("mlirAsyncRuntime") for s in externals):
-            _load_global("libmlir_async_runtime.so")
-        # Resolve every external symbol before creating the engine: a missing one aborts.
-        loaded = [ctypes.CDLL(p) for p in libs]
+            libs.append(os.path.join(_mlir_lib_dir(), "libmlir_async_runtime.so"))
+        # Resolve every external symbol before creating the engine (a missing one aborts), in
+        # libraries opened RTLD_LOCAL, and hand the addresses to the engine before its first
+        # lookup (which is when it links). Given as `shared_libs`, the engine would dlopen them
+        # RTLD_GLOBAL, and with them libLLVM/libMLIR, their dependencies: every library loaded
+        # later (tensorflow's, with its own LLVM) would then bind to this LLVM and abort.
+        loaded = [_load_local(p) for p in libs]
+        resolved: dict[str, ctypes.c_void_p] = {}
         missing = []
         for s in externals:
             if hasattr(_PROCESS, s):
                 continue
-            if any(hasattr(lib, s) for lib in loaded):
-                continue
-            missing.append(s)
+            lib = next((lib for lib in loaded if hasattr(lib, s)), None)
+            if lib is None:
+                missing.append(s)
+            else:
+                resolved[s] = ctypes.cast(getattr(lib, s), ctypes.c_void_p)
         if missing:
             raise LoweringError("jit", "ExecutionEngine", "unresolved external symbols: "
                                 + ", ".join(missing))
         self.module = module
-        self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=libs)
+        self.engine = ExecutionEngine(module, opt_level=opt_level)
+        for s, addr in resolved.items():
+            self.engine.raw_register_runtime(s, addr)
         self._funcs: dict[str, tuple] = {}
         self._lock = threading.Lock()
 

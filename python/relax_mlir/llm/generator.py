@@ -103,8 +103,7 @@ class Generator:
     @classmethod
     def from_gemma(cls, model, params, *, max_context: int, target: str = "cpu", **kw) -> "Generator":
         """Google's gemma `gm.nn.Transformer` with its params: exports and compiles its prefill
-        and decode. Import tensorflow (which gemma's modules import) after `import relax_mlir`
-        and before compiling anything: either other order aborts the process."""
+        and decode."""
         return cls(from_gemma(model, params), max_context, target, **kw)
 
     # --- generation ------------------------------------------------------------------------

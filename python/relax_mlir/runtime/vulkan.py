@@ -15,12 +15,16 @@ read or write. Importing this module needs numpy only (wgpu on first use, MLIR o
 """
 from __future__ import annotations
 
+import ctypes
+import glob
+import json
+import os
 import struct
 import threading
 
 import numpy as np
 
-__all__ = ["VulkanUnavailable", "WgpuDriver", "available"]
+__all__ = ["VulkanUnavailable", "WgpuDriver", "available", "shield_drivers"]
 
 
 class VulkanUnavailable(RuntimeError):
@@ -29,6 +33,31 @@ class VulkanUnavailable(RuntimeError):
 
 _lock = threading.Lock()
 _device = None
+
+# llvm::cl::Option::addArgument(): exported to the global scope only by a library that carries
+# its own LLVM and was loaded RTLD_GLOBAL (tensorflow's pywrap).
+_FOREIGN_LLVM = "_ZN4llvm2cl6Option11addArgumentEv"
+_ICD_DIRS = ("/usr/local/share/vulkan/icd.d", "/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d")
+
+
+def shield_drivers() -> None:
+    """Load the Vulkan drivers RTLD_DEEPBIND before wgpu's loader does, when an LLVM sits in the
+    process's global scope: lavapipe (Mesa, linked with its own libLLVM) would otherwise bind to
+    that one and crash at its first kernel (SIGSEGV after `import tensorflow`). The loader's later
+    dlopen of the same file returns this handle, already relocated against its own libraries."""
+    if not hasattr(ctypes.CDLL(None), _FOREIGN_LLVM) or not hasattr(os, "RTLD_DEEPBIND"):
+        return
+    listed = os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES")
+    files = listed.split(os.pathsep) if listed else [f for d in _ICD_DIRS for f in sorted(glob.glob(f"{d}/*.json"))]
+    for f in files:
+        try:
+            with open(f) as fh:
+                path = json.load(fh)["ICD"]["library_path"]
+            if not os.path.isabs(path):
+                path = os.path.join(os.path.dirname(f), path) if os.sep in path else path
+            ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL | os.RTLD_DEEPBIND)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a manifest or driver the loader will judge (and skip) itself
 
 
 def _get_device():
@@ -40,6 +69,7 @@ def _get_device():
             import wgpu
         except Exception as e:  # ImportError, or a missing native library
             raise VulkanUnavailable(f"wgpu is not importable: {e}") from None
+        shield_drivers()
         try:
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
         except Exception as e:

@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from relax_mlir.runtime.vulkan import VulkanUnavailable, WgpuDriver, _round4
+from relax_mlir.runtime.vulkan import VulkanUnavailable, WgpuDriver, _round4, shield_drivers
 
 __all__ = ["WebGPUDriver", "WebGPUUnavailable", "fold_grid", "pack_params"]
 
@@ -50,6 +50,7 @@ def _get_device(limits: dict[str, int]):
             raise WebGPUUnavailable(f"wgpu is not importable: {e}") from None
         # what wgpu raises when no driver or device is there (anything else is a bug, not caught)
         unavailable = (RuntimeError, OSError, wgpu.GPUError)
+        shield_drivers()
         try:
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
         except unavailable as e:

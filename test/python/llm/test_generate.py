@@ -8,7 +8,6 @@ import os
 import numpy as np
 import pytest
 
-import mlir.ir  # noqa: F401  (before gemma imports tensorflow: see test/python/models/zoo.py)
 import relax_mlir  # noqa: F401
 
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -20,11 +19,10 @@ import jax.numpy as jnp  # noqa: E402
 
 from relax_mlir.llm import Generator, KVCache, Sampler  # noqa: E402
 
-# gemma's modules import tensorflow, which must load after the MLIR bindings and before anything
-# is compiled (importing it after the CPU JIT has run aborts the process), and with which wgpu's
-# lavapipe crashes the process: the gemma cases run in a fresh interpreter of their own
-# (test_gemma_in_a_separate_process sets GEMMA_PROCESS), which loads tensorflow here. gemma itself is
-# imported in gemma(), which undoes what its import does to flax.
+# gemma's modules import tensorflow (any import order works: test/python/runtime/test_foreign_llvm.py);
+# the gemma cases run in a fresh interpreter of their own (test_gemma_in_a_separate_process sets
+# GEMMA_PROCESS), which loads tensorflow here, so that the other cases run without it. gemma itself
+# is imported in gemma(), which undoes what its import does to flax.
 GEMMA_PROCESS = "RELAX_MLIR_GEMMA_PROCESS"
 if os.environ.get(GEMMA_PROCESS):
     import tensorflow  # noqa: E402,F401

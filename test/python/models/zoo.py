@@ -20,14 +20,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# Upstream MLIR's Python bindings must load before gemma imports tensorflow, and tensorflow before
-# the first compile: the other orders crash the process (a segfault while mlir._mlir_libs
-# initialises; an LLVM assertion, `SmallPtrSet ... Bucket < End`, in tensorflow's library
-# initialisation once a module has been JIT-compiled; measured here with tensorflow 2.21 and
-# xtc-mlir-python-bindings 22.1.8.4). With tensorflow loaded, wgpu's lavapipe (Mesa's LLVM) then
-# crashes the process at its first kernel: so the test suite runs the models that need tensorflow
-# (SEPARATE_PROCESS) in a fresh interpreter of their own (test_zoo.py), which sets GEMMA_PROCESS
-# and loads tensorflow here, at import; bench/models.py calls `preload_tensorflow()` first.
+# gemma's modules import tensorflow, which brings a second LLVM into the process. Any import order
+# works (relax_mlir/_native.py, backend/cpu.py `_load_local`, runtime/vulkan.py `shield_drivers`;
+# test/python/runtime/test_foreign_llvm.py); the models that need gemma (SEPARATE_PROCESS) still run
+# in a fresh interpreter of their own (test_zoo.py), which sets GEMMA_PROCESS and loads tensorflow
+# here, so that gemma's import-time changes stay out of the other models' process;
+# bench/models.py calls `preload_tensorflow()` first.
 import importlib.util  # noqa: E402
 
 import mlir.ir  # noqa: E402,F401
