@@ -54,7 +54,8 @@ FORMAT = "relax-mlir-hostprog-1"
 
 DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
           "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16,
-          "ui32": np.uint32, "ui64": np.uint64}
+          "ui32": np.uint32, "ui64": np.uint64,
+          "bf16": np.uint16}  # bf16: its bytes (kernels that compute in bf16 are the backends' to refuse)
 
 __all__ = ["FORMAT", "Buffer", "HostError", "HostProgram", "extract"]
 

@@ -224,3 +224,29 @@ def test_refused_i16_with_f16_in_one_kernel():
     text = str(from_jax(fn, _spec("int16", "m")))
     with pytest.raises(relax_mlir.CompileError, match=r"(?s)i16.*f16"):
         relax_mlir.compile(text, target="vulkan")
+
+
+def test_bf16_argument_no_kernel_computes_in():
+    """A bf16 argument that no kernel reads (fuzz seed 1401000: only its static shape is used) is
+    no reason to refuse: the host program passes its bytes. (A kernel that reads a bf16 buffer,
+    even only for a dim, is refused as above.) Child process, as above."""
+    if not toolchecks.vulkan_adapter():
+        pytest.skip("no Vulkan adapter (lavapipe)")
+    script = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np, ml_dtypes, relax_mlir
+        from relax_mlir.frontend.jax import from_jax
+        n = jax.export.symbolic_shape("n")[0]
+        def f(a, b):
+            mask = jnp.arange(a.shape[0])[:, None] >= jnp.arange(a.shape[0])[None, :]
+            return mask, b * 2
+        exe = relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((5, 3), jnp.bfloat16),
+                                          jax.ShapeDtypeStruct((n,), jnp.float32)), target="vulkan")
+        a = np.arange(15).reshape(5, 3).astype(ml_dtypes.bfloat16)
+        for m in (1, 13, 64):
+            b = np.linspace(-1, 1, m, dtype=np.float32)
+            for g, w in zip(exe(a, b), jax.jit(f)(a, b)):
+                np.testing.assert_array_equal(g, np.asarray(w))
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), (out.returncode, out.stderr[-3000:])
