@@ -221,11 +221,19 @@ def _dps_operands(op) -> tuple[list[ir.Value], int]:
 
 
 def _body_op_names(op) -> set[str]:
+    """The names of the ops in `op`'s body, with "i1-extract" added when one reads an i1 tensor
+    (captured from above, not an operand: vectorized, it would be a gather of bit-packed i1)."""
     names: set[str] = set()
+
+    def add(o):
+        names.add(o.name)
+        if o.name == "tensor.extract" and str(o.operands[0].type.element_type) == "i1":
+            names.add("i1-extract")
+
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
-                walk(inner.operation, lambda o: names.add(o.name))
+                walk(inner.operation, add)
     return names
 
 
@@ -333,7 +341,7 @@ def analyze_linalg_op(op) -> LinalgOpInfo | None:
         vector_dim=vector_dim,
         elem_bytes=elem_bytes,
         kind=kind,
-        has_i1=has_i1,
+        has_i1=has_i1 or "i1-extract" in body_ops,
         has_extract="tensor.extract" in body_ops,
         matmul_dims=matmul_dims,
     )
@@ -1545,6 +1553,30 @@ def _load_local(path: str) -> ctypes.CDLL:
 
 _PROCESS = ctypes.CDLL(None)
 
+# Library calls LLVM's code generation emits by itself (not declared in the MLIR module): f16 and
+# bf16 conversions where the CPU has no instruction for them. MLIR's float16 utils and libgcc
+# define them; opened RTLD_LOCAL, they are registered with every engine.
+_LIBCALLS = ("__truncsfbf2", "__truncdfbf2", "__extendhfsf2", "__truncsfhf2", "__truncdfhf2",
+             "__gnu_h2f_ieee", "__gnu_f2h_ieee", "__extendbfsf2")
+_LIBCALL_ADDRS: dict[str, ctypes.c_void_p] | None = None
+
+
+def _libcalls() -> dict[str, ctypes.c_void_p]:
+    global _LIBCALL_ADDRS
+    if _LIBCALL_ADDRS is None:
+        libs = [_load_local(os.path.join(_mlir_lib_dir(), "libmlir_float16_utils.so"))]
+        try:
+            libs.append(_load_local("libgcc_s.so.1"))
+        except OSError:
+            pass
+        found = {}
+        for s in _LIBCALLS:
+            lib = None if hasattr(_PROCESS, s) else next((lib for lib in libs if hasattr(lib, s)), None)
+            if lib is not None:
+                found[s] = ctypes.cast(getattr(lib, s), ctypes.c_void_p)
+        _LIBCALL_ADDRS = found
+    return _LIBCALL_ADDRS
+
 
 def _external_symbols(module_op: ir.Operation) -> list[str]:
     out = []
@@ -1643,6 +1675,7 @@ class JitModule:
         if missing:
             raise LoweringError("jit", "ExecutionEngine", "unresolved external symbols: "
                                 + ", ".join(missing))
+        resolved.update(_libcalls())
         self.module = module
         self.engine = ExecutionEngine(module, opt_level=opt_level)
         for s, addr in resolved.items():

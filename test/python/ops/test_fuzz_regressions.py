@@ -47,6 +47,9 @@ CASES = textwrap.dedent("""
                                [S((n,), jnp.int8), S((), jnp.int8)]),
         "i16_wrap_then_widen": (lambda a, b: ((a * 300 - b) * (a * 300 - b)).astype(jnp.int64),
                                 [S((n,), jnp.int16), S((), jnp.int16)]),
+        # a bool column picked by a run-time index is read inside the kernel (tensor.extract of a
+        # captured i1 tensor): vectorized, it became a gather of bit-packed i1 (seed 1500023)
+        "bool_column_by_index": (lambda a, i: jnp.where(a[:, i], i, 7), [S((n, 5), jnp.bool_), S((), jnp.int32)]),
     }
 
     def same(got, want, name):

@@ -58,3 +58,36 @@ def test_tensorflow_after_a_compile():
         print("after ok")
     """))
     assert "after ok" in out
+
+
+def test_conversions_llvm_emits_as_library_calls():
+    """With MLIR's runtime libraries opened RTLD_LOCAL, the conversions LLVM lowers to library
+    calls by itself (f32/f64 -> bf16 and f16: `__truncsfbf2`, `__truncdfhf2`, ...; fuzz seed
+    1500047: the engine could not link) are resolved for the engine; results vs jax.jit."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import ml_dtypes
+    import numpy as np
+
+    import relax_mlir
+    from relax_mlir.frontend.jax import from_jax
+
+    def f(x, y, h, b):
+        return (x.astype(jnp.bfloat16), x.astype(jnp.float16), y.astype(jnp.bfloat16), y.astype(jnp.float16),
+                h.astype(jnp.float32), b.astype(jnp.float32), (h * 2).astype(jnp.bfloat16))
+
+    n = jax.export.symbolic_shape("n")[0]
+    with jax.enable_x64(True):
+        specs = [jax.ShapeDtypeStruct((n,), t) for t in (jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16)]
+        exe = relax_mlir.compile(from_jax(f, *specs))
+        rng = np.random.default_rng(1)
+        for m in (1, 7, 300):
+            x = (rng.standard_normal(m) * 1e3).astype(np.float32)
+            x[0] = np.nan if m > 1 else 70000.0
+            y = rng.standard_normal(m) * 1e-3
+            args = (x, y, x.astype(np.float16), x.astype(ml_dtypes.bfloat16))
+            for g, w in zip(exe(*args), jax.jit(f)(*args)):
+                w = np.asarray(w)
+                assert g.dtype == w.dtype
+                np.testing.assert_array_equal(g.view(np.uint16) if g.itemsize == 2 else g,
+                                              w.view(np.uint16) if w.itemsize == 2 else w)
