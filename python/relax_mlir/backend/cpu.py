@@ -1553,28 +1553,24 @@ def _load_local(path: str) -> ctypes.CDLL:
 
 _PROCESS = ctypes.CDLL(None)
 
-# Library calls LLVM's code generation emits by itself (not declared in the MLIR module): f16 and
-# bf16 conversions where the CPU has no instruction for them. MLIR's float16 utils and libgcc
-# define them; opened RTLD_LOCAL, they are registered with every engine.
-_LIBCALLS = ("__truncsfbf2", "__truncdfbf2", "__extendhfsf2", "__truncsfhf2", "__truncdfhf2",
-             "__gnu_h2f_ieee", "__gnu_f2h_ieee", "__extendbfsf2")
+# Library calls LLVM's code generation emits by itself (not declared in the MLIR module): 128-bit
+# integer division and conversions, f16 conversions, powi, ... live in libgcc_s, which carries no
+# LLVM and is made global (the engine searches the process); bf16 conversions live in MLIR's
+# float16 utils, which link libLLVM: opened RTLD_LOCAL, their two symbols are registered.
+_BF16_LIBCALLS = ("__truncsfbf2", "__truncdfbf2")
 _LIBCALL_ADDRS: dict[str, ctypes.c_void_p] | None = None
 
 
 def _libcalls() -> dict[str, ctypes.c_void_p]:
     global _LIBCALL_ADDRS
     if _LIBCALL_ADDRS is None:
-        libs = [_load_local(os.path.join(_mlir_lib_dir(), "libmlir_float16_utils.so"))]
         try:
-            libs.append(_load_local("libgcc_s.so.1"))
+            ctypes.CDLL("libgcc_s.so.1", mode=ctypes.RTLD_GLOBAL)
         except OSError:
-            pass
-        found = {}
-        for s in _LIBCALLS:
-            lib = None if hasattr(_PROCESS, s) else next((lib for lib in libs if hasattr(lib, s)), None)
-            if lib is not None:
-                found[s] = ctypes.cast(getattr(lib, s), ctypes.c_void_p)
-        _LIBCALL_ADDRS = found
+            pass  # a libc without it: LLVM's lookup reports what it misses
+        lib = _load_local(os.path.join(_mlir_lib_dir(), "libmlir_float16_utils.so"))
+        _LIBCALL_ADDRS = {s: ctypes.cast(getattr(lib, s), ctypes.c_void_p)
+                          for s in _BF16_LIBCALLS if not hasattr(_PROCESS, s) and hasattr(lib, s)}
     return _LIBCALL_ADDRS
 
 
