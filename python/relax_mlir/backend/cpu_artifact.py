@@ -11,6 +11,65 @@ import tempfile
 from relax_mlir.backend.cpu import CPUOptions, lower
 from relax_mlir.runtime.loader import manifest, write_manifest
 
+# What kernels may call that neither libc, libm nor libgcc define: MLIR's strided copy (its C
+# runner utils' ABI: rank, then {allocated, aligned, offset, sizes[rank], strides[rank]}) and the
+# f32/f64 -> bf16 conversions LLVM emits as library calls (returned in xmm0 like _Float16), with
+# the same results as the JIT's.
+# MLIR's own libraries define them too, but link libMLIR and libLLVM (hundreds of MiB, and not
+# found from the artifact's folder); these are compiled into kernels.so instead.
+SUPPORT = {
+    "memrefCopy": r"""
+typedef struct { int64_t rank; int64_t *desc; } relax_unranked;
+void memrefCopy(int64_t elem, relax_unranked *src, relax_unranked *dst) {
+  int64_t rank = src->rank, *s = src->desc, *d = dst->desc;
+  char *sp = (char *)s[1] + s[2] * elem, *dp = (char *)d[1] + d[2] * elem;
+  int64_t *size = s + 3, *ss = s + 3 + rank, *ds = d + 3 + rank, idx[rank > 0 ? rank : 1];
+  for (int64_t k = 0; k < rank; ++k) {
+    if (size[k] == 0) return;
+    idx[k] = 0;
+  }
+  for (;;) {
+    memcpy(dp, sp, (size_t)elem);
+    int64_t k = rank - 1;
+    for (; k >= 0; --k) {
+      if (++idx[k] < size[k]) { sp += ss[k] * elem; dp += ds[k] * elem; break; }
+      sp -= (size[k] - 1) * ss[k] * elem; dp -= (size[k] - 1) * ds[k] * elem; idx[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+""",
+    "__truncsfbf2": r"""
+_Float16 __truncsfbf2(float f) {
+  uint32_t u; uint16_t b; _Float16 r;
+  memcpy(&u, &f, 4);
+  b = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)  /* NaN: quiet, sign kept */
+                                        : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  memcpy(&r, &b, 2);
+  return r;
+}
+""",
+    # through f32, as MLIR's runtime (the JIT's) and XLA do: the JIT, the artifact and jax.jit
+    # round alike (twice: 1 + 2^-8 + 2^-40 becomes 1, not the nearest 1 + 2^-7)
+    "__truncdfbf2": r"""
+_Float16 __truncsfbf2(float f);
+_Float16 __truncdfbf2(double x) { return __truncsfbf2((float)x); }
+""",
+}
+_NEEDS = {"__truncdfbf2": ("__truncsfbf2",)}
+
+
+def _support_source(symbols) -> str:
+    """C source of the SUPPORT functions `symbols` need (in dependency order)."""
+    want: list[str] = []
+    for s in symbols:
+        for t in (*_NEEDS.get(s, ()), s):
+            if t in SUPPORT and t not in want:
+                want.append(t)
+    if not want:
+        return ""
+    return "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n" + "".join(SUPPORT[t] for t in want)
+
 
 def _tool(pkg: str, name: str) -> str:
     import importlib
@@ -28,8 +87,8 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
     os.makedirs(path, exist_ok=True)
     with upstream.context:
         op = upstream.clone(ip=False)
-        # One thread: the artifact then needs no async runtime, only libc/libm (and the small
-        # MLIR C runner utils, shipped beside it, for memref copies).
+        # One thread: the artifact then needs no async runtime, only libc/libm/libgcc (and
+        # SUPPORT, compiled in).
         lower(op, CPUOptions(num_threads=1))
         llvm_dialect = op.get_asm()
     with tempfile.TemporaryDirectory() as tmp:
@@ -46,15 +105,18 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
         subprocess.run([_tool("llvm", "opt"), "-O3", *target, ll, "-o", bc], check=True, capture_output=True)
         subprocess.run([_tool("llvm", "llc"), "-O3", *target, "-filetype=obj", "-relocation-model=pic", bc,
                         "-o", obj], check=True, capture_output=True)
-        import mlir
-
-        utils = os.path.join(list(mlir.__path__)[0], "lib", "libmlir_c_runner_utils.so")
-        cmd = [shutil.which("cc") or "cc", "-shared", obj, "-o", os.path.join(path, "kernels.so"), "-lm"]
+        cc = shutil.which("cc") or "cc"
+        undefined = _undefined(obj)
+        inputs = [obj]
+        support = _support_source(undefined)
+        if support:
+            csrc, cobj = os.path.join(tmp, "support.c"), os.path.join(tmp, "support.o")
+            with open(csrc, "w") as f:
+                f.write(support)
+            subprocess.run([cc, "-O2", "-fPIC", "-c", csrc, "-o", cobj], check=True, capture_output=True)
+            inputs.append(cobj)
+        cmd = [cc, "-shared", *inputs, "-o", os.path.join(path, "kernels.so"), "-lm"]
         files = ["kernels.so"]
-        if os.path.exists(utils):
-            files.append("libmlir_c_runner_utils.so")
-            shutil.copy(utils, os.path.join(path, "libmlir_c_runner_utils.so"))
-            cmd += [os.path.join(path, "libmlir_c_runner_utils.so"), "-Wl,-rpath,$ORIGIN"]
         if "@scipy_cblas_" in llvm_dialect:  # relax.call_library kernels: ship the BLAS beside it
             from relax_mlir.runtime.library import library_path
 
@@ -66,3 +128,12 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
             cmd += [os.path.join(path, os.path.basename(blas)), "-Wl,-rpath,$ORIGIN"]
         subprocess.run(cmd, check=True, capture_output=True)
     write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures), files)
+
+
+def _undefined(obj: str) -> list[str]:
+    """The symbols the object file calls but does not define (`nm -u`; empty without nm)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return list(SUPPORT)  # compile them all in: unused functions cost nothing at load
+    out = subprocess.run([nm, "-u", obj], check=True, capture_output=True, text=True).stdout
+    return [line.split()[-1] for line in out.splitlines() if line.strip()]
