@@ -295,7 +295,7 @@ class _Plan:
     Everything a binding of the symbols implies (expected shapes, bounds, result shapes, descriptor
     sizes) is computed once per distinct binding and cached."""
 
-    CACHE = 64  # bindings remembered per plan
+    CACHE = 256  # bindings remembered per plan
 
     def __init__(self, fn: "Function", free: tuple[int, ...], fixed: dict[str, int], fixed_where: dict[str, str],
                  deferred: tuple = (), bound: dict[int, np.ndarray] | None = None):
