@@ -99,6 +99,10 @@ class Generator:
             ex_prefill, ex_decode = export(lm, self.max_context)
             self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options, verbose=verbose)
             self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options, verbose=verbose)
+            del ex_prefill, ex_decode
+            from relax_mlir.llm.out_of_process import return_freed_memory
+
+            return_freed_memory()
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
             self.decode_step = _Compiled(self.decode_exe, lm.weights)
         self.compile_seconds = time.perf_counter() - t0

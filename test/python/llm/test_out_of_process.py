@@ -29,8 +29,8 @@ def test_out_of_process_generates_the_same_tokens():
     lm = from_hf_flax(model)
     leaves = jax.tree.leaves(model.params)
     assert all(w.ctypes.data == j.unsafe_buffer_pointer() for w, j in zip(lm.weights, leaves))
+    child = Generator(lm, 40, cache_chunk=8, out_of_process=True)  # first: before this process compiles
     here = Generator(lm, 40, cache_chunk=8)
-    child = Generator(lm, 40, cache_chunk=8, out_of_process=True)
     assert "exporter" not in child.decode_exe.artifacts  # a loaded artifact, not a compile in this process
     # the bound weights are the caller's arrays (partial keeps them; nothing copied)
     bound = child.decode_step._call.plan.bound
