@@ -7,7 +7,7 @@ the call; the result is their sum), called
 * ``bare``: the compiled entry called through ctypes with a descriptor buffer built once (the floor:
   what native code and the ctypes call itself cost);
 
-interleaved in rounds (the best round per side is kept), in one process. The overhead is
+interleaved in rounds of about a millisecond (the best round per side is kept), in one process. The overhead is
 relax - bare, in wall time and in the calling thread's CPU time (`time.thread_time`; the "cpu"
 columns): on a loaded machine a round of many calls is preempted, which only the wall time counts.
 
@@ -79,7 +79,7 @@ def best_us(f, calls: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--args", default="2,20,200")
     ap.add_argument("--json", default=None)
@@ -105,9 +105,12 @@ def main() -> None:
             sides["partial"] = lambda: part(arrays[0])
         best = {k: float("inf") for k in sides}
         cpu = {k: float("inf") for k in sides}
+        # rounds of about a millisecond (fewer calls for wide argument lists): the best one is then
+        # likely to have run without losing the core, which a loaded machine does every few ms
+        per_round = max(1, min(a.calls // a.rounds, 4000 // n_args))
         for _ in range(a.rounds):  # interleaved: every side once per round
             for k, g in sides.items():
-                wall, c = best_us(g, a.calls // a.rounds or 1)
+                wall, c = best_us(g, per_round)
                 best[k], cpu[k] = min(best[k], wall), min(cpu[k], c)
         ovh = best["relax"] - best["bare"]
         povh = best.get("partial", float("nan")) - best["bare"]
