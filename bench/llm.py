@@ -75,7 +75,8 @@ def main() -> None:
                     help="relax-mlir alone (the child process main() starts): compile, prefill, one decode "
                          "step at the maximum context; print the peak RSS")
     ap.add_argument("--out-of-process", action="store_true",
-                    help="with --rss-only: compile in a child process and load the artifacts (Generator(out_of_process=True))")
+                    help="with --rss-only: compile in a child process and load the artifacts "
+                         "(Generator(out_of_process=True))")
     args = ap.parse_args()
     if args.rss_only:
         return rss_alone(args)

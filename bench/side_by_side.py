@@ -14,10 +14,10 @@ Writes bench/results/side_by_side.json and prints a markdown table (ms per call,
 "first / ord.": relax-mlir's first call at each shape (the warm-up call, wall time) over its median
 ordinary call there (issue 18: at most 3); in parentheses the same in the calling thread's CPU
 time, which leaves out waiting for a core on a loaded machine (and the share of a multi-threaded
-build's workers; process CPU time would count XLA's spinning pool threads). After the rounds, `--new-shapes N` calls relax-mlir at N
-shapes it has not seen (the smallest sizes not in the table, from 2 up), then at the same N again,
-for three such sets in turn, and prints the first passes' time over the repeats' (wall and the
-calling thread's CPU).
+build's workers; process CPU time would count XLA's spinning pool threads). After the rounds,
+`--new-shapes N` calls relax-mlir at N shapes it has not seen (the smallest sizes not in the
+table, from 2 up), then at the same N again, for three such sets in turn, and prints the first
+passes' time over the repeats' (wall and the calling thread's CPU).
 """
 from __future__ import annotations
 

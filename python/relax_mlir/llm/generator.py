@@ -22,6 +22,7 @@ import relax_mlir
 from relax_mlir.frontend.jax import import_exported
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
+from relax_mlir.llm.out_of_process import compile_out_of_process, return_freed_memory
 from relax_mlir.llm.sampling import Sampler
 
 __all__ = ["Generator"]
@@ -89,8 +90,6 @@ class Generator:
             self.prefill_step = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
             self.decode_step = _JaxCompiled(lm.decode, lm.weights, lm.layers, decode=True)
         elif out_of_process:  # peak memory: no compiler in this process (llm/out_of_process.py)
-            from relax_mlir.llm.out_of_process import compile_out_of_process
-
             (self.prefill_exe, self.decode_exe), self._artifacts = compile_out_of_process(
                 list(export(lm, self.max_context)), target, options)
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
@@ -100,8 +99,6 @@ class Generator:
             self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options, verbose=verbose)
             self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options, verbose=verbose)
             del ex_prefill, ex_decode
-            from relax_mlir.llm.out_of_process import return_freed_memory
-
             return_freed_memory()
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
             self.decode_step = _Compiled(self.decode_exe, lm.weights)

@@ -1,10 +1,11 @@
 """Compiling in a child process (`Generator(..., out_of_process=True)`): the child deserializes the
 `jax.export` exports, compiles each with `relax_mlir.compile`, and writes CPU artifacts
-(`Executable.export`); this process loads them with `relax_mlir.runtime.load`, so MLIR, LLVM and the
-compiler's IR are never mapped or allocated here: its peak memory is the model's weights, the KV
-cache and the workspace, plus numpy and jax. The artifacts are built for one thread (an exported
-CPU artifact needs no async runtime), and the export adds a second lowering and `opt`/`llc` to the
-compile time.
+(`Executable.export`); this process loads them with `relax_mlir.runtime.load`, so no IR, no pass
+and no JIT ever runs here (only the MLIR wheel's C runner utils are loaded, with the part of
+libMLIR/libLLVM they link: `_preload_runner_utils`): its peak memory is the model's weights, the KV
+cache and the workspace, plus numpy and jax (bench/llm.py --rss-only --out-of-process). The
+artifacts are built for one thread (an exported CPU artifact needs no async runtime), and the
+export adds a second lowering and `opt`/`llc` to the compile time.
 
     python -m relax_mlir.llm.out_of_process DIR   (what the child runs: DIR/<k>.jaxexport -> DIR/<k>/)
 """
@@ -15,6 +16,11 @@ import pickle
 import subprocess
 import sys
 import tempfile
+
+import relax_mlir
+from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.frontend.jax import import_exported
+from relax_mlir.runtime import load
 
 __all__ = ["compile_out_of_process", "return_freed_memory"]
 
@@ -34,12 +40,10 @@ def return_freed_memory() -> None:
         pass
 
 
-def compile_out_of_process(exports: list, target: str = "cpu", options=None) -> tuple[list, tempfile.TemporaryDirectory]:
+def compile_out_of_process(exports: list, target: str = "cpu",
+                           options=None) -> tuple[list, tempfile.TemporaryDirectory]:
     """Executables (loaded artifacts) of the `jax.export.Exported` functions `exports`, compiled in a
     child process; and the directory that holds their files (removed when it is collected)."""
-    from relax_mlir.core.diagnostics import CompileError
-    from relax_mlir.runtime import load
-
     if target != "cpu":
         raise ValueError(f"out_of_process compiles CPU artifacts; target {target!r} is not supported")
     work = tempfile.TemporaryDirectory(prefix="relax-mlir-llm-")
@@ -48,8 +52,6 @@ def compile_out_of_process(exports: list, target: str = "cpu", options=None) -> 
             f.write(ex.serialize())
     with open(os.path.join(work.name, "options.pickle"), "wb") as f:
         pickle.dump(options, f)
-    import relax_mlir
-
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(relax_mlir.__file__)))
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -82,9 +84,6 @@ def _preload_runner_utils() -> None:
 
 def _child(work: str) -> None:
     import jax
-
-    import relax_mlir
-    from relax_mlir.frontend.jax import import_exported
 
     with open(os.path.join(work, "options.pickle"), "rb") as f:
         options = pickle.load(f)
