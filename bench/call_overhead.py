@@ -7,8 +7,9 @@ the call; the result is their sum), called
 * ``bare``: the compiled entry called through ctypes with a descriptor buffer built once (the floor:
   what native code and the ctypes call itself cost);
 
-interleaved in rounds (the best round per side is kept), in one process. The overhead is
-relax - bare.
+interleaved in rounds of about a millisecond (the best round per side is kept), in one process. The overhead is
+relax - bare, in wall time and in the calling thread's CPU time (`time.thread_time`; the "cpu"
+columns): on a loaded machine a round of many calls is preempted, which only the wall time counts.
 
 Run: .venv/bin/python bench/call_overhead.py [--rounds R] [--calls C] [--json PATH]
 """
@@ -68,16 +69,17 @@ def bare_call(exe, arrays):
     return call
 
 
-def best_us(f, calls: int) -> float:
-    t = time.perf_counter()
+def best_us(f, calls: int) -> tuple[float, float]:
+    """Microseconds per call: wall, and the calling thread's CPU."""
+    c, t = time.thread_time(), time.perf_counter()
     for _ in range(calls):
         f()
-    return (time.perf_counter() - t) / calls * 1e6
+    return (time.perf_counter() - t) / calls * 1e6, (time.thread_time() - c) / calls * 1e6
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--args", default="2,20,200")
     ap.add_argument("--json", default=None)
@@ -86,7 +88,7 @@ def main() -> None:
 
     rows = []
     print(f"{'args':>5s} {'relax us':>9s} {'partial us':>10s} {'bare us':>8s} {'overhead us':>11s} "
-          f"{'budget us':>9s} {'partial ovh':>11s}")
+          f"{'budget us':>9s} {'partial ovh':>11s} {'cpu: overhead':>13s} {'partial ovh':>11s}")
     for n_args in (int(x) for x in a.args.split(",")):
         exe = relax_mlir.compile(module_text(n_args))
         rng = np.random.default_rng(0)
@@ -102,16 +104,24 @@ def main() -> None:
         if part is not None:
             sides["partial"] = lambda: part(arrays[0])
         best = {k: float("inf") for k in sides}
+        cpu = {k: float("inf") for k in sides}
+        # rounds of about a millisecond (fewer calls for wide argument lists): the best one is then
+        # likely to have run without losing the core, which a loaded machine does every few ms
+        per_round = max(1, min(a.calls // a.rounds, 4000 // n_args))
         for _ in range(a.rounds):  # interleaved: every side once per round
             for k, g in sides.items():
-                best[k] = min(best[k], best_us(g, a.calls // a.rounds or 1))
+                wall, c = best_us(g, per_round)
+                best[k], cpu[k] = min(best[k], wall), min(cpu[k], c)
         ovh = best["relax"] - best["bare"]
         povh = best.get("partial", float("nan")) - best["bare"]
+        covh = cpu["relax"] - cpu["bare"]
+        cpovh = cpu.get("partial", float("nan")) - cpu["bare"]
         budget = 10 + 0.3 * n_args
         rows.append({"args": n_args, **{f"{k}_us": v for k, v in best.items()}, "overhead_us": ovh,
-                     "partial_overhead_us": povh, "budget_us": budget})
+                     "partial_overhead_us": povh, "budget_us": budget, **{f"{k}_cpu_us": v for k, v in cpu.items()},
+                     "overhead_cpu_us": covh, "partial_overhead_cpu_us": cpovh})
         print(f"{n_args:5d} {best['relax']:9.2f} {best.get('partial', float('nan')):10.2f} {best['bare']:8.2f} "
-              f"{ovh:11.2f} {budget:9.1f} {povh:11.2f}")
+              f"{ovh:11.2f} {budget:9.1f} {povh:11.2f} {covh:13.2f} {cpovh:11.2f}")
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"rows": rows, "load": os.getloadavg()}, fh, indent=1)

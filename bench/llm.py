@@ -74,6 +74,9 @@ def main() -> None:
     ap.add_argument("--rss-only", action="store_true",
                     help="relax-mlir alone (the child process main() starts): compile, prefill, one decode "
                          "step at the maximum context; print the peak RSS")
+    ap.add_argument("--out-of-process", action="store_true",
+                    help="with --rss-only: compile in a child process and load the artifacts "
+                         "(Generator(out_of_process=True))")
     args = ap.parse_args()
     if args.rss_only:
         return rss_alone(args)
@@ -153,34 +156,57 @@ def main() -> None:
     print(f"\npeak RSS of the process (both implementations, jax's weights copied): {rss:.0f} MiB; "
           f"weights {nparams * 4 / 2**20:.0f} MiB, KV cache at max context {cache_mb:.0f} MiB", file=sys.stdout)
     import subprocess
-    child = subprocess.run([sys.executable, __file__, "--rss-only", *sys.argv[1:]], capture_output=True, text=True)
-    print(child.stdout.strip().splitlines()[-1] if child.returncode == 0 else f"child failed: {child.stderr[-2000:]}",
-          flush=True)
+    for more in ([], ["--out-of-process"]):
+        child = subprocess.run([sys.executable, __file__, "--rss-only", *sys.argv[1:], *more], capture_output=True,
+                               text=True)
+        print(child.stdout.strip() if child.returncode == 0 else f"child failed: {child.stderr[-2000:]}", flush=True)
+
+
+def _mib(key: str) -> float:
+    """VmRSS (resident now), VmHWM (the peak so far), RssAnon (private memory) or RssFile (mapped
+    files: the pages of shared libraries' code in use, MLIR's and LLVM's among them) of this
+    process, MiB."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key + ":")) / 1024
+
+
+def _stage(name: str) -> tuple:
+    return name, _mib("VmRSS"), _mib("VmHWM"), _mib("RssAnon"), _mib("RssFile")
 
 
 def rss_alone(args) -> None:
     """Peak RSS of relax-mlir alone: the model (numpy weights), both compiles, a prefill of the
-    longest prompt and a decode step at the maximum context (its cache allocated in full)."""
+    longest prompt and a decode step at the maximum context (its cache allocated in full); the
+    resident and peak MiB after each stage."""
     from relax_mlir.llm import Generator, from_hf_flax
 
+    stages = [_stage("imports")]
     model, params = model_of(args)
     lm = from_hf_flax(model, params)
     del params, model
-    gen = Generator(lm, args.max_context)
+    stages.append(_stage("model + weights"))
+    gen = Generator(lm, args.max_context, out_of_process=args.out_of_process)
+    stages.append(_stage(f"compile both ({gen.compile_seconds:.1f} s)"))
     p = max(int(x) for x in args.prompts.split(","))
     ids = np.ones((1, p), np.int32)
     gen.prefill_step(ids, np.ones((1, p), np.int32), np.arange(p, dtype=np.int32)[None])
+    stages.append(_stage(f"prefill {p}"))
     M, L, H, D = args.max_context, lm.layers, lm.kv_heads, lm.head_dim
     cache = [np.ones((1, M, H, D), np.float32) for _ in range(2 * L)]
     gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
                     np.int32(M - 1), *cache)
+    stages.append(_stage(f"decode at {M}"))
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent across exec
-    with open("/proc/self/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+    rss = _mib("VmHWM")
     weights = sum(w.nbytes for w in lm.weights) / 2**20
     kv = sum(c.nbytes for c in cache) / 2**20
-    print(f"peak RSS of relax-mlir alone (child process: compile, prefill {p}, decode at {M}): {rss:.0f} MiB "
-          f"= {rss / (weights + kv):.2f}x weights {weights:.0f} MiB + KV cache {kv:.0f} MiB", flush=True)
+    for name, now, peak, anon, files in stages:
+        print(f"  after {name:28s} resident {now:6.0f} MiB (peak {peak:6.0f}): private {anon:6.0f}, mapped files "
+              f"{files:5.0f}", flush=True)
+    how = "compiled in a grandchild, artifacts loaded" if args.out_of_process else "compile"
+    print(f"peak RSS of relax-mlir alone (child process: {how}, prefill {p}, decode at {M}): {rss:.0f} MiB "
+          f"= {rss / (weights + kv):.2f}x weights {weights:.0f} MiB + KV cache {kv:.0f} MiB; resident at the end "
+          f"{_mib('VmRSS'):.0f} MiB", flush=True)
 
 
 if __name__ == "__main__":

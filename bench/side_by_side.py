@@ -8,9 +8,16 @@ arrays for jax and IREE); the activation is a fresh numpy array each call. A rou
 once at every shape, in turn; the figure is the median over rounds. Each side's result is checked
 against jax.jit's before timing.
 
-    python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree]
+    python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree] [--new-shapes 38]
 
 Writes bench/results/side_by_side.json and prints a markdown table (ms per call, ratio to XLA).
+"first / ord.": relax-mlir's first call at each shape (the warm-up call, wall time) over its median
+ordinary call there (issue 18: at most 3); in parentheses the same in the calling thread's CPU
+time, which leaves out waiting for a core on a loaded machine (and the share of a multi-threaded
+build's workers; process CPU time would count XLA's spinning pool threads). After the rounds,
+`--new-shapes N` calls relax-mlir at N shapes it has not seen (the smallest sizes not in the
+table, from 2 up), then at the same N again, for three such sets in turn, and prints the first
+passes' time over the repeats' (wall and the calling thread's CPU).
 """
 from __future__ import annotations
 
@@ -180,7 +187,7 @@ def _close(got, want, rtol=2e-3, atol=2e-4) -> bool:
     return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
+def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, new_shapes=0):
     """Times every side at every size, interleaved; returns the rows (dicts)."""
     import jax
 
@@ -200,19 +207,28 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
         x = make_x(n)
         x = x if isinstance(x, list) else [x]
         inputs[n] = {False: x, True: [np.asarray(e) for e in jax.tree.leaves(x)]}
-    ok = {}
+    ok, first = {}, {}
     for n in sizes:  # warm up (jax.jit compiles here) and check every side against XLA
-        want = sides[1](inputs[n][False], placed["jax.jit"])
+        got = {}
+        for s in sides:  # relax-mlir first, after a pause: XLA's pool threads do not spin meanwhile
+            if s is sides[0]:
+                time.sleep(0.1)
+            c, t = time.thread_time(), time.perf_counter()
+            got[s.name] = s(inputs[n][s.flat], placed[s.name])
+            first[(s.name, n)] = time.perf_counter() - t, time.thread_time() - c
         for s in sides:
-            ok[(s.name, n)] = _close(s(inputs[n][s.flat], placed[s.name]), want)
+            ok[(s.name, n)] = _close(got[s.name], got["jax.jit"])
     times = {(s.name, n): [] for s in sides for n in sizes}
+    cpu = {n: [] for n in sizes}  # relax-mlir's calls in the calling thread's CPU time
     for _ in range(rounds):
         for n in sizes:
             for s in sides:
                 args = inputs[n][s.flat]
-                t = time.perf_counter()
+                c, t = time.thread_time(), time.perf_counter()
                 s(args, placed[s.name])
                 times[(s.name, n)].append(time.perf_counter() - t)
+                if s is sides[0]:
+                    cpu[n].append(time.thread_time() - c)
     rows = []
     for n in sizes:
         xla = statistics.median(times[("jax.jit", n)]) * 1e3
@@ -226,9 +242,45 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
             row[f"{key}_ratio"] = ms / xla
             row[f"{key}_ok"] = ok[(s.name, n)]
             row[f"{key}_compile_s"] = s.compile_s
+            row[f"{key}_first_x"] = first[(s.name, n)][0] * 1e3 / ms
+        row["ours_first_cpu_x"] = first[("relax-mlir", n)][1] / max(statistics.median(cpu[n]), 1e-9)
         rows.append(row)
         print(_fmt(row), flush=True)
+    if new_shapes:
+        rows.append(_new_shapes(title, sym, sides[0], placed[sides[0].name], make_x, sizes, new_shapes))
     return rows
+
+
+def _new_shapes(title, sym, ours, placed, make_x, sizes, count, sets=3):
+    """relax-mlir at `count` shapes it has not seen, in a row, against the same shapes again; for
+    `sets` sets of unseen shapes in turn (first pass / repeat, wall and process CPU time; the
+    median of the sets' ratios)."""
+    import jax
+
+    unseen = [n for n in range(2, 2 + sets * count + len(sizes)) if n not in sizes][:sets * count]
+    ratios = {"wall": [], "cpu": []}
+    totals = {"first": 0.0, "again": 0.0, "first_cpu": 0.0, "again_cpu": 0.0}
+    for k in range(sets):
+        ns = unseen[k * count:(k + 1) * count]
+        xs = {n: [np.asarray(e) for e in jax.tree.leaves(make_x(n))] for n in ns}
+        got = {}
+        for kind in ("first", "again"):
+            c, t = time.thread_time(), time.perf_counter()
+            for n in ns:
+                ours(xs[n], placed)
+            got[kind], got[kind + "_cpu"] = time.perf_counter() - t, time.thread_time() - c
+        for key in totals:
+            totals[key] += got[key]
+        ratios["wall"].append(got["first"] / got["again"])
+        ratios["cpu"].append(got["first_cpu"] / max(got["again_cpu"], 1e-9))
+    row = {"model": title, "symbol": sym, "new_shapes": unseen, **{f"{k}_ms": v * 1e3 for k, v in totals.items()},
+           "ratio": statistics.median(ratios["wall"]), "cpu_ratio": statistics.median(ratios["cpu"]),
+           "ratios": ratios}
+    print(f"| {title} | {count} new shapes in a row, {sets} sets ({sym} = {unseen[0]}..{unseen[-1]}) | relax-mlir "
+          f"first passes / repeats: wall {row['first_ms']:.1f} / {row['again_ms']:.1f} ms, median ratio "
+          f"{row['ratio']:.2f}; CPU {row['first_cpu_ms']:.1f} / {row['again_cpu_ms']:.1f} ms, median ratio "
+          f"{row['cpu_ratio']:.2f} |", flush=True)
+    return row
 
 
 def _fmt(r) -> str:
@@ -237,11 +289,12 @@ def _fmt(r) -> str:
             return " - | - |"
         bad = "" if r[f"{k}_ok"] else " WRONG"
         return f" {r[f'{k}_ms']:.3f}{bad} | {r[f'{k}_ratio']:.2f} |"
-    return f"| {r['model']} | {r['symbol']} = {r['n']} | {r['jax_ms']:.3f} |{side('ours')}{side('iree')}"
+    return (f"| {r['model']} | {r['symbol']} = {r['n']} | {r['jax_ms']:.3f} |{side('ours')} {r['ours_first_x']:.2f} "
+            f"({r['ours_first_cpu_x']:.2f}) |{side('iree')}")
 
 
-HEADER = ("| model | shape | XLA ms | relax-mlir ms | / XLA | IREE ms | / XLA |\n"
-          "|---|---|---|---|---|---|---|")
+HEADER = ("| model | shape | XLA ms | relax-mlir ms | / XLA | first / ord. | IREE ms | / XLA |\n"
+          "|---|---|---|---|---|---|---|---|")
 
 
 def main(argv=None) -> int:
@@ -250,6 +303,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="mlp,attention,block")
     ap.add_argument("--zoo", action="store_true", help="also the real-model zoo")
     ap.add_argument("--no-iree", action="store_true")
+    ap.add_argument("--new-shapes", type=int, default=38, help="relax-mlir's first calls at N unseen shapes (0: off)")
     a = ap.parse_args(argv)
     use_iree = not a.no_iree
     if use_iree:
@@ -266,7 +320,7 @@ def main(argv=None) -> int:
     rows = []
     builders = {"mlp": _mlp_case, "attention": _attention_case, "block": _block_case}
     for key in [k for k in a.only.split(",") if k]:
-        rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree)
+        rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree, new_shapes=a.new_shapes)
     if a.zoo:
         for name, build in _zoo_cases():
             case = build()

@@ -22,6 +22,7 @@ import relax_mlir
 from relax_mlir.frontend.jax import import_exported
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
+from relax_mlir.llm.out_of_process import compile_out_of_process, return_freed_memory
 from relax_mlir.llm.sampling import Sampler
 
 __all__ = ["Generator"]
@@ -68,10 +69,12 @@ class Generator:
     `prefill_step(ids, mask, pos)` and `decode_step(ids, mask, pos, index, *keys, *values)` are
     the compiled functions with the weights bound (flat arrays in, a flat tuple (logits, *keys,
     *values) out); `prefill_exe` / `decode_exe` the executables; `compile_seconds` the time to
-    export and compile both; `last_stats` the timings of the last generation."""
+    export and compile both; `last_stats` the timings of the last generation. `out_of_process=True`
+    compiles in a child process and loads one-thread CPU artifacts (`llm/out_of_process.py`): no
+    compiler memory here, at the cost of compile time and of the multi-threaded build."""
 
     def __init__(self, lm: CausalLM, max_context: int, target: str = "cpu", *, cache_chunk: int = 64,
-                 pad_token_id: int = 0, options=None, verbose: bool = False):
+                 pad_token_id: int = 0, options=None, verbose: bool = False, out_of_process: bool = False):
         if int(max_context) != max_context or max_context < 2:
             raise ValueError(f"max_context must be an integer >= 2, got {max_context!r}")
         if max_context > lm.max_positions:
@@ -86,10 +89,17 @@ class Generator:
         if target == "jax":
             self.prefill_step = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
             self.decode_step = _JaxCompiled(lm.decode, lm.weights, lm.layers, decode=True)
+        elif out_of_process:  # peak memory: no compiler in this process (llm/out_of_process.py)
+            (self.prefill_exe, self.decode_exe), self._artifacts = compile_out_of_process(
+                list(export(lm, self.max_context)), target, options)
+            self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
+            self.decode_step = _Compiled(self.decode_exe, lm.weights)
         else:
             ex_prefill, ex_decode = export(lm, self.max_context)
             self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options, verbose=verbose)
             self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options, verbose=verbose)
+            del ex_prefill, ex_decode
+            return_freed_memory()
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
             self.decode_step = _Compiled(self.decode_exe, lm.weights)
         self.compile_seconds = time.perf_counter() - t0

@@ -24,7 +24,7 @@ from typing import Mapping
 
 __all__ = [
     "Expr", "ShapeParseError", "parse", "const", "sym",
-    "floordiv", "ceildiv", "mod", "min_", "max_",
+    "floordiv", "ceildiv", "mod", "min_", "max_", "PyCode", "make_function",
 ]
 
 _INF = float("inf")
@@ -902,6 +902,76 @@ def _eval(t: Terms, binding: Mapping[str, int], cache: dict) -> int:
             v *= x
         total += v
     return total
+
+
+# -- compiling to Python -------------------------------------------------------------------------
+
+
+class PyCode:
+    """Straight-line Python source that evaluates expressions (the runtime's per-binding facts):
+    `value(e)` returns a Python expression for `e` over the local names `names` gives each symbol
+    (or an int literal for a symbol whose value is fixed), emitting one assignment per distinct
+    floordiv/mod/min/max node into `lines` first, so a node shared by several expressions is
+    computed once. Only generated names (`_c<k>` here) and int literals enter the source, never
+    symbol or user text. KeyError(symbol) for a symbol `names` lacks. Python floor semantics, as
+    `Expr.evaluate`: a node dividing by zero raises ZeroDivisionError when the code runs."""
+
+    def __init__(self, names: Mapping[str, "str | int"]):
+        self.names = {k: (repr(int(v)) if v.__class__ is not str else v) for k, v in names.items()}
+        self.lines: list[str] = []
+        self._atoms: dict[str, str] = {}
+
+    def bind(self, symbol: str, python_name: str) -> None:
+        """From now on, `symbol` reads the local `python_name`."""
+        self.names[symbol] = python_name
+
+    def assign(self, python_name: str, e: "Expr") -> None:
+        """Emit `python_name = <e>`."""
+        self.lines.append(f"{python_name} = {self.value(e)}")
+
+    def value(self, e: "Expr") -> str:
+        parts = []
+        for mono, k in e._t:
+            factors = [self._atom(a) for a in mono]
+            if k != 1 or not factors:
+                factors.insert(0, repr(k))
+            parts.append("*".join(factors))
+        if not parts:
+            return "0"
+        return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+
+    def _atom(self, a: str) -> str:
+        got = self._atoms.get(a)
+        if got is not None:
+            return got
+        info = _CALLS.get(a)
+        if info is None:
+            try:
+                return self.names[a]
+            except KeyError:
+                raise KeyError(a) from None
+        args = [self.value(x) for x in info.args]
+        if info.kind == "floordiv":
+            text = f"({args[0]}) // ({args[1]})"
+        elif info.kind == "mod":
+            text = f"({args[0]}) % ({args[1]})"
+        else:
+            text = f"{info.kind}({', '.join(args)})"
+        name = f"_c{len(self._atoms)}"
+        self.lines.append(f"{name} = {text}")
+        self._atoms[a] = name
+        return name
+
+
+def make_function(name: str, params: "list[str]", lines: "list[str]", filename: str = "<relax-mlir>"):
+    """The Python function `def name(*params): lines` built with `compile()` from generated source
+    (identifiers and int literals only: `PyCode`'s output); its globals hold only `min` and `max`."""
+    src = f"def {name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines or ["pass"])
+    ns: dict = {"__builtins__": {"min": min, "max": max}}
+    exec(compile(src, filename, "exec"), ns)
+    fn = ns[name]
+    fn.source = src
+    return fn
 
 
 # -- parsing ---------------------------------------------------------------------------------------

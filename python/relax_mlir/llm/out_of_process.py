@@ -1,0 +1,103 @@
+"""Compiling in a child process (`Generator(..., out_of_process=True)`): the child deserializes the
+`jax.export` exports, compiles each with `relax_mlir.compile`, and writes CPU artifacts
+(`Executable.export`); this process loads them with `relax_mlir.runtime.load`, so no IR, no pass
+and no JIT ever runs here (only the MLIR wheel's C runner utils are loaded, with the part of
+libMLIR/libLLVM they link: `_preload_runner_utils`): its peak memory is the model's weights, the KV
+cache and the workspace, plus numpy and jax (bench/llm.py --rss-only --out-of-process). The
+artifacts are built for one thread (an exported CPU artifact needs no async runtime), and the
+export adds a second lowering and `opt`/`llc` to the compile time.
+
+    python -m relax_mlir.llm.out_of_process DIR   (what the child runs: DIR/<k>.jaxexport -> DIR/<k>/)
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+
+import relax_mlir
+from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.frontend.jax import import_exported
+from relax_mlir.runtime import load
+
+__all__ = ["compile_out_of_process", "return_freed_memory"]
+
+
+def return_freed_memory() -> None:
+    """Collect garbage and hand the C heap's free pages back to the system (glibc `malloc_trim`):
+    what a compile freed (its IR, LLVM's temporaries) then stops counting in this process's
+    resident memory, so the cache and workspaces allocated next reuse it instead of raising the
+    peak (measured in bench/llm.py --rss-only). Nothing happens where there is no glibc."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
+def compile_out_of_process(exports: list, target: str = "cpu",
+                           options=None) -> tuple[list, tempfile.TemporaryDirectory]:
+    """Executables (loaded artifacts) of the `jax.export.Exported` functions `exports`, compiled in a
+    child process; and the directory that holds their files (removed when it is collected)."""
+    if target != "cpu":
+        raise ValueError(f"out_of_process compiles CPU artifacts; target {target!r} is not supported")
+    work = tempfile.TemporaryDirectory(prefix="relax-mlir-llm-")
+    for k, ex in enumerate(exports):
+        with open(os.path.join(work.name, f"{k}.jaxexport"), "wb") as f:
+            f.write(ex.serialize())
+    with open(os.path.join(work.name, "options.pickle"), "wb") as f:
+        pickle.dump(options, f)
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(relax_mlir.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    r = subprocess.run([sys.executable, "-m", "relax_mlir.llm.out_of_process", work.name], env=env,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise CompileError(f"compiling in a child process failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
+    _preload_runner_utils()
+    return [load(os.path.join(work.name, str(k))) for k in range(len(exports))], work
+
+
+def _preload_runner_utils() -> None:
+    """Load the MLIR wheel's C runner utils (memref copies) from their own directory. The copy an
+    artifact ships beside kernels.so needs its siblings there (libmlir_float16_utils.so,
+    libMLIR.so, libLLVM.so, found through its RUNPATH `$ORIGIN/../lib`), so a process that has
+    not compiled anything cannot load an artifact whose kernels copy memrefs without this
+    (measured: +56 MiB resident, 52 of it mapped library pages)."""
+    import ctypes
+
+    try:
+        import mlir
+    except ImportError:  # pragma: no cover - no MLIR wheel: the artifact's own copy must do
+        return
+    for d in mlir.__path__:
+        path = os.path.join(d, "lib", "libmlir_c_runner_utils.so")
+        if os.path.exists(path):
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            return
+
+
+def _child(work: str) -> None:
+    import jax
+
+    with open(os.path.join(work, "options.pickle"), "rb") as f:
+        options = pickle.load(f)
+    if options is None:
+        options = {"num_threads": 1}  # the JIT build only makes the IR that export() lowers again
+    k = 0
+    while os.path.exists(os.path.join(work, f"{k}.jaxexport")):
+        with open(os.path.join(work, f"{k}.jaxexport"), "rb") as f:
+            ex = jax.export.deserialize(bytearray(f.read()))
+        exe = relax_mlir.compile(import_exported(ex), "cpu", options=options)
+        exe.export(os.path.join(work, str(k)))
+        del exe
+        k += 1
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])
