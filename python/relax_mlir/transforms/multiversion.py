@@ -20,8 +20,8 @@ the shape checks must not see three calls. `relax-legalize` (`call_library_kerne
 attribute into ONE kernel whose body is an `scf.if` chain on `tensor.dim %x, 0` (the symbol's
 value): each branch holds a zero fill and either the BLAS-tagged matmul generic or a
 `linalg.matmul` tagged with the cpu_matmul variant that fits its row range (`gemv` at 1 row,
-`small` up to 4, `medium` up to 16, `large`); the CPU backend schedules each generated branch with its own
-schedule and replaces each tagged generic by an sgemm call after bufferization. So the lit test
+`small` up to 4, `medium` up to 16, `large`); the CPU backend schedules each generated branch
+with its own schedule and replaces each tagged generic by an sgemm call after bufferization. So the lit test
 of this pass shows the predicates, and the one of `relax-multiversion,relax-legalize` the switch.
 
 The cost table (`versions_for`): one thread, this machine (AVX2, 2 cores shared, load 3.6-4.4),
