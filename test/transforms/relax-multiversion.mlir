@@ -8,15 +8,20 @@
 // CHECK-NOT: "relax.matmul"
 // CHECK: %[[R:.*]] = "relax_v.call_library"(%[[X]], %[[W]]) {callee = "sgemm", rows = "b", transpose_a = false, transpose_b = false, versions = [{impl = "generated", max_rows = 32 : i64}, {impl = "sgemm"}]}
 // CHECK: return %[[R]]
-// One kernel; an scf.if chain on the row count picks the variant: b <= 4 small, <= 16 medium,
-// <= 32 large (generated), else the BLAS-tagged generic.
+// One kernel; an scf.if chain on the row count picks the variant: b <= 1 gemv (the
+// matrix-vector product), <= 4 small, <= 16 medium, <= 32 large (generated), else the BLAS-tagged generic.
 // KERNEL-LABEL: func.func @deep
 // KERNEL: "relax_v.call_tir"(%{{.*}}, %{{.*}}) {callee = @[[F:sgemm_versions]]}
 // KERNEL: func.func private @[[F]](%[[A:.*]]: tensor<?x2048xf32>, %[[B:.*]]: tensor<2048x512xf32>, %[[O:.*]]: tensor<?x512xf32>)
+// KERNEL-DAG: %[[C1:.*]] = arith.constant 1 : index
 // KERNEL-DAG: %[[C4:.*]] = arith.constant 4 : index
 // KERNEL-DAG: %[[C16:.*]] = arith.constant 16 : index
 // KERNEL-DAG: %[[C32:.*]] = arith.constant 32 : index
 // KERNEL: %[[M:.*]] = tensor.dim %[[A]], %{{.*}} : tensor<?x2048xf32>
+// KERNEL: %[[P0:.*]] = arith.cmpi ule, %[[M]], %[[C1]] : index
+// KERNEL: scf.if %[[P0]]
+// KERNEL: linalg.matmul {relax_mlir.matmul_variant = "gemv"} ins(%[[A]], %[[B]]
+// KERNEL: } else {
 // KERNEL: %[[P1:.*]] = arith.cmpi ule, %[[M]], %[[C4]] : index
 // KERNEL: scf.if %[[P1]]
 // KERNEL: linalg.matmul {relax_mlir.matmul_variant = "small"} ins(%[[A]], %[[B]]

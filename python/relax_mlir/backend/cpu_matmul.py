@@ -8,12 +8,17 @@ Kernels handled: a ``func.func`` whose body is an optional ``linalg.fill`` follo
 over copies of the matmul tagged ``relax_mlir.matmul_variant``; ``matmul_schedule`` then gives
 each copy its own schedule (one compile serves every M):
 
-* ``small`` (M <= 4) and ``medium`` (M <= 16): *streaming*, no packing. Loop order M tile,
-  K step, N step; per step a ``kr x nr`` block of B rows (contiguous row segments, so the
-  hardware prefetcher streams B) is multiplied into an ``mr x nr`` tile of C kept in cache.
-  Tiles (mr, nr, kr) = (4, 64, 8) and (8, 32, 8). Partial tiles are zero padded (A packed per
-  K step, masked reads/writes of C). These run on the calling thread: an async-runtime task
-  handoff (a sleeping worker's wake-up, 10-100 us) costs more than it saves at this size.
+* ``gemv`` (M = 1, the decode step's matrix-vector products), ``small`` (M <= 4) and
+  ``medium`` (M <= 16): *streaming*, no packing. Loop order M tile, K step, N step; per step a
+  ``kr x nr`` block of B rows (contiguous row segments, so the hardware prefetcher streams B:
+  each K step reads kr rows of B from end to end) is multiplied into an ``mr x nr`` tile of C
+  kept in cache. Tiles (mr, nr, kr) = (1, 64, 16), (4, 64, 8) and (8, 32, 8): the gemv tile
+  computes no padded rows (the small tile at M = 1 did 4x the multiply-adds and reached 8-9
+  GB/s of B against OpenBLAS sgemv's 10-11; the gemv tile 10.5-12, bench/gemv.py). Partial
+  tiles are zero padded (A packed per K step, masked reads/writes of C). An optional N chunk
+  (``stream_nc``) keeps C's slice in L1 but cuts B's rows into short streams: measured slower
+  (6 vs 11 GB/s at 1024 x 2816), off by default. gemv and small split N over threads only
+  from ``stream_parallel_min`` weights (see MatmulConfig).
 * ``large``: *packed*, per thread::
 
     forall t < T                                      # scf.forall over N (only when T > 1)
@@ -81,24 +86,36 @@ class MatmulConfig:
     kc: int = 512  # K block when K is dynamic or larger than kc_max
     kc_max: int = 1024  # static K up to this is not blocked
     b_pack_rows: int = 16  # rows copied per vector step when packing B
-    # Streaming paths (no packing) for small M: M <= small_m_max takes "small" tiles,
-    # M <= medium_m_max "medium" tiles; larger M the packed path. 0 disables a path.
+    # Streaming paths (no packing) for small M: M <= gemv_m_max takes "gemv" tiles (the
+    # matrix-vector product of a decode step), M <= small_m_max "small" tiles, M <= medium_m_max
+    # "medium" tiles; larger M the packed path. 0 disables a path.
+    gemv_m_max: int = 1
+    gemv_tile: tuple[int, int, int] = (1, 64, 16)  # mr, nr, kr: rows, columns, B rows per step
     small_m_max: int = 4
-    small_tile: tuple[int, int, int] = (4, 64, 8)  # mr, nr, kr: rows, columns, B rows per step
+    small_tile: tuple[int, int, int] = (4, 64, 8)
     medium_m_max: int = 16
     medium_tile: tuple[int, int, int] = (8, 32, 8)
-    # A task handoff of the async runtime costs ~50-100 us (thread wake-up): variants whose
-    # work is smaller run on the calling thread only.
+    # N chunk of the streaming paths: the mr x chunk slice of C stays in L1 while the K steps
+    # stream B's row segments into it (0: no chunking, C's whole row block per K step).
+    stream_nc: int = 0
+    # A task handoff of the async runtime costs ~50-100 us (thread wake-up), and a barrier waits
+    # for a scheduler tick when the other core is busy: the memory-bound streaming variants (at
+    # most small_m_max rows) split N over threads only when K * N (static) is at least this (0:
+    # always; dynamic K or N: never). Measured (bench/gemv.py, load 6-10): one thread reads the
+    # decode step's weights at 10-12 GB/s, two threads at 2-11; 1024 x 32000: 3-4 GB/s either way.
+    stream_parallel_min: int = 1 << 24
     parallel_min_m: int = 0
 
     def variants(self) -> list[tuple[str, int | None]]:
         """(name, largest M) of each variant, in dispatch order; the last one is unbounded."""
         out: list[tuple[str, int | None]] = []
-        if self.small_m_max > 0:
-            out.append(("small", self.small_m_max))
-        if self.medium_m_max > max(self.small_m_max, 0):
-            out.append(("medium", self.medium_m_max))
+        for name, lim in (("gemv", self.gemv_m_max), ("small", self.small_m_max), ("medium", self.medium_m_max)):
+            if lim > (out[-1][1] if out else 0):
+                out.append((name, lim))
         return out + [("large", None)]
+
+    def streaming_tile(self, variant: str) -> tuple[int, int, int]:
+        return {"gemv": self.gemv_tile, "small": self.small_tile, "medium": self.medium_tile}[variant]
 
 
 @dataclass(frozen=True)
@@ -217,6 +234,8 @@ class _Plan:
 
     def even(self, dim: str, tile: int, outer: int | None = None) -> bool:
         """True if every tile of ``dim`` (per thread, for N) is a full static ``tile``."""
+        if tile == 1 and outer is None:
+            return True  # a unit tile is never partial, even of a dynamic dim
         size = getattr(self.shp, dim)
         if size is None:
             return False
@@ -299,15 +318,19 @@ def _emit_large(p: _Plan, func: str, mm: str, fill: str | None) -> tuple[str, st
 def _emit_streaming(p: _Plan, func: str, mm: str, fill: str | None,
                     tile: tuple[int, int, int]) -> tuple[str, str | None]:
     """Small-M path: no packing of B; per step a kr x nr block of B rows is streamed into an
-    mr x nr accumulator kept in C (loop order M tile, K step, N step)."""
+    mr x nr accumulator kept in C (loop order M tile, [N chunk,] K step, N step)."""
     mr, nr, kr = tile
     mm, fill = p.parallel(mm, fill)
+    n_t = p.thread_n()
+    nc = p.cfg.stream_nc if p.cfg.stream_nc and (n_t is None or n_t > p.cfg.stream_nc) else 0
+    outer = p.sizes(mr, nc, 0, batch=1)
+    n_outer = 1 + p.d + (1 if nc else 0)
     if fill is not None:
-        mm = p.fuse(mm, p.sizes(mr, 0, 0, batch=1), 1 + p.d)[0]
+        mm = p.fuse(mm, outer, n_outer)[0]
         fill = p.producer(mm, 2)
         _vectorize_fill(p, fill, mr, nr)
     else:
-        mm = p.tile_for(mm, p.sizes(mr, 0, 0, batch=1), 1 + p.d)[0]
+        mm = p.tile_for(mm, outer, n_outer)[0]
     inter = str(list(range(p.d)) + [p.d, p.d + 2, p.d + 1])
     mm = p.tile_for(mm, p.sizes(0, nr, kr), 2, inter)[0]
     padded = p.pad(mm, "[1, 0, 0]")
@@ -315,11 +338,32 @@ def _emit_streaming(p: _Plan, func: str, mm: str, fill: str | None,
                    hint="ha")
     p.vectorize(ha, p.sizes(mr, kr, batch=1))
     # B and C tiles are padded only at a partial edge; a pad exists iff the tile is dynamic.
-    if not (p.even("k", kr) and p.even("n", nr)):
+    even_n = p.even("n", nr, nc or None)
+    if not (p.even("k", kr) and even_n):
         p.vectorize(p.producer(padded, 1), p.sizes(kr, nr, batch=1))
-    if not (p.even("m", mr) and p.even("n", nr)):
+    if not (p.even("m", mr) and even_n):
         p.vectorize(p.producer(padded, 2), p.sizes(mr, nr, batch=1))
     return _tile_k(p, padded, 1)
+
+
+def _stream_tile(p: _Plan, variant: str) -> tuple[int, int, int]:
+    """The tile of a streaming variant. A one-row tile over a static N (per thread) of at most
+    one column tile leaves a loop result that one-shot bufferization cannot place in place
+    (measured: K = 64, N <= 64); such a gemv takes the small tile (rows padded) instead."""
+    tile = p.cfg.streaming_tile(variant)
+    n_t = p.thread_n()
+    if tile[0] == 1 and n_t is not None and n_t <= tile[1]:
+        return p.cfg.small_tile
+    return tile
+
+
+def _streams_threaded(shp: MatmulShape, cfg: MatmulConfig, limit: int) -> bool:
+    """Whether a streaming variant (largest M ``limit``) splits N over the threads."""
+    if limit < cfg.parallel_min_m:
+        return False
+    if cfg.stream_parallel_min <= 0 or limit > max(cfg.gemv_m_max, cfg.small_m_max):
+        return True
+    return shp.k is not None and shp.n is not None and shp.k * shp.n >= cfg.stream_parallel_min
 
 
 def _tile_k(p: _Plan, op: str, kr: int) -> tuple[str, str | None]:
@@ -380,9 +424,8 @@ def matmul_schedule(
             tk, lk, fused = _emit_large(p, func, mm, fill)
             fused_fill = fused_fill or fused
         else:
-            limit = dict(all_variants)[v]
-            vp = p if limit is None or limit >= cfg.parallel_min_m else _Plan(e, shp, cfg, 1)
-            tk, lk = _emit_streaming(vp, func, mm, fill, cfg.small_tile if v == "small" else cfg.medium_tile)
+            vp = p if _streams_threaded(shp, cfg, dict(all_variants)[v]) else _Plan(e, shp, cfg, 1)
+            tk, lk = _emit_streaming(vp, func, mm, fill, _stream_tile(vp, v))
         micro.append((tk, lk))
     for tk, _ in micro:
         p.vectorize(tk)

@@ -181,7 +181,7 @@ def versioned_sgemm_kernel(a: TensorType, b: TensorType, r: TensorType,
     on the row count `tensor.dim %in0, 0` (`rows <= max` per version, in order, the last
     unconditional); each branch fills the destination with zeros and computes the product with
     either the BLAS-tagged generic of `sgemm_kernel` or a `linalg.matmul` tagged
-    `relax_mlir.matmul_variant` (small / medium / large) for the CPU backend's schedules."""
+    `relax_mlir.matmul_variant` (gemv / small / medium / large) for the CPU backend's schedules."""
     k = Kernel("sgemm_versions", [a, b], [r])
     rt = k.ty(r)
     rows = k.dim(k.inp(0), a, 0)

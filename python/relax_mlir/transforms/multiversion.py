@@ -19,9 +19,9 @@ version reads the same operands and writes the same destination, so memory plann
 the shape checks must not see three calls. `relax-legalize` (`call_library_kernel`) turns the
 attribute into ONE kernel whose body is an `scf.if` chain on `tensor.dim %x, 0` (the symbol's
 value): each branch holds a zero fill and either the BLAS-tagged matmul generic or a
-`linalg.matmul` tagged with the cpu_matmul variant that fits its row range (`small` up to 4 rows,
-`medium` up to 16, `large`); the CPU backend schedules each generated branch with its own
-schedule and replaces each tagged generic by an sgemm call after bufferization. So the lit test
+`linalg.matmul` tagged with the cpu_matmul variant that fits its row range (`gemv` at 1 row,
+`small` up to 4, `medium` up to 16, `large`); the CPU backend schedules each generated branch
+with its own schedule and replaces each tagged generic by an sgemm call after bufferization. So the lit test
 of this pass shows the predicates, and the one of `relax-multiversion,relax-legalize` the switch.
 
 The cost table (`versions_for`): one thread, this machine (AVX2, 2 cores shared, load 3.6-4.4),
@@ -59,9 +59,9 @@ from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
 VERSIONS_ATTR = "versions"
 ROWS_ATTR = "rows"
 
-# cpu_matmul.MatmulConfig's streaming variants (small_m_max, medium_m_max): the generated
-# versions are split at these row counts so that each branch gets the schedule made for it.
-GENERATED_VARIANTS = (("small", 4), ("medium", 16), ("large", None))
+# cpu_matmul.MatmulConfig's streaming variants (gemv_m_max, small_m_max, medium_m_max): the
+# generated versions are split at these row counts so that each branch gets the schedule made for it.
+GENERATED_VARIANTS = (("gemv", 1), ("small", 4), ("medium", 16), ("large", None))
 
 
 def versions_for(k: int, n: int) -> list[tuple[int | None, str]]:
@@ -83,7 +83,7 @@ def versions_for(k: int, n: int) -> list[tuple[int | None, str]]:
 
 def leaves(versions: list[tuple[int | None, str]]) -> list[tuple[int | None, str]]:
     """The versions with each `generated` range split into the cpu_matmul variants it covers:
-    (max rows, "sgemm" | "small" | "medium" | "large"), in order, the last unbounded."""
+    (max rows, "sgemm" | "gemv" | "small" | "medium" | "large"), in order, the last unbounded."""
     out: list[tuple[int | None, str]] = []
     lo = 0
     for hi, impl in versions:

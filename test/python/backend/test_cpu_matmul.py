@@ -107,3 +107,69 @@ def test_static_small_matmul_in_a_model(m, k, n, monkeypatch):
     exe = relax_mlir.compile(src)
     x, w = _rand(m, k), _rand(k, n)
     np.testing.assert_allclose(exe(x, w), x @ w, rtol=1e-4, atol=1e-4)
+
+
+# Both sides of every row predicate of the versioned kernel: gemv (1) | small (2..4) |
+# medium (5..16) | large (17..).
+ROWS = (0, 1, 2, 4, 5, 16, 17, 41)
+
+
+@pytest.mark.parametrize("num_threads,parallel_min", [(1, 1 << 24), (2, 1 << 24), (2, 0)])
+@pytest.mark.parametrize("k,n", [(256, 1024), (96, 200), (64, 40), (None, 130)])
+def test_every_variant_one_compile(k, n, num_threads, parallel_min):
+    # ONE compile per (K, N, threads): every M below runs the variant its predicate selects.
+    # parallel_min 0 splits the gemv and small variants over the threads too; N = 40 (at most
+    # one column tile) makes the gemv variant take the small tile; N = 200 a partial tile.
+    f = cm.compile_matmul(None, k, n, num_threads, config=cm.MatmulConfig(stream_parallel_min=parallel_min))
+    kk = 33 if k is None else k
+    for m in ROWS:
+        a, b = _rand(m, kk), _rand(kk, n)
+        c = f(a, b)
+        assert c.shape == (m, n)
+        _check(f, a, b)
+
+
+def test_gemv_special_values():
+    # NaN and Inf propagate as in the reference: an Inf weight gives +-Inf (or NaN where an Inf
+    # meets a zero or an opposite Inf), a NaN input a NaN row.
+    f = cm.compile_matmul(None, 128, 256, 1)
+    b = _rand(128, 256)
+    b[3, 5] = np.inf
+    b[7, 9] = -np.inf
+    b[11, 9] = np.inf
+    for m in (1, 3):
+        a = _rand(m, 128)
+        a[0, 3] = 0.0  # 0 * Inf = NaN in column 5 of row 0
+        a[-1, 20] = np.nan
+        with np.errstate(invalid="ignore"):
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+        got = f(a, b)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+        fin = np.isfinite(ref)
+        np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-4, atol=1e-3)
+
+
+def _forall_count(k, n, **cfg) -> int:
+    from mlir import ir
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(cm.matmul_kernel_text(None, k, n))
+        kernel = list(module.body.operations)[0]
+        assert cm.version_matmul_kernel(kernel, cm.MatmulConfig(**cfg))
+        shape = cm.matmul_kernel_variants(kernel)
+        assert shape.variants == ("gemv", "small", "medium", "large")
+        text = cm.matmul_schedule("matmul_kernel", shape, num_threads=2, config=cm.MatmulConfig(**cfg))
+    assert 'relax_mlir.matmul_variant = "gemv"' in text
+    return text.count("tile_using_forall")
+
+
+def test_gemv_variant_and_thread_split_structure():
+    # The matrix-vector end is memory-bound: below stream_parallel_min weights the gemv and small
+    # variants run on the calling thread (only medium and large split N); from it, all four do.
+    assert _forall_count(1024, 2816) == 2
+    assert _forall_count(1024, 32000) == 4
+    assert _forall_count(None, 32000) == 2  # dynamic K: the size is unknown, one thread
+    assert _forall_count(1024, 2816, stream_parallel_min=0) == 4
+    assert cm.MatmulConfig().variants() == [("gemv", 1), ("small", 4), ("medium", 16), ("large", None)]
+    assert cm.MatmulConfig(gemv_m_max=0).variants()[0] == ("small", 4)

@@ -33,12 +33,15 @@ def test_cost_table_and_leaves():
     assert versions_for(256, 1024) == [(2, "sgemm"), (None, "generated")]
     assert versions_for(512, 2048) == [(None, "generated")]
     assert versions_for(64, 256) == []
-    assert leaves([(32, "generated"), (None, "sgemm")]) == [(4, "small"), (16, "medium"), (32, "large"),
-                                                             (None, "sgemm")]
+    assert leaves([(32, "generated"), (None, "sgemm")]) == [(1, "gemv"), (4, "small"), (16, "medium"),
+                                                             (32, "large"), (None, "sgemm")]
     assert leaves([(8, "sgemm"), (None, "generated")]) == [(8, "sgemm"), (16, "medium"), (None, "large")]
     assert leaves([(2, "sgemm"), (None, "generated")]) == [(2, "sgemm"), (4, "small"), (16, "medium"),
                                                            (None, "large")]
-    assert leaves([(16, "generated"), (None, "sgemm")]) == [(4, "small"), (16, "medium"), (None, "sgemm")]
+    assert leaves([(16, "generated"), (None, "sgemm")]) == [(1, "gemv"), (4, "small"), (16, "medium"),
+                                                             (None, "sgemm")]
+    assert leaves([(1, "sgemm"), (None, "generated")]) == [(1, "sgemm"), (4, "small"), (16, "medium"),
+                                                           (None, "large")]
 
 
 def _two_layer(x, w1, w2):
@@ -63,7 +66,8 @@ def test_every_version_matches_jax(monkeypatch):
     up = exe.artifacts["upstream"]
     text = str(up)
     assert text.count('relax.kernel = "sgemm_versions"') == 2
-    assert re.findall(r'matmul_variant = "(\w+)"', text) == ["small", "medium", "large", "medium", "large"]
+    assert re.findall(r'matmul_variant = "(\w+)"', text) == ["gemv", "small", "medium", "large", "medium",
+                                                                 "large"]
     with up.context:
         op = up.clone(ip=False)
         lower(op, CPUOptions(num_threads=1), until="bufferize")
