@@ -620,9 +620,12 @@ class _Emitter:
         if n == "arith.cmpi":
             p = ir.IntegerAttr(o.attributes["predicate"]).value
             if in_bool:
-                if p > 1:
-                    _fail("an ordered comparison of i1 values", loc)
-                return f"({nm[0]} {_CMPI[p]} {nm[1]})"
+                if p <= 1:
+                    return f"({nm[0]} {_CMPI[p]} {nm[1]})"
+                # ordered: i1 true is -1 signed (slt..sge), 1 unsigned (ult..uge)
+                t = "-1i" if p < 6 else "1i"
+                a, b = (f"select(0i, {t}, {x})" for x in nm)
+                return f"({a} {_CMPI[p]} {b})"
             if p >= 6:
                 return f"(u32({nm[0]}) {_CMPI[p]} u32({nm[1]}))"
             return f"({nm[0]} {_CMPI[p]} {nm[1]})"
