@@ -18,8 +18,6 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-import relax_mlir
-from relax_mlir.frontend.jax import import_exported
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.sampling import Sampler
@@ -68,10 +66,13 @@ class Generator:
     `prefill_step(ids, mask, pos)` and `decode_step(ids, mask, pos, index, *keys, *values)` are
     the compiled functions with the weights bound (flat arrays in, a flat tuple (logits, *keys,
     *values) out); `prefill_exe` / `decode_exe` the executables; `compile_seconds` the time to
-    export and compile both; `last_stats` the timings of the last generation."""
+    export and compile both; `last_stats` the timings of the last generation.
+    `executables=(prefill, decode)` takes them compiled or loaded elsewhere
+    (`relax_mlir.runtime.load` of exported artifacts): nothing is compiled, and the compiler (MLIR)
+    is not imported, as on a GPU machine that has only the runtime (bench/gpu_check.py)."""
 
     def __init__(self, lm: CausalLM, max_context: int, target: str = "cpu", *, cache_chunk: int = 64,
-                 pad_token_id: int = 0, options=None, verbose: bool = False):
+                 pad_token_id: int = 0, options=None, verbose: bool = False, executables=None):
         if int(max_context) != max_context or max_context < 2:
             raise ValueError(f"max_context must be an integer >= 2, got {max_context!r}")
         if max_context > lm.max_positions:
@@ -87,9 +88,17 @@ class Generator:
             self.prefill_step = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
             self.decode_step = _JaxCompiled(lm.decode, lm.weights, lm.layers, decode=True)
         else:
-            ex_prefill, ex_decode = export(lm, self.max_context)
-            self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options, verbose=verbose)
-            self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options, verbose=verbose)
+            if executables is not None:  # (prefill, decode) compiled or loaded elsewhere: no compiler
+                self.prefill_exe, self.decode_exe = executables
+            else:
+                import relax_mlir
+                from relax_mlir.frontend.jax import import_exported
+
+                ex_prefill, ex_decode = export(lm, self.max_context)
+                self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options,
+                                                      verbose=verbose)
+                self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options,
+                                                     verbose=verbose)
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
             self.decode_step = _Compiled(self.decode_exe, lm.weights)
         self.compile_seconds = time.perf_counter() - t0
