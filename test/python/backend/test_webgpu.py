@@ -324,3 +324,15 @@ def test_ordered_comparisons_of_bools():
         got = exe(x, y)
         for g, w in zip(got, (x > y, x >= y, x < y, x <= y)):
             np.testing.assert_array_equal(g, w)
+
+
+def test_f32_literals_stay_within_range():
+    """A WGSL f32 literal must not exceed FLT_MAX as written: Tint (Chrome) refuses
+    3.4028235e38, the shortest digits of FLT_MAX, which naga accepts (transformers' Llama masks
+    with finfo(f32).min). Every literal reads back as the same f32."""
+    tiny = np.finfo(np.float32).smallest_subnormal
+    big = np.finfo(np.float32).max
+    for v in (big, -big, np.nextafter(big, np.float32(0)), tiny, -tiny, np.float32(1.5), np.float32(0.1)):
+        text = wgsl._f32_literal(v, None)
+        assert text.endswith("f") and abs(float(text[:-1])) <= float(big), text
+        assert np.float32(float(text[:-1])) == np.float32(v), text
