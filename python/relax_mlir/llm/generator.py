@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+import relax_mlir
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.sampling import Sampler
@@ -91,8 +92,7 @@ class Generator:
             if executables is not None:  # (prefill, decode) compiled or loaded elsewhere: no compiler
                 self.prefill_exe, self.decode_exe = executables
             else:
-                import relax_mlir
-                from relax_mlir.frontend.jax import import_exported
+                from relax_mlir.frontend.jax import import_exported  # the compiler: not needed for loaded executables
 
                 ex_prefill, ex_decode = export(lm, self.max_context)
                 self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options,
