@@ -18,6 +18,7 @@ launch and host overheads, not of GPU speed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -62,43 +63,40 @@ def main() -> None:
         g = Generator.from_hf_flax(model, max_context=64, cache_chunk=16, target="webgpu" if t == "browser" else t)
         gens[t], compile_s[t] = g, g.compile_seconds
     want = gens["jax"].generate(PROMPTS, NEW) if "jax" in gens else None
-    page = None
-    if "browser" in targets:
-        from playwright.sync_api import sync_playwright
-
-        site = tempfile.mkdtemp(prefix="llm-targets-")
-        web.export_llm(gens["browser"], os.path.join(site, "llm"))
-        web.copy_runtime(site)
-        with open(os.path.join(site, "index.html"), "w") as f:
-            f.write("<!doctype html><title>llm</title>")
-        server = web.serve(site)
-        url = server.__enter__()
-        pw = sync_playwright().__enter__()
-        browser = pw.chromium.launch(executable_path=web.find_browser(), args=web.BROWSER_ARGS)
-        page = browser.new_page()
-        page.goto(url + "index.html")
     rate = {t: [] for t in targets}
     prefill = {t: [] for t in targets}
     same = {t: True for t in targets}
-    for r in range(a.rounds + 1):  # round 0 warms up (pipelines, first calls)
-        for t in targets:
-            if t == "browser":
-                out = page.evaluate(_JS, [url, PROMPTS, NEW])
-                st = out["stats"]
-                toks = [[s[i] for s in out["steps"]] for i in range(len(PROMPTS))]
-                tps, pf = st["decode_tokens_per_s"], st["prefill_ms"]
-            else:
-                toks = gens[t].generate(PROMPTS, NEW)
-                st = gens[t].last_stats
-                tps, pf = st["batch"] * st["decode_steps"] / st["decode_s"], st["prefill_s"] * 1e3
-            same[t] &= want is None or toks == want
-            if r:
-                rate[t].append(tps)
-                prefill[t].append(pf)
-    if page is not None:
-        browser.close()
-        pw.__exit__(None, None, None)
-        server.__exit__(None, None, None)
+    with contextlib.ExitStack() as stack:
+        page = url = None
+        if "browser" in targets:
+            from playwright.sync_api import sync_playwright
+
+            site = stack.enter_context(tempfile.TemporaryDirectory(prefix="llm-targets-"))
+            web.export_llm(gens["browser"], os.path.join(site, "llm"))
+            web.copy_runtime(site)
+            with open(os.path.join(site, "index.html"), "w") as f:
+                f.write("<!doctype html><title>llm</title>")
+            url = stack.enter_context(web.serve(site))
+            pw = stack.enter_context(sync_playwright())
+            browser = pw.chromium.launch(executable_path=web.find_browser(), args=web.BROWSER_ARGS)
+            stack.callback(browser.close)
+            page = browser.new_page()
+            page.goto(url + "index.html")
+        for r in range(a.rounds + 1):  # round 0 warms up (pipelines, first calls)
+            for t in targets:
+                if t == "browser":
+                    out = page.evaluate(_JS, [url, PROMPTS, NEW])
+                    st = out["stats"]
+                    toks = [[s[i] for s in out["steps"]] for i in range(len(PROMPTS))]
+                    tps, pf = st["decode_tokens_per_s"], st["prefill_ms"]
+                else:
+                    toks = gens[t].generate(PROMPTS, NEW)
+                    st = gens[t].last_stats
+                    tps, pf = st["batch"] * st["decode_steps"] / st["decode_s"], st["prefill_s"] * 1e3
+                same[t] &= want is None or toks == want
+                if r:
+                    rate[t].append(tps)
+                    prefill[t].append(pf)
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"tiny Llama, batch {len(PROMPTS)} (prompts {[len(p) for p in PROMPTS]}), {NEW} tokens, "
           f"medians of {a.rounds} interleaved rounds; {load}")
