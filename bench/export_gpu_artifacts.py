@@ -111,7 +111,7 @@ def main() -> None:
     ap.add_argument("out_dir", nargs="?", default="/tmp/relax-mlir-gpu-artifacts")
     ap.add_argument("--target", choices=("cuda", "vulkan"), default="cuda")
     ap.add_argument("--models", default=None, help="comma-separated names (default: all; 'none': none)")
-    ap.add_argument("--llms", default=None, help=f"comma-separated LLMs of {sorted(LLMS)} (default: all; 'none')")
+    ap.add_argument("--llms", default=None, help=f"comma-separated LLMs of {sorted(LLMS)} (default: all, none when --models is given)")
     a = ap.parse_args()
     out_dir = os.path.abspath(a.out_dir)
     import jax
@@ -126,7 +126,7 @@ def main() -> None:
     index = {"models": [], "rtol": RTOL, "atol": ATOL, "target": a.target,
              "reference": f"jax {jax.__version__} cpu, highest precision"}
     names = [] if a.models == "none" else a.models.split(",") if a.models else list(zoo.MODELS)
-    llms = [] if a.llms == "none" else a.llms.split(",") if a.llms else list(LLMS)
+    llms = [] if a.llms == "none" else a.llms.split(",") if a.llms else [] if a.models else list(LLMS)
     for name in names:
         m = zoo.MODELS[name]
         t0 = time.perf_counter()
