@@ -4,6 +4,10 @@ the stored references at every shape, and time it against jax.jit on the GPU.
 
 Run: bench/gpu_check.sh ARTIFACT_DIR [JSON_OUT]   (or python3 bench/gpu_check.py DIR --json OUT)
 
+LLMs (index.json "llms"): a greedy generation with the prefill and decode artifacts, tokens and
+per-step logits against jax.jit's (stored by the export), then decode tokens/s beside jax's own
+generation on this machine's default device (from the exported `jax.export` functions).
+
 Times are medians of warm calls, numpy in and numpy out for relax-mlir (host program interpreted
 in Python, inputs uploaded and outputs read back every call). jax.jit is timed twice: numpy in
 (the same transfers) and device-resident inputs; both at highest matmul precision (fp32 like our
@@ -65,6 +69,71 @@ def check_one(exe, jitted, a, name, n, rtol, atol, t_load) -> dict:
     return row
 
 
+def _tokens_per_s(stats: dict) -> float:
+    return stats["batch"] * stats["decode_steps"] / max(stats["decode_s"], 1e-9)
+
+
+def check_llm(a, name: str, target: str, rtol: float) -> dict:
+    """Generate with the LLM's prefill and decode artifacts (relax_mlir.llm.Generator over the
+    loaded executables: no compiler) and compare the tokens and per-step logits with jax.jit's,
+    stored by the export (computed on its CPU). Then time a second (warm) generation, and jax's
+    own generation on this machine's default device from the serialized `jax.export`s, beside it."""
+    from relax_mlir.llm import CausalLM, Generator
+    from relax_mlir.runtime import load
+
+    path = os.path.join(a.dir, name)
+    with open(os.path.join(path, "llm.json")) as f:
+        meta = json.load(f)
+    ref = np.load(os.path.join(path, "ref.npz"))
+    weights = [ref[f"w{i}"] for i in range(meta["weights"])]
+    prompts, n_new, ctx, chunk = meta["prompts"], meta["new_tokens"], meta["max_context"], meta["cache_chunk"]
+
+    def lm(prefill=None, decode=None):
+        return CausalLM(meta["name"], prefill, decode, weights, meta["layers"], meta["kv_heads"], meta["head_dim"],
+                        meta["vocab"], meta["max_positions"], np.dtype(meta["cache_dtype"]))
+
+    t0 = time.perf_counter()
+    exes = (load(os.path.join(path, "prefill")), load(os.path.join(path, "decode")))
+    t_load = time.perf_counter() - t0
+    gen = Generator(lm(), ctx, target, cache_chunk=chunk, executables=exes)
+    t0 = time.perf_counter()
+    steps = list(gen.stream(prompts, n_new, logits=True))
+    t_first = time.perf_counter() - t0
+    tokens = np.stack([t for t, _ in steps])
+    logits = np.stack([np.asarray(x) for _, x in steps])
+    want_t, want_l = ref["tokens"], ref["logits"]
+    same = tokens.shape == want_t.shape and bool(np.array_equal(tokens, want_t))
+    rel = float(max(np.max(np.abs(g - w)) / max(float(np.max(np.abs(w))), 1e-30) for g, w in zip(logits, want_l))) \
+        if logits.shape == want_l.shape else float("inf")
+    gen.generate(prompts, n_new)  # warm
+    ours = dict(gen.last_stats)
+    row = {"llm": name, "ok": same and rel <= rtol, "tokens_equal": same, "max_rel_logit_err": rel,
+           "batch": len(prompts), "prompt_lengths": [len(p) for p in prompts], "new_tokens": n_new,
+           "ours_prefill_s": ours["prefill_s"], "ours_decode_tokens_per_s": _tokens_per_s(ours),
+           "ours_first_generation_s": t_first, "load_s": t_load}
+    if meta.get("jax_export") is True:
+        from jax import export as jexport
+
+        fns = []
+        for fn in ("prefill", "decode"):
+            with open(os.path.join(path, f"jax_{fn}.bin"), "rb") as f:
+                fns.append(jexport.deserialize(bytearray(f.read())).call)
+        jgen = Generator(lm(*fns), ctx, "jax", cache_chunk=chunk)
+        jtokens = np.stack(list(jgen.stream(prompts, n_new)))
+        jgen.generate(prompts, n_new)  # warm
+        js = dict(jgen.last_stats)
+        row.update(jax_tokens_equal=bool(np.array_equal(jtokens, want_t)), jax_prefill_s=js["prefill_s"],
+                   jax_decode_tokens_per_s=_tokens_per_s(js))
+    else:
+        row["jax"] = f"not exported: {meta.get('jax_export')}"
+    print(f"{name:18s} batch {row['batch']} prompts {row['prompt_lengths']} {n_new} tokens: tokens equal "
+          f"{same}, max rel logit err {rel:.1e}; decode {row['ours_decode_tokens_per_s']:.1f} tokens/s"
+          + (f" (jax here: {row['jax_decode_tokens_per_s']:.1f} tokens/s, its tokens equal "
+             f"{row['jax_tokens_equal']})" if "jax_decode_tokens_per_s" in row else "")
+          + f"; prefill {row['ours_prefill_s'] * 1e3:.1f} ms  {'yes' if row['ok'] else 'NO'}", flush=True)
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -104,6 +173,16 @@ def main() -> int:
                 print(f"{name:18s} {n:5d} FAILED {row['error'][:300]}", flush=True)
             ok &= row["ok"]
             rows.append(row)
+    for m in index.get("llms", []):
+        try:
+            row = check_llm(a, m["name"], index.get("target", "cuda"), rtol)
+        except CudaUnavailable:
+            raise
+        except Exception as e:  # reported like a failing model
+            row = {"llm": m["name"], "ok": False, "error": f"{type(e).__name__}: {e}"}
+            print(f"{m['name']:18s} FAILED {row['error'][:300]}", flush=True)
+        ok &= row["ok"]
+        rows.append(row)
     mlir_loaded = any(k == "mlir" or k.startswith("mlir.") for k in sys.modules)
     ok &= not mlir_loaded
     print(f"mlir imported: {mlir_loaded}; all results within rtol={rtol} atol={atol}: {ok}")

@@ -6,7 +6,10 @@ browser runtime.
     python -m relax_mlir.runtime.web build/web-demo  # then open http://localhost:8000/
 
 The page (index.html, demo.js) lets you pick the sequence length, runs the block on WebGPU and
-shows the output summary and timings."""
+shows the output summary and timings. With `llm=True` (the command line's default) its second
+section generates text token ids with a tiny transformers Flax Llama (`tiny_llama`, random
+weights) whose prefill and decode are compiled once each for target="webgpu": the loop runs in the
+page (relax_llm.js), weights uploaded once, the KV cache on the GPU."""
 from __future__ import annotations
 
 import json
@@ -37,7 +40,21 @@ def demo_input(n: int) -> np.ndarray:
     return (((i * 31 + j * 17) % 23 - 11) / 8).astype(np.float32)
 
 
-def build(out: str) -> str:
+LLM_CONTEXT, LLM_CHUNK = 64, 16
+
+
+def tiny_llama():
+    """A transformers Flax Llama (RMSNorm, RoPE, GQA, SwiGLU) with random weights, seed 0."""
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import FlaxLlamaForCausalLM, LlamaConfig
+
+    cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    return FlaxLlamaForCausalLM(cfg, seed=0)
+
+
+def build(out: str, llm: bool = False) -> str:
     import jax
     from jax import export
 
@@ -65,9 +82,18 @@ def build(out: str) -> str:
     for name in ("index.html", "demo.js"):
         shutil.copyfile(os.path.join(HERE, name), os.path.join(out, name))
     web.copy_runtime(out)
+    if llm:
+        from relax_mlir.llm import Generator
+
+        gen = Generator.from_hf_flax(tiny_llama(), max_context=LLM_CONTEXT, cache_chunk=LLM_CHUNK, target="webgpu")
+        if os.path.isdir(os.path.join(out, "llm")):
+            shutil.rmtree(os.path.join(out, "llm"))
+        web.export_llm(gen, os.path.join(out, "llm"))
+    with open(os.path.join(out, "features.json"), "w") as f:  # what the page may load
+        json.dump({"llm": llm}, f)
     return out
 
 
 if __name__ == "__main__":
     root = os.path.dirname(os.path.dirname(HERE))
-    print(build(sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build", "web-demo")))
+    print(build(sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build", "web-demo"), llm=True))

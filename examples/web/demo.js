@@ -2,6 +2,7 @@
 // length, show the output summary and timings. Each summary cell also carries its full value in
 // data-value (the Playwright test compares them with jax.jit).
 import { loadArtifact, requestDevice, fromBytes } from "./relax_runtime.js";
+import { LLM } from "./relax_llm.js";
 
 const $ = (id) => document.getElementById(id);
 let exe = null, weights = [], d = 0, runs = 0;
@@ -76,3 +77,51 @@ async function run() {
 
 $("run").addEventListener("click", run);
 init().catch(fail);
+
+// --- the second section: greedy generation with the tiny Llama (llm/, when built) ---
+let llm = null, llmRuns = 0;
+
+function llmFail(e) {
+  $("llm-status").textContent = `${e.name}: ${e.message}`;
+  $("llm-status").className = "error";
+}
+
+async function initLLM() {
+  const features = await (await fetch("features.json")).json();
+  if (!features.llm) { $("llm-status").textContent = "not built (build_site.py with llm=True)"; return; }
+  $("llm-status").textContent = "loading…";
+  llm = await LLM.load("llm/");
+  const errors = [...await llm.prefill.validate(), ...await llm.decode.validate()];
+  if (errors.length) throw new Error("kernels rejected: " + errors.join("; "));
+  $("llm-status").textContent = "ready";
+  $("generate").disabled = false;
+  document.body.dataset.llmReady = "1";
+}
+
+async function generate() {
+  $("generate").disabled = true;
+  try {
+    const prompt = $("prompt").value.split(",").map((t) => t.trim()).filter((t) => t).map(Number);
+    const n = Number($("new-tokens").value);
+    $("llm-tokens").textContent = "";
+    const { tokens, stats } = await llm.generate([prompt], n, {
+      onToken: (ts) => { $("llm-tokens").textContent += ($("llm-tokens").textContent ? ", " : "") + ts[0]; },
+    });
+    $("llm-tokens").dataset.value = JSON.stringify(tokens[0]);
+    show("llm-prefill", stats.prefill_ms);
+    show("llm-rate", stats.decode_tokens_per_s);
+    show("llm-bytes", stats.last_step_transfer_bytes);
+    show("llm-cache", stats.cache_bytes);
+    $("llm-status").textContent = `generated ${tokens[0].length} tokens`;
+    $("llm-status").className = "";
+    llmRuns += 1;
+    document.body.dataset.llmRuns = String(llmRuns);
+  } catch (e) {
+    llmFail(e);
+  } finally {
+    $("generate").disabled = false;
+  }
+}
+
+$("generate").addEventListener("click", generate);
+initLLM().catch(llmFail);

@@ -140,6 +140,9 @@ def _storage_elem(t: ir.Type, loc) -> str:
     _fail(f"a device buffer of {t} is not supported on WebGPU (WGSL storage holds 32-bit scalars)", loc)
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _f32_literal(v: float, loc) -> str:
     f = np.float32(v)
     if not np.isfinite(f):
@@ -149,6 +152,8 @@ def _f32_literal(v: float, loc) -> str:
     a = abs(float(f))
     s = (np.format_float_positional(f, unique=True) if 1e-4 <= a < 1e7
          else np.format_float_scientific(f, unique=True))
+    if abs(float(s)) > _F32_MAX:  # the shortest digits of +-FLT_MAX round up past it: Tint refuses those
+        s = np.format_float_scientific(np.float64(f), unique=True)  # the exact value's (double) digits
     mant, _, exp = s.partition("e")
     if mant.endswith("."):
         mant += "0"
@@ -620,9 +625,12 @@ class _Emitter:
         if n == "arith.cmpi":
             p = ir.IntegerAttr(o.attributes["predicate"]).value
             if in_bool:
-                if p > 1:
-                    _fail("an ordered comparison of i1 values", loc)
-                return f"({nm[0]} {_CMPI[p]} {nm[1]})"
+                if p <= 1:
+                    return f"({nm[0]} {_CMPI[p]} {nm[1]})"
+                # ordered: i1 true is -1 signed (slt..sge), 1 unsigned (ult..uge)
+                t = "-1i" if p < 6 else "1i"
+                a, b = (f"select(0i, {t}, {x})" for x in nm)
+                return f"({a} {_CMPI[p]} {b})"
             if p >= 6:
                 return f"(u32({nm[0]}) {_CMPI[p]} u32({nm[1]}))"
             return f"({nm[0]} {_CMPI[p]} {nm[1]})"

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 import relax_mlir
-from relax_mlir.frontend.jax import import_exported
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.out_of_process import compile_out_of_process, return_freed_memory
@@ -71,10 +70,14 @@ class Generator:
     *values) out); `prefill_exe` / `decode_exe` the executables; `compile_seconds` the time to
     export and compile both; `last_stats` the timings of the last generation. `out_of_process=True`
     compiles in a child process and loads one-thread CPU artifacts (`llm/out_of_process.py`): no
-    compiler memory here, at the cost of compile time and of the multi-threaded build."""
+    compiler memory here, at the cost of compile time and of the multi-threaded build.
+    `executables=(prefill, decode)` takes them compiled or loaded elsewhere
+    (`relax_mlir.runtime.load` of exported artifacts): nothing is compiled, and the compiler (MLIR)
+    is not imported, as on a GPU machine that has only the runtime (bench/gpu_check.py)."""
 
     def __init__(self, lm: CausalLM, max_context: int, target: str = "cpu", *, cache_chunk: int = 64,
-                 pad_token_id: int = 0, options=None, verbose: bool = False, out_of_process: bool = False):
+                 pad_token_id: int = 0, options=None, verbose: bool = False, out_of_process: bool = False,
+                 executables=None):
         if int(max_context) != max_context or max_context < 2:
             raise ValueError(f"max_context must be an integer >= 2, got {max_context!r}")
         if max_context > lm.max_positions:
@@ -95,11 +98,18 @@ class Generator:
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
             self.decode_step = _Compiled(self.decode_exe, lm.weights)
         else:
-            ex_prefill, ex_decode = export(lm, self.max_context)
-            self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options, verbose=verbose)
-            self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options, verbose=verbose)
-            del ex_prefill, ex_decode
-            return_freed_memory()
+            if executables is not None:  # (prefill, decode) compiled or loaded elsewhere: no compiler
+                self.prefill_exe, self.decode_exe = executables
+            else:
+                from relax_mlir.frontend.jax import import_exported  # the compiler: not needed for loaded executables
+
+                ex_prefill, ex_decode = export(lm, self.max_context)
+                self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options,
+                                                      verbose=verbose)
+                self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options,
+                                                     verbose=verbose)
+                del ex_prefill, ex_decode
+                return_freed_memory()
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
             self.decode_step = _Compiled(self.decode_exe, lm.weights)
         self.compile_seconds = time.perf_counter() - t0

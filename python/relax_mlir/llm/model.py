@@ -104,10 +104,11 @@ def from_hf_flax(model, params=None) -> CausalLM:
                     int(cfg.vocab_size), int(max_positions), np.dtype(keys[0].dtype))
 
 
-def export(lm: CausalLM, max_context: int):
+def export(lm: CausalLM, max_context: int, platforms=None):
     """`jax.export` the prefill (symbolic batch `b`, prompt length `s <= max_context`) and the
     decode step (symbolic batch `b`, cache length `m <= max_context`, the caches donated: the
-    export marks them `tf.aliasing_output`) -> (prefill, decode) `jax.export.Exported`."""
+    export marks them `tf.aliasing_output`) -> (prefill, decode) `jax.export.Exported`, lowered
+    for `platforms` (jax's default: this machine's)."""
     import jax
     from jax import export as jexport
 
@@ -115,11 +116,11 @@ def export(lm: CausalLM, max_context: int):
     w = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in lm.weights]
     b, s = jexport.symbolic_shape("b, s", constraints=(f"s <= {max_context}",))
     tok = jax.ShapeDtypeStruct((b, s), i32)
-    prefill = jexport.export(jax.jit(lm.prefill))(w, tok, tok, tok)
+    prefill = jexport.export(jax.jit(lm.prefill), platforms=platforms)(w, tok, tok, tok)
     b, m = jexport.symbolic_shape("b, m", constraints=(f"m <= {max_context}",))
     one = jax.ShapeDtypeStruct((b, 1), i32)
     cache = [jax.ShapeDtypeStruct((b, m, lm.kv_heads, lm.head_dim), lm.cache_dtype)] * lm.layers
-    decode = jexport.export(jax.jit(lm.decode, donate_argnums=(5, 6)))(
+    decode = jexport.export(jax.jit(lm.decode, donate_argnums=(5, 6)), platforms=platforms)(
         w, one, jax.ShapeDtypeStruct((b, m), i32), one, jax.ShapeDtypeStruct((), i32), cache, cache)
     return prefill, decode
 

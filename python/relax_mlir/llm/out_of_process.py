@@ -1,8 +1,7 @@
 """Compiling in a child process (`Generator(..., out_of_process=True)`): the child deserializes the
 `jax.export` exports, compiles each with `relax_mlir.compile`, and writes CPU artifacts
 (`Executable.export`); this process loads them with `relax_mlir.runtime.load`, so no IR, no pass
-and no JIT ever runs here (only the MLIR wheel's C runner utils are loaded, with the part of
-libMLIR/libLLVM they link: `_preload_runner_utils`): its peak memory is the model's weights, the KV
+and no JIT ever runs here (an artifact needs no MLIR library: backend/cpu_artifact.py): its peak memory is the model's weights, the KV
 cache and the workspace, plus numpy and jax (bench/llm.py --rss-only --out-of-process). The
 artifacts are built for one thread (an exported CPU artifact needs no async runtime), and the
 export adds a second lowering and `opt`/`llc` to the compile time.
@@ -19,7 +18,6 @@ import tempfile
 
 import relax_mlir
 from relax_mlir.core.diagnostics import CompileError
-from relax_mlir.frontend.jax import import_exported
 from relax_mlir.runtime import load
 
 __all__ = ["compile_out_of_process", "return_freed_memory"]
@@ -59,31 +57,13 @@ def compile_out_of_process(exports: list, target: str = "cpu",
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise CompileError(f"compiling in a child process failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
-    _preload_runner_utils()
     return [load(os.path.join(work.name, str(k))) for k in range(len(exports))], work
-
-
-def _preload_runner_utils() -> None:
-    """Load the MLIR wheel's C runner utils (memref copies) from their own directory. The copy an
-    artifact ships beside kernels.so needs its siblings there (libmlir_float16_utils.so,
-    libMLIR.so, libLLVM.so, found through its RUNPATH `$ORIGIN/../lib`), so a process that has
-    not compiled anything cannot load an artifact whose kernels copy memrefs without this
-    (measured: +56 MiB resident, 52 of it mapped library pages)."""
-    import ctypes
-
-    try:
-        import mlir
-    except ImportError:  # pragma: no cover - no MLIR wheel: the artifact's own copy must do
-        return
-    for d in mlir.__path__:
-        path = os.path.join(d, "lib", "libmlir_c_runner_utils.so")
-        if os.path.exists(path):
-            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-            return
 
 
 def _child(work: str) -> None:
     import jax
+
+    from relax_mlir.frontend.jax import import_exported  # the compiler: in the child only
 
     with open(os.path.join(work, "options.pickle"), "rb") as f:
         options = pickle.load(f)

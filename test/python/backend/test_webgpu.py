@@ -296,3 +296,43 @@ def test_barrier_in_loop_with_nonuniform_bounds_is_refused():
     with relax_mlir.parse("module {}").context as ctx:
         with pytest.raises(LoweringError, match="gpu.barrier under control flow"):
             wgsl.emit_module(ir.Module.parse(src, ctx).operation)
+
+
+BOOL_ORDER = '''
+func.func @main(%x: !relax.tensor<["n"], i1>, %y: !relax.tensor<["n"], i1>) -> (!relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>) {
+  %gt = "relax.greater"(%x, %y) : (!relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>) -> !relax.tensor<["n"], i1>
+  %ge = "relax.greater_equal"(%x, %y) : (!relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>) -> !relax.tensor<["n"], i1>
+  %lt = "relax.less"(%x, %y) : (!relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>) -> !relax.tensor<["n"], i1>
+  %le = "relax.less_equal"(%x, %y) : (!relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>) -> !relax.tensor<["n"], i1>
+  return %gt, %ge, %lt, %le : !relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>, !relax.tensor<["n"], i1>
+}
+'''
+
+
+@needs_adapter
+def test_ordered_comparisons_of_bools():
+    """Ordered comparisons of i1 values (transformers' Llama compares its boolean mask `> 0`):
+    every pair of bools at n = 1, 4 (all four pairs), 37, against numpy's bool order (the
+    relax ops' semantics, false < true)."""
+    exe = relax_mlir.compile(BOOL_ORDER, target="webgpu")
+    rng = np.random.default_rng(3)
+    for n in (1, 4, 37):
+        if n == 4:
+            x, y = np.array([0, 0, 1, 1], bool), np.array([0, 1, 0, 1], bool)
+        else:
+            x, y = rng.random(n) < 0.5, rng.random(n) < 0.5
+        got = exe(x, y)
+        for g, w in zip(got, (x > y, x >= y, x < y, x <= y)):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_f32_literals_stay_within_range():
+    """A WGSL f32 literal must not exceed FLT_MAX as written: Tint (Chrome) refuses
+    3.4028235e38, the shortest digits of FLT_MAX, which naga accepts (transformers' Llama masks
+    with finfo(f32).min). Every literal reads back as the same f32."""
+    tiny = np.finfo(np.float32).smallest_subnormal
+    big = np.finfo(np.float32).max
+    for v in (big, -big, np.nextafter(big, np.float32(0)), tiny, -tiny, np.float32(1.5), np.float32(0.1)):
+        text = wgsl._f32_literal(v, None)
+        assert text.endswith("f") and abs(float(text[:-1])) <= float(big), text
+        assert np.float32(float(text[:-1])) == np.float32(v), text

@@ -6,6 +6,12 @@
 //   const out = await exe.call("main", [{data: Float32Array, shape: [n, 64]}, ...]);
 //   // out: [{data, shape, dtype}, ...]
 //
+// Device-resident tensors: `await exe.toDevice({data, shape})` uploads once and returns a
+// `Buffer` that `call` takes in place of {data, shape} (no upload: weights bound once; a donated
+// one is written in place on the device and not read back: a KV cache stays on the GPU), and
+// `call(name, inputs, {keep: [result indices]})` leaves those results on the device (`Buffer`s).
+// A donated parameter's result (the signature's `donate`) is the caller's own input, updated.
+//
 // It does what the Python runtime does (runtime/executable.py, runtime/hostprog.py,
 // runtime/webgpu.py): checks every argument's dtype and shape against the symbolic signature
 // and binds the symbols (a `ValueError` naming the argument and dim otherwise), evaluates the
@@ -116,7 +122,7 @@ export async function requestDevice(limits) {
   return { adapter, device };
 }
 
-class Buffer {
+export class Buffer {
   constructor(handle, shape, dtype, host) {
     this.handle = handle; this.shape = shape.map(Number); this.dtype = dtype; this.host = host;
   }
@@ -203,6 +209,8 @@ export class Executable {
     this.globals = new Map();
     this.encoder = null;
     this.launches = 0;
+    this.uploadedBytes = 0;  // host -> device traffic, and back (what a caller keeps on the device saves)
+    this.downloadedBytes = 0;
     this.usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
   }
 
@@ -258,11 +266,13 @@ export class Executable {
     this.flush();
     let b = bytes;
     if (b.byteLength % 4) { const p = new Uint8Array(round4(b.byteLength)); p.set(b); b = p; }
+    this.uploadedBytes += b.byteLength;
     this.device.queue.writeBuffer(handle, 0, b.buffer, b.byteOffset, b.byteLength);
   }
 
   async download(handle, nbytes) {
     const staging = this.device.createBuffer({ size: round4(nbytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    this.downloadedBytes += nbytes;
     this.enc().copyBufferToBuffer(handle, 0, staging, 0, round4(nbytes));
     this.flush();
     await staging.mapAsync(GPUMapMode.READ);
@@ -462,8 +472,20 @@ export class Executable {
     else this.enc().copyBufferToBuffer(src.handle, 0, dst.handle, 0, round4(src.nbytes));
   }
 
-  // Call entry `name` with inputs [{data: TypedArray, shape}]: [{data, shape, dtype}] results.
-  async call(name, inputs) {
+  // A device-resident copy of {data: TypedArray, shape} (dtype from the array, or `dtype`).
+  toDevice(a, dtype = null) {
+    const dt = dtype || Object.keys(ARRAYS).find((k) => a.data instanceof ARRAYS[k] && k !== "i1" && k !== "ui8");
+    if (!dt || !(a.data instanceof ARRAYS[dt])) throw new ValueError(`toDevice: unsupported array ${a.data.constructor.name}`);
+    if (prod(a.shape) !== a.data.length) throw new ValueError(`toDevice: ${a.data.length} elements for shape [${a.shape}]`);
+    const b = new Buffer(null, a.shape, dt, false);
+    b.handle = this.alloc(b.nbytes);
+    if (b.nbytes) this.upload(b.handle, new Uint8Array(a.data.buffer, a.data.byteOffset, b.nbytes));
+    return b;
+  }
+
+  // Call entry `name` with inputs [{data: TypedArray, shape} | device Buffer]: [{data, shape,
+  // dtype} | Buffer] results (`opts.keep`: result indices left on the device).
+  async call(name, inputs, opts = {}) {
     const sig = this.entries[name];
     if (!sig) throw new ValueError(`no entry @${name}`);
     const prog = this.program.entries[name];
@@ -475,13 +497,17 @@ export class Executable {
     sig.params.forEach((p, i) => {
       const a = inputs[i];
       const want = ARRAYS[p.dtype];
-      if (want && !(a.data instanceof want)) {
+      if (a instanceof Buffer) {
+        if (a.host || a.dtype !== p.dtype) {
+          throw new ValueError(`@${name}: ${sig.arg_names[i]} must hold ${p.dtype}, got a ${a.host ? "host" : a.dtype} buffer`);
+        }
+      } else if (want && !(a.data instanceof want)) {
         throw new ValueError(`@${name}: ${sig.arg_names[i]} must hold ${p.dtype} (a ${want.name}), got ${a.data.constructor.name}`);
       }
       if (a.shape.length !== p.dims.length) {
         throw new ValueError(`@${name}: ${sig.arg_names[i]} has rank ${a.shape.length}, the signature's is ${p.dims.length}`);
       }
-      if (prod(a.shape) !== a.data.length) {
+      if (!(a instanceof Buffer) && prod(a.shape) !== a.data.length) {
         throw new ValueError(`@${name}: ${sig.arg_names[i]} has ${a.data.length} elements for shape [${a.shape}]`);
       }
       p.dims.forEach((d, j) => {
@@ -514,8 +540,12 @@ export class Executable {
     const wsSizes = (sig.workspace || []).map((w) => Math.max(parseExpr(w)(env), 1));
     // the host program's arguments: inputs, outputs, workspace blocks, the error slot
     const err = new Int32Array(1);
+    const donor = {};  // result -> the donated parameter that holds it
+    for (const [p, r] of Object.entries(sig.donate || {})) donor[r] = Number(p);
+    const keep = new Set(opts.keep || []);
     const arrays = [
-      ...inputs.map((a, i) => ({ data: a.data, shape: a.shape, dtype: sig.params[i].dtype })),
+      ...inputs.map((a, i) => (a instanceof Buffer ? { dev: a, shape: a.shape, dtype: a.dtype }
+        : { data: a.data, shape: a.shape, dtype: sig.params[i].dtype })),
       ...outShapes.map((s, r) => ({ data: null, shape: s, dtype: sig.results[r].dtype })),
       ...wsSizes.map((n) => ({ data: null, shape: [n], dtype: "i8" })),
       { data: err, shape: [1], dtype: "i32" },
@@ -523,8 +553,14 @@ export class Executable {
     if (arrays.length !== prog.args.length) throw new Error(`@${name} takes ${prog.args.length} buffers, got ${arrays.length}`);
     const penv = {}, down = [];
     const nIn = prog.n_in, nOut = prog.n_out;
+    const outBufs = [];
     arrays.forEach((a, i) => {
       const spec = prog.args[i];
+      if (a.dev) {  // a device-resident input: used in place, never uploaded nor read back
+        if (spec.host) throw new ValueError(`@${name}: ${sig.arg_names[i]} is read on the host: pass its data, not a device buffer`);
+        penv[spec.id] = a.dev;
+        return;
+      }
       if (spec.host) {
         const data = a.data || hostArray(a.dtype, prod(a.shape));
         a.data = data;
@@ -534,7 +570,10 @@ export class Executable {
       const b = new Buffer(null, a.shape, a.dtype, false);
       b.handle = this.alloc(b.nbytes);
       if ((i < nIn || i === arrays.length - 1) && b.nbytes) this.upload(b.handle, new Uint8Array(a.data.buffer, a.data.byteOffset, b.nbytes));
-      if ((i >= nIn && i < nIn + nOut) || i === arrays.length - 1 || (prog.donated || []).includes(i)) down.push([b, a, i]);
+      const r = i - nIn;
+      if (r >= 0 && r < nOut) outBufs[r] = b;
+      const wanted = r >= 0 && r < nOut && !(r in donor) && !keep.has(r);  // a donated result lives in its input
+      if (wanted || i === arrays.length - 1 || (prog.donated || []).includes(i)) down.push([b, a, i]);
       penv[spec.id] = b;
     });
     await this.block(prog.body, penv, err);
@@ -546,13 +585,24 @@ export class Executable {
       else a.data = typedOf(a.dtype, bytes.buffer, prod(a.shape), true);
     }
     this.flush();
-    for (const a of arrays) if (!a.data) a.data = hostArray(a.dtype, prod(a.shape));
+    arrays.forEach((a, i) => {
+      const r = i - nIn;
+      const skipped = a.dev || (r >= 0 && r < nOut && (r in donor || (keep.has(r) && outBufs[r])));
+      if (!a.data && !skipped) a.data = hostArray(a.dtype, prod(a.shape));
+    });
     const code = err[0];
     if (code) {
       const msg = code > 0 && code <= sig.messages.length ? sig.messages[code - 1] : `check ${code}`;
       throw new ValueError(`@${name}: shape check failed: ${msg}`);
     }
-    return results.map((a) => ({ data: a.data, shape: a.shape, dtype: a.dtype }));
+    return results.map((a, r) => {
+      if (r in donor) {
+        const src = inputs[donor[r]];
+        return src instanceof Buffer ? src : { data: src.data, shape: a.shape, dtype: a.dtype };
+      }
+      if (keep.has(r) && outBufs[r]) return outBufs[r];
+      return { data: a.data, shape: a.shape, dtype: a.dtype };
+    });
   }
 }
 
