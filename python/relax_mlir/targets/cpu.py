@@ -19,7 +19,8 @@ class CPUTarget(Target):
         # BLAS is a CPU library: matmuls become relax.call_library before legalization.
         i = OPTIMIZE.index("relax-legalize")
         # relax-multiversion: row-count-dependent choices between BLAS and generated code.
-        return OPTIMIZE[:i] + ("relax-dispatch-library", "relax-multiversion") + OPTIMIZE[i:]
+        # relax-fuse-attention first: the chain's matmuls must not become library calls.
+        return OPTIMIZE[:i] + ("relax-fuse-attention", "relax-dispatch-library", "relax-multiversion") + OPTIMIZE[i:]
 
     def build(self, module):
         return build_cpu_executable(module, self.options)

@@ -1,0 +1,362 @@
+"""Fused attention: `relax.attention`, softmax(q k^T [*|/ scale] [causal mask]) v in one kernel.
+
+The op is what `relax-fuse-attention` (transforms/fuse_attention.py) makes of the chain jax
+exports; it is also written by hand (`relax-opt`). Semantics are exactly those of the chain
+
+    s = matmul(q, permute(k))            [..., Sq, Sk]
+    s = s * scale | s / divisor          (attribute `scale` or `divisor`, at most one)
+    s = where(row >= col, s, fill)       (attribute `mask = "causal"`, `fill` the masked score)
+    m = max(s, axis=-1); e = exp(s - m); p = e / sum(e, axis=-1)
+    out = matmul(p, v)                   [..., Sq, Dv]
+
+including NaN/Inf: a NaN score makes its row NaN, a row whose scores are all -inf is NaN (as
+jax.nn.softmax gives), Sk = 0 gives zeros (an empty sum of products), Sq = 0 an empty result.
+
+The CPU kernel (`legalize`) is flash-attention style: key tiles of `BLOCK_K` columns, query
+blocks of `BLOCK_Q` rows (an `scf.forall`, so the runtime's threads share the blocks), and
+per query row a running max `m` and sum `l` with the accumulator rescaled by exp(m_old - m_new)
+when the max grows. Scores never exist beyond one BLOCK_Q x BLOCK_K tile. The tiles are static
+(q, k and v are copied once into zero-padded buffers, k transposed), so each tile op is a small
+static linalg op that the CPU backend vectorizes (matmuls register-blocked, exp expanded to
+polynomials exactly as the unfused kernels do). Padded key columns are excluded by a select to
+-inf before the max and give p = 0 (never exp(-inf - m), which is NaN when m = -inf).
+
+f32 only: other float types stay unfused (the pass never makes them), so they accumulate exactly
+as the unfused kernels do.
+"""
+from __future__ import annotations
+
+import math
+
+from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_, short_name
+from relax_mlir.dialect.types import TensorType
+from relax_mlir.ops.common import dims_equal, fmt_dims, require_rank, require_same_dtype, symbols_note
+from relax_mlir.ops.kernel import Kernel, LegalizeError, Legalized
+
+# Tile sizes of the CPU kernel (rows of q per task, key columns per step).
+BLOCK_Q = 32
+BLOCK_K = 64
+
+MASKS = ("none", "causal")
+
+
+def _f32_literal(x: float) -> str:
+    """An f32 literal for arith.constant (hex for inf/NaN)."""
+    if math.isnan(x):
+        return "0x7FC00000"
+    if math.isinf(x):
+        return "0x7F800000" if x > 0 else "0xFF800000"
+    return repr(float(x))
+
+
+@relax_op
+class AttentionOp(OpSpec):
+    """softmax(q k^T * scale (or / divisor), causal-masked with `fill`) v, fused (flash-style on CPU).
+    q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv] -> [..., Sq, Dv]; same batch dims, f32."""
+
+    name = "relax.attention"
+    q = operand(TENSOR)
+    k = operand(TENSOR)
+    v = operand(TENSOR)
+    result = result_(TENSOR)
+    scale = attr("float", doc="scores are multiplied by it")
+    divisor = attr("float", doc="scores are divided by it (exclusive with scale)")
+    mask = attr("str", doc='"none" (default) or "causal": keep scores at row >= column')
+    fill = attr("float", doc="the value of masked scores (default -inf)")
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        q, k, v = op.tensor(0), op.tensor(1), op.tensor(2)
+        dt = require_same_dtype([q, k, v], ["q", "k", "v"])
+        if dt != "f32":
+            raise DeduceError(f"relax.attention supports f32 only, got {dt}")
+        qd, kd, vd = require_rank(q, "q"), require_rank(k, "k"), require_rank(v, "v")
+        if len(qd) < 2 or len(kd) != len(qd) or len(vd) != len(qd):
+            raise DeduceError(f"q, k and v must have one rank >= 2, got {fmt_dims(qd)}, {fmt_dims(kd)}, "
+                              f"{fmt_dims(vd)}")
+        for i in range(len(qd) - 2):
+            for other, what in ((kd, "k"), (vd, "v")):
+                a, b = qd[i], other[i]
+                if a is not None and b is not None and not dims_equal(a, b, op.facts):
+                    raise DeduceError(f"batch dim {i} of q ({a}) and {what} ({b}) differ" + symbols_note(a, b))
+        for (a, b, what) in ((qd[-1], kd[-1], "head dims of q and k"), (kd[-2], vd[-2], "key lengths of k and v")):
+            if a is not None and b is not None and not dims_equal(a, b, op.facts):
+                raise DeduceError(f"{what} differ: {a} vs {b}" + symbols_note(a, b))
+        if op.attr("scale") is not None and op.attr("divisor") is not None:
+            raise DeduceError("attributes 'scale' and 'divisor' exclude each other")
+        if op.attr("mask", "none") not in MASKS:
+            raise DeduceError(f"attribute 'mask' must be one of {', '.join(MASKS)}, got '{op.attr('mask')}'")
+        return [TensorType(tuple(qd[:-1]) + (vd[-1],), dt)]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        q, k, v = op.tensor(0), op.tensor(1), op.tensor(2)
+        r = op.result_types[0]
+        kern = Kernel(short_name(cls.name), [q, k, v], [r])
+        res = flash_kernel(kern, q, k, v, r, scale=op.attr("scale"), divisor=op.attr("divisor"),
+                           causal=op.attr("mask", "none") == "causal", fill=op.attr("fill", -math.inf))
+        return Legalized(kern, [res])
+
+
+def _to3(k: Kernel, value: str, t: TensorType) -> tuple[str, str]:
+    """`value` as a rank-3 tensor [batch, rows, cols] (batch dims collapsed, or a unit batch
+    added); returns (name, builtin type text)."""
+    rank = len(t.dims)
+    dims = t.dims
+    static = [d is not None and d.is_const for d in dims]
+    last = ["?" if not s else str(d.value) for d, s in zip(dims[-2:], static[-2:])]
+    if rank == 2:
+        ty = f"tensor<1x{last[0]}x{last[1]}xf32>"
+        sizes = [k.dim(value, t, i) if not static[i] else str(dims[i].value) for i in range(2)]
+        out = k.fresh("x3")
+        k.emit(f"{out} = tensor.expand_shape {value} [[0, 1], [2]] output_shape [1, {sizes[0]}, {sizes[1]}] : "
+               f"{k.ty(t)} into {ty}")
+        return out, ty
+    if rank == 3:
+        return value, k.ty(t)
+    if sum(1 for s in static[:-2] if not s) > 1:
+        raise LegalizeError("relax.attention: at most one batch dim may be symbolic")
+    b = 1
+    for d, s in zip(dims[:-2], static[:-2]):
+        b = b * d.value if s else None if b is None else b
+    bs = "?" if any(not s for s in static[:-2]) else str(b)
+    ty = f"tensor<{bs}x{last[0]}x{last[1]}xf32>"
+    out = k.fresh("x3")
+    k.emit(f"{out} = tensor.collapse_shape {value} [[{', '.join(str(i) for i in range(rank - 2))}], "
+           f"[{rank - 2}], [{rank - 1}]] : {k.ty(t)} into {ty}")
+    return out, ty
+
+
+def _from3(k: Kernel, value: str, ty3: str, t: TensorType) -> str:
+    """Undo `_to3` on the result (the output's own shape)."""
+    rank = len(t.dims)
+    if rank == 3:
+        return value
+    out = k.fresh("r")
+    if rank == 2:
+        k.emit(f"{out} = tensor.collapse_shape {value} [[0, 1], [2]] : {ty3} into {k.ty(t)}")
+        return out
+    sizes = [str(d.value) if (d is not None and d.is_const) else k.dim(k.out(0), t, i) for i, d in enumerate(t.dims)]
+    k.emit(f"{out} = tensor.expand_shape {value} [[{', '.join(str(i) for i in range(rank - 2))}], "
+           f"[{rank - 2}], [{rank - 1}]] output_shape [{', '.join(sizes)}] : {ty3} into {k.ty(t)}")
+    return out
+
+
+_RM = 8      # rows of a register tile
+_LANES = 16  # f32 lanes of one AVX-512 vector (LLVM splits it on AVX2); a register tile is _RM x 2 vectors
+
+
+def _tile_matmul(k: Kernel, a: str, at: str, bmat: str, bt: str, c: str, ct: str, m: int, n: int,
+                 kk: int, alpha: str | None = None) -> str:
+    """res = c (* alpha per row) + a @ b on static tiles, as an explicit register-blocked micro-kernel
+    (_RM rows x 2 vectors of accumulators, broadcast a, fma); returns the result's name. The
+    backend's per-op matmul schedule on these tiles made the kernel 3x slower (measured)."""
+    E, L = k.emit, _LANES
+    vt = f"vector<{L}xf32>"
+    c0, c1 = k.const_index(0), k.const_index(1)
+    crm, c2l, ck = k.const_index(_RM), k.const_index(2 * L), k.const_index(kk)
+    cm, cn, cl = k.const_index(m), k.const_index(n), k.const_index(L)
+    u = k.fresh("mm")[1:]
+    E(f"%{u}r = scf.for %{u}i = {c0} to {cm} step {crm} iter_args(%{u}ti = {c}) -> ({ct}) {{")
+    E(f"  %{u}c = scf.for %{u}j = {c0} to {cn} step {c2l} iter_args(%{u}tj = %{u}ti) -> ({ct}) {{")
+    E(f"    %{u}j2 = arith.addi %{u}j, {cl} : index")
+    rows = [f"%{u}i" if r == 0 else f"%{u}i{r}" for r in range(_RM)]
+    for r in range(1, _RM):
+        E(f"    {rows[r]} = arith.addi %{u}i, {k.const_index(r)} : index")
+    E("    %" + u + "pad = arith.constant 0.0 : f32")
+    init = []
+    for r in range(_RM):
+        if alpha is not None:
+            E(f"    %{u}al{r} = tensor.extract {alpha}[{rows[r]}] : tensor<{m}xf32>")
+            E(f"    %{u}alv{r} = vector.broadcast %{u}al{r} : f32 to {vt}")
+        for h, col in enumerate((f"%{u}j", f"%{u}j2")):
+            E(f"    %{u}c{r}_{h} = vector.transfer_read %{u}tj[{rows[r]}, {col}], %{u}pad {{in_bounds = [true]}} : {ct}, {vt}")
+            if alpha is not None:
+                E(f"    %{u}s{r}_{h} = arith.mulf %{u}c{r}_{h}, %{u}alv{r} : {vt}")
+                init.append(f"%{u}s{r}_{h}")
+            else:
+                init.append(f"%{u}c{r}_{h}")
+    accs = [f"%{u}x{i}" for i in range(len(init))]
+    E(f"    %{u}acc:{len(init)} = scf.for %{u}d = {c0} to {ck} step {c1} iter_args("
+      + ", ".join(f"{x} = {i}" for x, i in zip(accs, init)) + ") -> (" + ", ".join([vt] * len(init)) + ") {")
+    E(f"      %{u}b0 = vector.transfer_read {bmat}[%{u}d, %{u}j], %{u}pad {{in_bounds = [true]}} : {bt}, {vt}")
+    E(f"      %{u}b1 = vector.transfer_read {bmat}[%{u}d, %{u}j2], %{u}pad {{in_bounds = [true]}} : {bt}, {vt}")
+    outs = []
+    for r in range(_RM):
+        E(f"      %{u}as{r} = tensor.extract {a}[{rows[r]}, %{u}d] : {at}")
+        E(f"      %{u}av{r} = vector.broadcast %{u}as{r} : f32 to {vt}")
+        for h in range(2):
+            E(f"      %{u}f{r}_{h} = vector.fma %{u}av{r}, %{u}b{h}, {accs[2 * r + h]} : {vt}")
+            outs.append(f"%{u}f{r}_{h}")
+    E(f"      scf.yield {', '.join(outs)} : {', '.join([vt] * len(outs))}")
+    E("    }")
+    cur = f"%{u}tj"
+    for r in range(_RM):
+        for h, col in enumerate((f"%{u}j", f"%{u}j2")):
+            nxt = f"%{u}w{r}_{h}"
+            E(f"    {nxt} = vector.transfer_write %{u}acc#{2 * r + h}, {cur}[{rows[r]}, {col}] {{in_bounds = [true]}} : {vt}, {ct}")
+            cur = nxt
+    E(f"    scf.yield {cur} : {ct}")
+    E("  }")
+    E(f"  scf.yield %{u}c : {ct}")
+    E("}")
+    return f"%{u}r"
+
+
+def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: TensorType, *, scale, divisor,
+                 causal: bool, fill: float) -> str:
+    """Emit the tiled online-softmax kernel into `k`; returns the result's SSA name."""
+    d_dim, dv_dim = q.dims[-1], v.dims[-1]
+    if d_dim is None or not d_dim.is_const or dv_dim is None or not dv_dim.is_const:
+        raise LegalizeError("relax.attention: the head dims of q and v must be static")
+    D, DV, BQ, BK = d_dim.value, dv_dim.value, BLOCK_Q, BLOCK_K
+    q3, q3t = _to3(k, k.inp(0), q)
+    k3, k3t = _to3(k, k.inp(1), kt)
+    v3, v3t = _to3(k, k.inp(2), v)
+    o3, o3t = _to3(k, k.out(0), r)
+    bstat = q3t.split("<")[1].split("x")[0]
+    bdim = bstat if bstat != "?" else None
+    c0, c1 = k.const_index(0), k.const_index(1)
+    cbq, cbk = k.const_index(BQ), k.const_index(BK)
+    cbq1, cbk1 = k.const_index(BQ - 1), k.const_index(BK - 1)
+    E = k.emit
+    if bdim is None:
+        E(f"%B = tensor.dim {q3}, {c0} : {q3t}")
+    else:
+        E(f"%B = arith.constant {bdim} : index")
+    E(f"%Sq = tensor.dim {q3}, {c1} : {q3t}")
+    E(f"%Sk = tensor.dim {k3}, {c1} : {k3t}")
+    E(f"%sq1 = arith.addi %Sq, {cbq1} : index")
+    E(f"%nqb = arith.divui %sq1, {cbq} : index")
+    E(f"%Sqp = arith.muli %nqb, {cbq} : index")
+    E(f"%sk1 = arith.addi %Sk, {cbk1} : index")
+    E(f"%nkb = arith.divui %sk1, {cbk} : index")
+    E(f"%Skp = arith.muli %nkb, {cbk} : index")
+    E("%zero = arith.constant 0.0 : f32")
+    E("%ninf = arith.constant 0xFF800000 : f32")
+    E(f"%skz = arith.cmpi eq, %Sk, {c0} : index")
+    bdyn = "%B, " if bdim is None else ""
+    b = bstat
+    bsz = "%B" if bdim is None else bdim  # a slice size: a literal when static, or the slice type is dynamic
+
+    def padded(src: str, srct: str, rows: str, rows_p: str, cols: int, name: str) -> str:
+        E(f"%{name}e = tensor.empty({bdyn}{rows_p}) : tensor<{b}x?x{cols}xf32>")
+        E(f"%{name}z = linalg.fill ins(%zero : f32) outs(%{name}e : tensor<{b}x?x{cols}xf32>) -> tensor<{b}x?x{cols}xf32>")
+        E(f"%{name} = tensor.insert_slice {src} into %{name}z[0, 0, 0] [{bsz}, {rows}, {cols}] [1, 1, 1] : "
+          f"{srct} into tensor<{b}x?x{cols}xf32>")
+        return f"%{name}"
+
+    qp = padded(q3, q3t, "%Sq", "%Sqp", D, "qp")
+    vp = padded(v3, v3t, "%Sk", "%Skp", DV, "vp")
+    # k padded, then packed tile by tile and transposed: [B, nkb, D, BLOCK_K], so that the
+    # tile of one step is contiguous (a [D, BLOCK_K] slice of [B, D, Skp] strides Skp floats per
+    # row: cache-set conflicts at power-of-two lengths)
+    kp = padded(k3, k3t, "%Sk", "%Skp", D, "kp")
+    E(f"%kx = tensor.expand_shape {kp} [[0], [1, 2], [3]] output_shape [{bsz}, %nkb, {BK}, {D}] : "
+      f"tensor<{b}x?x{D}xf32> into tensor<{b}x?x{BK}x{D}xf32>")
+    ktt = f"tensor<{b}x?x{D}x{BK}xf32>"
+    E(f"%kte = tensor.empty({bdyn}%nkb) : {ktt}")
+    E(f"%ktp = linalg.transpose ins(%kx : tensor<{b}x?x{BK}x{D}xf32>) outs(%kte : {ktt}) permutation = [0, 1, 3, 2]")
+
+    tq, tk, tqd, tdk, tkv, tqv = (f"tensor<{BQ}xf32>", f"tensor<{BQ}x{BK}xf32>", f"tensor<{BQ}x{D}xf32>",
+                                  f"tensor<{D}x{BK}xf32>", f"tensor<{BK}x{DV}xf32>", f"tensor<{BQ}x{DV}xf32>")
+    id2 = "affine_map<(d0, d1) -> (d0, d1)>"
+    row2 = "affine_map<(d0, d1) -> (d0)>"
+    id1 = "affine_map<(d0) -> (d0)>"
+    body, val = [], "%x"
+    if scale is not None or divisor is not None:
+        body = [f"%sc = arith.constant {_f32_literal(scale if scale is not None else divisor)} : f32",
+                f"%y0 = arith.{'mulf' if scale is not None else 'divf'} %x, %sc : f32"]
+        val = "%y0"
+    body += ["%ci = linalg.index 1 : index", "%col0 = arith.addi %ci, %j0 : index"]
+    if causal:
+        body += ["%ri = linalg.index 0 : index", "%row = arith.addi %ri, %i0 : index",
+                 "%keep = arith.cmpi sge, %row, %col0 : index",
+                 f"%fl = arith.constant {_f32_literal(fill)} : f32",
+                 f"%y1 = arith.select %keep, {val}, %fl : f32"]
+        val = "%y1"
+    # padded key columns: -inf, so that they change no max and get p = 0
+    body += ["%inb = arith.cmpi slt, %col0, %Sk : index", "%ni = arith.constant 0xFF800000 : f32",
+             f"%y2 = arith.select %inb, {val}, %ni : f32"]
+    E(f"%res = scf.forall (%b, %qi) in (%B, %nqb) shared_outs(%os = {o3}) -> ({o3t}) {{")
+    E(f"  %i0 = arith.muli %qi, {cbq} : index")
+    E(f"  %qb = tensor.extract_slice {qp}[%b, %i0, 0] [1, {BQ}, {D}] [1, 1, 1] : tensor<{b}x?x{D}xf32> to {tqd}")
+    E(f"  %me = tensor.empty() : {tq}")
+    E(f"  %m0 = linalg.fill ins(%ninf : f32) outs(%me : {tq}) -> {tq}")
+    E(f"  %l0 = linalg.fill ins(%zero : f32) outs(%me : {tq}) -> {tq}")
+    E(f"  %ae = tensor.empty() : {tqv}")
+    E(f"  %a0 = linalg.fill ins(%zero : f32) outs(%ae : {tqv}) -> {tqv}")
+    E(f"  %se = tensor.empty() : {tk}")
+    E(f"  %lp:3 = scf.for %kj = {c0} to %nkb step {c1} iter_args(%m = %m0, %l = %l0, %acc = %a0) -> ({tq}, {tq}, {tqv}) {{")
+    E(f"    %j0 = arith.muli %kj, {cbk} : index")
+    E(f"    %kb = tensor.extract_slice %ktp[%b, %kj, 0, 0] [1, 1, {D}, {BK}] [1, 1, 1, 1] : {ktt} to {tdk}")
+    E(f"    %vb = tensor.extract_slice {vp}[%b, %j0, 0] [1, {BK}, {DV}] [1, 1, 1] : tensor<{b}x?x{DV}xf32> to {tkv}")
+    E(f"    %sz = linalg.fill ins(%zero : f32) outs(%se : {tk}) -> {tk}")
+    sres = _tile_matmul(k, "%qb", tqd, "%kb", tdk, "%sz", tk, BQ, BK, D)
+    E(f"    %s2 = linalg.generic {{indexing_maps = [{id2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
+      f"ins({sres} : {tk}) outs(%se : {tk}) {{")
+    k.lines.append("    ^bb0(%x: f32, %o: f32):")
+    for line in body:
+        k.lines.append("      " + line)
+    k.lines.append("      linalg.yield %y2 : f32")
+    k.lines.append(f"    }} -> {tk}")
+    # row max of the tile, new running max, rescale factor
+    E(f"    %mt0 = linalg.fill ins(%ninf : f32) outs(%me : {tq}) -> {tq}")
+    E(f"    %mt = linalg.generic {{indexing_maps = [{id2}, {row2}], iterator_types = [\"parallel\", \"reduction\"]}} "
+      f"ins(%s2 : {tk}) outs(%mt0 : {tq}) {{")
+    k.lines += ["    ^bb0(%x: f32, %o: f32):", "      %y = arith.maximumf %o, %x : f32", "      linalg.yield %y : f32",
+                f"    }} -> {tq}"]
+    E(f"    %ma:2 = linalg.generic {{indexing_maps = [{id1}, {id1}, {id1}, {id1}], iterator_types = [\"parallel\"]}} "
+      f"ins(%m, %mt : {tq}, {tq}) outs(%me, %me : {tq}, {tq}) {{")
+    k.lines += ["    ^bb0(%mo: f32, %mx: f32, %o1: f32, %o2: f32):",
+                "      %mn = arith.maximumf %mo, %mx : f32",
+                "      %eq = arith.cmpf oeq, %mo, %mn : f32",
+                "      %dd = arith.subf %mo, %mn : f32",
+                "      %ex = math.exp %dd : f32",
+                "      %one = arith.constant 1.0 : f32",
+                "      %al = arith.select %eq, %one, %ex : f32",
+                "      linalg.yield %mn, %al : f32, f32",
+                f"    }} -> ({tq}, {tq})"]
+    # p = exp(s - m_new), 0 where s = -inf (a padded or -inf score: never exp(-inf - -inf))
+    E(f"    %p = linalg.generic {{indexing_maps = [{id2}, {row2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
+      f"ins(%s2, %ma#0 : {tk}, {tq}) outs(%se : {tk}) {{")
+    k.lines += ["    ^bb0(%x: f32, %mn: f32, %o: f32):",
+                "      %dd = arith.subf %x, %mn : f32",
+                "      %ex = math.exp %dd : f32",
+                "      %ni = arith.constant 0xFF800000 : f32",
+                "      %z = arith.constant 0.0 : f32",
+                "      %isn = arith.cmpf oeq, %x, %ni : f32",
+                "      %pv = arith.select %isn, %z, %ex : f32",
+                "      linalg.yield %pv : f32",
+                f"    }} -> {tk}"]
+    E(f"    %ls0 = linalg.fill ins(%zero : f32) outs(%me : {tq}) -> {tq}")
+    E(f"    %ls = linalg.generic {{indexing_maps = [{id2}, {row2}], iterator_types = [\"parallel\", \"reduction\"]}} "
+      f"ins(%p : {tk}) outs(%ls0 : {tq}) {{")
+    k.lines += ["    ^bb0(%x: f32, %o: f32):", "      %y = arith.addf %o, %x : f32", "      linalg.yield %y : f32",
+                f"    }} -> {tq}"]
+    E(f"    %l2 = linalg.generic {{indexing_maps = [{id1}, {id1}, {id1}, {id1}], iterator_types = [\"parallel\"]}} "
+      f"ins(%l, %ma#1, %ls : {tq}, {tq}, {tq}) outs(%l : {tq}) {{")
+    k.lines += ["    ^bb0(%lo: f32, %al: f32, %lt: f32, %o: f32):",
+                "      %y0 = arith.mulf %lo, %al : f32", "      %y = arith.addf %y0, %lt : f32",
+                "      linalg.yield %y : f32", f"    }} -> {tq}"]
+    # acc * alpha + p @ v in one micro-kernel
+    ac2 = _tile_matmul(k, "%p", tk, "%vb", tkv, "%acc", tqv, BQ, DV, BK, alpha="%ma#1")
+    E(f"    scf.yield %ma#0, %l2, {ac2} : {tq}, {tq}, {tqv}")
+    E("  }")
+    # out = acc / l; Sk = 0: zeros (the empty sum), not 0 / 0
+    E(f"  %on = linalg.generic {{indexing_maps = [{id2}, {row2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
+      f"ins(%lp#2, %lp#1 : {tqv}, {tq}) outs(%ae : {tqv}) {{")
+    k.lines += ["    ^bb0(%a: f32, %ll: f32, %o: f32):",
+                "      %y = arith.divf %a, %ll : f32",
+                "      %z = arith.constant 0.0 : f32",
+                "      %y2 = arith.select %skz, %z, %y : f32",
+                "      linalg.yield %y2 : f32", f"    }} -> {tqv}"]
+    E("  %left = arith.subi %Sq, %i0 : index")
+    E(f"  %rows = arith.minui %left, {cbq} : index")
+    E(f"  %onr = tensor.extract_slice %on[0, 0] [%rows, {DV}] [1, 1] : {tqv} to tensor<?x{DV}xf32>")
+    E("  scf.forall.in_parallel {")
+    E(f"    tensor.parallel_insert_slice %onr into %os[%b, %i0, 0] [1, %rows, {DV}] [1, 1, 1] : "
+      f"tensor<?x{DV}xf32> into {o3t}")
+    E("  }")
+    E("}")
+    return _from3(k, "%res", o3t, r)
