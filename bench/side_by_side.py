@@ -8,7 +8,10 @@ arrays for jax and IREE); the activation is a fresh numpy array each call. A rou
 once at every shape, in turn; the figure is the median over rounds. Each side's result is checked
 against jax.jit's before timing.
 
-    python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree]
+    python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree] [--unfused]
+
+`--unfused` adds relax-mlir compiled without relax-fuse-attention (before/after the fused attention
+kernel, interleaved in the same rounds).
 
 Writes bench/results/side_by_side.json and prints a markdown table (ms per call, ratio to XLA).
 """
@@ -113,6 +116,21 @@ class Ours:
         return self.exe(*x, *placed)
 
 
+class OursUnfused(Ours):
+    """relax-mlir without relax-fuse-attention (the attention chain as separate kernels)."""
+    name = "relax-mlir unfused"
+
+    def __init__(self, exported):
+        import relax_mlir
+        from relax_mlir.frontend.jax import import_exported
+        from relax_mlir.targets import registry
+
+        passes = [p for p in registry().expand(["relax-compile-cpu"]) if p != "relax-fuse-attention"]
+        t = time.perf_counter()
+        self.exe = relax_mlir.compile(import_exported(exported), passes=passes)
+        self.compile_s = time.perf_counter() - t
+
+
 class Xla:
     name = "jax.jit"
     flat = False
@@ -180,12 +198,12 @@ def _close(got, want, rtol=2e-3, atol=2e-4) -> bool:
     return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
+def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, unfused=False):
     """Times every side at every size, interleaved; returns the rows (dicts)."""
     import jax
 
     exported = jax.export.export(jax.jit(fn))(*specs)
-    sides = [Ours(exported), Xla(fn)]
+    sides = [Ours(exported), Xla(fn)] + ([OursUnfused(exported)] if unfused else [])
     iree_error = None
     if use_iree:
         try:
@@ -221,7 +239,7 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree):
             row["iree_error"] = iree_error
         for s in sides:
             ms = statistics.median(times[(s.name, n)]) * 1e3
-            key = {"relax-mlir": "ours", "jax.jit": "jax", "IREE": "iree"}[s.name]
+            key = {"relax-mlir": "ours", "jax.jit": "jax", "IREE": "iree", "relax-mlir unfused": "unfused"}[s.name]
             row[f"{key}_ms"] = ms
             row[f"{key}_ratio"] = ms / xla
             row[f"{key}_ok"] = ok[(s.name, n)]
@@ -237,7 +255,8 @@ def _fmt(r) -> str:
             return " - | - |"
         bad = "" if r[f"{k}_ok"] else " WRONG"
         return f" {r[f'{k}_ms']:.3f}{bad} | {r[f'{k}_ratio']:.2f} |"
-    return f"| {r['model']} | {r['symbol']} = {r['n']} | {r['jax_ms']:.3f} |{side('ours')}{side('iree')}"
+    extra = side("unfused") if "unfused_ms" in r else ""
+    return f"| {r['model']} | {r['symbol']} = {r['n']} | {r['jax_ms']:.3f} |{side('ours')}{side('iree')}{extra}"
 
 
 HEADER = ("| model | shape | XLA ms | relax-mlir ms | / XLA | IREE ms | / XLA |\n"
@@ -250,6 +269,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="mlp,attention,block")
     ap.add_argument("--zoo", action="store_true", help="also the real-model zoo")
     ap.add_argument("--no-iree", action="store_true")
+    ap.add_argument("--unfused", action="store_true", help="also relax-mlir without relax-fuse-attention")
     a = ap.parse_args(argv)
     use_iree = not a.no_iree
     if use_iree:
@@ -266,7 +286,7 @@ def main(argv=None) -> int:
     rows = []
     builders = {"mlp": _mlp_case, "attention": _attention_case, "block": _block_case}
     for key in [k for k in a.only.split(",") if k]:
-        rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree)
+        rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree, unfused=a.unfused)
     if a.zoo:
         for name, build in _zoo_cases():
             case = build()

@@ -147,9 +147,13 @@ _LANES = 16  # f32 lanes of one AVX-512 vector (LLVM splits it on AVX2); a regis
 
 
 def _tile_matmul(k: Kernel, a: str, at: str, bmat: str, bt: str, c: str, ct: str, m: int, n: int,
-                 kk: int, alpha: str | None = None) -> str:
+                 kk: int, alpha: str | None = None, a_pre: str = "", a_rows: tuple[str, str] | None = None,
+                 b_pre: str = "", b_row0: str | None = None, kk_dyn: str | None = None) -> str:
     """res = c (* alpha per row) + a @ b on static tiles, as an explicit register-blocked micro-kernel
-    (_RM rows x 2 vectors of accumulators, broadcast a, fma); returns the result's name. The
+    (_RM rows x 2 vectors of accumulators, broadcast a, fma); returns the result's name.
+    `a` may be a bigger tensor: its element is a[a_pre, row, d] with row = min(base + i, limit - 1)
+    for `a_rows` = (base, limit) (rows past the limit repeat the last one; their results are
+    never stored); `b` likewise b[b_pre, b_row0 + d, col]; `kk_dyn` bounds the d loop at run time. The
     backend's per-op matmul schedule on these tiles made the kernel 3x slower (measured)."""
     E, L = k.emit, _LANES
     vt = f"vector<{L}xf32>"
@@ -163,6 +167,15 @@ def _tile_matmul(k: Kernel, a: str, at: str, bmat: str, bt: str, c: str, ct: str
     rows = [f"%{u}i" if r == 0 else f"%{u}i{r}" for r in range(_RM)]
     for r in range(1, _RM):
         E(f"    {rows[r]} = arith.addi %{u}i, {k.const_index(r)} : index")
+    arows = rows
+    if a_rows is not None:
+        base, limit = a_rows
+        E(f"    %{u}lim = arith.subi {limit}, {c1} : index")
+        arows = []
+        for r in range(_RM):
+            E(f"    %{u}ar{r}a = arith.addi {base}, {rows[r]} : index")
+            E(f"    %{u}ar{r} = arith.minsi %{u}ar{r}a, %{u}lim : index")
+            arows.append(f"%{u}ar{r}")
     E("    %" + u + "pad = arith.constant 0.0 : f32")
     init = []
     for r in range(_RM):
@@ -177,13 +190,17 @@ def _tile_matmul(k: Kernel, a: str, at: str, bmat: str, bt: str, c: str, ct: str
             else:
                 init.append(f"%{u}c{r}_{h}")
     accs = [f"%{u}x{i}" for i in range(len(init))]
-    E(f"    %{u}acc:{len(init)} = scf.for %{u}d = {c0} to {ck} step {c1} iter_args("
+    E(f"    %{u}acc:{len(init)} = scf.for %{u}d = {c0} to {kk_dyn or ck} step {c1} iter_args("
       + ", ".join(f"{x} = {i}" for x, i in zip(accs, init)) + ") -> (" + ", ".join([vt] * len(init)) + ") {")
-    E(f"      %{u}b0 = vector.transfer_read {bmat}[%{u}d, %{u}j], %{u}pad {{in_bounds = [true]}} : {bt}, {vt}")
-    E(f"      %{u}b1 = vector.transfer_read {bmat}[%{u}d, %{u}j2], %{u}pad {{in_bounds = [true]}} : {bt}, {vt}")
+    brow = f"%{u}d"
+    if b_row0 is not None:
+        E(f"      %{u}br = arith.addi {b_row0}, %{u}d : index")
+        brow = f"%{u}br"
+    E(f"      %{u}b0 = vector.transfer_read {bmat}[{b_pre}{brow}, %{u}j], %{u}pad {{in_bounds = [true]}} : {bt}, {vt}")
+    E(f"      %{u}b1 = vector.transfer_read {bmat}[{b_pre}{brow}, %{u}j2], %{u}pad {{in_bounds = [true]}} : {bt}, {vt}")
     outs = []
     for r in range(_RM):
-        E(f"      %{u}as{r} = tensor.extract {a}[{rows[r]}, %{u}d] : {at}")
+        E(f"      %{u}as{r} = tensor.extract {a}[{a_pre}{arows[r]}, %{u}d] : {at}")
         E(f"      %{u}av{r} = vector.broadcast %{u}as{r} : f32 to {vt}")
         for h in range(2):
             E(f"      %{u}f{r}_{h} = vector.fma %{u}av{r}, %{u}b{h}, {accs[2 * r + h]} : {vt}")
@@ -228,38 +245,46 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     E(f"%Sk = tensor.dim {k3}, {c1} : {k3t}")
     E(f"%sq1 = arith.addi %Sq, {cbq1} : index")
     E(f"%nqb = arith.divui %sq1, {cbq} : index")
-    E(f"%Sqp = arith.muli %nqb, {cbq} : index")
     E(f"%sk1 = arith.addi %Sk, {cbk1} : index")
     E(f"%nkb = arith.divui %sk1, {cbk} : index")
-    E(f"%Skp = arith.muli %nkb, {cbk} : index")
     E("%zero = arith.constant 0.0 : f32")
     E("%ninf = arith.constant 0xFF800000 : f32")
     E(f"%skz = arith.cmpi eq, %Sk, {c0} : index")
     bdyn = "%B, " if bdim is None else ""
     b = bstat
-    bsz = "%B" if bdim is None else bdim  # a slice size: a literal when static, or the slice type is dynamic
 
-    def padded(src: str, srct: str, rows: str, rows_p: str, cols: int, name: str) -> str:
-        E(f"%{name}e = tensor.empty({bdyn}{rows_p}) : tensor<{b}x?x{cols}xf32>")
-        E(f"%{name}z = linalg.fill ins(%zero : f32) outs(%{name}e : tensor<{b}x?x{cols}xf32>) -> tensor<{b}x?x{cols}xf32>")
-        E(f"%{name} = tensor.insert_slice {src} into %{name}z[0, 0, 0] [{bsz}, {rows}, {cols}] [1, 1, 1] : "
-          f"{srct} into tensor<{b}x?x{cols}xf32>")
-        return f"%{name}"
-
-    qp = padded(q3, q3t, "%Sq", "%Sqp", D, "qp")
-    vp = padded(v3, v3t, "%Sk", "%Skp", DV, "vp")
-    # k padded, then packed tile by tile and transposed: [B, nkb, D, BLOCK_K], so that the
-    # tile of one step is contiguous (a [D, BLOCK_K] slice of [B, D, Skp] strides Skp floats per
-    # row: cache-set conflicts at power-of-two lengths)
-    kp = padded(k3, k3t, "%Sk", "%Skp", D, "kp")
-    E(f"%kx = tensor.expand_shape {kp} [[0], [1, 2], [3]] output_shape [{bsz}, %nkb, {BK}, {D}] : "
-      f"tensor<{b}x?x{D}xf32> into tensor<{b}x?x{BK}x{D}xf32>")
-    ktt = f"tensor<{b}x?x{D}x{BK}xf32>"
+    # k packed tile by tile and transposed: [B, nkb, Dp, BLOCK_K] (Dp: D rounded up to the
+    # transpose block), so that the tile of one step is contiguous (a [D, BLOCK_K] slice of a
+    # [B, D, Sk] transpose strides Sk floats per row: cache-set conflicts at power-of-two
+    # lengths). Key rows past Sk read as 0 (their scores are replaced by -inf anyway); q and v
+    # are read in place (rows past Sq repeat the last one and are never stored; the product
+    # with v stops at Sk).
+    L = _LANES
+    DP = -(-D // L) * L
+    ktt = f"tensor<{b}x?x{DP}x{BK}xf32>"
     E(f"%kte = tensor.empty({bdyn}%nkb) : {ktt}")
-    E(f"%ktp = linalg.transpose ins(%kx : tensor<{b}x?x{BK}x{D}xf32>) outs(%kte : {ktt}) permutation = [0, 1, 3, 2]")
+    vt2 = f"vector<{L}x{L}xf32>"
+    cl = k.const_index(L)
+    E(f"%ktp = scf.for %pb = {c0} to %B step {c1} iter_args(%t0 = %kte) -> ({ktt}) {{")
+    E(f"  %t1r = scf.for %pt = {c0} to %nkb step {c1} iter_args(%t1 = %t0) -> ({ktt}) {{")
+    E(f"    %t2r = scf.for %pj = {c0} to {cbk} step {cl} iter_args(%t2 = %t1) -> ({ktt}) {{")
+    E(f"      %t3r = scf.for %pd = {c0} to {k.const_index(DP)} step {cl} iter_args(%t3 = %t2) -> ({ktt}) {{")
+    E(f"        %pr0 = arith.muli %pt, {cbk} : index")
+    E("        %pr = arith.addi %pr0, %pj : index")
+    E(f"        %blk = vector.transfer_read {k3}[%pb, %pr, %pd], %zero {{in_bounds = [false, {'true' if D % L == 0 else 'false'}]}} : {k3t}, {vt2}")
+    E(f"        %blt = vector.transpose %blk, [1, 0] : {vt2} to {vt2}")
+    E(f"        %t4 = vector.transfer_write %blt, %t3[%pb, %pt, %pd, %pj] {{in_bounds = [true, true]}} : {vt2}, {ktt}")
+    E(f"        scf.yield %t4 : {ktt}")
+    E("      }")
+    E(f"      scf.yield %t3r : {ktt}")
+    E("    }")
+    E(f"    scf.yield %t2r : {ktt}")
+    E("  }")
+    E(f"  scf.yield %t1r : {ktt}")
+    E("}")
 
-    tq, tk, tqd, tdk, tkv, tqv = (f"tensor<{BQ}xf32>", f"tensor<{BQ}x{BK}xf32>", f"tensor<{BQ}x{D}xf32>",
-                                  f"tensor<{D}x{BK}xf32>", f"tensor<{BK}x{DV}xf32>", f"tensor<{BQ}x{DV}xf32>")
+    tq, tk, tdk, tqv = (f"tensor<{BQ}xf32>", f"tensor<{BQ}x{BK}xf32>",
+                        f"tensor<{DP}x{BK}xf32>", f"tensor<{BQ}x{DV}xf32>")
     id2 = "affine_map<(d0, d1) -> (d0, d1)>"
     row2 = "affine_map<(d0, d1) -> (d0)>"
     id1 = "affine_map<(d0) -> (d0)>"
@@ -278,74 +303,122 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     # padded key columns: -inf, so that they change no max and get p = 0
     body += ["%inb = arith.cmpi slt, %col0, %Sk : index", "%ni = arith.constant 0xFF800000 : f32",
              f"%y2 = arith.select %inb, {val}, %ni : f32"]
+    if causal:
+        # the last key row of v holding a non-finite value, per batch (-1: none)
+        E("%true = arith.constant true")
+        E(f"%fillv = arith.constant {_f32_literal(fill)} : f32")
+        E("%explo = arith.constant -87.33654022216797 : f32")  # ops/kernel.py's exp flushes below it
+        E(f"%fillninf = arith.constant {'true' if fill == -math.inf else 'false'}")
+        E(f"%lbe = tensor.empty({bdyn.rstrip(', ')}) : tensor<{b}xindex>")
+        E("%lbm = arith.constant -1 : index")
+        E(f"%lbf = linalg.fill ins(%lbm : index) outs(%lbe : tensor<{b}xindex>) -> tensor<{b}xindex>")
+        E(f"%lastbad = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, "
+          f"affine_map<(d0, d1, d2) -> (d0)>], iterator_types = [\"parallel\", \"reduction\", \"reduction\"]}} "
+          f"ins({v3} : {v3t}) outs(%lbf : tensor<{b}xindex>) {{")
+        k.lines += ["  ^bb0(%x: f32, %o: index):", "    %j = linalg.index 1 : index", "    %d = arith.subf %x, %x : f32",
+                    "    %z = arith.constant 0.0 : f32", "    %fin = arith.cmpf oeq, %d, %z : f32",
+                    "    %mj = arith.maxsi %o, %j : index", "    %y = arith.select %fin, %o, %mj : index",
+                    "    linalg.yield %y : index", f"  }} -> tensor<{b}xindex>"]
     E(f"%res = scf.forall (%b, %qi) in (%B, %nqb) shared_outs(%os = {o3}) -> ({o3t}) {{")
     E(f"  %i0 = arith.muli %qi, {cbq} : index")
-    E(f"  %qb = tensor.extract_slice {qp}[%b, %i0, 0] [1, {BQ}, {D}] [1, 1, 1] : tensor<{b}x?x{D}xf32> to {tqd}")
     E(f"  %me = tensor.empty() : {tq}")
     E(f"  %m0 = linalg.fill ins(%ninf : f32) outs(%me : {tq}) -> {tq}")
     E(f"  %l0 = linalg.fill ins(%zero : f32) outs(%me : {tq}) -> {tq}")
     E(f"  %ae = tensor.empty() : {tqv}")
     E(f"  %a0 = linalg.fill ins(%zero : f32) outs(%ae : {tqv}) -> {tqv}")
     E(f"  %se = tensor.empty() : {tk}")
-    E(f"  %lp:3 = scf.for %kj = {c0} to %nkb step {c1} iter_args(%m = %m0, %l = %l0, %acc = %a0) -> ({tq}, {tq}, {tqv}) {{")
-    E(f"    %j0 = arith.muli %kj, {cbk} : index")
-    E(f"    %kb = tensor.extract_slice %ktp[%b, %kj, 0, 0] [1, 1, {D}, {BK}] [1, 1, 1, 1] : {ktt} to {tdk}")
-    E(f"    %vb = tensor.extract_slice {vp}[%b, %j0, 0] [1, {BK}, {DV}] [1, 1, 1] : tensor<{b}x?x{DV}xf32> to {tkv}")
-    E(f"    %sz = linalg.fill ins(%zero : f32) outs(%se : {tk}) -> {tk}")
-    sres = _tile_matmul(k, "%qb", tqd, "%kb", tdk, "%sz", tk, BQ, BK, D)
-    E(f"    %s2 = linalg.generic {{indexing_maps = [{id2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
-      f"ins({sres} : {tk}) outs(%se : {tk}) {{")
-    k.lines.append("    ^bb0(%x: f32, %o: f32):")
-    for line in body:
-        k.lines.append("      " + line)
-    k.lines.append("      linalg.yield %y2 : f32")
-    k.lines.append(f"    }} -> {tk}")
-    # row max of the tile, new running max, rescale factor
-    E(f"    %mt0 = linalg.fill ins(%ninf : f32) outs(%me : {tq}) -> {tq}")
-    E(f"    %mt = linalg.generic {{indexing_maps = [{id2}, {row2}], iterator_types = [\"parallel\", \"reduction\"]}} "
-      f"ins(%s2 : {tk}) outs(%mt0 : {tq}) {{")
-    k.lines += ["    ^bb0(%x: f32, %o: f32):", "      %y = arith.maximumf %o, %x : f32", "      linalg.yield %y : f32",
-                f"    }} -> {tq}"]
-    E(f"    %ma:2 = linalg.generic {{indexing_maps = [{id1}, {id1}, {id1}, {id1}], iterator_types = [\"parallel\"]}} "
-      f"ins(%m, %mt : {tq}, {tq}) outs(%me, %me : {tq}, {tq}) {{")
-    k.lines += ["    ^bb0(%mo: f32, %mx: f32, %o1: f32, %o2: f32):",
-                "      %mn = arith.maximumf %mo, %mx : f32",
-                "      %eq = arith.cmpf oeq, %mo, %mn : f32",
-                "      %dd = arith.subf %mo, %mn : f32",
-                "      %ex = math.exp %dd : f32",
-                "      %one = arith.constant 1.0 : f32",
-                "      %al = arith.select %eq, %one, %ex : f32",
-                "      linalg.yield %mn, %al : f32, f32",
-                f"    }} -> ({tq}, {tq})"]
-    # p = exp(s - m_new), 0 where s = -inf (a padded or -inf score: never exp(-inf - -inf))
-    E(f"    %p = linalg.generic {{indexing_maps = [{id2}, {row2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
-      f"ins(%s2, %ma#0 : {tk}, {tq}) outs(%se : {tk}) {{")
-    k.lines += ["    ^bb0(%x: f32, %mn: f32, %o: f32):",
-                "      %dd = arith.subf %x, %mn : f32",
-                "      %ex = math.exp %dd : f32",
-                "      %ni = arith.constant 0xFF800000 : f32",
-                "      %z = arith.constant 0.0 : f32",
-                "      %isn = arith.cmpf oeq, %x, %ni : f32",
-                "      %pv = arith.select %isn, %z, %ex : f32",
-                "      linalg.yield %pv : f32",
-                f"    }} -> {tk}"]
-    E(f"    %ls0 = linalg.fill ins(%zero : f32) outs(%me : {tq}) -> {tq}")
-    E(f"    %ls = linalg.generic {{indexing_maps = [{id2}, {row2}], iterator_types = [\"parallel\", \"reduction\"]}} "
-      f"ins(%p : {tk}) outs(%ls0 : {tq}) {{")
-    k.lines += ["    ^bb0(%x: f32, %o: f32):", "      %y = arith.addf %o, %x : f32", "      linalg.yield %y : f32",
-                f"    }} -> {tq}"]
-    E(f"    %l2 = linalg.generic {{indexing_maps = [{id1}, {id1}, {id1}, {id1}], iterator_types = [\"parallel\"]}} "
-      f"ins(%l, %ma#1, %ls : {tq}, {tq}, {tq}) outs(%l : {tq}) {{")
-    k.lines += ["    ^bb0(%lo: f32, %al: f32, %lt: f32, %o: f32):",
-                "      %y0 = arith.mulf %lo, %al : f32", "      %y = arith.addf %y0, %lt : f32",
-                "      linalg.yield %y : f32", f"    }} -> {tq}"]
-    # acc * alpha + p @ v in one micro-kernel
-    ac2 = _tile_matmul(k, "%p", tk, "%vb", tkv, "%acc", tqv, BQ, DV, BK, alpha="%ma#1")
-    E(f"    scf.yield %ma#0, %l2, {ac2} : {tq}, {tq}, {tqv}")
-    E("  }")
+    def key_loop(name: str, lo: str, hi: str, m0: str, l0: str, a0: str) -> None:
+        """The key-tile loop from tile `lo` to `hi`, carrying (max, sum, accumulator)."""
+        E(f"  %{name}:3 = scf.for %kj = {lo} to {hi} step {c1} iter_args(%m = {m0}, %l = {l0}, %acc = {a0}) -> ({tq}, {tq}, {tqv}) {{")
+        E(f"    %j0 = arith.muli %kj, {cbk} : index")
+        E(f"    %kb = tensor.extract_slice %ktp[%b, %kj, 0, 0] [1, 1, {DP}, {BK}] [1, 1, 1, 1] : {ktt} to {tdk}")
+        E("    %kleft = arith.subi %Sk, %j0 : index")
+        E(f"    %jn = arith.minui %kleft, {cbk} : index")
+        E(f"    %sz = linalg.fill ins(%zero : f32) outs(%se : {tk}) -> {tk}")
+        sres = _tile_matmul(k, q3, q3t, "%kb", tdk, "%sz", tk, BQ, BK, D, a_pre="%b, ", a_rows=("%i0", "%Sq"))
+        E(f"    %s2 = linalg.generic {{indexing_maps = [{id2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
+          f"ins({sres} : {tk}) outs(%se : {tk}) {{")
+        k.lines.append("    ^bb0(%x: f32, %o: f32):")
+        for line in body:
+            k.lines.append("      " + line)
+        k.lines.append("      linalg.yield %y2 : f32")
+        k.lines.append(f"    }} -> {tk}")
+        # row max of the tile, new running max, rescale factor
+        E(f"    %mt0 = linalg.fill ins(%ninf : f32) outs(%me : {tq}) -> {tq}")
+        E(f"    %mt = linalg.generic {{indexing_maps = [{id2}, {row2}], iterator_types = [\"parallel\", \"reduction\"]}} "
+          f"ins(%s2 : {tk}) outs(%mt0 : {tq}) {{")
+        k.lines += ["    ^bb0(%x: f32, %o: f32):", "      %y = arith.maximumf %o, %x : f32", "      linalg.yield %y : f32",
+                    f"    }} -> {tq}"]
+        E(f"    %ma:2 = linalg.generic {{indexing_maps = [{id1}, {id1}, {id1}, {id1}], iterator_types = [\"parallel\"]}} "
+          f"ins(%m, %mt : {tq}, {tq}) outs(%me, %me : {tq}, {tq}) {{")
+        k.lines += ["    ^bb0(%mo: f32, %mx: f32, %o1: f32, %o2: f32):",
+                    "      %mn = arith.maximumf %mo, %mx : f32",
+                    "      %eq = arith.cmpf oeq, %mo, %mn : f32",
+                    "      %dd = arith.subf %mo, %mn : f32",
+                    "      %ex = math.exp %dd : f32",
+                    "      %one = arith.constant 1.0 : f32",
+                    "      %al = arith.select %eq, %one, %ex : f32",
+                    "      linalg.yield %mn, %al : f32, f32",
+                    f"    }} -> ({tq}, {tq})"]
+        # p = exp(s - m_new), 0 where s = -inf (a padded or -inf score: never exp(-inf - -inf))
+        E(f"    %p = linalg.generic {{indexing_maps = [{id2}, {row2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
+          f"ins(%s2, %ma#0 : {tk}, {tq}) outs(%se : {tk}) {{")
+        k.lines += ["    ^bb0(%x: f32, %mn: f32, %o: f32):",
+                    "      %dd = arith.subf %x, %mn : f32",
+                    "      %ex = math.exp %dd : f32",
+                    "      %ni = arith.constant 0xFF800000 : f32",
+                    "      %z = arith.constant 0.0 : f32",
+                    "      %isn = arith.cmpf oeq, %x, %ni : f32",
+                    "      %pv = arith.select %isn, %z, %ex : f32",
+                    "      linalg.yield %pv : f32",
+                    f"    }} -> {tk}"]
+        E(f"    %ls0 = linalg.fill ins(%zero : f32) outs(%me : {tq}) -> {tq}")
+        E(f"    %ls = linalg.generic {{indexing_maps = [{id2}, {row2}], iterator_types = [\"parallel\", \"reduction\"]}} "
+          f"ins(%p : {tk}) outs(%ls0 : {tq}) {{")
+        k.lines += ["    ^bb0(%x: f32, %o: f32):", "      %y = arith.addf %o, %x : f32", "      linalg.yield %y : f32",
+                    f"    }} -> {tq}"]
+        E(f"    %l2 = linalg.generic {{indexing_maps = [{id1}, {id1}, {id1}, {id1}], iterator_types = [\"parallel\"]}} "
+          f"ins(%l, %ma#1, %ls : {tq}, {tq}, {tq}) outs(%l : {tq}) {{")
+        k.lines += ["    ^bb0(%lo: f32, %al: f32, %lt: f32, %o: f32):",
+                    "      %y0 = arith.mulf %lo, %al : f32", "      %y = arith.addf %y0, %lt : f32",
+                    "      linalg.yield %y : f32", f"    }} -> {tq}"]
+        # acc * alpha + p @ v in one micro-kernel
+        ac2 = _tile_matmul(k, "%p", tk, v3, v3t, "%acc", tqv, BQ, DV, BK, alpha="%ma#1", b_pre="%b, ", b_row0="%j0",
+                           kk_dyn="%jn")
+        E(f"    scf.yield %ma#0, %l2, {ac2} : {tq}, {tq}, {tqv}")
+        E("  }")
+    if not causal:
+        key_loop("lq", c0, "%nkb", "%m0", "%l0", "%a0")
+    else:
+        # Causal: key tiles from `kend` on are masked for every row of the block. They are
+        # skipped when that changes nothing: every row's p there, exp(fill - m), is exactly 0
+        # (fill - m below the exp's flush bound, or fill = -inf) and v is finite there (0 * v = 0;
+        # a non-finite v must still make its NaN). Otherwise they are processed like the rest.
+        E(f"  %ie = arith.addi %i0, {k.const_index(BQ + BK - 1)} : index")
+        E(f"  %ke = arith.divui %ie, {cbk} : index")
+        E("  %kend = arith.minui %ke, %nkb : index")
+        key_loop("lp", c0, "%kend", "%m0", "%l0", "%a0")
+        E(f"  %sf = scf.for %r = {c0} to {cbq} step {c1} iter_args(%ok = %true) -> (i1) {{")
+        E(f"    %mr = tensor.extract %lp#0[%r] : {tq}")
+        E("    %fm = arith.subf %fillv, %mr : f32")
+        E("    %under = arith.cmpf olt, %fm, %explo : f32")
+        E("    %ok2 = arith.andi %ok, %under : i1")
+        E("    scf.yield %ok2 : i1")
+        E("  }")
+        E("  %safe = arith.ori %sf, %fillninf : i1")
+        E(f"  %kst = arith.muli %kend, {cbk} : index")
+        E("  %lb = tensor.extract %lastbad[%b] : tensor<" + b + "xindex>")
+        E("  %vfin = arith.cmpi slt, %lb, %kst : index")
+        E("  %skip = arith.andi %safe, %vfin : i1")
+        E(f"  %lq:3 = scf.if %skip -> ({tq}, {tq}, {tqv}) {{")
+        E(f"    scf.yield %lp#0, %lp#1, %lp#2 : {tq}, {tq}, {tqv}")
+        E("  } else {")
+        key_loop("lr", "%kend", "%nkb", "%lp#0", "%lp#1", "%lp#2")
+        E(f"    scf.yield %lr#0, %lr#1, %lr#2 : {tq}, {tq}, {tqv}")
+        E("  }")
     # out = acc / l; Sk = 0: zeros (the empty sum), not 0 / 0
     E(f"  %on = linalg.generic {{indexing_maps = [{id2}, {row2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
-      f"ins(%lp#2, %lp#1 : {tqv}, {tq}) outs(%ae : {tqv}) {{")
+      f"ins(%lq#2, %lq#1 : {tqv}, {tq}) outs(%ae : {tqv}) {{")
     k.lines += ["    ^bb0(%a: f32, %ll: f32, %o: f32):",
                 "      %y = arith.divf %a, %ll : f32",
                 "      %z = arith.constant 0.0 : f32",

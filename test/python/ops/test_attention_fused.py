@@ -119,21 +119,28 @@ def test_cross_attention_other_key_length():
 
 def test_nan_inf_rows_as_jax():
     """A NaN score makes its row NaN; a row of all -inf scores is NaN (jax.nn.softmax of all -inf);
-    +inf in v where p = 0 (a masked key) still gives NaN (0 * inf), as the unfused product does;
+    +inf in v where p = 0 (a masked key) still gives NaN (0 * inf), as the unfused product does
+    (so a causal block cannot skip that key tile);
     a -inf score among finite ones gets p = 0."""
     shapes = [("s", 32), ("s", 32), ("s", 32)]
     exe = relax_mlir.compile(export(causal_1e9, shapes))
     exe_inf = relax_mlir.compile(export(causal_inf, shapes))
     exe_plain = relax_mlir.compile(export(plain, shapes))
     rng = np.random.default_rng(2)
-    n = 70  # two key tiles, a partial one
+    n = 200  # four key tiles, a partial one
     q, k, v = (rng.standard_normal((n, 32), dtype=np.float32) for _ in range(3))
+    # Causal blocks skip the key tiles past their diagonal only where that changes nothing: not
+    # with v non-finite there (key 150, masked for rows < 150: 0 * inf = NaN in column 2), nor
+    # when a row's max is near the fill (row 2's scores are far below -1e9: its max is the fill
+    # and the masked keys get p = 1).
+    v[150, 2] = np.inf
+    q[2, :] = 0.0
+    q[2, 0] = -1e11
     q[3, 0] = np.nan                       # row 3: NaN
     q[5, :] = 0.0
     q[5, 0] = -np.inf                      # row 5: scores -inf * k[:, 0] (+-inf by sign)
     k[:, 0] = np.abs(k[:, 0]) + 0.5        # row 5: all -inf
     q[9, 1] = np.inf                       # row 9: +inf where k[:, 1] > 0, -inf elsewhere
-    v[60, 2] = np.inf                      # key 60 is masked for rows < 60: 0 * inf
     for e, f in ((exe, causal_1e9), (exe_inf, causal_inf), (exe_plain, plain)):
         got, want = e(q, k, v), np.asarray(jax.jit(f)(q, k, v))
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
@@ -141,7 +148,11 @@ def test_nan_inf_rows_as_jax():
     # the cases the comparison covers: with fill -inf row 5 is all -inf (NaN); with fill -1e9 its
     # max is -1e9, so p = 1 on the masked keys and 1 * inf reaches column 2
     assert np.isnan(exe_inf(q, k, v)[5]).all() and np.isnan(exe(q, k, v)[3]).all()
-    assert np.isinf(exe(q, k, v)[5, 2]) and not np.isnan(exe(q, k, v)[5]).any()
+    got = exe(q, k, v)
+    assert np.isinf(got[5, 2]) and not np.isnan(got[5, np.arange(32) != 2]).any()
+    p_zero = [r for r in range(150) if r not in (2, 5)]  # rows 2, 5: p = 1 on the masked keys: inf
+    assert np.isnan(got[p_zero, 2]).all() and np.isinf(got[[2, 5], 2]).all() and not np.isnan(got[151:, 2]).any()
+    np.testing.assert_allclose(got[2, 3:], v[3:, 3:].mean(axis=0), rtol=1e-4, atol=1e-5)
 
 
 def test_zero_length_is_refused_or_empty():
