@@ -39,6 +39,11 @@ BLOCK_K = 64
 
 MASKS = ("none", "causal")
 
+# The query blocks run on the runtime's threads when there are at least this many (batch x
+# block) tasks and this many keys; below, in one thread (a thread wake-up costs more).
+PARALLEL_MIN_TASKS = 4
+PARALLEL_MIN_KEYS = 256
+
 
 def _f32_literal(x: float) -> str:
     """An f32 literal for arith.constant (hex for inf/NaN)."""
@@ -322,7 +327,19 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
                     "    %z = arith.constant 0.0 : f32", "    %fin = arith.cmpf oeq, %d, %z : f32",
                     "    %mj = arith.maxsi %o, %j : index", "    %y = arith.select %fin, %o, %mj : index",
                     "    linalg.yield %y : index", f"  }} -> tensor<{b}xindex>"]
-    E(f"%res = scf.forall (%b, %qi) in (%B, %nqb) shared_outs(%os = {o3}) -> ({o3t}) {{")
+    # Tasks: (batch, query block), linearized. Parallel (an scf.forall on the runtime's threads)
+    # only when there are several and each is worth a thread wake-up: waking the workers costs
+    # 50-100 us (more on a loaded machine: a 4 ms scheduler tick); small calls run the same body
+    # in a plain loop.
+    E("%ntask = arith.muli %B, %nqb : index")
+    E(f"%manyt = arith.cmpi uge, %ntask, {k.const_index(PARALLEL_MIN_TASKS)} : index")
+    E(f"%longk = arith.cmpi uge, %Sk, {k.const_index(PARALLEL_MIN_KEYS)} : index")
+    E("%par = arith.andi %manyt, %longk : i1")
+    E(f"%res = scf.if %par -> ({o3t}) {{")
+    E(f"%resp = scf.forall (%t) in (%ntask) shared_outs(%os = {o3}) -> ({o3t}) {{")
+    E("// task body")  # const_index() inserts above: find the body by this line, not by position
+    E("  %b = arith.divui %t, %nqb : index")
+    E("  %qi = arith.remui %t, %nqb : index")
     E(f"  %i0 = arith.muli %qi, {cbq} : index")
     # rows of the block the products compute: those below Sq, rounded up to the register tile
     E("  %qleft = arith.subi %Sq, %i0 : index")
@@ -449,9 +466,20 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     E("  %left = arith.subi %Sq, %i0 : index")
     E(f"  %rows = arith.minui %left, {cbq} : index")
     E(f"  %onr = tensor.extract_slice %on[0, 0] [%rows, {DV}] [1, 1] : {tqv} to tensor<?x{DV}xf32>")
+    body = k.lines[k.lines.index("  // task body") + 1:]
     E("  scf.forall.in_parallel {")
     E(f"    tensor.parallel_insert_slice %onr into %os[%b, %i0, 0] [1, %rows, {DV}] [1, 1, 1] : "
       f"tensor<?x{DV}xf32> into {o3t}")
     E("  }")
+    E("}")
+    E(f"scf.yield %resp : {o3t}")
+    E("} else {")
+    E(f"%ress = scf.for %t = {c0} to %ntask step {c1} iter_args(%os = {o3}) -> ({o3t}) {{")
+    k.lines += body
+    E(f"  %ins = tensor.insert_slice %onr into %os[%b, %i0, 0] [1, %rows, {DV}] [1, 1, 1] : "
+      f"tensor<?x{DV}xf32> into {o3t}")
+    E(f"  scf.yield %ins : {o3t}")
+    E("}")
+    E(f"scf.yield %ress : {o3t}")
     E("}")
     return _from3(k, "%res", o3t, r)
