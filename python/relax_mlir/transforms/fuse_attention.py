@@ -23,7 +23,10 @@ use outside the chain, so a score or probability used twice keeps the chain unfu
 
 The rewritten chain's ops are erased (they are pure and now dead). `min_keys` keeps chains whose
 static key length is below it unfused (symbolic key lengths are always fused: one kernel serves
-every length, and measured it is not slower than the unfused chain down to s = 16)."""
+every length; BENCHMARKS.md has what it costs at short lengths).
+
+`relax-expand-attention` is the inverse: relax.attention becomes that chain again (built through
+the bindings), for the targets whose pipelines have no fused kernel (the GPUs) and `relax-lower`."""
 from __future__ import annotations
 
 import math
@@ -333,4 +336,75 @@ def _erase_dead(ops: list) -> None:
                 changed = True
 
 
-PASSES = (FuseAttentionPass,)
+
+def _dim_attr(d):
+    """A dim as an attribute value: an integer, or the expression's text."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d.value) if d.is_const else ir.StringAttr.get(str(d))
+
+
+def expand_attention(op: ir.Operation) -> ir.Value:
+    """Build, before `op`, the unfused chain that `relax.attention` stands for; returns its result."""
+    q, k, v = op.operands[0], op.operands[1], op.operands[2]
+    tq, tk = _tensor(q), _tensor(k)
+    r = len(tq.dims)
+    batch, sq, sk, d = tq.dims[:-2], tq.dims[-2], tk.dims[-2], tq.dims[-1]
+    f32 = ir.F32Type.get()
+    i64 = ir.IntegerType.get_signless(64)
+
+    def make(name, operands, dims, elem="f32", **attrs):
+        t = TensorType.of(list(dims), elem).to_mlir()
+        return ir.Operation.create(name, results=[t], operands=list(operands), attributes=attrs).results[0]
+
+    def scalar(value: float):
+        dense = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], f32), ir.FloatAttr.get(f32, value))
+        return make("relax.constant", [], [], value=dense)
+
+    axes = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in list(range(r - 2)) + [r - 1, r - 2]])
+    kt = make("relax.permute_dims", [k], [*batch, d, sk], axes=axes)
+    s = make("relax.matmul", [q, kt], [*batch, sq, sk])
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    if "scale" in attrs:
+        s = make("relax.multiply", [s, scalar(ir.FloatAttr(attrs["scale"]).value)], [*batch, sq, sk])
+    elif "divisor" in attrs:
+        s = make("relax.divide", [s, scalar(ir.FloatAttr(attrs["divisor"]).value)], [*batch, sq, sk])
+    if "mask" in attrs and ir.StringAttr(attrs["mask"]).value == "causal":
+        fill = ir.FloatAttr(attrs["fill"]).value if "fill" in attrs else -math.inf
+        rows = make("relax.arange", [], [sq], "i64", end=_dim_attr(sq), dtype=ir.TypeAttr.get(i64))
+        rows = make("relax.reshape", [rows], [sq, 1], "i64",
+                    shape=ir.ArrayAttr.get([_dim_attr(sq), ir.IntegerAttr.get(i64, 1)]))
+        cols = make("relax.arange", [], [sk], "i64", end=_dim_attr(sk), dtype=ir.TypeAttr.get(i64))
+        mask = make("relax.greater_equal", [rows, cols], [sq, sk], "i1")
+        s = make("relax.where", [mask, s, scalar(fill)], [*batch, sq, sk])
+    last = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, r - 1)])
+    keep = ir.BoolAttr.get(True)
+    mx = make("relax.max", [s], [*batch, sq, 1], axes=last, keepdims=keep)
+    e = make("relax.exp", [make("relax.subtract", [s, mx], [*batch, sq, sk])], [*batch, sq, sk])
+    sm = make("relax.sum", [e], [*batch, sq, 1], axes=last, keepdims=keep)
+    p = make("relax.divide", [e, sm], [*batch, sq, sk])
+    return make("relax.matmul", [p, v], _tensor(op.results[0]).dims)
+
+
+@dataclass(frozen=True)
+class ExpandAttentionPass(ModulePass):
+    """Replace relax.attention by its unfused chain (targets without the fused kernel: GPUs)."""
+
+    name: ClassVar[str] = "relax-expand-attention"
+
+    def run(self, module: ir.Operation) -> None:
+        for f in graph_functions(module):
+            todo = []
+
+            def visit(o):
+                if o.name == "relax.attention":
+                    todo.append(o)
+                return ir.WalkResult.ADVANCE
+
+            f.walk(visit, ir.WalkOrder.PRE_ORDER)
+            for op in todo:
+                with ir.InsertionPoint(op), op.location:
+                    out = expand_attention(op)
+                op.results[0].replace_all_uses_with(out)
+                op.erase()
+
+
+PASSES = (FuseAttentionPass, ExpandAttentionPass)

@@ -218,3 +218,24 @@ def test_f16_chain_stays_unfused():
     (s,) = jax.export.symbolic_shape("s")
     m = from_jax(f, *[jax.ShapeDtypeStruct((s, 32), jnp.float16)] * 3)
     assert "relax.attention" not in op_names(relax_mlir.run_passes(m, FUSE))
+
+
+def test_expanded_chain_matches_fused_and_compiles_for_gpus():
+    """relax-expand-attention (the GPU targets' pipelines and relax-lower) gives the unfused chain,
+    equal to the fused kernel; Vulkan and CUDA compile a hand-written relax.attention."""
+    text = direct([2, "n", 32], [2, "n", 32], [2, "n", 64], [2, "n", 64],
+                  '{divisor = 4.0 : f32, mask = "causal", fill = -1.0e9 : f32}')
+    expanded = relax_mlir.run_passes(text, ["relax-infer-shapes", "relax-expand-attention", "relax-infer-shapes"])
+    names = op_names(expanded)
+    assert "relax.attention" not in names and names.count("relax.matmul") == 2 and "relax.where" in names
+    fused, unfused = relax_mlir.compile(text), relax_mlir.compile(expanded)
+    lowered = relax_mlir.compile(text, optimize=False)
+    rng = np.random.default_rng(4)
+    for n in (1, 13, 70):
+        q, k = (rng.standard_normal((2, n, 32), dtype=np.float32) for _ in range(2))
+        v = rng.standard_normal((2, n, 64), dtype=np.float32)
+        want = unfused(q, k, v)
+        np.testing.assert_allclose(fused(q, k, v), want, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(lowered(q, k, v), want, rtol=2e-5, atol=2e-5)
+    for target in ("vulkan", "cuda"):
+        assert relax_mlir.compile(text, target=target) is not None
