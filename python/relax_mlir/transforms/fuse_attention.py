@@ -38,7 +38,7 @@ from mlir import ir
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.common import splat_source
 from relax_mlir.passes import ModulePass
-from relax_mlir.transforms.infer_shapes import graph_functions
+from relax_mlir.transforms.infer_shapes import graph_ops_named
 
 _VIEWS = ("relax.reshape", "relax.broadcast_to")
 # the v head dim the CPU kernel's register tile needs (2 x 16 lanes)
@@ -300,27 +300,18 @@ class FuseAttentionPass(ModulePass):
     min_keys: int = 0  # a static key length below this stays unfused
 
     def run(self, module: ir.Operation) -> None:
-        for f in graph_functions(module):
-            roots = []
-
-            def visit(o):
-                if o.name == "relax.matmul":
-                    roots.append(o)
-                return ir.WalkResult.ADVANCE
-
-            f.walk(visit, ir.WalkOrder.PRE_ORDER)
-            for root in roots:
-                m = match_attention(root)
-                if m is None:
-                    continue
-                sk = _tensor(m.k).dims[-2]
-                if sk is not None and sk.is_const and sk.value < self.min_keys:
-                    continue
-                with ir.InsertionPoint(root), root.location:
-                    new = ir.Operation.create("relax.attention", results=[root.results[0].type],
-                                              operands=[m.q, m.k, m.v], attributes=m.attrs)
-                root.results[0].replace_all_uses_with(new.results[0])
-                _erase_dead(m.chain)
+        for root in graph_ops_named(module, ("relax.matmul",)):
+            m = match_attention(root)
+            if m is None:
+                continue
+            sk = _tensor(m.k).dims[-2]
+            if sk is not None and sk.is_const and sk.value < self.min_keys:
+                continue
+            with ir.InsertionPoint(root), root.location:
+                new = ir.Operation.create("relax.attention", results=[root.results[0].type],
+                                          operands=[m.q, m.k, m.v], attributes=m.attrs)
+            root.results[0].replace_all_uses_with(new.results[0])
+            _erase_dead(m.chain)
 
 
 def _erase_dead(ops: list) -> None:
@@ -391,20 +382,11 @@ class ExpandAttentionPass(ModulePass):
     name: ClassVar[str] = "relax-expand-attention"
 
     def run(self, module: ir.Operation) -> None:
-        for f in graph_functions(module):
-            todo = []
-
-            def visit(o):
-                if o.name == "relax.attention":
-                    todo.append(o)
-                return ir.WalkResult.ADVANCE
-
-            f.walk(visit, ir.WalkOrder.PRE_ORDER)
-            for op in todo:
-                with ir.InsertionPoint(op), op.location:
-                    out = expand_attention(op)
-                op.results[0].replace_all_uses_with(out)
-                op.erase()
+        for op in graph_ops_named(module, ("relax.attention",)):
+            with ir.InsertionPoint(op), op.location:
+                out = expand_attention(op)
+            op.results[0].replace_all_uses_with(out)
+            op.erase()
 
 
 PASSES = (FuseAttentionPass, ExpandAttentionPass)
