@@ -20,9 +20,10 @@ from relax_mlir.core.module import Module
 
 # The relax passes of compile(..., target="cpu") with and without optimization (the named
 # pipelines relax-compile-cpu and relax-lower; relax_mlir.targets holds every target's).
-DEFAULT_PIPELINE = ("relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream")
-OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-canonicalize", "relax-dispatch-library", "relax-multiversion",
-                     "relax-legalize", "relax-fuse-kernels", "relax-dce", "relax-plan-memory", "relax-lower-shapes",
+DEFAULT_PIPELINE = ("relax-infer-shapes", "relax-expand-attention", "relax-legalize", "relax-lower-shapes",
+                    "relax-to-upstream")
+OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention", "relax-dispatch-library",
+                     "relax-multiversion", "relax-legalize", "relax-fuse-kernels", "relax-dce", "relax-plan-memory", "relax-lower-shapes",
                      "relax-to-upstream")
 
 __all__ = ["CompileError", "Module", "compile", "from_jax", "parse", "run_passes"]

@@ -13,8 +13,10 @@ from relax_mlir.core.diagnostics import CompileError, suggest
 
 # The relax pipelines. `relax-compile-<target>` is what compile() runs for that target; the
 # target's `build()` then lowers the upstream-level module with its own stages.
-LOWER = ("relax-infer-shapes", "relax-legalize", "relax-lower-shapes", "relax-to-upstream")
-OPTIMIZE = ("relax-infer-shapes", "relax-canonicalize", "relax-legalize", "relax-fuse-kernels", "relax-dce",
+# relax-expand-attention: relax.attention as its unfused chain; the CPU target drops it from its
+# pipeline (its kernel is CPU code), the GPU targets compile the chain.
+LOWER = ("relax-infer-shapes", "relax-expand-attention", "relax-legalize", "relax-lower-shapes", "relax-to-upstream")
+OPTIMIZE = ("relax-infer-shapes", "relax-canonicalize", "relax-expand-attention", "relax-legalize", "relax-fuse-kernels", "relax-dce",
             "relax-plan-memory", "relax-lower-shapes", "relax-to-upstream")
 
 PIPELINES: dict[str, tuple[tuple[str, ...], str]] = {

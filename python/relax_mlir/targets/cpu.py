@@ -17,9 +17,11 @@ class CPUTarget(Target):
     @classmethod
     def optimize_pipeline(cls) -> tuple[str, ...]:
         # BLAS is a CPU library: matmuls become relax.call_library before legalization.
-        i = OPTIMIZE.index("relax-legalize")
+        base = tuple(p for p in OPTIMIZE if p != "relax-expand-attention")
+        i = base.index("relax-legalize")
         # relax-multiversion: row-count-dependent choices between BLAS and generated code.
-        return OPTIMIZE[:i] + ("relax-dispatch-library", "relax-multiversion") + OPTIMIZE[i:]
+        # relax-fuse-attention first: the chain's matmuls must not become library calls.
+        return base[:i] + ("relax-fuse-attention", "relax-dispatch-library", "relax-multiversion") + base[i:]
 
     def build(self, module):
         return build_cpu_executable(module, self.options)

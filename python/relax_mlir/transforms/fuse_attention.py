@@ -1,0 +1,392 @@
+"""`relax-fuse-attention`: the attention chain as jax exports it becomes one `relax.attention`.
+
+Design: a matcher, not a pattern set. The chain is a tree of ten to twenty ops whose inner values
+must have no other uses, rooted at the last product; a greedy per-op pattern would have to fire on
+that root anyway, so the pass walks each graph function once, tries every `relax.matmul` as the
+root, and rewrites the chains it proves. What it proves, from the root back (after
+`relax-canonicalize`, which folds jax's scalar broadcasts into rank-0 operands):
+
+    out = matmul(p, v)
+    p   = divide(e, VIEWS(sum(e, axes=[-1])))             e used by exactly these two ops
+    e   = exp(subtract(x, VIEWS([maximum(-inf,] max(x, axes=[-1])[)])))   x used by these two
+    x   = [where(causal, s, fill)]                        fill a splat constant
+    s   = [multiply(s0, c) | multiply(c, s0) | divide(s0, c)]   c a splat constant
+    s0  = matmul(q, permute_dims(k, last two axes swapped))
+
+VIEWS are reshapes/broadcast_tos that only add unit or broadcast dims; `causal` is
+`greater_equal(rows, cols)` (or `less_equal(cols, rows)`) of two arange-based index tensors
+(jax's `arange(n)[:, None] >= arange(n)[None, :]`, including its `0 + 1 * iota` form), rows shaped
+[Sq, 1] and columns [1, Sk]. q, k and v must share their batch dims (no broadcasting; grouped
+query attention is left to the unfused path), be f32 with static head dims (v's a multiple of
+32: the kernel's register tile) and at most one symbolic batch dim. Every inner value must have no
+use outside the chain, so a score or probability used twice keeps the chain unfused.
+
+The rewritten chain's ops are erased (they are pure and now dead). `min_keys` keeps chains whose
+static key length is below it unfused (symbolic key lengths are always fused: one kernel serves
+every length; BENCHMARKS.md has what it costs at short lengths).
+
+`relax-expand-attention` is the inverse: relax.attention becomes that chain again (built through
+the bindings), for the targets whose pipelines have no fused kernel (the GPUs) and `relax-lower`."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mlir import ir
+
+from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.ops.common import splat_source
+from relax_mlir.passes import ModulePass
+from relax_mlir.transforms.infer_shapes import graph_ops_named
+
+_VIEWS = ("relax.reshape", "relax.broadcast_to")
+# the v head dim the CPU kernel's register tile needs (2 x 16 lanes)
+_DV_MULTIPLE = 32
+
+
+def _owner(v, name: str | tuple):
+    """The op defining `v` if its name is `name` (or one of them), else None."""
+    if not isinstance(v, ir.OpResult):
+        return None
+    o = v.owner
+    names = (name,) if isinstance(name, str) else name
+    return o if o.name in names else None
+
+
+def _uses(v) -> int:
+    return sum(1 for _ in v.uses)
+
+
+def _tensor(v) -> TensorType | None:
+    t = view(v.type)
+    return t if isinstance(t, TensorType) and t.dims is not None else None
+
+
+def _through_views(v, chain: list):
+    """Skip single-use reshape/broadcast_to ops (recording them in `chain`)."""
+    while True:
+        o = _owner(v, _VIEWS)
+        if o is None or _uses(v) != 1:
+            return v
+        chain.append(o)
+        v = o.operands[0]
+
+
+def _splat_float(v) -> float | None:
+    src = splat_source(v)
+    if src is None:
+        return None
+    a = ir.DenseElementsAttr(src.attributes["value"])
+    x = a.get_splat_value()
+    return x.value if isinstance(x, ir.FloatAttr) else None
+
+
+def _last_axis_reduce(v, name: str, rank: int):
+    o = _owner(v, name)
+    if o is None:
+        return None
+    axes = o.attributes["axes"] if "axes" in o.attributes else None
+    if axes is None:
+        return None
+    axes = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(axes)]
+    if len(axes) != 1 or axes[0] % rank != rank - 1:
+        return None
+    return o
+
+
+def _is_index_iota(v, chain: list) -> bool:
+    """v is arange(0, n, 1), possibly as 0 + 1 * arange (jax's iota of a symbolic length)."""
+    while True:
+        o = _owner(v, ("relax.add", "relax.multiply"))
+        if o is None:
+            break
+        unit = 0.0 if o.name == "relax.add" else 1.0
+        a, b = o.operands[0], o.operands[1]
+        if _splat_int(a) == unit:
+            v = b
+        elif _splat_int(b) == unit:
+            v = a
+        else:
+            return False
+        chain.append(o)
+    o = _owner(v, "relax.arange")
+    if o is None:
+        return False
+    for name, want in (("start", 0), ("step", 1)):
+        if name in o.attributes and not (isinstance(o.attributes[name], ir.IntegerAttr)
+                                         and ir.IntegerAttr(o.attributes[name]).value == want):
+            return False
+    chain.append(o)
+    return True
+
+
+def _splat_int(v):
+    src = splat_source(v)
+    if src is None:
+        return None
+    x = ir.DenseElementsAttr(src.attributes["value"]).get_splat_value()
+    return x.value if isinstance(x, ir.IntegerAttr) else None
+
+
+def _index_side(v, sq, sk, chain: list) -> str | None:
+    """'row' if v is an iota over the query axis shaped [..., Sq, 1] (then broadcast), 'col' for
+    one over the key axis shaped [..., 1, Sk]; else None."""
+    v = _through_bcast(v, chain)
+    r = _owner(v, "relax.reshape")
+    if r is None:
+        return None
+    t = _tensor(r.results[0])
+    if t is None or len(t.dims) < 2 or any(not (d is not None and d.is_const and d.value == 1) for d in t.dims[:-2]):
+        return None
+    inner = []
+    if not _is_index_iota(r.operands[0], inner):
+        return None
+    a, b = t.dims[-2], t.dims[-1]
+    one = lambda d: d is not None and d.is_const and d.value == 1  # noqa: E731
+    side = "row" if one(b) and a == sq else "col" if one(a) and b == sk else None
+    if side is not None:
+        chain.append(r)
+        chain += inner
+    return side
+
+
+def _mask_views(v, sq, sk, chain: list):
+    """Skip single-use reshape/broadcast_to ops that only add leading dims to an [Sq, Sk] mask."""
+    while True:
+        o = _owner(v, _VIEWS)
+        if o is None or _uses(v) != 1:
+            return v
+        ti, to = _tensor(o.operands[0]), _tensor(o.results[0])
+        if ti is None or to is None or len(ti.dims) < 2 or tuple(ti.dims[-2:]) != (sq, sk) or \
+                tuple(to.dims[-2:]) != (sq, sk):
+            return v
+        chain.append(o)
+        v = o.operands[0]
+
+
+def _through_bcast(v, chain: list):
+    o = _owner(v, "relax.broadcast_to")
+    if o is not None:
+        chain.append(o)
+        return o.operands[0]
+    return v
+
+
+@dataclass
+class Match:
+    q: ir.Value
+    k: ir.Value
+    v: ir.Value
+    attrs: dict
+    chain: list  # ops made dead by the rewrite (erased when unused)
+
+
+def match_attention(root: ir.Operation) -> Match | None:
+    """The attention chain ending at the matmul `root`, or None."""
+    if root.name != "relax.matmul":
+        return None
+    p, vv = root.operands[0], root.operands[1]
+    tp, tv, tr = _tensor(p), _tensor(vv), _tensor(root.results[0])
+    if tp is None or tv is None or tr is None or tp.dtype != "f32" or len(tp.dims) < 2 or len(tv.dims) != len(tp.dims):
+        return None
+    rank = len(tp.dims)
+    chain = []
+    div = _owner(p, "relax.divide")
+    if div is None or _uses(p) != 1:
+        return None
+    e = div.operands[0]
+    den = _through_views(div.operands[1], chain)
+    sm = _last_axis_reduce(den, "relax.sum", rank)
+    if sm is None or sm.operands[0] != e or _uses(den) != 1:
+        return None
+    ex = _owner(e, "relax.exp")
+    if ex is None or _uses(e) != 2:
+        return None
+    sub = _owner(ex.operands[0], "relax.subtract")
+    if sub is None or _uses(ex.operands[0]) != 1:
+        return None
+    x = sub.operands[0]
+    mv = _through_views(sub.operands[1], chain)
+    mx_op = _owner(mv, "relax.maximum")
+    if mx_op is not None and _uses(mv) == 1:
+        a, b = mx_op.operands[0], mx_op.operands[1]
+        if _splat_float(a) == -math.inf:
+            mv = b
+        elif _splat_float(b) == -math.inf:
+            mv = a
+        else:
+            return None
+        chain.append(mx_op)
+    mx = _last_axis_reduce(mv, "relax.max", rank)
+    if mx is None or mx.operands[0] != x or _uses(mv) != 1 or _uses(x) != 2:
+        return None
+    chain += [root, div, sm, ex, sub, mx]
+    attrs = {}
+    s = x
+    w = _owner(s, "relax.where")
+    ts = _tensor(s)
+    if ts is None:
+        return None
+    sq, sk = ts.dims[-2], ts.dims[-1]
+    if w is not None:
+        fill = _splat_float(w.operands[2])
+        mask_chain = []
+        cond = _mask_views(w.operands[0], sq, sk, mask_chain)
+        cmp = _owner(cond, ("relax.greater_equal", "relax.less_equal"))
+        if fill is None or cmp is None or _uses(cond) != 1:
+            return None
+        mask_chain.append(cmp)
+        sides = [_index_side(cmp.operands[i], sq, sk, mask_chain) for i in (0, 1)]
+        want = ["row", "col"] if cmp.name == "relax.greater_equal" else ["col", "row"]
+        if sides != want:
+            return None
+        attrs["mask"] = ir.StringAttr.get("causal")
+        attrs["fill"] = ir.FloatAttr.get(ir.F32Type.get(), fill)
+        chain += [w] + mask_chain
+        s = w.operands[1]
+        if _uses(s) != 1:
+            return None
+    sc = _owner(s, ("relax.multiply", "relax.divide"))
+    if sc is not None:
+        a, b = sc.operands[0], sc.operands[1]
+        if sc.name == "relax.multiply" and _splat_float(b) is not None:
+            attrs["scale"], s = _splat_float(b), a
+        elif sc.name == "relax.multiply" and _splat_float(a) is not None:
+            attrs["scale"], s = _splat_float(a), b
+        elif sc.name == "relax.divide" and _splat_float(b) is not None:
+            attrs["divisor"], s = _splat_float(b), a
+        else:
+            return None
+        for key in ("scale", "divisor"):
+            if key in attrs:
+                attrs[key] = ir.FloatAttr.get(ir.F32Type.get(), attrs[key])
+        if _uses(s) != 1:
+            return None
+        chain.append(sc)
+    qk = _owner(s, "relax.matmul")
+    if qk is None:
+        return None
+    q, kt = qk.operands[0], qk.operands[1]
+    perm = _owner(kt, "relax.permute_dims")
+    if perm is None:
+        return None
+    axes = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(perm.attributes["axes"])]
+    if axes != list(range(rank - 2)) + [rank - 1, rank - 2]:
+        return None
+    k = perm.operands[0]
+    tq, tk = _tensor(q), _tensor(k)
+    if tq is None or tk is None or len(tq.dims) != rank or len(tk.dims) != rank:
+        return None
+    if not (tq.dtype == tk.dtype == tv.dtype == "f32"):
+        return None
+    if tq.dims[:-2] != tk.dims[:-2] or tq.dims[:-2] != tv.dims[:-2] or tk.dims[-2] != tv.dims[-2]:
+        return None
+    d, dv = tq.dims[-1], tv.dims[-1]
+    if not (d is not None and d.is_const and dv is not None and dv.is_const and dv.value % _DV_MULTIPLE == 0
+            and d.value > 0):
+        return None
+    if sum(1 for x in tq.dims[:-2] if not (x is not None and x.is_const)) > 1:
+        return None
+    chain += [qk, perm]
+    return Match(q, k, vv, attrs, chain)
+
+
+@dataclass(frozen=True)
+class FuseAttentionPass(ModulePass):
+    """Rewrite softmax(q k^T [scale] [causal mask]) v chains into relax.attention."""
+
+    name: ClassVar[str] = "relax-fuse-attention"
+    min_keys: int = 0  # a static key length below this stays unfused
+
+    def run(self, module: ir.Operation) -> None:
+        for root in graph_ops_named(module, ("relax.matmul",)):
+            m = match_attention(root)
+            if m is None:
+                continue
+            sk = _tensor(m.k).dims[-2]
+            if sk is not None and sk.is_const and sk.value < self.min_keys:
+                continue
+            with ir.InsertionPoint(root), root.location:
+                new = ir.Operation.create("relax.attention", results=[root.results[0].type],
+                                          operands=[m.q, m.k, m.v], attributes=m.attrs)
+            root.results[0].replace_all_uses_with(new.results[0])
+            _erase_dead(m.chain)
+
+
+def _erase_dead(ops: list) -> None:
+    """Erase the ops of `ops` that are (or become) unused; the rest stay."""
+    live = list(dict.fromkeys(ops))
+    changed = True
+    while changed:
+        changed = False
+        for op in list(live):
+            if all(_uses(r) == 0 for r in op.results):
+                live.remove(op)
+                op.erase()
+                changed = True
+
+
+
+def _dim_attr(d):
+    """A dim as an attribute value: an integer, or the expression's text."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d.value) if d.is_const else ir.StringAttr.get(str(d))
+
+
+def expand_attention(op: ir.Operation) -> ir.Value:
+    """Build, before `op`, the unfused chain that `relax.attention` stands for; returns its result."""
+    q, k, v = op.operands[0], op.operands[1], op.operands[2]
+    tq, tk = _tensor(q), _tensor(k)
+    r = len(tq.dims)
+    batch, sq, sk, d = tq.dims[:-2], tq.dims[-2], tk.dims[-2], tq.dims[-1]
+    f32 = ir.F32Type.get()
+    i64 = ir.IntegerType.get_signless(64)
+
+    def make(name, operands, dims, elem="f32", **attrs):
+        t = TensorType.of(list(dims), elem).to_mlir()
+        return ir.Operation.create(name, results=[t], operands=list(operands), attributes=attrs).results[0]
+
+    def scalar(value: float):
+        dense = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], f32), ir.FloatAttr.get(f32, value))
+        return make("relax.constant", [], [], value=dense)
+
+    axes = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in list(range(r - 2)) + [r - 1, r - 2]])
+    kt = make("relax.permute_dims", [k], [*batch, d, sk], axes=axes)
+    s = make("relax.matmul", [q, kt], [*batch, sq, sk])
+    attrs = {name: op.attributes[name] for name in op.attributes}
+    if "scale" in attrs:
+        s = make("relax.multiply", [s, scalar(ir.FloatAttr(attrs["scale"]).value)], [*batch, sq, sk])
+    elif "divisor" in attrs:
+        s = make("relax.divide", [s, scalar(ir.FloatAttr(attrs["divisor"]).value)], [*batch, sq, sk])
+    if "mask" in attrs and ir.StringAttr(attrs["mask"]).value == "causal":
+        fill = ir.FloatAttr(attrs["fill"]).value if "fill" in attrs else -math.inf
+        rows = make("relax.arange", [], [sq], "i64", end=_dim_attr(sq), dtype=ir.TypeAttr.get(i64))
+        rows = make("relax.reshape", [rows], [sq, 1], "i64",
+                    shape=ir.ArrayAttr.get([_dim_attr(sq), ir.IntegerAttr.get(i64, 1)]))
+        cols = make("relax.arange", [], [sk], "i64", end=_dim_attr(sk), dtype=ir.TypeAttr.get(i64))
+        mask = make("relax.greater_equal", [rows, cols], [sq, sk], "i1")
+        s = make("relax.where", [mask, s, scalar(fill)], [*batch, sq, sk])
+    last = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, r - 1)])
+    keep = ir.BoolAttr.get(True)
+    mx = make("relax.max", [s], [*batch, sq, 1], axes=last, keepdims=keep)
+    e = make("relax.exp", [make("relax.subtract", [s, mx], [*batch, sq, sk])], [*batch, sq, sk])
+    sm = make("relax.sum", [e], [*batch, sq, 1], axes=last, keepdims=keep)
+    p = make("relax.divide", [e, sm], [*batch, sq, sk])
+    return make("relax.matmul", [p, v], _tensor(op.results[0]).dims)
+
+
+@dataclass(frozen=True)
+class ExpandAttentionPass(ModulePass):
+    """Replace relax.attention by its unfused chain (targets without the fused kernel: GPUs)."""
+
+    name: ClassVar[str] = "relax-expand-attention"
+
+    def run(self, module: ir.Operation) -> None:
+        for op in graph_ops_named(module, ("relax.attention",)):
+            with ir.InsertionPoint(op), op.location:
+                out = expand_attention(op)
+            op.results[0].replace_all_uses_with(out)
+            op.erase()
+
+
+PASSES = (FuseAttentionPass, ExpandAttentionPass)

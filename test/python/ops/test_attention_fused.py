@@ -1,0 +1,241 @@
+"""relax.attention and relax-fuse-attention: jax attention chains become ONE fused op (checked on
+the IR), compiled once and equal to jax.jit at s = 1, a prime, 512 and 2048; NaN/Inf rows as
+jax gives them; chains that must stay unfused stay unfused; bad relax.attention IR is refused
+with a located error."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from mlir import ir
+
+import relax_mlir
+from relax_mlir.frontend.jax import from_jax
+
+FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention"]
+
+
+def op_names(module) -> list[str]:
+    names = []
+
+    def visit(o):
+        names.append(o.name)
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return names
+
+
+def causal(n, m=None):
+    m = n if m is None else m
+    return jnp.arange(n)[:, None] >= jnp.arange(m)[None, :]
+
+
+def plain(q, k, v):
+    return jax.nn.softmax(q @ k.T, axis=-1) @ v
+
+
+def scaled_div(q, k, v):
+    return jax.nn.softmax((q @ k.T) / np.sqrt(q.shape[-1]).astype(np.float32), axis=-1) @ v
+
+
+def causal_1e9(q, k, v):
+    s = (q @ k.T) * 0.125
+    return jax.nn.softmax(jnp.where(causal(q.shape[0]), s, -1e9), axis=-1) @ v
+
+
+def causal_inf(q, k, v):
+    s = q @ k.T
+    return jax.nn.softmax(jnp.where(causal(q.shape[0]), s, -jnp.inf), axis=-1) @ v
+
+
+def multi_head(q, k, v):  # [B, H, S, D]
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * 0.125
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+
+def multi_head_bshd_causal(q, k, v):  # [B, S, H, D], flax's layout
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / 8.0
+    s = jnp.where(causal(q.shape[1]), s, -1e9)
+    return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+
+
+# (function, shapes of q, k, v with "s" the symbolic length)
+CASES = [
+    (plain, [("s", 64), ("s", 64), ("s", 96)]),
+    (scaled_div, [("s", 40), ("s", 40), ("s", 32)]),
+    (causal_1e9, [("s", 64), ("s", 64), ("s", 64)]),
+    (causal_inf, [("s", 32), ("s", 32), ("s", 64)]),
+    (multi_head, [(2, 3, "s", 16), (2, 3, "s", 16), (2, 3, "s", 32)]),
+    (multi_head_bshd_causal, [(1, "s", 2, 64), (1, "s", 2, 64), (1, "s", 2, 64)]),
+]
+
+
+def export(f, shapes, sym="s"):
+    (s,) = jax.export.symbolic_shape(sym)
+    specs = [jax.ShapeDtypeStruct(tuple(s if d == sym else d for d in sh), jnp.float32) for sh in shapes]
+    return from_jax(f, *specs)
+
+
+def concrete(shapes, n):
+    return [tuple(n if d == "s" else d for d in sh) for sh in shapes]
+
+
+@pytest.mark.parametrize("f, shapes", CASES, ids=[c[0].__name__ for c in CASES])
+def test_fused_matches_jax(f, shapes):
+    m = export(f, shapes)
+    names = op_names(relax_mlir.run_passes(m, FUSE))
+    assert names.count("relax.attention") == 1
+    for gone in ("relax.exp", "relax.max", "relax.sum", "relax.matmul", "relax.where"):
+        assert gone not in names, gone
+    exe = relax_mlir.compile(m)
+    rng = np.random.default_rng(0)
+    jf = jax.jit(f)
+    for n in (1, 13, 512, 2048):
+        args = [rng.standard_normal(sh, dtype=np.float32) for sh in concrete(shapes, n)]
+        got = exe(*args)
+        want = np.asarray(jf(*args))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"s = {n}")
+
+
+def test_cross_attention_other_key_length():
+    """Sq and Sk are different symbols; the key length runs through 1, a prime, 64 and 200."""
+    def cross(q, k, v):
+        return jax.nn.softmax((q @ k.T) * 0.25, axis=-1) @ v
+    s, t = jax.export.symbolic_shape("s, t")
+    m = from_jax(cross, jax.ShapeDtypeStruct((s, 32), jnp.float32), jax.ShapeDtypeStruct((t, 32), jnp.float32),
+                 jax.ShapeDtypeStruct((t, 32), jnp.float32))
+    assert op_names(relax_mlir.run_passes(m, FUSE)).count("relax.attention") == 1
+    exe = relax_mlir.compile(m)
+    rng = np.random.default_rng(1)
+    for sq, sk in ((1, 1), (7, 61), (33, 64), (65, 200), (3, 129)):
+        q = rng.standard_normal((sq, 32), dtype=np.float32)
+        k, v = (rng.standard_normal((sk, 32), dtype=np.float32) for _ in range(2))
+        np.testing.assert_allclose(exe(q, k, v), np.asarray(jax.jit(cross)(q, k, v)), rtol=2e-5, atol=2e-5)
+
+
+def test_nan_inf_rows_as_jax():
+    """A NaN score makes its row NaN; a row of all -inf scores is NaN (jax.nn.softmax of all -inf);
+    +inf in v where p = 0 (a masked key) still gives NaN (0 * inf), as the unfused product does
+    (so a causal block cannot skip that key tile);
+    a -inf score among finite ones gets p = 0."""
+    shapes = [("s", 32), ("s", 32), ("s", 32)]
+    exe = relax_mlir.compile(export(causal_1e9, shapes))
+    exe_inf = relax_mlir.compile(export(causal_inf, shapes))
+    exe_plain = relax_mlir.compile(export(plain, shapes))
+    rng = np.random.default_rng(2)
+    n = 200  # four key tiles, a partial one
+    q, k, v = (rng.standard_normal((n, 32), dtype=np.float32) for _ in range(3))
+    # Causal blocks skip the key tiles past their diagonal only where that changes nothing: not
+    # with v non-finite there (key 150, masked for rows < 150: 0 * inf = NaN in column 2), nor
+    # when a row's max is near the fill (row 2's scores are far below -1e9: its max is the fill
+    # and the masked keys get p = 1).
+    v[150, 2] = np.inf
+    q[2, :] = 0.0
+    q[2, 0] = -1e11
+    q[3, 0] = np.nan                       # row 3: NaN
+    q[5, :] = 0.0
+    q[5, 0] = -np.inf                      # row 5: scores -inf * k[:, 0] (+-inf by sign)
+    k[:, 0] = np.abs(k[:, 0]) + 0.5        # row 5: all -inf
+    q[9, 1] = np.inf                       # row 9: +inf where k[:, 1] > 0, -inf elsewhere
+    for e, f in ((exe, causal_1e9), (exe_inf, causal_inf), (exe_plain, plain)):
+        got, want = e(q, k, v), np.asarray(jax.jit(f)(q, k, v))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    # the cases the comparison covers: with fill -inf row 5 is all -inf (NaN); with fill -1e9 its
+    # max is -1e9, so p = 1 on the masked keys and 1 * inf reaches column 2
+    assert np.isnan(exe_inf(q, k, v)[5]).all() and np.isnan(exe(q, k, v)[3]).all()
+    got = exe(q, k, v)
+    assert np.isinf(got[5, 2]) and not np.isnan(got[5, np.arange(32) != 2]).any()
+    p_zero = [r for r in range(150) if r not in (2, 5)]  # rows 2, 5: p = 1 on the masked keys: inf
+    assert np.isnan(got[p_zero, 2]).all() and np.isinf(got[[2, 5], 2]).all() and not np.isnan(got[151:, 2]).any()
+    np.testing.assert_allclose(got[2, 3:], v[3:, 3:].mean(axis=0), rtol=1e-4, atol=1e-5)
+
+
+def test_zero_length_is_refused_or_empty():
+    """s = 0 is below the export's lower bound (jax symbols are >= 1): a ValueError, no crash."""
+    exe = relax_mlir.compile(export(plain, [("s", 64), ("s", 64), ("s", 96)]))
+    with pytest.raises(ValueError):
+        exe(*(np.zeros((0, d), np.float32) for d in (64, 64, 96)))
+
+
+def T(dims, dt="f32"):
+    return "!relax.tensor<[" + ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims) + f"], {dt}>"
+
+
+def direct(qd, kd, vd, rd, attrs="", dt="f32"):
+    return (f"func.func @main(%q: {T(qd, dt)}, %k: {T(kd, dt)}, %v: {T(vd, dt)}) -> {T(rd, dt)} {{\n"
+            f'  %r = "relax.attention"(%q, %k, %v) {attrs} : ({T(qd, dt)}, {T(kd, dt)}, {T(vd, dt)}) -> {T(rd, dt)}\n'
+            f"  return %r : {T(rd, dt)}\n}}\n")
+
+
+def test_direct_op_zero_keys_and_queries():
+    """relax.attention written by hand with symbolic lengths that may be 0: Sk = 0 gives zeros
+    (the empty sum of the unfused product), Sq = 0 an empty result."""
+    exe = relax_mlir.compile(direct(["n", 32], ["m", 32], ["m", 32], ["n", 32], '{scale = 0.5 : f32}'))
+    out = exe(np.ones((5, 32), np.float32), np.zeros((0, 32), np.float32), np.zeros((0, 32), np.float32))
+    np.testing.assert_array_equal(out, np.zeros((5, 32), np.float32))
+    out = exe(np.ones((0, 32), np.float32), np.ones((3, 32), np.float32), np.ones((3, 32), np.float32))
+    assert out.shape == (0, 32)
+
+
+@pytest.mark.parametrize("text, msg", [
+    (direct(["n", 32], ["n", 32], ["n", 32], ["n", 32], dt="f16"), "f32 only"),
+    (direct(["n", 32], ["n", 16], ["n", 32], ["n", 32]), "head dims of q and k differ"),
+    (direct([2, "n", 32], [3, "n", 32], [3, "n", 32], [2, "n", 32]), "batch dim 0"),
+    (direct(["n", 32], ["n", 32], ["n", 32], ["n", 32], '{scale = 1.0 : f32, divisor = 2.0 : f32}'), "exclude"),
+    (direct(["n", 32], ["n", 32], ["n", 32], ["n", 32], '{mask = "upper"}'), "mask"),
+])
+def test_direct_op_refused(text, msg):
+    with pytest.raises(relax_mlir.CompileError, match=msg):
+        relax_mlir.compile(text)
+
+
+def test_not_fused_when_score_used_twice_or_other_axis():
+    def twice(q, k, v):
+        s = q @ k.T
+        return jax.nn.softmax(s, axis=-1) @ v + s[:, :1]
+
+    def other_axis(q, k, v):
+        return jax.nn.softmax(q @ k.T, axis=0) @ v
+
+    for f in (twice, other_axis):
+        m = export(f, [("s", 32), ("s", 32), ("s", 32)])
+        names = op_names(relax_mlir.run_passes(m, FUSE))
+        assert "relax.attention" not in names and "relax.exp" in names, f.__name__
+        exe = relax_mlir.compile(m)
+        rng = np.random.default_rng(3)
+        args = [rng.standard_normal((13, 32), dtype=np.float32) for _ in range(3)]
+        np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(f)(*args)), rtol=2e-5, atol=2e-5)
+
+
+def test_f16_chain_stays_unfused():
+    def f(q, k, v):
+        return jax.nn.softmax(q @ k.T, axis=-1) @ v
+    (s,) = jax.export.symbolic_shape("s")
+    m = from_jax(f, *[jax.ShapeDtypeStruct((s, 32), jnp.float16)] * 3)
+    assert "relax.attention" not in op_names(relax_mlir.run_passes(m, FUSE))
+
+
+def test_expanded_chain_matches_fused_and_compiles_for_gpus():
+    """relax-expand-attention (the GPU targets' pipelines and relax-lower) gives the unfused chain,
+    equal to the fused kernel; Vulkan and CUDA compile a hand-written relax.attention."""
+    text = direct([2, "n", 32], [2, "n", 32], [2, "n", 64], [2, "n", 64],
+                  '{divisor = 4.0 : f32, mask = "causal", fill = -1.0e9 : f32}')
+    expanded = relax_mlir.run_passes(text, ["relax-infer-shapes", "relax-expand-attention", "relax-infer-shapes"])
+    names = op_names(expanded)
+    assert "relax.attention" not in names and names.count("relax.matmul") == 2 and "relax.where" in names
+    fused, unfused = relax_mlir.compile(text), relax_mlir.compile(expanded)
+    lowered = relax_mlir.compile(text, optimize=False)
+    rng = np.random.default_rng(4)
+    for n in (1, 13, 70):
+        q, k = (rng.standard_normal((2, n, 32), dtype=np.float32) for _ in range(2))
+        v = rng.standard_normal((2, n, 64), dtype=np.float32)
+        want = unfused(q, k, v)
+        np.testing.assert_allclose(fused(q, k, v), want, rtol=2e-5, atol=2e-5)
+        np.testing.assert_allclose(lowered(q, k, v), want, rtol=2e-5, atol=2e-5)
+    for target in ("vulkan", "cuda"):
+        assert relax_mlir.compile(text, target=target) is not None

@@ -1,0 +1,118 @@
+// RUN: relax-opt %s --split-input-file --relax-fuse-attention | FileCheck %s
+// RUN: relax-opt %s --split-input-file --relax-fuse-attention --relax-legalize | FileCheck %s --check-prefix=KERNEL
+
+// jax's causal attention after relax-canonicalize: scale by division, where-mask from two iotas,
+// max-subtracted softmax (with jax's maximum(-inf, max)), product with v: one relax.attention.
+// CHECK-LABEL: func.func @causal
+// CHECK-SAME: (%[[Q:.*]]: !relax.tensor<["s", 64], f32>, %[[K:.*]]: !relax.tensor<["s", 64], f32>, %[[V:.*]]: !relax.tensor<["s", 32], f32>)
+// CHECK-NOT: "relax.matmul"
+// CHECK: %[[R:.*]] = "relax.attention"(%[[Q]], %[[K]], %[[V]]) {divisor = 8.000000e+00 : f32, fill = -1.000000e+09 : f32, mask = "causal"} : {{.*}} -> !relax.tensor<["s", 32], f32>
+// CHECK-NOT: "relax.exp"
+// CHECK-NOT: "relax.where"
+// CHECK-NOT: "relax.arange"
+// CHECK: return %[[R]]
+// The kernel: key tiles in an scf.for inside an scf.forall over query blocks, a running max
+// (maximumf), the rescale exp(m_old - m_new), p = exp(s - m_new) and the product with v.
+// KERNEL-LABEL: func.func @causal
+// KERNEL: "relax_v.call_tir"(%{{.*}}, %{{.*}}, %{{.*}}) {callee = @[[F:attention]]}
+// KERNEL: func.func private @[[F]](
+// KERNEL: scf.forall
+// KERNEL: scf.for %{{.*}} = %{{.*}} to %[[NKB:.*]] step
+// KERNEL: vector.fma
+// KERNEL: arith.cmpi sge
+// KERNEL: arith.maximumf
+// KERNEL: math.exp
+// KERNEL: math.exp
+// KERNEL: vector.fma
+// KERNEL: scf.forall.in_parallel
+func.func @causal(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s", 64], f32>, %v: !relax.tensor<["s", 32], f32>) -> !relax.tensor<["s", 32], f32> {
+  %ninf = "relax.constant"() {value = dense<0xFF800000> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %fill = "relax.constant"() {value = dense<-1.000000e+09> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %c8 = "relax.constant"() {value = dense<8.0> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<["s", 64], f32>) -> !relax.tensor<[64, "s"], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<["s", 64], f32>, !relax.tensor<[64, "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %sd = "relax.divide"(%s, %c8) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["s", "s"], f32>
+  %i0 = "relax.arange"() {dtype = i32, end = "s"} : () -> !relax.tensor<["s"], i32>
+  %one = "relax.constant"() {value = dense<1> : tensor<i32>} : () -> !relax.tensor<[], i32>
+  %zero = "relax.constant"() {value = dense<0> : tensor<i32>} : () -> !relax.tensor<[], i32>
+  %i1 = "relax.multiply"(%one, %i0) : (!relax.tensor<[], i32>, !relax.tensor<["s"], i32>) -> !relax.tensor<["s"], i32>
+  %i2 = "relax.add"(%zero, %i1) : (!relax.tensor<[], i32>, !relax.tensor<["s"], i32>) -> !relax.tensor<["s"], i32>
+  %rows = "relax.reshape"(%i2) {shape = ["s", 1]} : (!relax.tensor<["s"], i32>) -> !relax.tensor<["s", 1], i32>
+  %j0 = "relax.arange"() {dtype = i32, end = "s"} : () -> !relax.tensor<["s"], i32>
+  %cols = "relax.reshape"(%j0) {shape = [1, "s"]} : (!relax.tensor<["s"], i32>) -> !relax.tensor<[1, "s"], i32>
+  %rb = "relax.broadcast_to"(%rows) {shape = ["s", "s"]} : (!relax.tensor<["s", 1], i32>) -> !relax.tensor<["s", "s"], i32>
+  %cb = "relax.broadcast_to"(%cols) {shape = ["s", "s"]} : (!relax.tensor<[1, "s"], i32>) -> !relax.tensor<["s", "s"], i32>
+  %mask = "relax.greater_equal"(%rb, %cb) : (!relax.tensor<["s", "s"], i32>, !relax.tensor<["s", "s"], i32>) -> !relax.tensor<["s", "s"], i1>
+  %x = "relax.where"(%mask, %sd, %fill) : (!relax.tensor<["s", "s"], i1>, !relax.tensor<["s", "s"], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["s", "s"], f32>
+  %mx = "relax.max"(%x) {axes = [1], keepdims = false} : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<["s"], f32>
+  %mm = "relax.maximum"(%ninf, %mx) : (!relax.tensor<[], f32>, !relax.tensor<["s"], f32>) -> !relax.tensor<["s"], f32>
+  %mr = "relax.reshape"(%mm) {shape = ["s", 1]} : (!relax.tensor<["s"], f32>) -> !relax.tensor<["s", 1], f32>
+  %d = "relax.subtract"(%x, %mr) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 1], f32>) -> !relax.tensor<["s", "s"], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %sum = "relax.sum"(%e) {axes = [-1], keepdims = false} : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<["s"], f32>
+  %sr = "relax.reshape"(%sum) {shape = ["s", 1]} : (!relax.tensor<["s"], f32>) -> !relax.tensor<["s", 1], f32>
+  %p = "relax.divide"(%e, %sr) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 1], f32>) -> !relax.tensor<["s", "s"], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 32], f32>) -> !relax.tensor<["s", 32], f32>
+  return %o : !relax.tensor<["s", 32], f32>
+}
+
+// -----
+
+// Batched multi-head attention with a multiplied scale.
+// CHECK-LABEL: func.func @heads
+// CHECK-SAME: (%[[Q:.*]]: !relax.tensor<[2, 4, "s", 64], f32>, %[[K:.*]]: !relax.tensor<[2, 4, "t", 64], f32>, %[[V:.*]]: !relax.tensor<[2, 4, "t", 64], f32>)
+// CHECK: %[[R:.*]] = "relax.attention"(%[[Q]], %[[K]], %[[V]]) {scale = 1.250000e-01 : f32} : {{.*}} -> !relax.tensor<[2, 4, "s", 64], f32>
+// CHECK-NEXT: return %[[R]]
+func.func @heads(%q: !relax.tensor<[2, 4, "s", 64], f32>, %k: !relax.tensor<[2, 4, "t", 64], f32>, %v: !relax.tensor<[2, 4, "t", 64], f32>) -> !relax.tensor<[2, 4, "s", 64], f32> {
+  %c = "relax.constant"() {value = dense<1.250000e-01> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %kt = "relax.permute_dims"(%k) {axes = [0, 1, 3, 2]} : (!relax.tensor<[2, 4, "t", 64], f32>) -> !relax.tensor<[2, 4, 64, "t"], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[2, 4, "s", 64], f32>, !relax.tensor<[2, 4, 64, "t"], f32>) -> !relax.tensor<[2, 4, "s", "t"], f32>
+  %x = "relax.multiply"(%s, %c) : (!relax.tensor<[2, 4, "s", "t"], f32>, !relax.tensor<[], f32>) -> !relax.tensor<[2, 4, "s", "t"], f32>
+  %mx = "relax.max"(%x) {axes = [3], keepdims = true} : (!relax.tensor<[2, 4, "s", "t"], f32>) -> !relax.tensor<[2, 4, "s", 1], f32>
+  %d = "relax.subtract"(%x, %mx) : (!relax.tensor<[2, 4, "s", "t"], f32>, !relax.tensor<[2, 4, "s", 1], f32>) -> !relax.tensor<[2, 4, "s", "t"], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<[2, 4, "s", "t"], f32>) -> !relax.tensor<[2, 4, "s", "t"], f32>
+  %sum = "relax.sum"(%e) {axes = [3], keepdims = true} : (!relax.tensor<[2, 4, "s", "t"], f32>) -> !relax.tensor<[2, 4, "s", 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<[2, 4, "s", "t"], f32>, !relax.tensor<[2, 4, "s", 1], f32>) -> !relax.tensor<[2, 4, "s", "t"], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<[2, 4, "s", "t"], f32>, !relax.tensor<[2, 4, "t", 64], f32>) -> !relax.tensor<[2, 4, "s", 64], f32>
+  return %o : !relax.tensor<[2, 4, "s", 64], f32>
+}
+
+// -----
+
+// Negative: the probabilities are also returned (used twice): nothing is fused.
+// CHECK-LABEL: func.func @probs_used_twice
+// CHECK-NOT: "relax.attention"
+// CHECK: "relax.exp"
+// CHECK: %[[P:.*]] = "relax.divide"
+// CHECK: %[[O:.*]] = "relax.matmul"(%[[P]],
+// CHECK: return %[[O]], %[[P]]
+func.func @probs_used_twice(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s", 64], f32>, %v: !relax.tensor<["s", 64], f32>) -> (!relax.tensor<["s", 64], f32>, !relax.tensor<["s", "s"], f32>) {
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<["s", 64], f32>) -> !relax.tensor<[64, "s"], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<["s", 64], f32>, !relax.tensor<[64, "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<["s", 1], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 1], f32>) -> !relax.tensor<["s", "s"], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<["s", 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 1], f32>) -> !relax.tensor<["s", "s"], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 64], f32>) -> !relax.tensor<["s", 64], f32>
+  return %o, %p : !relax.tensor<["s", 64], f32>, !relax.tensor<["s", "s"], f32>
+}
+
+// -----
+
+// Negative: softmax over the query axis (axes = [0]) is not attention.
+// CHECK-LABEL: func.func @other_axis
+// CHECK-NOT: "relax.attention"
+// CHECK: "relax.max"(%{{.*}}) {axes = [0]
+// CHECK: "relax.exp"
+func.func @other_axis(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s", 64], f32>, %v: !relax.tensor<["s", 64], f32>) -> !relax.tensor<["s", 64], f32> {
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<["s", 64], f32>) -> !relax.tensor<[64, "s"], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<["s", 64], f32>, !relax.tensor<[64, "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %mx = "relax.max"(%s) {axes = [0], keepdims = true} : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<[1, "s"], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<[1, "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %sum = "relax.sum"(%e) {axes = [0], keepdims = true} : (!relax.tensor<["s", "s"], f32>) -> !relax.tensor<[1, "s"], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<[1, "s"], f32>) -> !relax.tensor<["s", "s"], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 64], f32>) -> !relax.tensor<["s", 64], f32>
+  return %o : !relax.tensor<["s", 64], f32>
+}
