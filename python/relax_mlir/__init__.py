@@ -102,6 +102,13 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     start = len(module.session.diags)
     if passes is None:
         passes = tgt.pipeline(optimize)
+    elif target != "cpu":
+        from relax_mlir.targets.cpu import CPU_ONLY_PASSES
+
+        cpu_only = [p for p in passes if p.split("{")[0].strip() in CPU_ONLY_PASSES]
+        if cpu_only:
+            raise CompileError(f"{', '.join(cpu_only)}: CPU-only pass(es) (BLAS calls, CPU kernels) in the "
+                               f"pipeline for target '{target}'; its own pipeline is relax-compile-{target}")
     _check_entries(module)
     inst = Instrumentation(verbose=verbose, dump_dir=knobs.dump_ir())
     if not _run(module, passes, inst):

@@ -6,6 +6,11 @@ from relax_mlir.backend.cpu_runtime import build_cpu_executable
 from relax_mlir.targets.base import OPTIMIZE, Target, register
 
 
+# Passes whose results only the CPU backend can run (BLAS calls, the fused attention kernel's
+# vector code): compile() refuses them in an explicit pipeline for any other target.
+CPU_ONLY_PASSES = ("relax-fuse-attention", "relax-dispatch-library", "relax-multiversion")
+
+
 @register
 class CPUTarget(Target):
     """This machine's CPU, JIT-compiled; `exe.export(path)` writes a shared library."""
@@ -21,7 +26,7 @@ class CPUTarget(Target):
         i = base.index("relax-legalize")
         # relax-multiversion: row-count-dependent choices between BLAS and generated code.
         # relax-fuse-attention first: the chain's matmuls must not become library calls.
-        return base[:i] + ("relax-fuse-attention", "relax-dispatch-library", "relax-multiversion") + base[i:]
+        return base[:i] + CPU_ONLY_PASSES + base[i:]
 
     def build(self, module):
         return build_cpu_executable(module, self.options)

@@ -64,9 +64,10 @@ CASES = textwrap.dedent("""
 
     def check(target):
         import relax_mlir
+        from relax_mlir.targets.cpu import CPU_ONLY_PASSES
         for name, (f, specs, *drop) in CASES.items():
             passes = [p for p in relax_mlir.OPTIMIZE_PIPELINE if p not in drop
-                      and (target == "cpu" or p != "relax-dispatch-library")]
+                      and (target == "cpu" or p not in CPU_ONLY_PASSES)]
             try:
                 exe = relax_mlir.compile(from_jax(f, *specs), target=target, passes=passes)
             except relax_mlir.CompileError as e:  # a GPU target's clean refusal of a type it lacks

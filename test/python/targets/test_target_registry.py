@@ -79,3 +79,25 @@ def test_from_jax_resolves():
 
     assert relax_mlir.from_jax is from_jax
     assert relax_mlir.frontend.jax.from_jax is from_jax
+
+
+def test_cpu_only_passes_are_refused_for_other_targets():
+    """An explicit pipeline with a pass whose output only the CPU runs (BLAS calls, the fused
+    attention kernel) is a CompileError for a GPU target, before any pass runs; the target's own
+    pipelines leave them out (the fused attention becomes its unfused chain there)."""
+    import pytest
+
+    import relax_mlir
+    from relax_mlir.targets import registry
+    from relax_mlir.targets.cpu import CPU_ONLY_PASSES
+
+    src = """func.func @main(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %y = "relax.add"(%x, %x) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  return %y : !relax.tensor<["n", 4], f32>
+}"""
+    for target in ("vulkan", "webgpu", "cuda"):
+        assert not set(CPU_ONLY_PASSES) & set(registry().expand([f"relax-compile-{target}"]))
+        for p in CPU_ONLY_PASSES:
+            with pytest.raises(relax_mlir.CompileError, match=rf"{p}: CPU-only .* target '{target}'"):
+                relax_mlir.compile(src, target=target, passes=["relax-infer-shapes", p, "relax-legalize",
+                                                               "relax-lower-shapes", "relax-to-upstream"])
