@@ -54,6 +54,7 @@ from relax_mlir import knobs
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.runtime import library
+from relax_mlir.shape import const
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
 
 VERSIONS_ATTR = "versions"
@@ -74,8 +75,10 @@ def versions_for(k: int, n: int) -> list[tuple[int | None, str]]:
         out.append((8, "sgemm"))
     elif k * n <= 1 << 18:
         out.append((2, "sgemm"))
-    if k >= 2048:
-        out += [(32, "generated"), (None, "sgemm")]
+    if k * n >= 1 << 20 or (k >= 1024 and k * n >= 1 << 18):
+        # Past the streaming variants (16 rows), the packed generated kernel loses to one-thread
+        # OpenBLAS on these weights (the LLM table above), most of all in a multi-threaded build.
+        out += [(GENERATED_VARIANTS[1][1], "generated"), (None, "sgemm")]
     else:
         out.append((None, "generated"))
     return out
@@ -126,6 +129,15 @@ def read_versions(op: ir.Operation) -> list[tuple[int | None, str]] | None:
     return out
 
 
+def _reshape(x: ir.Value, t: TensorType) -> ir.Value:
+    """`relax.reshape` of `x` to `t` (same elements, row-major) at the current insertion point."""
+    i64 = ir.IntegerType.get_signless(64)
+    shape = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d.value) if d.is_const else ir.StringAttr.get(str(d))
+                              for d in t.dims])
+    return ir.Operation.create("relax.reshape", results=[t.to_mlir()], operands=[x],
+                               attributes={"shape": shape}).results[0]
+
+
 def _static(d) -> int | None:
     return d.value if d is not None and d.is_const else None
 
@@ -167,14 +179,22 @@ class MultiversionPass(ModulePass):
         a, b, r = view(op.operands[0].type), view(op.operands[1].type), view(op.results[0].type)
         if not all(isinstance(t, TensorType) and t.known for t in (a, b, r)):
             return
-        if {a.dtype, b.dtype, r.dtype} != {"f32"} or len(a.dims) != 2 or len(b.dims) != 2 or len(r.dims) != 2:
+        if {a.dtype, b.dtype, r.dtype} != {"f32"} or len(a.dims) < 2 or len(b.dims) != 2 or len(r.dims) != len(a.dims):
             return
-        m, k, n = a.dims[0], _static(b.dims[0]), _static(b.dims[1])
-        if m is None or m.is_const or k is None or n is None or _static(a.dims[1]) != k:
+        m, k, n = const(1), _static(b.dims[0]), _static(b.dims[1])
+        for d in a.dims[:-1]:  # the lhs's leading dims fold into the row count ([b, s, K]: b*s rows)
+            m = m * d
+        if m.is_const or k is None or n is None or _static(a.dims[-1]) != k:
             return
         versions = versions_for(k, n)
         if len({impl for _, impl in versions}) < 2:
             return  # one implementation wins at every row count
+        x = op.operands[0]
+        if len(a.dims) > 2:
+            # One sgemm (or one generated matmul) over all b*s rows: the operand and the result
+            # are row-major, so [b, s, K] -> [b*s, K] and back are views, not copies.
+            with ir.InsertionPoint(op), op.location:
+                x = _reshape(x, a.with_dims((m, k)))
         attrs = {"callee": ir.StringAttr.get("sgemm"), "transpose_a": ir.BoolAttr.get(False),
                  "transpose_b": ir.BoolAttr.get(False), ROWS_ATTR: ir.StringAttr.get(str(m)),
                  VERSIONS_ATTR: ir.ArrayAttr.get([ir.DictAttr.get(
@@ -182,9 +202,12 @@ class MultiversionPass(ModulePass):
                       **({} if hi is None else {"max_rows": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), hi)})})
                      for hi, impl in versions])}
         with ir.InsertionPoint(op), op.location:
-            call = ir.Operation.create("relax_v.call_library", results=[op.results[0].type],
-                                       operands=list(op.operands), attributes=attrs)
-        op.results[0].replace_all_uses_with(call.results[0])
+            rt = r.with_dims((m, n))
+            call = ir.Operation.create("relax_v.call_library", results=[rt.to_mlir()],
+                                       operands=[x, op.operands[1]], attributes=attrs).results[0]
+            if len(r.dims) > 2:
+                call = _reshape(call, r)
+        op.results[0].replace_all_uses_with(call)
         op.erase()
 
 
