@@ -42,6 +42,30 @@ rows, <= 2^18 up to 2 rows); the generated streaming kernels win from there to 1
 reading a large weight matrix once per row block (K*N >= 2^20) from 1 row; at K >= 2048 OpenBLAS's
 K blocking wins from 64 rows (1.14-1.56x). K or N below 256 was not measured: left to
 `relax-dispatch-library`.
+
+The LLM's weights (issue 17: an LLM prefill's products are [b*s, K] x [K, N] with b*s = the
+prompt's tokens), measured the same way but as MEDIANS of interleaved single calls (what a call
+costs under the shared machine's real load, here 10-11 on 2 cores; `bench/dispatch.py
+--crossover --llm`), ratio generated / one-thread BLAS, generated on 1 thread / on 2 threads
+(the multi-threaded build that a prefill runs, its arguments being over
+RELAX_MLIR_PARALLEL_MIN_ELEMENTS):
+
+| K x N        | M=16        | 17          | 32          | 64           | 128         | 512         |
+|--------------|-------------|-------------|-------------|--------------|-------------|-------------|
+| 1024 x 1024  | 0.85 / 6.09 | 1.36 / 7.75 | 1.23 / 8.60 | 1.15 / 10.58 | 2.56 / 2.46 | 1.41 / 1.44 |
+| 1024 x 256   | 1.53 / 9.11 | 1.79 / 1.58 | 1.57 / 1.42 | 1.49 / 5.57  | 1.26 / 8.40 | 1.03 / 9.44 |
+| 1024 x 2816  | 0.14 / 1.02 | 0.97 / 8.04 | 0.87 / 0.98 | 0.98 / 1.15  | 0.98 / 0.81 | 1.30 / 0.96 |
+| 2816 x 1024  | 0.13 / 1.03 | 1.94 / 1.32 | 2.77 / 3.71 | 4.13 / 2.48  | 3.64 / 2.52 | 3.86 / 3.40 |
+| 1024 x 32000 | 1.02 / 0.68 | 1.80 / 1.22 | 1.21 / 1.11 | 1.18 / 1.11  | 1.02 / 0.97 | 1.17 / 0.62 |
+
+Read as: past the streaming variants (17 rows and up) one-thread OpenBLAS matches or beats the
+packed generated kernel on every one of these weights, by 2-4x at K = 2816 (the generated kernel
+blocks K there and reads B unpacked); the generated code on two threads is slower still in most
+cells (its worker waits for a core that another process holds), and OpenBLAS on two threads was
+1-250x slower than on one (the barrier of runtime/library.py). So a product with K*N >= 2^20, or
+K >= 1024 and K*N >= 2^18, runs the generated streaming kernels up to 16 rows and BLAS above;
+the rows <= 16 entries are the table above's. The minimum times of the same run (the machine's
+quiet moments) agree within 0.7-1.4x except at M = 16, where the streaming kernel wins.
 """
 from __future__ import annotations
 
