@@ -3,6 +3,7 @@
     python bench/dispatch.py [--reps 15] [--models mlp,attention,block]   # the model table
     python bench/dispatch.py --blas        # one sgemm through ctypes: 1 vs 2 OpenBLAS threads
     python bench/dispatch.py --crossover   # generated matmul (one compile) vs BLAS, per M
+    python bench/dispatch.py --crossover --llm   # the same at the LLM's weight shapes, 1 and 2 threads
 
 Model table: MLP 512->2048->512 (bias, relu) at b = 1, 7, 32, 128, 512; single-head attention
 and the transformer block (examples/models.py, d = 256, hidden 1024) at s = 16, 64, 128, 512.
@@ -79,27 +80,58 @@ def blas_threads() -> None:
     print(f"set_num_threads(2) + (1): {(time.perf_counter() - t) / 10000 * 1e6:.2f} us")
 
 
-def crossover(shapes=((512, 2048), (2048, 512), (256, 256), (256, 1024), (1024, 256))) -> None:
-    """The table of transforms/multiversion.py: generated (one compile, dynamic M) / BLAS."""
+def crossover(shapes=((512, 2048), (2048, 512), (256, 256), (256, 1024), (1024, 256)),
+              rows=(1, 2, 4, 7, 16, 32, 64, 128, 512), rounds: int = 3, threads=(1,)) -> None:
+    """The table of transforms/multiversion.py: generated (one compile, dynamic M) / BLAS (one
+    thread). Per (K, N, M) the implementations alternate call by call for `rounds` rounds of
+    0.1 s each; each gets the median of its per-call times (what a call costs under the
+    machine's load) and the minimum (what it costs when it has the core). `threads`: the
+    generated code is also built for these thread counts (the multi-threaded build an LLM's
+    prefill runs on), and OpenBLAS is also run on 2 threads when 2 is among them."""
     from relax_mlir.backend.cpu_matmul import compile_matmul
 
     lib, f = _sgemm()
-    lib.scipy_openblas_set_num_threads(1)
+    setn = lib.scipy_openblas_set_num_threads
+    setn(1)
     rng = np.random.default_rng(0)
     print(f"load average {os.getloadavg()}")
     for k, n in shapes:
-        g = compile_matmul(None, k, n, 1)
+        gens = {f"gen{t}": compile_matmul(None, k, n, t) for t in threads}
         b = rng.standard_normal((k, n), dtype=np.float32)
-        for m in (1, 2, 4, 7, 16, 32, 64, 128, 512):
+        for m in rows:
             a = rng.standard_normal((m, k), dtype=np.float32)
             c = np.empty((m, n), np.float32)
 
-            def blas():
-                f(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0, c.ctypes.data, n)
+            def blas(t):
+                def run():
+                    if t > 1:
+                        setn(t)
+                    f(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0, c.ctypes.data, n)
+                    if t > 1:
+                        setn(1)
+                return run
 
-            rounds = [(_median_us(lambda: g(a, b, c)), _median_us(blas)) for _ in range(3)]
-            tg, tb = min(r[0] for r in rounds), min(r[1] for r in rounds)
-            print(f"K={k} N={n} M={m}: generated {tg:9.1f} us  blas {tb:9.1f} us  ratio {tg / tb:5.2f}", flush=True)
+            fns = {name: (lambda g: lambda: g(a, b, c))(g) for name, g in gens.items()}
+            fns["blas1"] = blas(1)
+            if 2 in threads:
+                fns["blas2"] = blas(2)
+            times = {name: [] for name in fns}
+            for _ in range(rounds):
+                end = time.perf_counter() + 0.1 * len(fns)
+                while time.perf_counter() < end:
+                    for name, fn in fns.items():
+                        t = time.perf_counter()
+                        fn()
+                        times[name].append((time.perf_counter() - t) * 1e6)
+            med = {name: statistics.median(v) for name, v in times.items()}
+            low = {name: min(v) for name, v in times.items()}
+            cells = "  ".join(f"{name} {med[name]:8.0f} ({low[name]:7.0f})" for name in fns)
+            print(f"K={k} N={n} M={m}: median (min) us  {cells}  gen1/blas1 {med['gen1'] / med['blas1']:5.2f}"
+                  + (f" ({low['gen1'] / low['blas1']:4.2f})"), flush=True)
+    print(f"load average {os.getloadavg()}")
+
+
+LLM_SHAPES = ((1024, 1024), (1024, 256), (1024, 2816), (2816, 1024), (1024, 32000))
 
 
 def _models():
@@ -179,13 +211,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blas", action="store_true")
     ap.add_argument("--crossover", action="store_true")
+    ap.add_argument("--llm", action="store_true",
+                    help="with --crossover: the LLM's weight shapes (K x N 1024x1024, 1024x256, 1024x2816, "
+                         "2816x1024, 1024x32000) at rows 16-512, generated code on 1 and 2 threads")
+    ap.add_argument("--rows", default="", help="with --crossover: row counts, comma-separated")
     ap.add_argument("--models", default="mlp,attention,block")
     ap.add_argument("--reps", type=int, default=15)
     a = ap.parse_args()
     if a.blas:
         blas_threads()
+    elif a.crossover and a.llm:
+        crossover(LLM_SHAPES, tuple(int(r) for r in (a.rows or "16,17,32,33,64,128,512").split(",")),
+                  threads=(1, 2))
     elif a.crossover:
-        crossover()
+        crossover(rows=tuple(int(r) for r in a.rows.split(",")) if a.rows else (1, 2, 4, 7, 16, 32, 64, 128, 512))
     else:
         models(a.models.split(","), a.reps)
 

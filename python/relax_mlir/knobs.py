@@ -41,6 +41,12 @@ def num_threads_setting() -> int | None:
     return n
 
 
+def profile() -> bool:
+    """RELAX_MLIR_PROFILE=1: the CPU backend times every kernel call of the host program and the
+    process prints a table per executable at exit (backend/cpu_profile.py). Default off."""
+    return os.environ.get("RELAX_MLIR_PROFILE", "") not in ("", "0")
+
+
 def use_library() -> str:
     """RELAX_MLIR_LIBRARY=auto|always|never: library dispatch of matmuls (default auto)."""
     return os.environ.get("RELAX_MLIR_LIBRARY", "auto")

@@ -49,6 +49,7 @@ from mlir import ir
 
 from relax_mlir import knobs
 from relax_mlir.backend.common import LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs, walk
+from relax_mlir.backend.cpu_profile import instrument as instrument_for_profile
 from relax_mlir.passes import ModulePass
 
 __all__ = [
@@ -1350,6 +1351,8 @@ def stage_bufferize(module, options: CPUOptions) -> None:
     from relax_mlir.backend.cpu_library import lower_library_ops
 
     lower_library_ops(as_op(module))
+    if knobs.profile():
+        instrument_for_profile(as_op(module))
 
 
 def stage_parallelize(module, options: CPUOptions) -> None:

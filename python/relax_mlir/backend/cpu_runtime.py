@@ -8,6 +8,7 @@ from mlir import ir
 from relax_mlir import knobs
 from relax_mlir.backend.cpu import CPUOptions, JitModule, lower
 from relax_mlir.backend.cpu_artifact import export
+from relax_mlir.backend.cpu_profile import register as profile_at_exit
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 
 
@@ -217,4 +218,7 @@ def build_cpu_executable(module, options=None) -> Executable:
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name), JitEntry(run, s.name))
              for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name
-    return Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream, "exporter": _export})
+    exe = Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream, "exporter": _export})
+    if knobs.profile():
+        profile_at_exit(exe)
+    return exe

@@ -20,6 +20,12 @@ A multi-threaded call is a barrier: it ends when its last thread ends, and a wor
 its core taken by another process waits for the next tick. The thread-count switch itself is
 not the cost (0.6 us). So the single-head attention at s = 512 took 17-100 ms with two threads
 and takes 2.3 ms with one (7.9 ms before on generated code).
+
+Measured again for the LLM prefill's weight products (issue 17; `bench/dispatch.py --crossover
+--llm`, load average 10-11, medians of interleaved calls): two threads were slower than one at
+every shape and row count tried, 1.0-1.4x for [16..512, 1024] x [1024, 32000], 2-15x for
+[17..512, 2816] x [2816, 1024], up to 250x for [16..512, 1024] x [1024, 256] (a 1 ms product
+waiting 60-90 ms). The default stays one thread.
 """
 from __future__ import annotations
 

@@ -21,7 +21,9 @@ GFLOP/s at s=512, d=64). So `auto` dispatches a matmul unless both K and N are s
 ~1-4): s = 512 2.3 ms through BLAS vs 9-13 ms generated, s = 16 0.02 vs 0.15 ms. Where K and N
 are static and >= `min_static`, the row count decides: `relax-multiversion` (run next) gives such
 a matmul a BLAS version for the row counts where its measured table prefers BLAS, chosen at run
-time (transforms/multiversion.py).
+time (transforms/multiversion.py): for an LLM's weights (K*N >= 2^20, or K >= 1024 and K*N >=
+2^18) BLAS past 16 rows, so a prefill's [b*s, K] x [K, N] products are one sgemm each; a 3-D
+[b, s, K] x [K, N] product is versioned on its b*s flattened rows.
 
 `relax-legalize` turns each `call_library` into a `call_tir` of a kernel holding the matmul as a
 `linalg.generic` tagged `relax.library = "sgemm"` (`legalize_call_library`): shapes stay symbolic,

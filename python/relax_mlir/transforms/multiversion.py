@@ -42,6 +42,30 @@ rows, <= 2^18 up to 2 rows); the generated streaming kernels win from there to 1
 reading a large weight matrix once per row block (K*N >= 2^20) from 1 row; at K >= 2048 OpenBLAS's
 K blocking wins from 64 rows (1.14-1.56x). K or N below 256 was not measured: left to
 `relax-dispatch-library`.
+
+The LLM's weights (issue 17: an LLM prefill's products are [b*s, K] x [K, N] with b*s = the
+prompt's tokens), measured the same way but as MEDIANS of interleaved single calls (what a call
+costs under the shared machine's real load, here 10-11 on 2 cores; `bench/dispatch.py
+--crossover --llm`), ratio generated / one-thread BLAS, generated on 1 thread / on 2 threads
+(the multi-threaded build that a prefill runs, its arguments being over
+RELAX_MLIR_PARALLEL_MIN_ELEMENTS):
+
+| K x N        | M=16        | 17          | 32          | 64           | 128         | 512         |
+|--------------|-------------|-------------|-------------|--------------|-------------|-------------|
+| 1024 x 1024  | 0.85 / 6.09 | 1.36 / 7.75 | 1.23 / 8.60 | 1.15 / 10.58 | 2.56 / 2.46 | 1.41 / 1.44 |
+| 1024 x 256   | 1.53 / 9.11 | 1.79 / 1.58 | 1.57 / 1.42 | 1.49 / 5.57  | 1.26 / 8.40 | 1.03 / 9.44 |
+| 1024 x 2816  | 0.14 / 1.02 | 0.97 / 8.04 | 0.87 / 0.98 | 0.98 / 1.15  | 0.98 / 0.81 | 1.30 / 0.96 |
+| 2816 x 1024  | 0.13 / 1.03 | 1.94 / 1.32 | 2.77 / 3.71 | 4.13 / 2.48  | 3.64 / 2.52 | 3.86 / 3.40 |
+| 1024 x 32000 | 1.02 / 0.68 | 1.80 / 1.22 | 1.21 / 1.11 | 1.18 / 1.11  | 1.02 / 0.97 | 1.17 / 0.62 |
+
+Read as: past the streaming variants (17 rows and up) one-thread OpenBLAS matches or beats the
+packed generated kernel on every one of these weights, by 2-4x at K = 2816 (the generated kernel
+blocks K there and reads B unpacked); the generated code on two threads is slower still in most
+cells (its worker waits for a core that another process holds), and OpenBLAS on two threads was
+1-250x slower than on one (the barrier of runtime/library.py). So a product with K*N >= 2^20, or
+K >= 1024 and K*N >= 2^18, runs the generated streaming kernels up to 16 rows and BLAS above;
+the rows <= 16 entries are the table above's. The minimum times of the same run (the machine's
+quiet moments) agree within 0.7-1.4x except at M = 16, where the streaming kernel wins.
 """
 from __future__ import annotations
 
@@ -54,6 +78,7 @@ from relax_mlir import knobs
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.runtime import library
+from relax_mlir.shape import const
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
 
 VERSIONS_ATTR = "versions"
@@ -74,8 +99,10 @@ def versions_for(k: int, n: int) -> list[tuple[int | None, str]]:
         out.append((8, "sgemm"))
     elif k * n <= 1 << 18:
         out.append((2, "sgemm"))
-    if k >= 2048:
-        out += [(32, "generated"), (None, "sgemm")]
+    if k * n >= 1 << 20 or (k >= 1024 and k * n >= 1 << 18):
+        # Past the streaming variants (16 rows), the packed generated kernel loses to one-thread
+        # OpenBLAS on these weights (the LLM table above), most of all in a multi-threaded build.
+        out += [(dict(GENERATED_VARIANTS)["medium"], "generated"), (None, "sgemm")]
     else:
         out.append((None, "generated"))
     return out
@@ -124,6 +151,15 @@ def read_versions(op: ir.Operation) -> list[tuple[int | None, str]] | None:
                             f"max_rows = N}} with increasing N, the last without max_rows; got "
                             f"{op.attributes[VERSIONS_ATTR]}")
     return out
+
+
+def _reshape(x: ir.Value, t: TensorType) -> ir.Value:
+    """`relax.reshape` of `x` to `t` (same elements, row-major) at the current insertion point."""
+    i64 = ir.IntegerType.get_signless(64)
+    shape = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d.value) if d.is_const else ir.StringAttr.get(str(d))
+                              for d in t.dims])
+    return ir.Operation.create("relax.reshape", results=[t.to_mlir()], operands=[x],
+                               attributes={"shape": shape}).results[0]
 
 
 def _static(d) -> int | None:
@@ -176,14 +212,22 @@ class MultiversionPass(ModulePass):
         a, b, r = view(op.operands[0].type), view(op.operands[1].type), view(op.results[0].type)
         if not all(isinstance(t, TensorType) and t.known for t in (a, b, r)):
             return
-        if {a.dtype, b.dtype, r.dtype} != {"f32"} or len(a.dims) != 2 or len(b.dims) != 2 or len(r.dims) != 2:
+        if {a.dtype, b.dtype, r.dtype} != {"f32"} or len(a.dims) < 2 or len(b.dims) != 2 or len(r.dims) != len(a.dims):
             return
-        m, k, n = a.dims[0], _static(b.dims[0]), _static(b.dims[1])
-        if m is None or m.is_const or k is None or n is None or _static(a.dims[1]) != k:
+        m, k, n = const(1), _static(b.dims[0]), _static(b.dims[1])
+        for d in a.dims[:-1]:  # the lhs's leading dims fold into the row count ([b, s, K]: b*s rows)
+            m = m * d
+        if m.is_const or k is None or n is None or _static(a.dims[-1]) != k:
             return
         versions = versions_for(k, n)
         if len({impl for _, impl in versions}) < 2:
             return  # one implementation wins at every row count
+        x = op.operands[0]
+        if len(a.dims) > 2:
+            # One sgemm (or one generated matmul) over all b*s rows: the operand and the result
+            # are row-major, so [b, s, K] -> [b*s, K] and back are views, not copies.
+            with ir.InsertionPoint(op), op.location:
+                x = _reshape(x, a.with_dims((m, k)))
         attrs = {"callee": ir.StringAttr.get("sgemm"), "transpose_a": ir.BoolAttr.get(False),
                  "transpose_b": ir.BoolAttr.get(False), ROWS_ATTR: ir.StringAttr.get(str(m)),
                  VERSIONS_ATTR: ir.ArrayAttr.get([ir.DictAttr.get(
@@ -191,9 +235,12 @@ class MultiversionPass(ModulePass):
                       **({} if hi is None else {"max_rows": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), hi)})})
                      for hi, impl in versions])}
         with ir.InsertionPoint(op), op.location:
-            call = ir.Operation.create("relax_v.call_library", results=[op.results[0].type],
-                                       operands=list(op.operands), attributes=attrs)
-        op.results[0].replace_all_uses_with(call.results[0])
+            rt = r.with_dims((m, n))
+            call = ir.Operation.create("relax_v.call_library", results=[rt.to_mlir()],
+                                       operands=[x, op.operands[1]], attributes=attrs).results[0]
+            if len(r.dims) > 2:
+                call = _reshape(call, r)
+        op.results[0].replace_all_uses_with(call)
         op.erase()
 
 
