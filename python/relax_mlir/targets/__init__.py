@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from relax_mlir.core.pipeline import PassRegistry
 from relax_mlir.targets import cpu, cuda, vulkan, webgpu  # noqa: F401  (each registers its target)
-from relax_mlir.targets.base import PIPELINES, TARGETS, Target, get_target
+from relax_mlir.targets.base import CPU_ONLY_PASSES, PIPELINES, TARGETS, Target, get_target
 from relax_mlir.transforms import PASSES as GRAPH_PASSES
 
-__all__ = ["PIPELINES", "TARGETS", "Target", "all_passes", "get_target", "registry"]
+__all__ = ["CPU_ONLY_PASSES", "PIPELINES", "TARGETS", "Target", "all_passes", "get_target", "registry"]
 
 
 def all_passes() -> dict:

@@ -15,6 +15,9 @@ from relax_mlir.core.diagnostics import CompileError, suggest
 # target's `build()` then lowers the upstream-level module with its own stages.
 # relax-expand-attention: relax.attention as its unfused chain; the CPU target drops it from its
 # pipeline (its kernel is CPU code), the GPU targets compile the chain.
+# Passes whose results only the CPU backend can run (BLAS calls, the fused attention kernel's
+# vector code): the CPU pipeline's own, refused by compile() in a pipeline for any other target.
+CPU_ONLY_PASSES = ("relax-fuse-attention", "relax-dispatch-library", "relax-multiversion")
 LOWER = ("relax-infer-shapes", "relax-expand-attention", "relax-legalize", "relax-lower-shapes", "relax-to-upstream")
 OPTIMIZE = ("relax-infer-shapes", "relax-canonicalize", "relax-expand-attention", "relax-legalize", "relax-fuse-kernels", "relax-dce",
             "relax-plan-memory", "relax-lower-shapes", "relax-to-upstream")

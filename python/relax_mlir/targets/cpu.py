@@ -3,12 +3,7 @@ from __future__ import annotations
 
 from relax_mlir.backend.cpu import CPU_PASSES, CPUOptions
 from relax_mlir.backend.cpu_runtime import build_cpu_executable
-from relax_mlir.targets.base import OPTIMIZE, Target, register
-
-
-# Passes whose results only the CPU backend can run (BLAS calls, the fused attention kernel's
-# vector code): compile() refuses them in an explicit pipeline for any other target.
-CPU_ONLY_PASSES = ("relax-fuse-attention", "relax-dispatch-library", "relax-multiversion")
+from relax_mlir.targets.base import CPU_ONLY_PASSES, OPTIMIZE, Target, register
 
 
 @register

@@ -45,7 +45,7 @@ RTOL = {"float64": 1e-6, "float32": 1e-3, "float16": 3e-2, "bfloat16": 1e-1}
 def optional_passes(target: str) -> list[str]:
     import relax_mlir
 
-    from relax_mlir.targets.cpu import CPU_ONLY_PASSES
+    from relax_mlir.targets import CPU_ONLY_PASSES
 
     out = [p for p in relax_mlir.OPTIMIZE_PIPELINE if p not in REQUIRED]
     if target != "cpu":
@@ -56,7 +56,7 @@ def optional_passes(target: str) -> list[str]:
 def pipeline(target: str, removed: str | None) -> list[str]:
     import relax_mlir
 
-    from relax_mlir.targets.cpu import CPU_ONLY_PASSES
+    from relax_mlir.targets import CPU_ONLY_PASSES
 
     ps = [p for p in relax_mlir.OPTIMIZE_PIPELINE if p != removed]
     if target != "cpu":

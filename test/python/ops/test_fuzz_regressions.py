@@ -64,7 +64,7 @@ CASES = textwrap.dedent("""
 
     def check(target):
         import relax_mlir
-        from relax_mlir.targets.cpu import CPU_ONLY_PASSES
+        from relax_mlir.targets import CPU_ONLY_PASSES
         for name, (f, specs, *drop) in CASES.items():
             passes = [p for p in relax_mlir.OPTIMIZE_PIPELINE if p not in drop
                       and (target == "cpu" or p not in CPU_ONLY_PASSES)]

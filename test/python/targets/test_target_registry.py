@@ -89,7 +89,7 @@ def test_cpu_only_passes_are_refused_for_other_targets():
 
     import relax_mlir
     from relax_mlir.targets import registry
-    from relax_mlir.targets.cpu import CPU_ONLY_PASSES
+    from relax_mlir.targets import CPU_ONLY_PASSES
 
     src = """func.func @main(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32> {
   %y = "relax.add"(%x, %x) : (!relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
