@@ -181,6 +181,13 @@ def drive(jobs_path: str, results_path: str, per_input_s: int = 20) -> None:
     import traceback
 
     signal.signal(signal.SIGALRM, _on_alarm)
+    # The tools' imports (MLIR, jax's StableHLO parser) before the first input's alarm: on a
+    # loaded machine they alone took over per_input_s, reported as a hang of the first input.
+    import relax_mlir.frontend.stablehlo  # noqa: F401
+    import relax_mlir.tools.import_stablehlo  # noqa: F401
+    import relax_mlir.tools.relax_opt  # noqa: F401
+    from jax._src.lib.mlir import ir  # noqa: F401  (what the importer parses StableHLO with)
+
     tmp = tempfile.mkdtemp(prefix="relax-fuzz-")
     devnull = os.open(os.devnull, os.O_WRONLY)
     saved_out, saved_err = os.dup(1), os.dup(2)

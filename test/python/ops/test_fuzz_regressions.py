@@ -50,6 +50,11 @@ CASES = textwrap.dedent("""
         # a bool column picked by a run-time index is read inside the kernel (tensor.extract of a
         # captured i1 tensor): vectorized, it became a gather of bit-packed i1 (seed 1500023)
         "bool_column_by_index": (lambda a, i: jnp.where(a[:, i], i, 7), [S((n, 5), jnp.bool_), S((), jnp.int32)]),
+        # integer tables the importer knows by value with no element (an iota over a static 0 dim;
+        # seeds 1500214, 1500252: "Attributes list must be non-empty")
+        "iota_of_empty": (lambda a, b: (jnp.arange(a[:-2:3].shape[0])[:, None] >= jnp.arange(a[:-2:3].shape[0])[None, :],
+                                        jnp.ravel(b) % 3 != jnp.ravel(b), b.sum() + a[:1].sum()),
+                          [S((2, 4), jnp.int32), S((0, 0, 1), jnp.int32)]),
     }
 
     def same(got, want, name):

@@ -105,6 +105,8 @@ class Importer:
                 vals = [int(bool(x)) for x in vals]
             if rank == 0:
                 value = _splat([], v.dtype, vals[0])
+            elif not vals:  # a zero-size table (the iota of a 0 dim): no element to list
+                value = _splat([0], v.dtype, 0)
             else:
                 value = ir.DenseElementsAttr.get([_scalar_attr(v.dtype, x) for x in vals],
                                                  type=ir.RankedTensorType.get([len(vals)], _elt(v.dtype)))
