@@ -11,7 +11,9 @@ module, and the number of parse / print calls on MLIR objects during import + co
 `--llm`: the realistic Llama of bench/llm.py (transformers' Flax Llama, d=1024, 16 heads / 4 KV
 heads, SwiGLU 2816, vocab 32000, max context 2048, f32) exported as its KV-cache decode step and its
 prefill; per L: the export, the import, `compile()` (wall and this process's CPU time; the relax
-passes and the CPU backend apart) and which builds `compile()` made (one-thread, multi-threaded).
+passes and the CPU backend apart), the number of kernels the CPU backend compiles (the same at
+every depth once each layer calls the same kernels) and which builds `compile()` made
+(one-thread, multi-threaded).
 The weights' values do not enter the compile (zeros, not random: allocating them lazily keeps a
 24-layer model cheap).
 """
@@ -170,7 +172,12 @@ def measure_llm(layers: int, kind: str) -> dict:
     run = exe._keepalive[1]
     built = run.built if hasattr(run, "built") else (run.jit1 is not None, run.jitn is not None)  # older runtimes
     builds = "+".join(n for n, b in zip(("1-thread", "threaded"), built) if b)
-    return {"layers": layers, "kind": kind, "export_s": t1 - t0, "import_s": t2 - t1, "compile_s": t4 - t3,
+    from relax_mlir.backend import cpu
+
+    upstream = exe.artifacts["upstream"]
+    with upstream.context:
+        kernels = len(cpu._kernels(upstream))
+    return {"kernels": kernels, "layers": layers, "kind": kind, "export_s": t1 - t0, "import_s": t2 - t1, "compile_s": t4 - t3,
             "compile_cpu_s": c1 - c0, "backend_s": backend["wall"], "backend_cpu_s": backend["cpu"],
             "builds": builds}
 
@@ -182,12 +189,12 @@ def main_llm(args) -> None:
     print(f"# Llama d=1024, 16/4 heads, SwiGLU 2816, vocab 32000, f32; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} cores")
     print(f"{'kind':>8} {'layers':>6} {'export s':>9} {'import s':>9} {'compile s':>10} {'cpu s':>7} "
-          f"{'backend s':>10} {'backend cpu s':>14}  builds")
+          f"{'backend s':>10} {'backend cpu s':>14} {'kernels':>8}  builds")
     for kind in args.kind:
         for L in args.layers:
             r = measure_llm(L, kind)
             print(f"{kind:>8} {L:>6} {r['export_s']:>9.2f} {r['import_s']:>9.2f} {r['compile_s']:>10.2f} "
-                  f"{r['compile_cpu_s']:>7.2f} {r['backend_s']:>10.2f} {r['backend_cpu_s']:>14.2f}  {r['builds']}"
+                  f"{r['compile_cpu_s']:>7.2f} {r['backend_s']:>10.2f} {r['backend_cpu_s']:>14.2f} {r['kernels']:>8}  {r['builds']}"
                   f"   (load {os.getloadavg()[0]:.2f})", flush=True)
 
 

@@ -231,7 +231,7 @@ class _Fuser:
                 continue
             if "callee" not in p.attributes or not self.is_ew(_callee(p)):
                 continue
-            if len(list(p.results[0].uses)) != 1 and not self.small(_callee(p)):
+            if len(list(p.results[0].uses)) != 1 and not self.duplicable(p):
                 continue  # a multi-use producer is recomputed in each consumer only when cheap
             if reduction:
                 if not _reads_whole(self.kernel(_callee(c)), j):
@@ -244,6 +244,23 @@ class _Fuser:
                 continue
             return p, j
         return None
+
+    def duplicable(self, p: ir.Operation) -> bool:
+        """A multi-use producer may be recomputed in each consumer when its kernel is small and it
+        reads at most one operand of its result's full shape (the others broadcast): a consumer
+        then reads no more than it would read from the intermediate. Recomputing a residual
+        stream `x + a` would make each consumer read both, and the next residual add `(x + a) + b`
+        three, and so on: layer k of an LLM re-added every earlier layer's output (O(depth^2)
+        work, and a different kernel per layer for LLVM to compile)."""
+        if not self.small(_callee(p)):
+            return False
+        dims = view(p.results[0].type).dims
+        full = 0
+        for v in p.operands:
+            t = view(v.type)
+            if isinstance(t, TensorType) and (not t.known or t.dims == dims):
+                full += 1
+        return full <= 1
 
     def small(self, name: str) -> bool:
         """A kernel cheap enough to recompute in every consumer (XLA-style producer duplication)."""

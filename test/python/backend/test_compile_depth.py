@@ -1,6 +1,7 @@
 """Compile work grows linearly in depth: a stack of pre-norm residual blocks (each layer with its own
-weights, as an LLM): the entry grows by the same ops per layer and is inlined into its C-interface
-wrapper (no call with one scalar argument per memref field for LLVM to select)."""
+weights, as an LLM) calls the same kernels at every depth (LLVM compiles each once), the entry grows
+by the same ops per layer and is inlined into its C-interface wrapper (no call with one scalar
+argument per memref field for LLVM to select)."""
 from __future__ import annotations
 
 import jax
@@ -60,6 +61,26 @@ def entry_ops(module_op: ir.Operation) -> int:
         if f.operation.name == "func.func" and not cpu._is_private(f):
             cpu.walk(f.operation, count)
     return n[0]
+
+
+def test_kernels_do_not_grow_with_depth():
+    """Every layer calls the same kernels: the residual stream is materialized once per layer, not
+    recomputed by the next layers' norms (which made each layer's kernels different)."""
+    m2, m4, m8 = upstream(2), upstream(4), upstream(8)
+    with m2.context:
+        k2, k4, k8 = kernels(m2.op), kernels(m4.op), kernels(m8.op)
+    assert k2 == k4 == k8
+
+
+def test_residual_stream_is_not_recomputed_in_later_layers():
+    """No fused kernel re-adds earlier layers' outputs: every fused elementwise kernel reads at
+    most the residual plus one layer output (a growing chain of adds was one new kernel per layer)."""
+    m = upstream(4)
+    with m.context:
+        for f in cpu._kernels(m.op):
+            adds = []
+            cpu.walk(f.operation, lambda o: adds.append(o) if o.name == "arith.addf" else None)
+            assert len(adds) <= 3, ir.StringAttr(f.attributes["sym_name"]).value
 
 
 def test_entry_grows_linearly_with_depth():
