@@ -126,3 +126,15 @@ def test_normalized_outputs_are_judged_against_unit_scale():
             if o in exprs and p.families[int(o[1:])] == "norm":
                 kinds.setdefault(exprs[o].startswith(("jnp.var", "jax.nn.log_softmax")), set()).add(u)
     assert kinds.get(False) == {True} and kinds.get(True) == {False}, kinds
+
+
+def test_subnormal_results_compare_as_zero_when_inexact():
+    """XLA on CPU flushes subnormal results to zero; IEEE arithmetic keeps them (seed 1800154: a
+    product of 1156 doubles, -7.3e-316 against jax's -0.0). Inexact values below the smallest
+    normal compare as zeros; exact ones and normal values still compare as they are."""
+    import numpy as np
+
+    assert campaign.compare(np.float64([-7.33159466e-316]), np.float64([-0.0]), exact=False) is None
+    assert campaign.compare(np.float32([1e-39, 2.0]), np.float32([0.0, 2.0]), exact=False) is None
+    assert campaign.compare(np.float64([-7.33159466e-316]), np.float64([-0.0]), exact=True)
+    assert campaign.compare(np.float32([1.2e-38]), np.float32([0.0]), exact=False)  # a normal number
