@@ -126,6 +126,9 @@ def test_normalized_outputs_are_judged_against_unit_scale():
             if o in exprs and p.families[int(o[1:])] == "norm":
                 kinds.setdefault(exprs[o].startswith(("jnp.var", "jax.nn.log_softmax")), set()).add(u)
     assert kinds.get(False) == {True} and kinds.get(True) == {False}, kinds
+    # a sum of layer-normed values (seed 1900032) is judged against 1 too; a product is not
+    summed = gen.generate(1900032)
+    assert summed.unit_scale_outputs() == [True, False, False], summed.source()
 
 
 def test_subnormal_results_compare_as_zero_when_inexact():
