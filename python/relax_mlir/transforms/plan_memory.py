@@ -185,8 +185,11 @@ def _in_place_flag(op: ir.Operation, kernel: ir.Operation | None) -> int | None:
     one of IN_PLACE_KERNELS and the flag is still 0."""
     if kernel is None or "relax.kernel" not in kernel.attributes or "sym_args" not in op.attributes:
         return None
-    pos = IN_PLACE_KERNELS.get(ir.StringAttr(kernel.attributes["relax.kernel"]).value)
-    args = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["sym_args"])]
+    tag, sym_args = kernel.attributes["relax.kernel"], op.attributes["sym_args"]
+    if not isinstance(tag, ir.StringAttr) or not isinstance(sym_args, ir.ArrayAttr):
+        return None  # not one of ours (a hand-written or malformed tag): never planned in place
+    pos = IN_PLACE_KERNELS.get(tag.value)
+    args = [ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else None for a in sym_args]
     if pos is None or pos >= len(args) or args[pos] != "0" or len(op.results) != 1:
         return None
     return pos
