@@ -494,33 +494,68 @@ def _expand_erf(op: ir.Operation) -> None:
     expand_math(op, kinds=("erf", "remf", "sin", "cos"))
 
 
+# Host-program ops that move or describe a buffer without reading its elements as numbers: on a
+# bf16 buffer they work on its bytes (runtime/hostprog.py), so only kernels' bf16 is refused.
+_HOST_BYTE_OPS = ("memref.dim", "memref.copy", "memref.alloc", "memref.alloca", "memref.dealloc", "memref.cast",
+                  "memref.collapse_shape", "memref.expand_shape", "memref.reshape", "memref.view")
+
+
+def _in_launch(o: ir.Operation) -> bool:
+    p = o.parent
+    while p is not None and p.name not in ("gpu.launch", "func.func"):
+        p = p.parent
+    return p is not None and p.name == "gpu.launch"
+
+
+def _where(o: ir.Operation) -> tuple[bool, str]:
+    """Whether `o` is located, and where: its location; where it has none (an op the lowering
+    created), the function argument it reads or else the function it is in."""
+    loc = str(o.location)
+    if loc != "loc(unknown)":
+        return True, loc
+    fn = o.parent
+    while fn is not None and fn.name != "func.func":
+        fn = fn.parent
+    if fn is None:
+        return False, loc
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    for v in o.operands:
+        if isinstance(v, ir.BlockArgument) and v.owner.owner == fn:
+            return False, f"argument #{v.arg_number} of @{name}"
+    return False, f"a host or kernel op of @{name}"
+
+
 def _refuse_unsupported(op: ir.Operation) -> None:
     """What this Vulkan lowering cannot compile, refused at compile time (a LoweringError, so a
     CompileError) instead of failing in the driver's shader validation at the first call: f64
     (Vulkan's Shader capability has no Float64 here) and f32 `math.powf` (its SPIR-V lowering
     puts a NaN literal in the shader, which naga rejects)."""
-    found: list[str] = []
+    found: list[tuple[bool, str]] = []  # (located, message): the first located one is reported
 
     def check(o):
-        if found:
+        if found and found[0][0]:
             return
-        where = str(o.location)
         for v in list(o.operands) + list(o.results):
             t = v.type
             e = t.element_type if isinstance(t, ir.ShapedType) else t
             if isinstance(e, ir.F64Type):
-                found.append(f"f64 is not supported on Vulkan (no Float64 capability): '{o.name}' at {where}")
+                msg = "f64 is not supported on Vulkan (no Float64 capability): '{}' at {}"
+                break
+            if isinstance(e, ir.BF16Type) and not (o.name in _HOST_BYTE_OPS and not _in_launch(o)):
+                msg = "bf16 is not supported on Vulkan (no bfloat16 type in its shaders): '{}' at {}"
+                break
+        else:
+            if o.name != "math.powf":
                 return
-            if isinstance(e, ir.BF16Type):
-                found.append(f"bf16 is not supported on Vulkan (no bfloat16 type in its shaders): '{o.name}' at {where}")
-                return
-        if o.name == "math.powf":
-            found.append(f"'math.powf' (relax.power on floats) is not supported on Vulkan yet: at {where}")
+            msg = "'{}' (relax.power on floats) is not supported on Vulkan yet: at {}"
+        located, where = _where(o)
+        if located or not found:
+            found.insert(0, (located, msg.format(o.name, where)))
 
     # (raised after the walk: an exception inside a walk callback comes back as a RuntimeError)
     walk(op, lambda o: check(o) if o.name.startswith(("math.", "arith.", "memref.", "gpu.launch")) else None)
     if found:
-        raise LoweringError("flatten", "check types and ops", found[0])
+        raise LoweringError("flatten", "check types and ops", found[0][1])
     launches = []
     walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
     for l in launches:

@@ -219,6 +219,51 @@ def test_refused_bf16_inside_a_program():
         relax_mlir.compile(text, target="vulkan")
 
 
+def test_refused_bf16_is_located():
+    """The refusal names where the program computes in bf16 (its op's location, in this file), not
+    loc(unknown): the host program's own ops on a bf16 argument (its symbolic dim read, a copy)
+    carry no location and are no reason to refuse (the next test runs them)."""
+    fn = lambda a, b: (b[: a.shape[0]] * 2, a * 2)  # noqa: E731
+    module = from_jax(fn, _spec("bfloat16", "m"), jax.ShapeDtypeStruct((_N,), jnp.float32))
+    with pytest.raises(relax_mlir.CompileError, match=r"(?s)bf16.*Vulkan") as e:
+        relax_mlir.compile(module, target="vulkan")
+    assert "loc(unknown)" not in str(e.value) and "test_vulkan_dtypes.py" in str(e.value), str(e.value)
+
+
+def test_bf16_argument_read_for_its_dim_and_returned():
+    """A symbolic bf16 argument whose dim binds n, returned as it is and reshaped: the host program
+    reads its dim and moves its bytes, no kernel computes in bf16, so it runs (bit-exact against
+    jax.jit at n = 1, 13, 64; a mismatched n is a ValueError). Child process, as above."""
+    if not toolchecks.vulkan_adapter():
+        pytest.skip("no Vulkan adapter (lavapipe)")
+    script = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np, ml_dtypes, relax_mlir
+        from relax_mlir.frontend.jax import from_jax
+        n = jax.export.symbolic_shape("n")[0]
+        def f(a, b):
+            return b[: a.shape[0]] * 2, a, a.reshape(-1)
+        exe = relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((n, 3), jnp.bfloat16),
+                                          jax.ShapeDtypeStruct((n,), jnp.float32)), target="vulkan")
+        for m in (1, 13, 64):
+            a = (np.arange(m * 3).reshape(m, 3) - 7.5).astype(ml_dtypes.bfloat16)
+            b = np.linspace(-1, 1, m, dtype=np.float32)
+            got, want = exe(a, b), jax.jit(f)(a, b)
+            assert len(got) == len(want) == 3
+            for g, w in zip(got, want):
+                w = np.asarray(w)
+                assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+                np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))
+        try:
+            exe(np.zeros((3, 3), ml_dtypes.bfloat16), np.zeros(4, np.float32))
+            raise SystemExit("a mismatched n was not refused")
+        except ValueError as e:
+            assert "n = 3" in str(e), e
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), (out.returncode, out.stderr[-3000:])
+
+
 def test_refused_i16_with_f16_in_one_kernel():
     fn = lambda a: a.astype(jnp.float16)  # noqa: E731
     text = str(from_jax(fn, _spec("int16", "m")))
