@@ -5,7 +5,7 @@ import { loadArtifact, requestDevice, fromBytes } from "./relax_runtime.js";
 import { LLM } from "./relax_llm.js";
 
 const $ = (id) => document.getElementById(id);
-let exe = null, weights = [], d = 0, runs = 0;
+let exe = null, weights = [], d = 0;
 
 // x [n, d]: exact small multiples of 1/8 (build_site.py `demo_input` builds the same values)
 function makeInput(n) {
@@ -19,9 +19,24 @@ function show(id, v) {
   $(id).dataset.value = Array.isArray(v) ? JSON.stringify(v) : String(v);
 }
 
-function fail(e) {
-  $("status").textContent = `${e.name}: ${e.message}`;
-  $("status").className = "error";
+function fail(e, status = "status") {
+  $(status).textContent = `${e.name}: ${e.message}`;
+  $(status).className = "error";
+}
+
+// Run `body` with the button disabled: its message (or its error) goes to the status line, and
+// each run that succeeds counts in the body's data-<counter> (what the Playwright test waits for).
+async function guarded(button, status, counter, body) {
+  $(button).disabled = true;
+  try {
+    $(status).textContent = await body();
+    $(status).className = "";
+    document.body.dataset[counter] = String(Number(document.body.dataset[counter] || 0) + 1);
+  } catch (e) {
+    fail(e, status);
+  } finally {
+    $(button).disabled = false;
+  }
 }
 
 async function init() {
@@ -43,10 +58,9 @@ async function init() {
   document.body.dataset.ready = "1";
 }
 
-async function run() {
-  const n = Number($("seq").value);
-  $("run").disabled = true;
-  try {
+function run() {
+  return guarded("run", "status", "runs", async () => {
+    const n = Number($("seq").value);
     const x = makeInput(n);
     const t0 = performance.now();
     const [y] = await exe.call("main", [x, ...weights]);
@@ -64,27 +78,17 @@ async function run() {
     $("first").textContent = first.map((v) => v.toPrecision(6)).join(", ");
     $("first").dataset.value = JSON.stringify(first);
     show("t-run", ms);
-    $("status").textContent = `ran s = ${n}`;
-    $("status").className = "";
-    runs += 1;
-    document.body.dataset.runs = String(runs);
-  } catch (e) {
-    fail(e);
-  } finally {
-    $("run").disabled = false;
-  }
+    return `ran s = ${n}`;
+  });
 }
 
 $("run").addEventListener("click", run);
 init().catch(fail);
 
 // --- the second section: greedy generation with the tiny Llama (llm/, when built) ---
-let llm = null, llmRuns = 0;
+let llm = null;
 
-function llmFail(e) {
-  $("llm-status").textContent = `${e.name}: ${e.message}`;
-  $("llm-status").className = "error";
-}
+const llmFail = (e) => fail(e, "llm-status");
 
 async function initLLM() {
   const features = await (await fetch("features.json")).json();
@@ -98,9 +102,8 @@ async function initLLM() {
   document.body.dataset.llmReady = "1";
 }
 
-async function generate() {
-  $("generate").disabled = true;
-  try {
+function generate() {
+  return guarded("generate", "llm-status", "llmRuns", async () => {
     const prompt = $("prompt").value.split(",").map((t) => t.trim()).filter((t) => t).map(Number);
     const n = Number($("new-tokens").value);
     $("llm-tokens").textContent = "";
@@ -112,15 +115,8 @@ async function generate() {
     show("llm-rate", stats.decode_tokens_per_s);
     show("llm-bytes", stats.last_step_transfer_bytes);
     show("llm-cache", stats.cache_bytes);
-    $("llm-status").textContent = `generated ${tokens[0].length} tokens`;
-    $("llm-status").className = "";
-    llmRuns += 1;
-    document.body.dataset.llmRuns = String(llmRuns);
-  } catch (e) {
-    llmFail(e);
-  } finally {
-    $("generate").disabled = false;
-  }
+    return `generated ${tokens[0].length} tokens`;
+  });
 }
 
 $("generate").addEventListener("click", generate);

@@ -1,10 +1,14 @@
 """The external tools of the GPU tests: `spirv_val` (Debian spirv-tools) and `ptxas` (the CUDA
 assembler) validate binaries -- each returns False when its tool is not installed, so that the
 caller skips with its own reason, and otherwise asserts that every binary passes --, and
-`vulkan_adapter` says whether wgpu finds a Vulkan adapter (lavapipe)."""
+`vulkan_adapter` says whether wgpu finds a Vulkan adapter (lavapipe). `gpu_check_on_vulkan` runs
+the GPU machine's check (bench/export_gpu_artifacts.py, then bench/gpu_check.sh) here on lavapipe."""
 from __future__ import annotations
 
 import functools
+import json
+import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -45,3 +49,21 @@ def ptxas(ptx: dict[str, str], tmp_path, what: str, arch: str = "sm_90") -> bool
                            capture_output=True, text=True)
         assert r.returncode == 0, f"{what}/{name}: {r.stderr}"
     return True
+
+
+BENCH = pathlib.Path(__file__).parents[2] / "bench"
+
+
+def gpu_check_on_vulkan(tmp_path, export_args: list[str], timeout: int = 600, env: dict | None = None) -> dict:
+    """Export Vulkan artifacts with `bench/export_gpu_artifacts.py DIR --target vulkan *export_args`,
+    run the unchanged `bench/gpu_check.sh` on them, and return its JSON report (both steps must
+    exit 0; their output is the assertion's message otherwise)."""
+    env = dict(os.environ if env is None else env, PYTHON=sys.executable)
+    art = tmp_path / "artifacts"
+    r = subprocess.run([sys.executable, str(BENCH / "export_gpu_artifacts.py"), str(art), "--target", "vulkan",
+                        *export_args], capture_output=True, text=True, timeout=timeout, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = subprocess.run(["bash", str(BENCH / "gpu_check.sh"), str(art), str(tmp_path / "report.json")],
+                       capture_output=True, text=True, timeout=timeout, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    return json.loads((tmp_path / "report.json").read_text())

@@ -61,6 +61,18 @@ class _JaxCompiled:
         return (logits, *ks, *vs)
 
 
+def _compile_here(lm: CausalLM, max_context: int, target: str, options, verbose: bool) -> tuple:
+    """(prefill, decode) exported and compiled in this process; the compile's freed heap handed back."""
+    from relax_mlir.frontend.jax import import_exported  # the compiler: not needed for loaded executables
+
+    ex_prefill, ex_decode = export(lm, max_context)
+    exes = tuple(relax_mlir.compile(import_exported(ex), target, options=options, verbose=verbose)
+                 for ex in (ex_prefill, ex_decode))
+    del ex_prefill, ex_decode
+    return_freed_memory()
+    return exes
+
+
 class Generator:
     """Greedy or sampled generation for a batch of prompts, from one compile of the model's
     prefill and one of its decode step (see `relax_mlir.llm.model` for their contract).
@@ -85,6 +97,13 @@ class Generator:
                              f"{lm.max_positions} positions")
         if int(cache_chunk) != cache_chunk or cache_chunk < 1:
             raise ValueError(f"cache_chunk must be a positive integer, got {cache_chunk!r}")
+        if executables is not None:
+            if target == "jax" or out_of_process:
+                raise ValueError("executables= are the (prefill, decode) executables to run: there is nothing to "
+                                 + ("compile out of process" if out_of_process else "run with target='jax'"))
+            executables = tuple(executables)
+            if len(executables) != 2:
+                raise ValueError(f"executables= must be (prefill, decode), got {len(executables)} executables")
         self.lm, self.max_context, self.target = lm, int(max_context), target
         self.cache_chunk, self.pad_token_id = int(cache_chunk), int(pad_token_id)
         self.last_stats: dict = {}
@@ -92,24 +111,14 @@ class Generator:
         if target == "jax":
             self.prefill_step = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
             self.decode_step = _JaxCompiled(lm.decode, lm.weights, lm.layers, decode=True)
-        elif out_of_process:  # peak memory: no compiler in this process (llm/out_of_process.py)
-            (self.prefill_exe, self.decode_exe), self._artifacts = compile_out_of_process(
-                list(export(lm, self.max_context)), target, options)
-            self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
-            self.decode_step = _Compiled(self.decode_exe, lm.weights)
         else:
-            if executables is not None:  # (prefill, decode) compiled or loaded elsewhere: no compiler
+            if executables is not None:  # compiled or loaded elsewhere: no compiler
                 self.prefill_exe, self.decode_exe = executables
+            elif out_of_process:  # peak memory: no compiler in this process (llm/out_of_process.py)
+                (self.prefill_exe, self.decode_exe), self._artifacts = compile_out_of_process(
+                    list(export(lm, self.max_context)), target, options)
             else:
-                from relax_mlir.frontend.jax import import_exported  # the compiler: not needed for loaded executables
-
-                ex_prefill, ex_decode = export(lm, self.max_context)
-                self.prefill_exe = relax_mlir.compile(import_exported(ex_prefill), target, options=options,
-                                                      verbose=verbose)
-                self.decode_exe = relax_mlir.compile(import_exported(ex_decode), target, options=options,
-                                                     verbose=verbose)
-                del ex_prefill, ex_decode
-                return_freed_memory()
+                self.prefill_exe, self.decode_exe = _compile_here(lm, self.max_context, target, options, verbose)
             self.prefill_step = _Compiled(self.prefill_exe, lm.weights)
             self.decode_step = _Compiled(self.decode_exe, lm.weights)
         self.compile_seconds = time.perf_counter() - t0

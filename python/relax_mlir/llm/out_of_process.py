@@ -45,19 +45,23 @@ def compile_out_of_process(exports: list, target: str = "cpu",
     if target != "cpu":
         raise ValueError(f"out_of_process compiles CPU artifacts; target {target!r} is not supported")
     work = tempfile.TemporaryDirectory(prefix="relax-mlir-llm-")
-    for k, ex in enumerate(exports):
-        with open(os.path.join(work.name, f"{k}.jaxexport"), "wb") as f:
-            f.write(ex.serialize())
-    with open(os.path.join(work.name, "options.pickle"), "wb") as f:
-        pickle.dump(options, f)
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(relax_mlir.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    r = subprocess.run([sys.executable, "-m", "relax_mlir.llm.out_of_process", work.name], env=env,
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise CompileError(f"compiling in a child process failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
-    return [load(os.path.join(work.name, str(k))) for k in range(len(exports))], work
+    try:
+        for k, ex in enumerate(exports):
+            with open(os.path.join(work.name, f"{k}.jaxexport"), "wb") as f:
+                f.write(ex.serialize())
+        with open(os.path.join(work.name, "options.pickle"), "wb") as f:
+            pickle.dump(options, f)
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(relax_mlir.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        r = subprocess.run([sys.executable, "-m", "relax_mlir.llm.out_of_process", work.name], env=env,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CompileError(f"compiling in a child process failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
+        return [load(os.path.join(work.name, str(k))) for k in range(len(exports))], work
+    except BaseException:
+        work.cleanup()  # nothing of a failed compile stays in the temporary directory
+        raise
 
 
 def _child(work: str) -> None:

@@ -245,6 +245,17 @@ def test_bad_arguments():
         Sampler.make("sample", top_p=1.5)
 
 
+def test_executables_conflicts_are_refused():
+    """executables= with out_of_process=True or target='jax' (which would ignore them), or not a
+    (prefill, decode) pair: a ValueError before anything is exported or compiled."""
+    lm = type("LM", (), {"max_positions": 64, "name": "lm"})()  # no weights: nothing may be touched
+    exes = (object(), object())
+    for kw, msg in [({"out_of_process": True}, "compile out of process"), ({"target": "jax"}, "target='jax'"),
+                    ({"executables": exes[:1]}, r"\(prefill, decode\), got 1")]:
+        with pytest.raises(ValueError, match=msg):
+            Generator(lm, 8, **{"executables": exes, **kw})
+
+
 def test_sampler_semantics():
     logits = np.log(np.array([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3]]))
     assert Sampler.make()(logits, None).tolist() == [1, 0]

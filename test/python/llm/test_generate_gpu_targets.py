@@ -94,16 +94,8 @@ def test_cuda_llm_artifacts_load_and_run_without_mlir(tmp_path):
 
 @pytest.mark.skipif(not toolchecks.vulkan_adapter(), reason="wgpu or a Vulkan adapter (lavapipe) is not available")
 def test_gpu_check_generates_with_vulkan_llm_artifacts(tmp_path):
-    art = tmp_path / "artifacts"
-    env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=str(ROOT / "python"))
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "export_gpu_artifacts.py"), str(art), "--target", "vulkan",
-                        "--models", "none", "--llms", "llama_tiny"], capture_output=True, text=True, timeout=900,
-                       env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
-    r = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh"), str(art), str(tmp_path / "report.json")],
-                       capture_output=True, text=True, timeout=900, env=env)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = toolchecks.gpu_check_on_vulkan(tmp_path, ["--models", "none", "--llms", "llama_tiny"], timeout=900,
+                                            env=dict(os.environ, PYTHONPATH=str(ROOT / "python")))
     assert report["ok"] and not report["mlir_imported"]
     (row,) = report["rows"]
     assert row["llm"] == "llama_tiny" and row["tokens_equal"] and row["max_rel_logit_err"] <= 1e-3

@@ -51,16 +51,17 @@ def export_llm(gen, directory: str) -> None:
     if gen.target != "webgpu":
         raise ValueError(f"export_llm needs a Generator compiled for target='webgpu', not {gen.target!r}")
     lm = gen.lm
+    names = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32"}
+    for i, w in enumerate(lm.weights):  # before anything is written
+        if np.dtype(w.dtype) not in names:
+            raise ValueError(f"weight #{i} is {w.dtype}: the browser runtime takes f32 and i32 weights")
     os.makedirs(directory, exist_ok=True)
     gen.prefill_exe.export(os.path.join(directory, "prefill"))
     gen.decode_exe.export(os.path.join(directory, "decode"))
-    names = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32"}
     table, offset = [], 0
     with open(os.path.join(directory, "weights.bin"), "wb") as f:
-        for i, w in enumerate(lm.weights):
+        for w in lm.weights:
             w = np.ascontiguousarray(w)
-            if w.dtype not in names:
-                raise ValueError(f"weight #{i} is {w.dtype}: the browser runtime takes f32 and i32 weights")
             table.append({"dtype": names[w.dtype], "shape": list(w.shape), "offset": offset})
             f.write(w.tobytes())
             offset += w.nbytes

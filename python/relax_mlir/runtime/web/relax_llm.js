@@ -84,66 +84,71 @@ export class LLM {
     const L = m.layers, row = m.kv_heads * m.head_dim, V = m.vocab;
     const t0 = performance.now();
     const keep = Array.from({ length: 2 * L }, (_, k) => k + 1);
-    const out = await this.prefill.call(m.prefill_entry, [...this.weights, { data: ids, shape: [b, s] },
-      { data: mask, shape: [b, s] }, { data: pos, shape: [b, s] }], { keep });
-    let logits = out[0].data;
-    let cap = 0, cache = [];
-    const grow = (src, srcCap, positions) => {  // cache buffers of capacity >= positions holding src's srcCap positions
-      const capNew = Math.min(m.max_context, Math.ceil(positions / m.cache_chunk) * m.cache_chunk);
-      const enc = this.prefill.device.createCommandEncoder();
-      const next = src.map((old) => {
-        const nb = new Buffer(null, [b, capNew, m.kv_heads, m.head_dim], old.dtype, false);
-        nb.handle = this.prefill.alloc(nb.nbytes);  // zeros: unwritten positions are masked, and finite
-        const rowBytes = row * old.itemsize;
-        if (srcCap) for (let i = 0; i < b; i++) enc.copyBufferToBuffer(old.handle, i * srcCap * rowBytes, nb.handle, i * capNew * rowBytes, srcCap * rowBytes);
-        return nb;
-      });
-      this.prefill.device.queue.submit([enc.finish()]);
-      for (const old of src) old.handle.destroy();
-      cap = capNew;
-      return next;
-    };
-    cache = grow(out.slice(1), s, s);
-    const tPrefill = performance.now() - t0;
-    const fullMask = new Int32Array(b * m.max_context).fill(1);
-    for (let i = 0; i < b; i++) fullMask.set(mask.subarray(i * s, (i + 1) * s), i * m.max_context);
-    const steps = [], allLogits = [];
-    const traffic = () => this.decode.uploadedBytes + this.decode.downloadedBytes;
-    let tDecode = 0, decodeSteps = 0, stepBytes = 0;
-    for (let t = 0; t < maxNew; t++) {
-      const tokens = new Int32Array(b);
-      for (let i = 0; i < b; i++) {
-        let best = logits[i * V], k = 0;
-        for (let j = 1; j < V && !Number.isNaN(best); j++) {
-          const v = logits[i * V + j];
-          if (v > best || Number.isNaN(v)) { best = v; k = j; }
+    let cache = [];  // device buffers of this generation: destroyed however it ends
+    try {
+      const out = await this.prefill.call(m.prefill_entry, [...this.weights, { data: ids, shape: [b, s] },
+        { data: mask, shape: [b, s] }, { data: pos, shape: [b, s] }], { keep });
+      let logits = out[0].data;
+      let cap = 0;
+      const grow = (src, srcCap, positions) => {  // cache buffers of capacity >= positions holding src's srcCap positions
+        const capNew = Math.min(m.max_context, Math.ceil(positions / m.cache_chunk) * m.cache_chunk);
+        const enc = this.prefill.device.createCommandEncoder();
+        const next = src.map((old) => {
+          const nb = new Buffer(null, [b, capNew, m.kv_heads, m.head_dim], old.dtype, false);
+          nb.handle = this.prefill.alloc(nb.nbytes);  // zeros: unwritten positions are masked, and finite
+          const rowBytes = row * old.itemsize;
+          if (srcCap) for (let i = 0; i < b; i++) enc.copyBufferToBuffer(old.handle, i * srcCap * rowBytes, nb.handle, i * capNew * rowBytes, srcCap * rowBytes);
+          return nb;
+        });
+        this.prefill.device.queue.submit([enc.finish()]);
+        for (const old of src) old.handle.destroy();
+        cap = capNew;
+        return next;
+      };
+      cache = out.slice(1);  // the prefill's keys and values, kept on the device
+      cache = grow(cache, s, s);
+      const tPrefill = performance.now() - t0;
+      const fullMask = new Int32Array(b * m.max_context).fill(1);
+      for (let i = 0; i < b; i++) fullMask.set(mask.subarray(i * s, (i + 1) * s), i * m.max_context);
+      const steps = [], allLogits = [];
+      const traffic = () => this.decode.uploadedBytes + this.decode.downloadedBytes;
+      let tDecode = 0, decodeSteps = 0, stepBytes = 0;
+      for (let t = 0; t < maxNew; t++) {
+        const tokens = new Int32Array(b);
+        for (let i = 0; i < b; i++) {
+          let best = logits[i * V], k = 0;
+          for (let j = 1; j < V && !Number.isNaN(best); j++) {
+            const v = logits[i * V + j];
+            if (v > best || Number.isNaN(v)) { best = v; k = j; }
+          }
+          tokens[i] = k;
         }
-        tokens[i] = k;
+        steps.push(Array.from(tokens));
+        if (opts.logits) allLogits.push(logits);
+        if (opts.onToken) opts.onToken(Array.from(tokens), t);
+        if (t + 1 === maxNew) break;
+        const t1 = performance.now(), bytes0 = traffic();
+        const index = s + t;
+        if (index + 1 > cap) cache = grow(cache, cap, index + 1);
+        const stepMask = new Int32Array(b * cap);
+        for (let i = 0; i < b; i++) stepMask.set(fullMask.subarray(i * m.max_context, i * m.max_context + cap), i * cap);
+        const stepPos = Int32Array.from(lengths, (n) => n + t);
+        const res = await this.decode.call(m.decode_entry, [...this.weights, { data: tokens, shape: [b, 1] },
+          { data: stepMask, shape: [b, cap] }, { data: stepPos, shape: [b, 1] }, { data: Int32Array.of(index), shape: [] },
+          ...cache]);
+        if (res.slice(1).some((r, k) => r !== cache[k])) throw new Error("the decode step did not update its caches in place");
+        logits = res[0].data;
+        tDecode += performance.now() - t1;
+        decodeSteps += 1;
+        stepBytes = traffic() - bytes0;
       }
-      steps.push(Array.from(tokens));
-      if (opts.logits) allLogits.push(logits);
-      if (opts.onToken) opts.onToken(Array.from(tokens), t);
-      if (t + 1 === maxNew) break;
-      const t1 = performance.now(), bytes0 = traffic();
-      const index = s + t;
-      if (index + 1 > cap) cache = grow(cache, cap, index + 1);
-      const stepMask = new Int32Array(b * cap);
-      for (let i = 0; i < b; i++) stepMask.set(fullMask.subarray(i * m.max_context, i * m.max_context + cap), i * cap);
-      const stepPos = Int32Array.from(lengths, (n) => n + t);
-      const res = await this.decode.call(m.decode_entry, [...this.weights, { data: tokens, shape: [b, 1] },
-        { data: stepMask, shape: [b, cap] }, { data: stepPos, shape: [b, 1] }, { data: Int32Array.of(index), shape: [] },
-        ...cache]);
-      if (res.slice(1).some((r, k) => r !== cache[k])) throw new Error("the decode step did not update its caches in place");
-      logits = res[0].data;
-      tDecode += performance.now() - t1;
-      decodeSteps += 1;
-      stepBytes = traffic() - bytes0;
+      const tokens = prompts.map((_, i) => steps.map((st) => st[i]));
+      this.lastStats = { batch: b, padded_prompt: s, prefill_ms: tPrefill, decode_steps: decodeSteps, decode_ms: tDecode,
+        decode_tokens_per_s: decodeSteps ? (b * decodeSteps) / (tDecode / 1e3) : 0, last_step_transfer_bytes: stepBytes,
+        cache_bytes: cache.reduce((a, c) => a + c.nbytes, 0) };
+      return { tokens, steps, logits: allLogits, stats: this.lastStats };
+    } finally {
+      for (const c of cache) c.handle.destroy();
     }
-    for (const c of cache) c.handle.destroy();
-    const tokens = prompts.map((_, i) => steps.map((st) => st[i]));
-    this.lastStats = { batch: b, padded_prompt: s, prefill_ms: tPrefill, decode_steps: decodeSteps, decode_ms: tDecode,
-      decode_tokens_per_s: decodeSteps ? (b * decodeSteps) / (tDecode / 1e3) : 0, last_step_transfer_bytes: stepBytes,
-      cache_bytes: cache.reduce((a, c) => a + c.nbytes, 0) };
-    return { tokens, steps, logits: allLogits, stats: this.lastStats };
   }
 }
