@@ -288,6 +288,20 @@ def _facts_function(fn: "Function", plan: "_Plan"):
     return make_function("facts", params, lines, f"<relax-mlir facts of @{sig.name}>")
 
 
+def _dyn_dims_match(plan: "_Plan", facts: _EnvFacts, arrays: Sequence, shapes: list) -> bool:
+    """Whether the free parameters with '?' dims have the right ranks and, in their other dims,
+    this binding's expected sizes (False where the generated facts do not hold them: the
+    interpreter's checks then decide)."""
+    if facts.dyn is None or list(map(_get_ndim, arrays)) != plan.ranks:
+        return False
+    for k, want in zip(plan.dyn_pos, facts.dyn):
+        shape = shapes[k]
+        for j, v in want:
+            if shape[j] != v:
+                return False
+    return True
+
+
 class _Plan:
     """What a call checks and writes, for one set of free parameters (all of them, or those a
     `partial` leaves), built once: the expected types, dtypes and ranks as lists (compared in C),
@@ -698,15 +712,8 @@ class Function:
         if facts is None:
             facts = self._facts(plan, key, env)
         ok = (shapes if plan.all_known else [shapes[k] for k in plan.known_pos]) == facts.shapes
-        if ok and plan.dyn_pos:  # '?' dims are free; the others against this binding's expected sizes
-            if facts.dyn is None or list(map(_get_ndim, arrays)) != plan.ranks:
-                ok = False
-            else:
-                for k, want in zip(plan.dyn_pos, facts.dyn):
-                    shape = shapes[k]
-                    for j, v in want:
-                        if shape[j] != v:
-                            ok = False
+        if ok and plan.dyn_pos:
+            ok = _dyn_dims_match(plan, facts, arrays, shapes)
         if not ok or (plan.deferred and not facts.deferred_ok):
             if list(map(_get_ndim, arrays)) != plan.ranks:
                 arrays = [self.as_array(i, a) for i, a in zip(plan.free, arrays)]  # the rank error, by name
