@@ -90,7 +90,7 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
 
     from relax_mlir import knobs
     from relax_mlir.core.pipeline import Instrumentation
-    from relax_mlir.targets import CPU_ONLY_PASSES, get_target
+    from relax_mlir.targets import get_target, refuse_cpu_only
 
     tgt = get_target(target, options)  # unknown target or option: CompileError, before any work
     verbose = verbose or knobs.verbose()
@@ -103,10 +103,7 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     if passes is None:
         passes = tgt.pipeline(optimize)
     elif target != "cpu":
-        cpu_only = [p for p in passes if p.split("{")[0].strip() in CPU_ONLY_PASSES]
-        if cpu_only:
-            raise CompileError(f"{', '.join(cpu_only)}: CPU-only pass(es) (BLAS calls, CPU kernels) in the "
-                               f"pipeline for target '{target}'; its own pipeline is relax-compile-{target}")
+        refuse_cpu_only(passes, target)
     _check_entries(module)
     inst = Instrumentation(verbose=verbose, dump_dir=knobs.dump_ir())
     if not _run(module, passes, inst):

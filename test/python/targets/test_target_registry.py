@@ -101,3 +101,8 @@ def test_cpu_only_passes_are_refused_for_other_targets():
             with pytest.raises(relax_mlir.CompileError, match=rf"{p}: CPU-only .* target '{target}'"):
                 relax_mlir.compile(src, target=target, passes=["relax-infer-shapes", p, "relax-legalize",
                                                                "relax-lower-shapes", "relax-to-upstream"])
+        # inside a named pipeline or a comma-separated item too
+        for passes in (["relax-compile-cpu"], ["relax-infer-shapes,relax-dispatch-library{min_static=1}",
+                                               "relax-legalize"]):
+            with pytest.raises(relax_mlir.CompileError, match=rf"relax-\S+: CPU-only .* target '{target}'"):
+                relax_mlir.compile(src, target=target, passes=passes)
