@@ -85,7 +85,8 @@ class Generator:
     compiler memory here, at the cost of compile time and of the multi-threaded build.
     `executables=(prefill, decode)` takes them compiled or loaded elsewhere
     (`relax_mlir.runtime.load` of exported artifacts): nothing is compiled, and the compiler (MLIR)
-    is not imported, as on a GPU machine that has only the runtime (bench/gpu_check.py)."""
+    is not imported, as on a GPU machine that has only the runtime (bench/gpu_check.py); with
+    `out_of_process=True` or target="jax", which make their own, they are a ValueError."""
 
     def __init__(self, lm: CausalLM, max_context: int, target: str = "cpu", *, cache_chunk: int = 64,
                  pad_token_id: int = 0, options=None, verbose: bool = False, out_of_process: bool = False,
