@@ -6,7 +6,7 @@ cache and the workspace, plus numpy and jax (bench/llm.py --rss-only --out-of-pr
 artifacts are built for one thread (an exported CPU artifact needs no async runtime), and the
 export adds a second lowering and `opt`/`llc` to the compile time.
 
-    python -m relax_mlir.llm.out_of_process DIR   (what the child runs: DIR/<k>.jaxexport -> DIR/<k>/)
+    python -m relax_mlir.llm.out_of_process DIR   (what the child runs, `main`: DIR/<k>.jaxexport -> DIR/<k>/)
 """
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from relax_mlir.core.diagnostics import CompileError
 from relax_mlir.runtime import load
 
 __all__ = ["compile_out_of_process", "return_freed_memory"]
+
+_REFUSED = 3  # the child's exit status for a CompileError (its message on stderr)
 
 
 def return_freed_memory() -> None:
@@ -54,8 +56,11 @@ def compile_out_of_process(exports: list, target: str = "cpu",
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(relax_mlir.__file__)))
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        r = subprocess.run([sys.executable, "-m", "relax_mlir.llm.out_of_process", work.name], env=env,
-                           capture_output=True, text=True)
+        # (-c, not -m: relax_mlir.llm imports this module, and runpy would warn about running it again)
+        r = subprocess.run([sys.executable, "-c", "import sys; from relax_mlir.llm.out_of_process import main; "
+                            "sys.exit(main(sys.argv[1]))", work.name], env=env, capture_output=True, text=True)
+        if r.returncode == _REFUSED:  # the compiler's own error: its message, not the child's traceback
+            raise CompileError(f"compiling in a child process: {r.stderr.strip()[-4000:]}")
         if r.returncode != 0:
             raise CompileError(f"compiling in a child process failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
         return [load(os.path.join(work.name, str(k))) for k in range(len(exports))], work
@@ -83,5 +88,16 @@ def _child(work: str) -> None:
         k += 1
 
 
+def main(work: str) -> int:
+    """The child: compile and export `work`'s exports; a CompileError is its message on stderr and
+    exit status _REFUSED (anything else is a bug: its traceback)."""
+    try:
+        _child(work)
+    except CompileError as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return _REFUSED
+    return 0
+
+
 if __name__ == "__main__":
-    _child(sys.argv[1])
+    sys.exit(main(sys.argv[1]))

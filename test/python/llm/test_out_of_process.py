@@ -40,3 +40,26 @@ def test_out_of_process_generates_the_same_tokens():
     assert child.generate(prompts, max_new_tokens=12) == want
     with pytest.raises(ValueError, match="KV cache overflow"):
         child.generate(prompts, max_new_tokens=30)
+
+
+def test_failed_child_compile_is_a_compile_error_and_leaves_no_files(monkeypatch):
+    """A compile the child refuses (an unknown CPU option) is a CompileError with the child's
+    message (not its traceback), and the temporary directory of the exports is removed at once."""
+    import tempfile
+
+    from relax_mlir.llm import out_of_process
+
+    made = []
+    real = tempfile.TemporaryDirectory
+
+    def recording(*a, **kw):
+        made.append(real(*a, **kw))
+        return made[-1]
+
+    monkeypatch.setattr(out_of_process.tempfile, "TemporaryDirectory", recording)
+    ex = jax.export.export(jax.jit(lambda x: x * 2))(jax.ShapeDtypeStruct((3,), np.float32))
+    with pytest.raises(relax_mlir.CompileError, match=r"child process: CompileError: target 'cpu' has no option "
+                                                      r"'bogus'") as e:
+        out_of_process.compile_out_of_process([ex], "cpu", {"bogus": 1})
+    assert "Traceback" not in str(e.value) and "RuntimeWarning" not in str(e.value), str(e.value)
+    assert len(made) == 1 and not os.path.exists(made[0].name)
