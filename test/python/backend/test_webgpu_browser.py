@@ -11,6 +11,7 @@ import base64
 import json
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -60,7 +61,8 @@ async ([base, name, sizes]) => {
 }
 """
 
-_DTYPES = {"f32": np.float32, "i32": np.int32, "i1": np.bool_, "i8": np.int8, "i16": np.int16}
+_DTYPES = {"f32": np.float32, "i32": np.int32, "i1": np.bool_, "i8": np.int8, "i16": np.int16,
+           "bf16": ml_dtypes.bfloat16}
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +151,36 @@ def test_model_zoo_in_browser(site, name):
     for run, n, (_, want) in zip(res["runs"], sizes, zoo.references(name)):
         assert run["n"] == n
         assert_matches(name, [decode(o) for o in run["out"]], want, n)
+    assert console == [], console
+
+
+def test_bf16_argument_read_for_its_dim_in_browser(site):
+    """A symbolic bf16 argument that binds n and is returned as it is and reshaped: the browser
+    runtime moves its bits (no kernel computes in bf16), bit-exact against jax.jit at n = 1, 13, 64."""
+    import jax
+    import jax.numpy as jnp
+
+    from relax_mlir.frontend.jax import from_jax
+
+    root, url, page, console = site
+    n = jax.export.symbolic_shape("n")[0]
+
+    def f(a, b):
+        return b[: a.shape[0]] * 2, a, a.reshape(-1)
+
+    src = str(from_jax(f, jax.ShapeDtypeStruct((n, 3), jnp.bfloat16), jax.ShapeDtypeStruct((n,), jnp.float32)))
+    sizes = (1, 13, 64)
+    inputs = {m: [(np.arange(m * 3).reshape(m, 3) - 7.5).astype(ml_dtypes.bfloat16),
+                  np.linspace(-1, 1, m, dtype=np.float32)] for m in sizes}
+    export_program(src, root / "bf16_dim", inputs)
+    res = page.evaluate(_RUN_JS, [url, "bf16_dim", list(sizes)])
+    assert res["errors"] == [], res["errors"]
+    for run, m in zip(res["runs"], sizes):
+        want = [np.asarray(w) for w in jax.jit(f)(*inputs[m])]
+        got = [decode(o) for o in run["out"]]
+        assert [g.dtype for g in got] == [w.dtype for w in want], (m, run["out"])
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.tobytes() == w.tobytes(), (m, g, w)
     assert console == [], console
 
 

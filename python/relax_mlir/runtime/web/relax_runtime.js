@@ -93,11 +93,12 @@ function dimFn(d) {
 // dtypes
 // ---------------------------------------------------------------------------------------------
 
+// bf16: its bits (no kernel computes in bf16; the host program moves and describes its buffers)
 const ARRAYS = {
   f32: Float32Array, i32: Int32Array, i8: Int8Array, i16: Int16Array, i1: Uint8Array, ui8: Uint8Array,
-  ui16: Uint16Array, ui32: Uint32Array, f64: Float64Array, i64: BigInt64Array,
+  ui16: Uint16Array, ui32: Uint32Array, f64: Float64Array, i64: BigInt64Array, bf16: Uint16Array,
 };
-const ITEMSIZE = { f32: 4, f16: 2, f64: 8, i1: 1, i8: 1, i16: 2, i32: 4, i64: 8, ui8: 1, ui16: 2, ui32: 4, ui64: 8 };
+const ITEMSIZE = { f32: 4, f16: 2, f64: 8, i1: 1, i8: 1, i16: 2, i32: 4, i64: 8, ui8: 1, ui16: 2, ui32: 4, ui64: 8, bf16: 2 };
 
 function prod(shape) { return shape.reduce((a, b) => a * b, 1); }
 function round4(n) { return Math.max(4, Math.ceil(n / 4) * 4); }
