@@ -1,5 +1,11 @@
-// RUN: relax-opt %s --split-input-file --relax-fuse-attention | FileCheck %s
-// RUN: relax-opt %s --split-input-file --relax-fuse-attention --relax-legalize | FileCheck %s --check-prefix=KERNEL
+// RUN: relax-opt %s --split-input-file --relax-fuse-attention=min_keys=0 | FileCheck %s
+// RUN: relax-opt %s --split-input-file --relax-fuse-attention=min_keys=0 --relax-legalize | FileCheck %s --check-prefix=KERNEL
+// RUN: relax-opt %s --split-input-file --relax-fuse-attention | FileCheck %s --check-prefix=VERSION
+// RUN: relax-opt %s --split-input-file --relax-fuse-attention --relax-infer-shapes --relax-legalize | FileCheck %s --check-prefix=VLEGAL
+
+// min_keys=0: every chain is one relax.attention. By default (min_keys = 256) a symbolic key length
+// is versioned: relax_v.if(Sk < 256) runs the unfused chain (then) or relax.attention (else), two
+// private region functions next to the caller; a static key length below 256 stays unfused.
 
 // jax's causal attention after relax-canonicalize: scale by division, where-mask from two iotas,
 // max-subtracted softmax (with jax's maximum(-inf, max)), product with v: one relax.attention.
@@ -25,6 +31,40 @@
 // KERNEL: math.exp
 // KERNEL: vector.fma
 // KERNEL: scf.forall.in_parallel
+// The versioned form: the short branch is the unfused chain relax-expand-attention builds (the
+// mask from two aranges), the long one the fused op; the predicate is the key length s < 256.
+// VERSION-LABEL: func.func private @causal_attention0_short
+// VERSION-SAME: (%[[SQ:.*]]: !relax.tensor<["s", 64], f32>, %[[SK:.*]]: !relax.tensor<["s", 64], f32>, %[[SV:.*]]: !relax.tensor<["s", 32], f32>) -> !relax.tensor<["s", 32], f32> attributes {relax.region}
+// VERSION-NOT: "relax.attention"
+// VERSION: %[[KT:.*]] = "relax.permute_dims"(%[[SK]])
+// VERSION: "relax.matmul"(%[[SQ]], %[[KT]])
+// VERSION: "relax.where"
+// VERSION: "relax.exp"
+// VERSION: %[[P:.*]] = "relax.divide"
+// VERSION: %[[O:.*]] = "relax.matmul"(%[[P]], %[[SV]])
+// VERSION: return %[[O]]
+// VERSION-LABEL: func.func private @causal_attention0_fused
+// VERSION-SAME: (%[[FQ:.*]]: !relax.tensor<["s", 64], f32>, %[[FK:.*]]: !relax.tensor<["s", 64], f32>, %[[FV:.*]]: !relax.tensor<["s", 32], f32>) -> !relax.tensor<["s", 32], f32> attributes {relax.region}
+// VERSION-NEXT: %[[A:.*]] = "relax.attention"(%[[FQ]], %[[FK]], %[[FV]]) {divisor = 8.000000e+00 : f32, fill = -1.000000e+09 : f32, mask = "causal"}
+// VERSION-NEXT: return %[[A]]
+// VERSION-LABEL: func.func @causal
+// VERSION-SAME: (%[[Q:.*]]: !relax.tensor<["s", 64], f32>, %[[K:.*]]: !relax.tensor<["s", 64], f32>, %[[V:.*]]: !relax.tensor<["s", 32], f32>)
+// VERSION-NOT: "relax.exp"
+// VERSION: %[[N1:.*]] = "relax.arange"() {dtype = i64, end = "s + 1", start = "s"} : () -> !relax.tensor<[1], i64>
+// VERSION: %[[N:.*]] = "relax.reshape"(%[[N1]]) {shape = []}
+// VERSION: %[[LIM:.*]] = "relax.constant"() {value = dense<256> : tensor<i64>}
+// VERSION: %[[PRED:.*]] = "relax.less"(%[[N]], %[[LIM]]) : {{.*}} -> !relax.tensor<[], i1>
+// VERSION: %[[R:.*]] = "relax_v.if"(%[[PRED]], %[[Q]], %[[K]], %[[V]]) {else_branch = @causal_attention0_fused, then_branch = @causal_attention0_short}
+// VERSION-NOT: "relax.matmul"
+// VERSION: return %[[R]]
+// Legalized: the fused branch is the flash kernel, the short one separate kernels.
+// VLEGAL-LABEL: func.func private @causal_attention0_short
+// VLEGAL-NOT: callee = @attention
+// VLEGAL: "relax_v.call_tir"
+// VLEGAL-LABEL: func.func private @causal_attention0_fused
+// VLEGAL: "relax_v.call_tir"(%{{.*}}, %{{.*}}, %{{.*}}) {callee = @attention
+// VLEGAL-LABEL: func.func @causal
+// VLEGAL: "relax_v.if"
 func.func @causal(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s", 64], f32>, %v: !relax.tensor<["s", 32], f32>) -> !relax.tensor<["s", 32], f32> {
   %ninf = "relax.constant"() {value = dense<0xFF800000> : tensor<f32>} : () -> !relax.tensor<[], f32>
   %fill = "relax.constant"() {value = dense<-1.000000e+09> : tensor<f32>} : () -> !relax.tensor<[], f32>
@@ -63,6 +103,10 @@ func.func @causal(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s", 64]
 // CHECK-SAME: (%[[Q:.*]]: !relax.tensor<[2, 4, "s", 64], f32>, %[[K:.*]]: !relax.tensor<[2, 4, "t", 64], f32>, %[[V:.*]]: !relax.tensor<[2, 4, "t", 64], f32>)
 // CHECK: %[[R:.*]] = "relax.attention"(%[[Q]], %[[K]], %[[V]]) {scale = 1.250000e-01 : f32} : {{.*}} -> !relax.tensor<[2, 4, "s", 64], f32>
 // CHECK-NEXT: return %[[R]]
+// Versioned on the key length "t", not the query length "s".
+// VERSION-LABEL: func.func @heads
+// VERSION: "relax.arange"() {dtype = i64, end = "t + 1", start = "t"}
+// VERSION: "relax_v.if"
 func.func @heads(%q: !relax.tensor<[2, 4, "s", 64], f32>, %k: !relax.tensor<[2, 4, "t", 64], f32>, %v: !relax.tensor<[2, 4, "t", 64], f32>) -> !relax.tensor<[2, 4, "s", 64], f32> {
   %c = "relax.constant"() {value = dense<1.250000e-01> : tensor<f32>} : () -> !relax.tensor<[], f32>
   %kt = "relax.permute_dims"(%k) {axes = [0, 1, 3, 2]} : (!relax.tensor<[2, 4, "t", 64], f32>) -> !relax.tensor<[2, 4, 64, "t"], f32>
@@ -115,4 +159,46 @@ func.func @other_axis(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s",
   %p = "relax.divide"(%e, %sum) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<[1, "s"], f32>) -> !relax.tensor<["s", "s"], f32>
   %o = "relax.matmul"(%p, %v) : (!relax.tensor<["s", "s"], f32>, !relax.tensor<["s", 64], f32>) -> !relax.tensor<["s", 64], f32>
   return %o : !relax.tensor<["s", 64], f32>
+}
+
+// -----
+
+// Static key lengths: 64 stays unfused by default (below 256), 512 is fused without a branch.
+// CHECK-LABEL: func.func @static_short
+// CHECK: "relax.attention"
+// VERSION-LABEL: func.func @static_short
+// VERSION-NOT: "relax_v.if"
+// VERSION-NOT: "relax.attention"
+// VERSION: "relax.exp"
+// VERSION: return
+func.func @static_short(%q: !relax.tensor<[64, 32], f32>, %k: !relax.tensor<[64, 32], f32>, %v: !relax.tensor<[64, 32], f32>) -> !relax.tensor<[64, 32], f32> {
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<[64, 32], f32>) -> !relax.tensor<[32, 64], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[64, 32], f32>, !relax.tensor<[32, 64], f32>) -> !relax.tensor<[64, 64], f32>
+  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<[64, 64], f32>) -> !relax.tensor<[64, 1], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<[64, 64], f32>, !relax.tensor<[64, 1], f32>) -> !relax.tensor<[64, 64], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<[64, 64], f32>) -> !relax.tensor<[64, 64], f32>
+  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<[64, 64], f32>) -> !relax.tensor<[64, 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<[64, 64], f32>, !relax.tensor<[64, 1], f32>) -> !relax.tensor<[64, 64], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<[64, 64], f32>, !relax.tensor<[64, 32], f32>) -> !relax.tensor<[64, 32], f32>
+  return %o : !relax.tensor<[64, 32], f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @static_long
+// VERSION-LABEL: func.func @static_long
+// VERSION-SAME: (%[[Q:.*]]: !relax.tensor<[7, 32], f32>, %[[K:.*]]: !relax.tensor<[512, 32], f32>, %[[V:.*]]: !relax.tensor<[512, 32], f32>)
+// VERSION-NOT: "relax_v.if"
+// VERSION: %[[R:.*]] = "relax.attention"(%[[Q]], %[[K]], %[[V]])
+// VERSION-NEXT: return %[[R]]
+func.func @static_long(%q: !relax.tensor<[7, 32], f32>, %k: !relax.tensor<[512, 32], f32>, %v: !relax.tensor<[512, 32], f32>) -> !relax.tensor<[7, 32], f32> {
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<[512, 32], f32>) -> !relax.tensor<[32, 512], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[7, 32], f32>, !relax.tensor<[32, 512], f32>) -> !relax.tensor<[7, 512], f32>
+  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<[7, 512], f32>) -> !relax.tensor<[7, 1], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<[7, 512], f32>, !relax.tensor<[7, 1], f32>) -> !relax.tensor<[7, 512], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<[7, 512], f32>) -> !relax.tensor<[7, 512], f32>
+  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<[7, 512], f32>) -> !relax.tensor<[7, 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<[7, 512], f32>, !relax.tensor<[7, 1], f32>) -> !relax.tensor<[7, 512], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<[7, 512], f32>, !relax.tensor<[512, 32], f32>) -> !relax.tensor<[7, 32], f32>
+  return %o : !relax.tensor<[7, 32], f32>
 }

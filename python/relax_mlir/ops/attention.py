@@ -39,6 +39,12 @@ BLOCK_K = 64
 
 MASKS = ("none", "causal")
 
+# Below this many keys the unfused chain beats the fused kernel (relax-fuse-attention versions a
+# symbolic key length on it). One thread, CPU ms per call, the side-by-side attention model
+# (d = 256, causal), fused / unfused: 1.47 at 16 keys, 1.23 at 64, 1.11 at 128, 1.00 at 256,
+# 0.85 at 512 (BENCHMARKS.md, "Fused attention versioned on the key length").
+SHORT_KEYS = 256
+
 # The query blocks run on the runtime's threads when there are at least this many (batch x
 # block) tasks and this many keys; below, in one thread (a thread wake-up costs more).
 PARALLEL_MIN_TASKS = 4

@@ -21,9 +21,24 @@ query attention is left to the unfused path), be f32 with static head dims (v's 
 32: the kernel's register tile) and at most one symbolic batch dim. Every inner value must have no
 use outside the chain, so a score or probability used twice keeps the chain unfused.
 
-The rewritten chain's ops are erased (they are pure and now dead). `min_keys` keeps chains whose
-static key length is below it unfused (symbolic key lengths are always fused: one kernel serves
-every length; BENCHMARKS.md has what it costs at short lengths).
+The rewritten chain's ops are erased (they are pure and now dead).
+
+Key-length versioning (`min_keys`, default ops/attention.py's SHORT_KEYS = 256): below about 256
+keys the fused kernel's fixed per-call work (packing k, the per-tile softmax on mostly padded
+tiles) makes it slower than the unfused chain (1.47x at 16 keys, 1.0 at 256, 0.85 at 512, one
+thread). A static key length below `min_keys` stays unfused; a symbolic one gets both, chosen at
+run time in one compile:
+
+    %n1 = relax.arange {start = Sk, end = Sk + 1, dtype = i64}      [1]
+    %n = relax.reshape(%n1) {shape = []};  %lim = relax.constant 256 : i64
+    %r = relax_v.if(relax.less(%n, %lim), q, k, v) {then_branch = @f_attention0_short,
+                                                   else_branch = @f_attention0_fused}
+
+with two private region functions (ops/control_flow.py) placed before the caller: `_short` holds
+the unfused chain that `relax-expand-attention` builds, `_fused` the relax.attention op. The choice
+is graph level, not inside one kernel, because the short branch is several kernels (its products
+go to BLAS or the generated matmuls through relax-dispatch-library / relax-multiversion, which run
+after this pass). `min_keys = 0` fuses every length without a branch.
 
 `relax-expand-attention` is the inverse: relax.attention becomes that chain again (built through
 the bindings), for the targets whose pipelines have no fused kernel (the GPUs) and `relax-lower`."""
@@ -36,6 +51,7 @@ from typing import ClassVar
 from mlir import ir
 
 from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.ops.attention import SHORT_KEYS
 from relax_mlir.ops.common import splat_source
 from relax_mlir.passes import ModulePass
 from relax_mlir.transforms.infer_shapes import graph_ops_named
@@ -294,24 +310,90 @@ def match_attention(root: ir.Operation) -> Match | None:
 
 @dataclass(frozen=True)
 class FuseAttentionPass(ModulePass):
-    """Rewrite softmax(q k^T [scale] [causal mask]) v chains into relax.attention."""
+    """Rewrite softmax(q k^T [scale] [causal mask]) v chains into relax.attention, versioned on the
+    key length where it is symbolic (the unfused chain below `min_keys`)."""
 
     name: ClassVar[str] = "relax-fuse-attention"
-    min_keys: int = 0  # a static key length below this stays unfused
+    min_keys: int = SHORT_KEYS  # key lengths below this run the unfused chain (0: always fused)
 
     def run(self, module: ir.Operation) -> None:
+        if self.min_keys < 0:
+            raise ValueError(f"relax-fuse-attention: min_keys must be >= 0, not {self.min_keys}")
+        taken = _symbols(module)
         for root in graph_ops_named(module, ("relax.matmul",)):
             m = match_attention(root)
             if m is None:
                 continue
             sk = _tensor(m.k).dims[-2]
-            if sk is not None and sk.is_const and sk.value < self.min_keys:
+            if sk.is_const and sk.value < self.min_keys:
                 continue
             with ir.InsertionPoint(root), root.location:
-                new = ir.Operation.create("relax.attention", results=[root.results[0].type],
-                                          operands=[m.q, m.k, m.v], attributes=m.attrs)
+                if sk.is_const or self.min_keys == 0:
+                    new = ir.Operation.create("relax.attention", results=[root.results[0].type],
+                                              operands=[m.q, m.k, m.v], attributes=m.attrs)
+                else:
+                    new = _versioned(root, m, sk, self.min_keys, taken)
             root.results[0].replace_all_uses_with(new.results[0])
             _erase_dead(m.chain)
+
+
+def _symbols(module: ir.Operation) -> set:
+    return {ir.StringAttr(op.attributes["sym_name"]).value for op in module.regions[0].blocks[0].operations
+            if "sym_name" in op.attributes}
+
+
+def _enclosing_function(op: ir.Operation) -> ir.Operation:
+    while op.name != "func.func":
+        op = op.parent
+    return op
+
+
+def _branch_function(before: ir.Operation, name: str, m: Match, rtype: ir.Type, fused: bool) -> None:
+    """A private region function @name(q, k, v) placed before `before`: relax.attention (`fused`)
+    or the unfused chain it stands for."""
+    types = [m.q.type, m.k.type, m.v.type]
+    loc = before.location
+    with ir.InsertionPoint(before):
+        f = ir.Operation.create("func.func", regions=1, loc=loc, attributes={
+            "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
+            "relax.region": ir.UnitAttr.get(),
+            "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, [rtype]))})
+    blk = f.regions[0].blocks.append(*types, arg_locs=[loc] * 3)
+    with ir.InsertionPoint(blk), loc:
+        att = ir.Operation.create("relax.attention", results=[rtype], operands=list(blk.arguments),
+                                  attributes=m.attrs)
+        out = att.results[0]
+        if not fused:
+            out = expand_attention(att)
+            att.erase()
+        ir.Operation.create("func.return", operands=[out])
+
+
+def _versioned(root: ir.Operation, m: Match, sk, min_keys: int, taken: set) -> ir.Operation:
+    """At the insertion point: `relax_v.if(Sk < min_keys, q, k, v)` over two new region functions,
+    the unfused chain (then) and relax.attention (else); returns the if op."""
+    f = _enclosing_function(root)
+    base = ir.StringAttr(f.attributes["sym_name"]).value + "_attention"
+    i = 0
+    while f"{base}{i}_short" in taken or f"{base}{i}_fused" in taken:
+        i += 1
+    short, fused = f"{base}{i}_short", f"{base}{i}_fused"
+    taken.update((short, fused))
+    rtype = root.results[0].type
+    _branch_function(f, short, m, rtype, fused=False)
+    _branch_function(f, fused, m, rtype, fused=True)
+    i64 = ir.IntegerType.get_signless(64)
+    n1 = ir.Operation.create("relax.arange", results=[TensorType.of([1], "i64").to_mlir()], attributes={
+        "start": _dim_attr(sk), "end": _dim_attr(sk + 1), "dtype": ir.TypeAttr.get(i64)}).results[0]
+    n = ir.Operation.create("relax.reshape", results=[TensorType.of([], "i64").to_mlir()], operands=[n1],
+                            attributes={"shape": ir.ArrayAttr.get([])}).results[0]
+    dense = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], i64), ir.IntegerAttr.get(i64, min_keys))
+    lim = ir.Operation.create("relax.constant", results=[TensorType.of([], "i64").to_mlir()],
+                              attributes={"value": dense}).results[0]
+    pred = ir.Operation.create("relax.less", results=[TensorType.of([], "i1").to_mlir()],
+                               operands=[n, lim]).results[0]
+    return ir.Operation.create("relax_v.if", results=[rtype], operands=[pred, m.q, m.k, m.v], attributes={
+        "then_branch": ir.FlatSymbolRefAttr.get(short), "else_branch": ir.FlatSymbolRefAttr.get(fused)})
 
 
 def _erase_dead(ops: list) -> None:

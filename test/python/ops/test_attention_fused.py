@@ -1,7 +1,8 @@
 """relax.attention and relax-fuse-attention: jax attention chains become ONE fused op (checked on
-the IR), compiled once and equal to jax.jit at s = 1, a prime, 512 and 2048; NaN/Inf rows as
-jax gives them; chains that must stay unfused stay unfused; bad relax.attention IR is refused
-with a located error."""
+the IR), versioned on a symbolic key length (the unfused chain below SHORT_KEYS, checked on the IR
+and on which kernels ran), compiled once and equal to jax.jit at s = 1, a prime, 255, 256, 512 and
+2048; NaN/Inf rows as jax gives them (the fused kernel and the short branch); chains that must stay
+unfused stay unfused; bad relax.attention IR is refused with a located error."""
 from __future__ import annotations
 
 import jax
@@ -12,8 +13,19 @@ from mlir import ir
 
 import relax_mlir
 from relax_mlir.frontend.jax import from_jax
+from relax_mlir.ops.attention import SHORT_KEYS
 
-FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention"]
+FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{min_keys=0}"]
+VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention"]
+
+
+def fused_only(m):
+    """`m` compiled for the CPU with relax-fuse-attention{min_keys=0}: the fused kernel at every length."""
+    from relax_mlir.targets import registry
+    passes = [p if p != "relax-fuse-attention" else "relax-fuse-attention{min_keys=0}"
+              for p in registry().expand(["relax-compile-cpu"])]
+    assert "relax-fuse-attention{min_keys=0}" in passes
+    return relax_mlir.compile(m, passes=passes)
 
 
 def op_names(module) -> list[str]:
@@ -90,10 +102,14 @@ def test_fused_matches_jax(f, shapes):
     assert names.count("relax.attention") == 1
     for gone in ("relax.exp", "relax.max", "relax.sum", "relax.matmul", "relax.where"):
         assert gone not in names, gone
+    # the default pipeline versions it: relax_v.if over the unfused chain and the fused op
+    versioned = op_names(relax_mlir.run_passes(export(f, shapes), VERSIONED))
+    assert versioned.count("relax_v.if") == 1 and versioned.count("relax.attention") == 1
+    assert versioned.count("relax.exp") == 1 and versioned.count("relax.matmul") == 2
     exe = relax_mlir.compile(m)
     rng = np.random.default_rng(0)
     jf = jax.jit(f)
-    for n in (1, 13, 512, 2048):
+    for n in (1, 13, SHORT_KEYS - 1, SHORT_KEYS, 512, 2048):
         args = [rng.standard_normal(sh, dtype=np.float32) for sh in concrete(shapes, n)]
         got = exe(*args)
         want = np.asarray(jf(*args))
@@ -111,7 +127,7 @@ def test_cross_attention_other_key_length():
     assert op_names(relax_mlir.run_passes(m, FUSE)).count("relax.attention") == 1
     exe = relax_mlir.compile(m)
     rng = np.random.default_rng(1)
-    for sq, sk in ((1, 1), (7, 61), (33, 64), (65, 200), (3, 129)):
+    for sq, sk in ((1, 1), (7, 61), (33, 64), (65, 200), (3, 129), (5, 256), (40, 301), (1, 700)):
         q = rng.standard_normal((sq, 32), dtype=np.float32)
         k, v = (rng.standard_normal((sk, 32), dtype=np.float32) for _ in range(2))
         np.testing.assert_allclose(exe(q, k, v), np.asarray(jax.jit(cross)(q, k, v)), rtol=2e-5, atol=2e-5)
@@ -123,9 +139,9 @@ def test_nan_inf_rows_as_jax():
     (so a causal block cannot skip that key tile);
     a -inf score among finite ones gets p = 0."""
     shapes = [("s", 32), ("s", 32), ("s", 32)]
-    exe = relax_mlir.compile(export(causal_1e9, shapes))
-    exe_inf = relax_mlir.compile(export(causal_inf, shapes))
-    exe_plain = relax_mlir.compile(export(plain, shapes))
+    exe = fused_only(export(causal_1e9, shapes))
+    exe_inf = fused_only(export(causal_inf, shapes))
+    exe_plain = fused_only(export(plain, shapes))
     rng = np.random.default_rng(2)
     n = 200  # four key tiles, a partial one
     q, k, v = (rng.standard_normal((n, 32), dtype=np.float32) for _ in range(3))
@@ -153,6 +169,67 @@ def test_nan_inf_rows_as_jax():
     p_zero = [r for r in range(150) if r not in (2, 5)]  # rows 2, 5: p = 1 on the masked keys: inf
     assert np.isnan(got[p_zero, 2]).all() and np.isinf(got[[2, 5], 2]).all() and not np.isnan(got[151:, 2]).any()
     np.testing.assert_allclose(got[2, 3:], v[3:, 3:].mean(axis=0), rtol=1e-4, atol=1e-5)
+
+
+def test_nan_inf_rows_in_the_short_branch():
+    """The same NaN/Inf cases at 200 keys through the default (versioned) compile: the short
+    branch, the unfused chain, as jax gives them."""
+    shapes = [("s", 32), ("s", 32), ("s", 32)]
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((200, 32), dtype=np.float32) for _ in range(3))
+    v[150, 2] = np.inf
+    q[3, 0] = np.nan
+    q[5, :] = 0.0
+    q[5, 0] = -np.inf
+    k[:, 0] = np.abs(k[:, 0]) + 0.5
+    for f in (causal_1e9, causal_inf, plain):
+        got, want = relax_mlir.compile(export(f, shapes))(q, k, v), np.asarray(jax.jit(f)(q, k, v))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+def _ran(exe, args) -> set[str]:
+    """The kernels one call of `exe` ran (RELAX_MLIR_PROFILE counters)."""
+    from relax_mlir.backend import cpu_profile
+    cpu_profile.reset(exe)
+    exe(*args)
+    return {name for name, (_, calls) in cpu_profile.samples(exe).items() if calls and name != "(entry total)"}
+
+
+def test_versioned_branch_taken_at_run_time(monkeypatch):
+    """One compile: below SHORT_KEYS keys the unfused chain's kernels run (an exp kernel), from it
+    on none of them (only the predicate's); results equal jax.jit and the fused-only compile on
+    both sides of the threshold."""
+    monkeypatch.setenv("RELAX_MLIR_PROFILE", "1")
+    shapes = [("s", 64), ("s", 64), ("s", 64)]
+    exe = relax_mlir.compile(export(causal_1e9, shapes))
+    fused = fused_only(export(causal_1e9, shapes))
+    rng = np.random.default_rng(6)
+    runs = {}
+    for n in (1, 17, SHORT_KEYS - 1, SHORT_KEYS, SHORT_KEYS + 1, 600):
+        args = [rng.standard_normal((n, 64), dtype=np.float32) for _ in range(3)]
+        runs[n] = _ran(exe, args)
+        want = np.asarray(jax.jit(causal_1e9)(*args))
+        np.testing.assert_allclose(exe(*args), want, rtol=2e-5, atol=2e-5, err_msg=f"s = {n}")
+        np.testing.assert_allclose(fused(*args), want, rtol=2e-5, atol=2e-5, err_msg=f"s = {n}")
+    for n, ran in runs.items():
+        short = any("exp" in name for name in ran)
+        assert short == (n < SHORT_KEYS), (n, sorted(ran))
+    assert runs[SHORT_KEYS] < runs[SHORT_KEYS - 1]
+
+
+def test_static_key_lengths():
+    """A static key length is decided at compile time: below SHORT_KEYS the chain stays unfused,
+    from it on one relax.attention; no branch either way. Both equal jax.jit."""
+    rng = np.random.default_rng(7)
+    for sk, fused in ((64, False), (SHORT_KEYS, True)):
+        specs = [jax.ShapeDtypeStruct((9, 32), jnp.float32)] + [jax.ShapeDtypeStruct((sk, 32), jnp.float32)] * 2
+        names = op_names(relax_mlir.run_passes(from_jax(scaled_div, *specs), VERSIONED))
+        assert "relax_v.if" not in names
+        assert names.count("relax.attention") == (1 if fused else 0) and ("relax.exp" in names) != fused
+        exe = relax_mlir.compile(from_jax(scaled_div, *specs))
+        args = [rng.standard_normal(sp.shape, dtype=np.float32) for sp in specs]
+        np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(scaled_div)(*args)), rtol=2e-5, atol=2e-5)
 
 
 def test_zero_length_is_refused_or_empty():
