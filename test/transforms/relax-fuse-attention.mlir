@@ -202,3 +202,30 @@ func.func @static_long(%q: !relax.tensor<[7, 32], f32>, %k: !relax.tensor<[512, 
   %o = "relax.matmul"(%p, %v) : (!relax.tensor<[7, 512], f32>, !relax.tensor<[512, 32], f32>) -> !relax.tensor<[7, 32], f32>
   return %o : !relax.tensor<[7, 32], f32>
 }
+
+// -----
+
+// A key length that is an expression ("t + 1", a cache plus the new token): inside the region
+// functions it is a fresh symbol (relax-infer-shapes' rule for dims not bound by a parameter);
+// the predicate reads the caller's "t + 1".
+// VERSION-LABEL: func.func private @grown_attention0_short
+// VERSION-SAME: (%{{.*}}: !relax.tensor<[1, 32], f32>, %{{.*}}: !relax.tensor<["grown_attention0_short_s0", 32], f32>, %{{.*}}: !relax.tensor<["grown_attention0_short_s0", 32], f32>) -> !relax.tensor<[1, 32], f32>
+// VERSION: "relax.matmul"{{.*}} -> !relax.tensor<[1, "grown_attention0_short_s0"], f32>
+// VERSION-LABEL: func.func private @grown_attention0_fused
+// VERSION-SAME: !relax.tensor<["grown_attention0_fused_s0", 32], f32>
+// VERSION-LABEL: func.func @grown
+// VERSION: "relax.arange"() {dtype = i64, end = "t + 2", start = "t + 1"}
+// VERSION: "relax_v.if"
+// VLEGAL-LABEL: func.func @grown
+// VLEGAL: "relax_v.if"
+func.func @grown(%q: !relax.tensor<[1, 32], f32>, %k: !relax.tensor<["t + 1", 32], f32>, %v: !relax.tensor<["t + 1", 32], f32>, %pad: !relax.tensor<["t"], f32>) -> !relax.tensor<[1, 32], f32> {
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<["t + 1", 32], f32>) -> !relax.tensor<[32, "t + 1"], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[1, 32], f32>, !relax.tensor<[32, "t + 1"], f32>) -> !relax.tensor<[1, "t + 1"], f32>
+  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<[1, "t + 1"], f32>) -> !relax.tensor<[1, 1], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<[1, "t + 1"], f32>, !relax.tensor<[1, 1], f32>) -> !relax.tensor<[1, "t + 1"], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<[1, "t + 1"], f32>) -> !relax.tensor<[1, "t + 1"], f32>
+  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<[1, "t + 1"], f32>) -> !relax.tensor<[1, 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<[1, "t + 1"], f32>, !relax.tensor<[1, 1], f32>) -> !relax.tensor<[1, "t + 1"], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<[1, "t + 1"], f32>, !relax.tensor<["t + 1", 32], f32>) -> !relax.tensor<[1, 32], f32>
+  return %o : !relax.tensor<[1, 32], f32>
+}

@@ -54,7 +54,8 @@ from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.attention import SHORT_KEYS
 from relax_mlir.ops.common import splat_source
 from relax_mlir.passes import ModulePass
-from relax_mlir.transforms.infer_shapes import graph_ops_named
+from relax_mlir.shape import sym
+from relax_mlir.transforms.infer_shapes import graph_ops_named, param_bindings
 
 _VIEWS = ("relax.reshape", "relax.broadcast_to")
 # the v head dim the CPU kernel's register tile needs (2 x 16 lanes)
@@ -325,10 +326,10 @@ class FuseAttentionPass(ModulePass):
             if m is None:
                 continue
             sk = _tensor(m.k).dims[-2]
-            if sk.is_const and sk.value < self.min_keys:
+            if sk is not None and sk.is_const and sk.value < self.min_keys:
                 continue
             with ir.InsertionPoint(root), root.location:
-                if sk.is_const or self.min_keys == 0:
+                if sk.is_const or self.min_keys == 0 or not all(_tensor(x).known for x in (m.q, m.k, m.v)):
                     new = ir.Operation.create("relax.attention", results=[root.results[0].type],
                                               operands=[m.q, m.k, m.v], attributes=m.attrs)
                 else:
@@ -348,10 +349,25 @@ def _enclosing_function(op: ir.Operation) -> ir.Operation:
     return op
 
 
-def _branch_function(before: ir.Operation, name: str, m: Match, rtype: ir.Type, fused: bool) -> None:
+def _region_types(name: str, types: list[TensorType]) -> list[TensorType]:
+    """`types` as region function @name sees them (relax-infer-shapes' rule): a dim whose symbols
+    are not all whole dims of some parameter becomes the fresh symbol `name_s<i>`."""
+    binds = set(param_bindings(types))
+    fresh: dict = {}
+    out = []
+    for t in types:
+        dims = [d if d.is_const or d.symbols() <= binds else fresh.setdefault(d, sym(f"{name}_s{len(fresh)}"))
+                for d in t.dims]
+        out.append(TensorType(tuple(dims), t.dtype))
+    return out
+
+
+def _branch_function(before: ir.Operation, name: str, m: Match, fused: bool) -> None:
     """A private region function @name(q, k, v) placed before `before`: relax.attention (`fused`)
     or the unfused chain it stands for."""
-    types = [m.q.type, m.k.type, m.v.type]
+    tq, tk, tv = _region_types(name, [_tensor(m.q), _tensor(m.k), _tensor(m.v)])
+    types = [t.to_mlir() for t in (tq, tk, tv)]
+    rtype = TensorType(tuple(tq.dims[:-1]) + (tv.dims[-1],), tq.dtype).to_mlir()
     loc = before.location
     with ir.InsertionPoint(before):
         f = ir.Operation.create("func.func", regions=1, loc=loc, attributes={
@@ -379,9 +395,8 @@ def _versioned(root: ir.Operation, m: Match, sk, min_keys: int, taken: set) -> i
         i += 1
     short, fused = f"{base}{i}_short", f"{base}{i}_fused"
     taken.update((short, fused))
-    rtype = root.results[0].type
-    _branch_function(f, short, m, rtype, fused=False)
-    _branch_function(f, fused, m, rtype, fused=True)
+    _branch_function(f, short, m, fused=False)
+    _branch_function(f, fused, m, fused=True)
     i64 = ir.IntegerType.get_signless(64)
     n1 = ir.Operation.create("relax.arange", results=[TensorType.of([1], "i64").to_mlir()], attributes={
         "start": _dim_attr(sk), "end": _dim_attr(sk + 1), "dtype": ir.TypeAttr.get(i64)}).results[0]
@@ -392,7 +407,7 @@ def _versioned(root: ir.Operation, m: Match, sk, min_keys: int, taken: set) -> i
                               attributes={"value": dense}).results[0]
     pred = ir.Operation.create("relax.less", results=[TensorType.of([], "i1").to_mlir()],
                                operands=[n, lim]).results[0]
-    return ir.Operation.create("relax_v.if", results=[rtype], operands=[pred, m.q, m.k, m.v], attributes={
+    return ir.Operation.create("relax_v.if", results=[root.results[0].type], operands=[pred, m.q, m.k, m.v], attributes={
         "then_branch": ir.FlatSymbolRefAttr.get(short), "else_branch": ir.FlatSymbolRefAttr.get(fused)})
 
 

@@ -218,6 +218,25 @@ def test_versioned_branch_taken_at_run_time(monkeypatch):
     assert runs[SHORT_KEYS] < runs[SHORT_KEYS - 1]
 
 
+def test_key_length_expression_versioned():
+    """A key length t + 1 (a cache of t keys and the new one): versioned on t + 1 in one compile,
+    equal to jax.jit on both sides of the threshold (t + 1 = 255 and 256)."""
+    def grown(q, kc, vc, kn, vn):
+        k, v = jnp.concatenate([kc, kn]), jnp.concatenate([vc, vn])
+        return jax.nn.softmax((q @ k.T) * 0.125, axis=-1) @ v
+    (t,) = jax.export.symbolic_shape("t")
+    f32 = jnp.float32
+    m = from_jax(grown, jax.ShapeDtypeStruct((3, 64), f32), jax.ShapeDtypeStruct((t, 64), f32),
+                 jax.ShapeDtypeStruct((t, 64), f32), jax.ShapeDtypeStruct((1, 64), f32), jax.ShapeDtypeStruct((1, 64), f32))
+    names = op_names(relax_mlir.run_passes(m, VERSIONED))
+    assert names.count("relax_v.if") == 1 and names.count("relax.attention") == 1
+    exe = relax_mlir.compile(m)
+    rng = np.random.default_rng(8)
+    for n in (1, 30, SHORT_KEYS - 2, SHORT_KEYS - 1, 400):
+        args = [rng.standard_normal(sh, dtype=np.float32) for sh in ((3, 64), (n, 64), (n, 64), (1, 64), (1, 64))]
+        np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(grown)(*args)), rtol=2e-5, atol=2e-5, err_msg=f"t = {n}")
+
+
 def test_static_key_lengths():
     """A static key length is decided at compile time: below SHORT_KEYS the chain stays unfused,
     from it on one relax.attention; no branch either way. Both equal jax.jit."""
