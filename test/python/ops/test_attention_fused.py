@@ -19,13 +19,22 @@ FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{min_ke
 VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention"]
 
 
+def _cpu_passes(fuse: str | None) -> list[str]:
+    """The CPU pipeline with relax-fuse-attention replaced by `fuse` (None: dropped)."""
+    from relax_mlir.targets import registry
+    passes = registry().expand(["relax-compile-cpu"])
+    assert "relax-fuse-attention" in passes
+    return [fuse if p == "relax-fuse-attention" else p for p in passes if fuse is not None or p != "relax-fuse-attention"]
+
+
 def fused_only(m):
     """`m` compiled for the CPU with relax-fuse-attention{min_keys=0}: the fused kernel at every length."""
-    from relax_mlir.targets import registry
-    passes = [p if p != "relax-fuse-attention" else "relax-fuse-attention{min_keys=0}"
-              for p in registry().expand(["relax-compile-cpu"])]
-    assert "relax-fuse-attention{min_keys=0}" in passes
-    return relax_mlir.compile(m, passes=passes)
+    return relax_mlir.compile(m, passes=_cpu_passes("relax-fuse-attention{min_keys=0}"))
+
+
+def unfused_only(m):
+    """`m` compiled for the CPU without relax-fuse-attention."""
+    return relax_mlir.compile(m, passes=_cpu_passes(None))
 
 
 def op_names(module) -> list[str]:
@@ -364,3 +373,56 @@ def test_direct_op_symbolic_batch_rank4_written_in_place():
         q, k = (rng.standard_normal((b, 3, n, 32), dtype=np.float32) for _ in range(2))
         v = rng.standard_normal((b, 3, n, 64), dtype=np.float32)
         np.testing.assert_allclose(fused(q, k, v), unfused(q, k, v), rtol=2e-5, atol=2e-5, err_msg=f"b={b} n={n}")
+
+
+CHAIN = """func.func @main(%q: !relax.tensor<["n", 32], f32>, %k: !relax.tensor<["m", 32], f32>, %v: !relax.tensor<["m", 32], f32>) -> !relax.tensor<["n", 32], f32> {
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<["m", 32], f32>) -> !relax.tensor<[32, "m"], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<["n", 32], f32>, !relax.tensor<[32, "m"], f32>) -> !relax.tensor<["n", "m"], f32>
+  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n", 1], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<["n", "m"], f32>, !relax.tensor<["n", 1], f32>) -> !relax.tensor<["n", "m"], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n", "m"], f32>
+  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<["n", "m"], f32>) -> !relax.tensor<["n", 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<["n", "m"], f32>, !relax.tensor<["n", 1], f32>) -> !relax.tensor<["n", "m"], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<["n", "m"], f32>, !relax.tensor<["m", 32], f32>) -> !relax.tensor<["n", 32], f32>
+  return %o : !relax.tensor<["n", 32], f32>
+}
+"""
+
+
+def test_versioned_zero_keys_as_the_chain():
+    """A hand-written chain whose key length m may be 0 (no lower bound): the versioned program
+    gives what the unfused chain gives (the fused-only compile agrees where m > 0; at m = 0 both
+    give the empty sum's zeros), and equals numpy at m = 5 and 300."""
+    exe, fused, unfused = relax_mlir.compile(CHAIN), fused_only(CHAIN), unfused_only(CHAIN)
+    assert "relax_v.if" in op_names(relax_mlir.run_passes(CHAIN, VERSIONED))
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal((7, 32), dtype=np.float32)
+    z = np.zeros((0, 32), np.float32)
+    np.testing.assert_array_equal(exe(q, z, z), unfused(q, z, z))
+    np.testing.assert_array_equal(fused(q, z, z), np.zeros((7, 32), np.float32))
+    for m in (5, 300):
+        k, v = (rng.standard_normal((m, 32), dtype=np.float32) for _ in range(2))
+        s = q @ k.T
+        p = np.exp(s - s.max(-1, keepdims=True))
+        want = (p / p.sum(-1, keepdims=True)) @ v
+        for e in (exe, fused):
+            np.testing.assert_allclose(e(q, k, v), want, rtol=2e-5, atol=2e-5, err_msg=f"m = {m}")
+
+
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16])
+def test_low_precision_chain_unfused_and_exact_as_before(dt):
+    """f16 / bf16 chains are never fused nor versioned (the kernel is f32): one compile equals
+    jax.jit at 1, 13 and 300 keys within the type's rounding."""
+    def f(q, k, v):
+        return jax.nn.softmax((q @ k.T) * 0.125, axis=-1) @ v
+    (s,) = jax.export.symbolic_shape("s")
+    m = from_jax(f, *[jax.ShapeDtypeStruct((s, 32), dt)] * 3)
+    names = op_names(relax_mlir.run_passes(m, VERSIONED))
+    assert "relax.attention" not in names and "relax_v.if" not in names
+    exe = relax_mlir.compile(from_jax(f, *[jax.ShapeDtypeStruct((s, 32), dt)] * 3))
+    rng = np.random.default_rng(12)
+    tol = 2e-2 if dt == jnp.bfloat16 else 4e-3
+    for n in (1, 13, 300):
+        args = [jnp.asarray(rng.standard_normal((n, 32), dtype=np.float32), dt) for _ in range(3)]
+        got = np.asarray(exe(*[np.asarray(a) for a in args]), np.float32)
+        np.testing.assert_allclose(got, np.asarray(jax.jit(f)(*args), np.float32), rtol=tol, atol=tol, err_msg=f"s = {n}")
