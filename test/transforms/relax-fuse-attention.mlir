@@ -229,3 +229,51 @@ func.func @grown(%q: !relax.tensor<[1, 32], f32>, %k: !relax.tensor<["t + 1", 32
   %o = "relax.matmul"(%p, %v) : (!relax.tensor<[1, "t + 1"], f32>, !relax.tensor<["t + 1", 32], f32>) -> !relax.tensor<[1, 32], f32>
   return %o : !relax.tensor<[1, 32], f32>
 }
+
+// -----
+
+// Grouped-query attention after relax-canonicalize (ops/grouped.py: 16 query heads over 4 KV
+// heads): the products run on [b, 4, 4*s, ...] rows, the softmax on a [b, 16, s, m] view. One
+// relax.attention on the products' layout (k and v unrepeated), the view of its result kept.
+// CHECK-LABEL: func.func @grouped
+// CHECK-SAME: (%[[Q:.*]]: !relax.tensor<["b", "s", 16, 64], f32>, %[[K:.*]]: !relax.tensor<["b", "m", 4, 64], f32>, %[[V:.*]]: !relax.tensor<["b", "m", 4, 64], f32>)
+// CHECK-NOT: "relax.matmul"
+// CHECK: %[[QP:.*]] = "relax.permute_dims"(%[[Q]]) {axes = [0, 2, 1, 3]}
+// CHECK: %[[QG:.*]] = "relax.reshape"(%[[QP]]) {shape = ["b", 4, "4*s", 64]}
+// CHECK: %[[KP:.*]] = "relax.permute_dims"(%[[K]]) {axes = [0, 2, 1, 3]}
+// CHECK: %[[VP:.*]] = "relax.permute_dims"(%[[V]]) {axes = [0, 2, 1, 3]}
+// CHECK: %[[A:.*]] = "relax.attention"(%[[QG]], %[[KP]], %[[VP]]) {divisor = 8.000000e+00 : f32} : {{.*}} -> !relax.tensor<["b", 4, "4*s", 64], f32>
+// CHECK: %[[R:.*]] = "relax.reshape"(%[[A]]) {shape = ["b", 16, "s", 64]}
+// CHECK-NOT: "relax.exp"
+// CHECK: return
+// Versioned on the key length m.
+// VERSION-LABEL: func.func @grouped
+// VERSION: "relax.arange"() {dtype = i64, end = "m + 1", start = "m"}
+// VERSION: "relax_v.if"
+func.func @grouped(%arg0: !relax.tensor<["b", "s", 16, 64], f32>, %arg1: !relax.tensor<["b", "m", 4, 64], f32>, %arg2: !relax.tensor<["b", "m", 4, 64], f32>) -> !relax.tensor<["b", "s", 16, 64], f32> {
+  %0 = "relax.constant"() {value = dense<0xFF800000> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %1 = "relax.constant"() {value = dense<8.000000e+00> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %2 = "relax.permute_dims"(%arg0) {axes = [0, 2, 1, 3]} : (!relax.tensor<["b", "s", 16, 64], f32>) -> !relax.tensor<["b", 16, "s", 64], f32>
+  %3 = "relax.reshape"(%2) {shape = ["b", 4, "4*s", 64]} : (!relax.tensor<["b", 16, "s", 64], f32>) -> !relax.tensor<["b", 4, "4*s", 64], f32>
+  %4 = "relax.permute_dims"(%arg1) {axes = [0, 2, 1, 3]} : (!relax.tensor<["b", "m", 4, 64], f32>) -> !relax.tensor<["b", 4, "m", 64], f32>
+  %5 = "relax.permute_dims"(%4) {axes = [0, 1, 3, 2]} : (!relax.tensor<["b", 4, "m", 64], f32>) -> !relax.tensor<["b", 4, 64, "m"], f32>
+  %6 = "relax.matmul"(%3, %5) : (!relax.tensor<["b", 4, "4*s", 64], f32>, !relax.tensor<["b", 4, 64, "m"], f32>) -> !relax.tensor<["b", 4, "4*s", "m"], f32>
+  %7 = "relax.reshape"(%6) {shape = ["b", 16, "s", "m"]} : (!relax.tensor<["b", 4, "4*s", "m"], f32>) -> !relax.tensor<["b", 16, "s", "m"], f32>
+  %8 = "relax.divide"(%7, %1) : (!relax.tensor<["b", 16, "s", "m"], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["b", 16, "s", "m"], f32>
+  %9 = "relax.max"(%8) {axes = [3], keepdims = false} : (!relax.tensor<["b", 16, "s", "m"], f32>) -> !relax.tensor<["b", 16, "s"], f32>
+  %10 = "relax.maximum"(%0, %9) : (!relax.tensor<[], f32>, !relax.tensor<["b", 16, "s"], f32>) -> !relax.tensor<["b", 16, "s"], f32>
+  %11 = "relax.reshape"(%10) {shape = ["b", 16, "s", 1]} : (!relax.tensor<["b", 16, "s"], f32>) -> !relax.tensor<["b", 16, "s", 1], f32>
+  %12 = "relax.broadcast_to"(%11) {shape = ["b", 16, "s", "m"]} : (!relax.tensor<["b", 16, "s", 1], f32>) -> !relax.tensor<["b", 16, "s", "m"], f32>
+  %13 = "relax.subtract"(%8, %12) : (!relax.tensor<["b", 16, "s", "m"], f32>, !relax.tensor<["b", 16, "s", "m"], f32>) -> !relax.tensor<["b", 16, "s", "m"], f32>
+  %14 = "relax.exp"(%13) : (!relax.tensor<["b", 16, "s", "m"], f32>) -> !relax.tensor<["b", 16, "s", "m"], f32>
+  %15 = "relax.sum"(%14) {axes = [3], keepdims = false} : (!relax.tensor<["b", 16, "s", "m"], f32>) -> !relax.tensor<["b", 16, "s"], f32>
+  %16 = "relax.reshape"(%15) {shape = ["b", 16, "s", 1]} : (!relax.tensor<["b", 16, "s"], f32>) -> !relax.tensor<["b", 16, "s", 1], f32>
+  %17 = "relax.broadcast_to"(%16) {shape = ["b", 16, "s", "m"]} : (!relax.tensor<["b", 16, "s", 1], f32>) -> !relax.tensor<["b", 16, "s", "m"], f32>
+  %18 = "relax.divide"(%14, %17) : (!relax.tensor<["b", 16, "s", "m"], f32>, !relax.tensor<["b", 16, "s", "m"], f32>) -> !relax.tensor<["b", 16, "s", "m"], f32>
+  %19 = "relax.permute_dims"(%arg2) {axes = [0, 2, 1, 3]} : (!relax.tensor<["b", "m", 4, 64], f32>) -> !relax.tensor<["b", 4, "m", 64], f32>
+  %20 = "relax.reshape"(%18) {shape = ["b", 4, "4*s", "m"]} : (!relax.tensor<["b", 16, "s", "m"], f32>) -> !relax.tensor<["b", 4, "4*s", "m"], f32>
+  %21 = "relax.matmul"(%20, %19) : (!relax.tensor<["b", 4, "4*s", "m"], f32>, !relax.tensor<["b", 4, "m", 64], f32>) -> !relax.tensor<["b", 4, "4*s", 64], f32>
+  %22 = "relax.reshape"(%21) {shape = ["b", 16, "s", 64]} : (!relax.tensor<["b", 4, "4*s", 64], f32>) -> !relax.tensor<["b", 16, "s", 64], f32>
+  %23 = "relax.permute_dims"(%22) {axes = [0, 2, 1, 3]} : (!relax.tensor<["b", 16, "s", 64], f32>) -> !relax.tensor<["b", "s", 16, 64], f32>
+  return %23 : !relax.tensor<["b", "s", 16, 64], f32>
+}

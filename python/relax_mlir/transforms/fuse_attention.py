@@ -16,8 +16,11 @@ root, and rewrites the chains it proves. What it proves, from the root back (aft
 VIEWS are reshapes/broadcast_tos that only add unit or broadcast dims; `causal` is
 `greater_equal(rows, cols)` (or `less_equal(cols, rows)`) of two arange-based index tensors
 (jax's `arange(n)[:, None] >= arange(n)[None, :]`, including its `0 + 1 * iota` form), rows shaped
-[Sq, 1] and columns [1, Sk]. q, k and v must share their batch dims (no broadcasting; grouped
-query attention is left to the unfused path), be f32 with static head dims (v's a multiple of
+[Sq, 1] and columns [1, Sk]. Grouped-query attention as ops/grouped.py leaves it (the products on
+[.., G, R*S, D] rows, the softmax on a [.., H, S, K] view: `out = matmul(reshape(p), v)` and
+`s0 = reshape(matmul(q, k^T))`, both reshapes keeping the last dim) fuses in the products' layout
+when it has no mask (a causal mask indexes the view's S rows). q, k and v must share their batch
+dims (no broadcasting), be f32 with static head dims (v's a multiple of
 32: the kernel's register tile) and at most one symbolic batch dim. Every inner value must have no
 use outside the chain, so a score or probability used twice keeps the chain unfused.
 
@@ -168,6 +171,20 @@ def _index_side(v, sq, sk, chain: list) -> str | None:
     return side
 
 
+def _row_regroup(v, rows: TensorType):
+    """The single-use relax.reshape defining `v` if it only regroups rows (the last dim kept, both
+    sides of it shaped like `rows` or the other side's view of the same elements), else None."""
+    o = _owner(v, "relax.reshape")
+    if o is None or _uses(v) != 1:
+        return None
+    ti, to = _tensor(o.operands[0]), _tensor(o.results[0])
+    if ti is None or to is None or len(ti.dims) < 2 or len(to.dims) < 2 or ti.dims[-1] != to.dims[-1]:
+        return None
+    if rows not in (ti, to) or not all(d is not None for d in ti.dims + to.dims):
+        return None
+    return o
+
+
 def _mask_views(v, sq, sk, chain: list):
     """Skip single-use reshape/broadcast_to ops that only add leading dims to an [Sq, Sk] mask."""
     while True:
@@ -209,12 +226,20 @@ def match_attention(root: ir.Operation) -> Match | None:
         return None
     rank = len(tp.dims)
     chain = []
+    # grouped-query attention after relax-canonicalize (ops/grouped.py): the products run on
+    # [.., G, R*S, K] rows, the softmax on a [.., H, S, K] view of them; rows are rows in either
+    # layout (the last dim is kept), so the fused op computes in the products' layout
+    regroup = _row_regroup(p, tp)
+    if regroup is not None:
+        chain.append(regroup)
+        p = regroup.operands[0]
+    srank = len(_tensor(p).dims)
     div = _owner(p, "relax.divide")
     if div is None or _uses(p) != 1:
         return None
     e = div.operands[0]
     den = _through_views(div.operands[1], chain)
-    sm = _last_axis_reduce(den, "relax.sum", rank)
+    sm = _last_axis_reduce(den, "relax.sum", srank)
     if sm is None or sm.operands[0] != e or _uses(den) != 1:
         return None
     ex = _owner(e, "relax.exp")
@@ -235,7 +260,7 @@ def match_attention(root: ir.Operation) -> Match | None:
         else:
             return None
         chain.append(mx_op)
-    mx = _last_axis_reduce(mv, "relax.max", rank)
+    mx = _last_axis_reduce(mv, "relax.max", srank)
     if mx is None or mx.operands[0] != x or _uses(mv) != 1 or _uses(x) != 2:
         return None
     chain += [root, div, sm, ex, sub, mx]
@@ -281,6 +306,14 @@ def match_attention(root: ir.Operation) -> Match | None:
         if _uses(s) != 1:
             return None
         chain.append(sc)
+    if regroup is not None:
+        # the scores' view must be the inverse one, from the products' exact shape; no mask (its
+        # rows index S, not R*S)
+        back = _row_regroup(s, tp)
+        if back is None or "mask" in attrs or _tensor(back.operands[0]) != tp:
+            return None
+        chain.append(back)
+        s = back.operands[0]
     qk = _owner(s, "relax.matmul")
     if qk is None:
         return None

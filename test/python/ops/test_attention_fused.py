@@ -426,3 +426,52 @@ def test_low_precision_chain_unfused_and_exact_as_before(dt):
         args = [jnp.asarray(rng.standard_normal((n, 32), dtype=np.float32), dt) for _ in range(3)]
         got = np.asarray(exe(*[np.asarray(a) for a in args]), np.float32)
         np.testing.assert_allclose(got, np.asarray(jax.jit(f)(*args), np.float32), rtol=tol, atol=tol, err_msg=f"s = {n}")
+
+
+def gqa(q, k, v):
+    """Grouped-query attention as transformers' Flax Llama repeats the KV heads: q [b, s, 8, 32]
+    over k, v [b, m, 2, 32] (no mask)."""
+    k, v = jnp.repeat(k, 4, axis=2), jnp.repeat(v, 4, axis=2)
+    w = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.float32(np.sqrt(32)), axis=-1)
+    return jnp.einsum("bhqk,bkhd->bqhd", w, v)
+
+
+@pytest.mark.parametrize("queries", [1, "s"])
+def test_grouped_query_attention_fused(queries):
+    """After ops/grouped.py's canonicalization the products run on [b, 2, 4*s, 32] rows and the
+    softmax on a [b, 8, s, m] view: one relax.attention on the products' layout (the KV heads
+    never repeated), versioned on m; equal to jax.jit from one compile at m on both sides of the
+    threshold, decode (s = 1) and prefill."""
+    b, s, m = jax.export.symbolic_shape("b, s, m")
+    sq = 1 if queries == 1 else s
+    specs = [jax.ShapeDtypeStruct((b, sq, 8, 32), jnp.float32)] + [jax.ShapeDtypeStruct((b, m, 2, 32), jnp.float32)] * 2
+    text = str(relax_mlir.run_passes(from_jax(gqa, *specs), FUSE))
+    assert text.count('"relax.attention"') == 1 and '"relax.exp"' not in text and '"relax.matmul"' not in text
+    assert '!relax.tensor<["b", 2, "m", 32], f32>) -> !relax.tensor<["b", 2, ' in text  # unrepeated k, v
+    names = op_names(relax_mlir.run_passes(from_jax(gqa, *specs), VERSIONED))
+    assert names.count("relax_v.if") == 1 and names.count("relax.attention") == 1
+    exe = relax_mlir.compile(from_jax(gqa, *specs))
+    rng = np.random.default_rng(13)
+    for bb, ss, mm in ((1, 1, 1), (2, 5, 13), (1, 3, SHORT_KEYS - 1), (2, 1, SHORT_KEYS), (1, 7, 300)):
+        ss = 1 if queries == 1 else ss
+        args = [rng.standard_normal(sh, dtype=np.float32) for sh in ((bb, ss, 8, 32), (bb, mm, 2, 32), (bb, mm, 2, 32))]
+        np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(gqa)(*args)), rtol=2e-5, atol=2e-5,
+                                   err_msg=f"b={bb} s={ss} m={mm}")
+
+
+def test_grouped_query_with_causal_mask_stays_unfused():
+    """A causal mask over the [s, m] view indexes rows of S, not the products' R*S rows: unfused."""
+    def gqa_causal(q, k, v):
+        k, v = jnp.repeat(k, 4, axis=2), jnp.repeat(v, 4, axis=2)
+        w = jnp.einsum("bqhd,bkhd->bhqk", q, k) * 0.125
+        w = jnp.where(causal(q.shape[1], k.shape[1]), w, -1e9)
+        return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(w, axis=-1), v)
+    (s,) = jax.export.symbolic_shape("s")
+    specs = [jax.ShapeDtypeStruct((1, s, 8, 32), jnp.float32)] + [jax.ShapeDtypeStruct((1, s, 2, 32), jnp.float32)] * 2
+    names = op_names(relax_mlir.run_passes(from_jax(gqa_causal, *specs), FUSE))
+    assert "relax.attention" not in names and "relax.exp" in names
+    exe = relax_mlir.compile(from_jax(gqa_causal, *specs))
+    rng = np.random.default_rng(14)
+    for n in (1, 9, 300):
+        args = [rng.standard_normal(sh, dtype=np.float32) for sh in ((1, n, 8, 32), (1, n, 2, 32), (1, n, 2, 32))]
+        np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(gqa_causal)(*args)), rtol=2e-5, atol=2e-5)
