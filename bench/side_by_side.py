@@ -12,7 +12,7 @@ against jax.jit's before timing.
                                  [--unfused] [--fused-only]
 
 `--unfused` adds relax-mlir compiled without relax-fuse-attention (before/after the fused attention
-kernel, interleaved in the same rounds); `--fused-only` adds it with relax-fuse-attention{min_keys=0}
+kernel, interleaved in the same rounds); `--fused-only` adds it with relax-fuse-attention{min_keys=0 min_queries=0}
 (the fused kernel at every key length, no versioning).
 
 Writes bench/results/side_by_side.json and prints a markdown table (ms per call, ratio to XLA).
@@ -141,7 +141,7 @@ class OursUnfused(Ours):
 
 
 class OursFusedOnly(Ours):
-    """relax-mlir with relax-fuse-attention{min_keys=0} (the fused kernel at every key length)."""
+    """relax-mlir with relax-fuse-attention{min_keys=0 min_queries=0} (the fused kernel at every length)."""
     name = "relax-mlir fused only"
 
     def __init__(self, exported):
@@ -149,7 +149,7 @@ class OursFusedOnly(Ours):
         from relax_mlir.frontend.jax import import_exported
         from relax_mlir.targets import registry
 
-        passes = [p if p != "relax-fuse-attention" else "relax-fuse-attention{min_keys=0}"
+        passes = [p if p != "relax-fuse-attention" else "relax-fuse-attention{min_keys=0 min_queries=0}"
                   for p in registry().expand(["relax-compile-cpu"])]
         t = time.perf_counter()
         self.exe = relax_mlir.compile(import_exported(exported), passes=passes)
@@ -345,7 +345,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-iree", action="store_true")
     ap.add_argument("--new-shapes", type=int, default=38, help="relax-mlir's first calls at N unseen shapes (0: off)")
     ap.add_argument("--unfused", action="store_true", help="also relax-mlir without relax-fuse-attention")
-    ap.add_argument("--fused-only", action="store_true", help="also relax-mlir with relax-fuse-attention{min_keys=0}")
+    ap.add_argument("--fused-only", action="store_true", help="also relax-mlir with relax-fuse-attention{min_keys=0 min_queries=0}")
     a = ap.parse_args(argv)
     use_iree = not a.no_iree
     if use_iree:

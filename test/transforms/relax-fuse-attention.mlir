@@ -1,11 +1,12 @@
-// RUN: relax-opt %s --split-input-file --relax-fuse-attention=min_keys=0 | FileCheck %s
-// RUN: relax-opt %s --split-input-file --relax-fuse-attention=min_keys=0 --relax-legalize | FileCheck %s --check-prefix=KERNEL
+// RUN: relax-opt %s --split-input-file '--relax-fuse-attention=min_keys=0 min_queries=0' | FileCheck %s
+// RUN: relax-opt %s --split-input-file '--relax-fuse-attention=min_keys=0 min_queries=0' --relax-legalize | FileCheck %s --check-prefix=KERNEL
 // RUN: relax-opt %s --split-input-file --relax-fuse-attention | FileCheck %s --check-prefix=VERSION
 // RUN: relax-opt %s --split-input-file --relax-fuse-attention --relax-infer-shapes --relax-legalize | FileCheck %s --check-prefix=VLEGAL
 
-// min_keys=0: every chain is one relax.attention. By default (min_keys = 256) a symbolic key length
-// is versioned: relax_v.if(Sk < 256) runs the unfused chain (then) or relax.attention (else), two
-// private region functions next to the caller; a static key length below 256 stays unfused.
+// min_keys=0 min_queries=0: every chain is one relax.attention. By default (min_keys = 256,
+// min_queries = 32) symbolic key and query lengths are versioned: relax_v.if(Sk < 256 or Sq < 32)
+// runs the unfused chain (then) or relax.attention (else), two private region functions next to
+// the caller; a static length below its limit stays unfused.
 
 // jax's causal attention after relax-canonicalize: scale by division, where-mask from two iotas,
 // max-subtracted softmax (with jax's maximum(-inf, max)), product with v: one relax.attention.
@@ -103,10 +104,16 @@ func.func @causal(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s", 64]
 // CHECK-SAME: (%[[Q:.*]]: !relax.tensor<[2, 4, "s", 64], f32>, %[[K:.*]]: !relax.tensor<[2, 4, "t", 64], f32>, %[[V:.*]]: !relax.tensor<[2, 4, "t", 64], f32>)
 // CHECK: %[[R:.*]] = "relax.attention"(%[[Q]], %[[K]], %[[V]]) {scale = 1.250000e-01 : f32} : {{.*}} -> !relax.tensor<[2, 4, "s", 64], f32>
 // CHECK-NEXT: return %[[R]]
-// Versioned on the key length "t", not the query length "s".
+// Versioned on the key length "t" (< 256) and the query length "s" (< 32).
 // VERSION-LABEL: func.func @heads
-// VERSION: "relax.arange"() {dtype = i64, end = "t + 1", start = "t"}
-// VERSION: "relax_v.if"
+// VERSION: %[[NT:.*]] = "relax.arange"() {dtype = i64, end = "t + 1", start = "t"}
+// VERSION: %[[LT:.*]] = "relax.constant"() {value = dense<256> : tensor<i64>}
+// VERSION: %[[CT:.*]] = "relax.less"(%{{.*}}, %[[LT]])
+// VERSION: %[[NS:.*]] = "relax.arange"() {dtype = i64, end = "s + 1", start = "s"}
+// VERSION: %[[LS:.*]] = "relax.constant"() {value = dense<32> : tensor<i64>}
+// VERSION: %[[CS:.*]] = "relax.less"(%{{.*}}, %[[LS]])
+// VERSION: %[[P:.*]] = "relax.logical_or"(%[[CT]], %[[CS]])
+// VERSION: "relax_v.if"(%[[P]],
 func.func @heads(%q: !relax.tensor<[2, 4, "s", 64], f32>, %k: !relax.tensor<[2, 4, "t", 64], f32>, %v: !relax.tensor<[2, 4, "t", 64], f32>) -> !relax.tensor<[2, 4, "s", 64], f32> {
   %c = "relax.constant"() {value = dense<1.250000e-01> : tensor<f32>} : () -> !relax.tensor<[], f32>
   %kt = "relax.permute_dims"(%k) {axes = [0, 1, 3, 2]} : (!relax.tensor<[2, 4, "t", 64], f32>) -> !relax.tensor<[2, 4, 64, "t"], f32>
@@ -163,7 +170,8 @@ func.func @other_axis(%q: !relax.tensor<["s", 64], f32>, %k: !relax.tensor<["s",
 
 // -----
 
-// Static key lengths: 64 stays unfused by default (below 256), 512 is fused without a branch.
+// Static lengths: 64 keys stay unfused by default (below 256); 512 keys and 40 queries are fused
+// without a branch; 512 keys and 7 queries stay unfused (below 32 rows).
 // CHECK-LABEL: func.func @static_short
 // CHECK: "relax.attention"
 // VERSION-LABEL: func.func @static_short
@@ -187,11 +195,31 @@ func.func @static_short(%q: !relax.tensor<[64, 32], f32>, %k: !relax.tensor<[64,
 
 // CHECK-LABEL: func.func @static_long
 // VERSION-LABEL: func.func @static_long
-// VERSION-SAME: (%[[Q:.*]]: !relax.tensor<[7, 32], f32>, %[[K:.*]]: !relax.tensor<[512, 32], f32>, %[[V:.*]]: !relax.tensor<[512, 32], f32>)
+// VERSION-SAME: (%[[Q:.*]]: !relax.tensor<[40, 32], f32>, %[[K:.*]]: !relax.tensor<[512, 32], f32>, %[[V:.*]]: !relax.tensor<[512, 32], f32>)
 // VERSION-NOT: "relax_v.if"
 // VERSION: %[[R:.*]] = "relax.attention"(%[[Q]], %[[K]], %[[V]])
 // VERSION-NEXT: return %[[R]]
-func.func @static_long(%q: !relax.tensor<[7, 32], f32>, %k: !relax.tensor<[512, 32], f32>, %v: !relax.tensor<[512, 32], f32>) -> !relax.tensor<[7, 32], f32> {
+func.func @static_long(%q: !relax.tensor<[40, 32], f32>, %k: !relax.tensor<[512, 32], f32>, %v: !relax.tensor<[512, 32], f32>) -> !relax.tensor<[40, 32], f32> {
+  %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<[512, 32], f32>) -> !relax.tensor<[32, 512], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[40, 32], f32>, !relax.tensor<[32, 512], f32>) -> !relax.tensor<[40, 512], f32>
+  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<[40, 512], f32>) -> !relax.tensor<[40, 1], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<[40, 512], f32>, !relax.tensor<[40, 1], f32>) -> !relax.tensor<[40, 512], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<[40, 512], f32>) -> !relax.tensor<[40, 512], f32>
+  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<[40, 512], f32>) -> !relax.tensor<[40, 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<[40, 512], f32>, !relax.tensor<[40, 1], f32>) -> !relax.tensor<[40, 512], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<[40, 512], f32>, !relax.tensor<[512, 32], f32>) -> !relax.tensor<[40, 32], f32>
+  return %o : !relax.tensor<[40, 32], f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @static_few_queries
+// CHECK: "relax.attention"
+// VERSION-LABEL: func.func @static_few_queries
+// VERSION-NOT: "relax_v.if"
+// VERSION-NOT: "relax.attention"
+// VERSION: "relax.exp"
+func.func @static_few_queries(%q: !relax.tensor<[7, 32], f32>, %k: !relax.tensor<[512, 32], f32>, %v: !relax.tensor<[512, 32], f32>) -> !relax.tensor<[7, 32], f32> {
   %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<[512, 32], f32>) -> !relax.tensor<[32, 512], f32>
   %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[7, 32], f32>, !relax.tensor<[32, 512], f32>) -> !relax.tensor<[7, 512], f32>
   %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<[7, 512], f32>) -> !relax.tensor<[7, 1], f32>
@@ -209,8 +237,8 @@ func.func @static_long(%q: !relax.tensor<[7, 32], f32>, %k: !relax.tensor<[512, 
 // functions it is a fresh symbol (relax-infer-shapes' rule for dims not bound by a parameter);
 // the predicate reads the caller's "t + 1".
 // VERSION-LABEL: func.func private @grown_attention0_short
-// VERSION-SAME: (%{{.*}}: !relax.tensor<[1, 32], f32>, %{{.*}}: !relax.tensor<["grown_attention0_short_s0", 32], f32>, %{{.*}}: !relax.tensor<["grown_attention0_short_s0", 32], f32>) -> !relax.tensor<[1, 32], f32>
-// VERSION: "relax.matmul"{{.*}} -> !relax.tensor<[1, "grown_attention0_short_s0"], f32>
+// VERSION-SAME: (%{{.*}}: !relax.tensor<[40, 32], f32>, %{{.*}}: !relax.tensor<["grown_attention0_short_s0", 32], f32>, %{{.*}}: !relax.tensor<["grown_attention0_short_s0", 32], f32>) -> !relax.tensor<[40, 32], f32>
+// VERSION: "relax.matmul"{{.*}} -> !relax.tensor<[40, "grown_attention0_short_s0"], f32>
 // VERSION-LABEL: func.func private @grown_attention0_fused
 // VERSION-SAME: !relax.tensor<["grown_attention0_fused_s0", 32], f32>
 // VERSION-LABEL: func.func @grown
@@ -218,16 +246,16 @@ func.func @static_long(%q: !relax.tensor<[7, 32], f32>, %k: !relax.tensor<[512, 
 // VERSION: "relax_v.if"
 // VLEGAL-LABEL: func.func @grown
 // VLEGAL: "relax_v.if"
-func.func @grown(%q: !relax.tensor<[1, 32], f32>, %k: !relax.tensor<["t + 1", 32], f32>, %v: !relax.tensor<["t + 1", 32], f32>, %pad: !relax.tensor<["t"], f32>) -> !relax.tensor<[1, 32], f32> {
+func.func @grown(%q: !relax.tensor<[40, 32], f32>, %k: !relax.tensor<["t + 1", 32], f32>, %v: !relax.tensor<["t + 1", 32], f32>, %pad: !relax.tensor<["t"], f32>) -> !relax.tensor<[40, 32], f32> {
   %kt = "relax.permute_dims"(%k) {axes = [1, 0]} : (!relax.tensor<["t + 1", 32], f32>) -> !relax.tensor<[32, "t + 1"], f32>
-  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[1, 32], f32>, !relax.tensor<[32, "t + 1"], f32>) -> !relax.tensor<[1, "t + 1"], f32>
-  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<[1, "t + 1"], f32>) -> !relax.tensor<[1, 1], f32>
-  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<[1, "t + 1"], f32>, !relax.tensor<[1, 1], f32>) -> !relax.tensor<[1, "t + 1"], f32>
-  %e = "relax.exp"(%d) : (!relax.tensor<[1, "t + 1"], f32>) -> !relax.tensor<[1, "t + 1"], f32>
-  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<[1, "t + 1"], f32>) -> !relax.tensor<[1, 1], f32>
-  %p = "relax.divide"(%e, %sum) : (!relax.tensor<[1, "t + 1"], f32>, !relax.tensor<[1, 1], f32>) -> !relax.tensor<[1, "t + 1"], f32>
-  %o = "relax.matmul"(%p, %v) : (!relax.tensor<[1, "t + 1"], f32>, !relax.tensor<["t + 1", 32], f32>) -> !relax.tensor<[1, 32], f32>
-  return %o : !relax.tensor<[1, 32], f32>
+  %s = "relax.matmul"(%q, %kt) : (!relax.tensor<[40, 32], f32>, !relax.tensor<[32, "t + 1"], f32>) -> !relax.tensor<[40, "t + 1"], f32>
+  %mx = "relax.max"(%s) {axes = [1], keepdims = true} : (!relax.tensor<[40, "t + 1"], f32>) -> !relax.tensor<[40, 1], f32>
+  %d = "relax.subtract"(%s, %mx) : (!relax.tensor<[40, "t + 1"], f32>, !relax.tensor<[40, 1], f32>) -> !relax.tensor<[40, "t + 1"], f32>
+  %e = "relax.exp"(%d) : (!relax.tensor<[40, "t + 1"], f32>) -> !relax.tensor<[40, "t + 1"], f32>
+  %sum = "relax.sum"(%e) {axes = [1], keepdims = true} : (!relax.tensor<[40, "t + 1"], f32>) -> !relax.tensor<[40, 1], f32>
+  %p = "relax.divide"(%e, %sum) : (!relax.tensor<[40, "t + 1"], f32>, !relax.tensor<[40, 1], f32>) -> !relax.tensor<[40, "t + 1"], f32>
+  %o = "relax.matmul"(%p, %v) : (!relax.tensor<[40, "t + 1"], f32>, !relax.tensor<["t + 1", 32], f32>) -> !relax.tensor<[40, 32], f32>
+  return %o : !relax.tensor<[40, 32], f32>
 }
 
 // -----

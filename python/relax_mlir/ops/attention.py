@@ -44,6 +44,11 @@ MASKS = ("none", "causal")
 # (d = 256, causal), fused / unfused: 1.47 at 16 keys, 1.23 at 64, 1.11 at 128, 1.00 at 256,
 # 0.85 at 512 (BENCHMARKS.md, "Fused attention versioned on the key length").
 SHORT_KEYS = 256
+# Below this many query rows (in the op's layout: R*S rows per KV head for grouped-query attention)
+# the unfused chain wins too: the fused kernel packs all of k and computes a whole register tile of
+# rows. Grouped-query attention, 16 query heads over 4 KV heads, d = 64, 2048 keys, one thread,
+# fused / unfused by rows: 4 rows 1.54 (a decode step), 8 1.18, 16 1.10, 32 0.98, 64 0.97.
+SHORT_QUERIES = 32
 
 # The query blocks run on the runtime's threads when there are at least this many (batch x
 # block) tasks and this many keys; below, in one thread (a thread wake-up costs more).

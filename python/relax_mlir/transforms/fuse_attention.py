@@ -26,22 +26,25 @@ use outside the chain, so a score or probability used twice keeps the chain unfu
 
 The rewritten chain's ops are erased (they are pure and now dead).
 
-Key-length versioning (`min_keys`, default ops/attention.py's SHORT_KEYS = 256): below about 256
-keys the fused kernel's fixed per-call work (packing k, the per-tile softmax on mostly padded
-tiles) makes it slower than the unfused chain (1.47x at 16 keys, 1.0 at 256, 0.85 at 512, one
-thread). A static key length below `min_keys` stays unfused; a symbolic one gets both, chosen at
-run time in one compile:
+Length versioning (`min_keys`, `min_queries`, defaults ops/attention.py's SHORT_KEYS = 256 and
+SHORT_QUERIES = 32): below about 256 keys the fused kernel's fixed per-call work (packing k, the
+per-tile softmax on mostly padded tiles) makes it slower than the unfused chain (1.47x at 16 keys,
+1.0 at 256, 0.85 at 512, one thread), and below about 32 query rows (a decode step) packing all of
+k for a few rows costs more than it saves (1.54x at 4 rows over 2048 keys, 0.98 at 32). A static
+length below its limit stays unfused; symbolic ones get both versions, chosen at run time in one
+compile:
 
     %n1 = relax.arange {start = Sk, end = Sk + 1, dtype = i64}      [1]
     %n = relax.reshape(%n1) {shape = []};  %lim = relax.constant 256 : i64
-    %r = relax_v.if(relax.less(%n, %lim), q, k, v) {then_branch = @f_attention0_short,
-                                                   else_branch = @f_attention0_fused}
+    %c = relax.less(%n, %lim)       (and the same for Sq < 32, joined by relax.logical_or; one
+                                     test with the larger limit where Sq is Sk)
+    %r = relax_v.if(%c, q, k, v) {then_branch = @f_attention0_short, else_branch = @f_attention0_fused}
 
 with two private region functions (ops/control_flow.py) placed before the caller: `_short` holds
 the unfused chain that `relax-expand-attention` builds, `_fused` the relax.attention op. The choice
 is graph level, not inside one kernel, because the short branch is several kernels (its products
 go to BLAS or the generated matmuls through relax-dispatch-library / relax-multiversion, which run
-after this pass). `min_keys = 0` fuses every length without a branch.
+after this pass). `min_keys = 0 min_queries = 0` fuses every length without a branch.
 
 `relax-expand-attention` is the inverse: relax.attention becomes that chain again (built through
 the bindings), for the targets whose pipelines have no fused kernel (the GPUs) and `relax-lower`."""
@@ -54,7 +57,7 @@ from typing import ClassVar
 from mlir import ir
 
 from relax_mlir.dialect.types import TensorType, view
-from relax_mlir.ops.attention import SHORT_KEYS
+from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES
 from relax_mlir.ops.common import splat_source
 from relax_mlir.passes import ModulePass
 from relax_mlir.shape import sym
@@ -349,24 +352,31 @@ class FuseAttentionPass(ModulePass):
 
     name: ClassVar[str] = "relax-fuse-attention"
     min_keys: int = SHORT_KEYS  # key lengths below this run the unfused chain (0: always fused)
+    min_queries: int = SHORT_QUERIES  # query rows below this run the unfused chain (0: no limit)
 
     def run(self, module: ir.Operation) -> None:
-        if self.min_keys < 0:
-            raise ValueError(f"relax-fuse-attention: min_keys must be >= 0, not {self.min_keys}")
+        if self.min_keys < 0 or self.min_queries < 0:
+            raise ValueError(f"relax-fuse-attention: min_keys and min_queries must be >= 0, not "
+                             f"{self.min_keys}, {self.min_queries}")
         taken = _symbols(module)
         for root in graph_ops_named(module, ("relax.matmul",)):
             m = match_attention(root)
             if m is None:
                 continue
-            sk = _tensor(m.k).dims[-2]
-            if sk is not None and sk.is_const and sk.value < self.min_keys:
+            # (length, limit) pairs that send a call to the unfused chain when length < limit
+            limits = [(_tensor(m.k).dims[-2], self.min_keys), (_tensor(m.q).dims[-2], self.min_queries)]
+            if any(d is not None and d.is_const and d.value < lim for d, lim in limits):
                 continue
+            tests: dict = {}  # symbolic length -> the largest limit (self-attention: Sq is Sk)
+            for d, lim in limits:
+                if lim > 0 and d is not None and not d.is_const:
+                    tests[d] = max(lim, tests.get(d, 0))
             with ir.InsertionPoint(root), root.location:
-                if sk.is_const or self.min_keys == 0 or not all(_tensor(x).known for x in (m.q, m.k, m.v)):
+                if not tests or not all(_tensor(x).known for x in (m.q, m.k, m.v)):
                     new = ir.Operation.create("relax.attention", results=[root.results[0].type],
                                               operands=[m.q, m.k, m.v], attributes=m.attrs)
                 else:
-                    new = _versioned(root, m, sk, self.min_keys, taken)
+                    new = _versioned(root, m, list(tests.items()), taken)
             root.results[0].replace_all_uses_with(new.results[0])
             _erase_dead(m.chain)
 
@@ -418,9 +428,24 @@ def _branch_function(before: ir.Operation, name: str, m: Match, fused: bool) -> 
         ir.Operation.create("func.return", operands=[out])
 
 
-def _versioned(root: ir.Operation, m: Match, sk, min_keys: int, taken: set) -> ir.Operation:
-    """At the insertion point: `relax_v.if(Sk < min_keys, q, k, v)` over two new region functions,
-    the unfused chain (then) and relax.attention (else); returns the if op."""
+def _less_than(d, limit: int) -> ir.Value:
+    """The i1 scalar `d < limit` for a symbolic dim d, at the insertion point."""
+    i64 = ir.IntegerType.get_signless(64)
+    n1 = ir.Operation.create("relax.arange", results=[TensorType.of([1], "i64").to_mlir()], attributes={
+        "start": _dim_attr(d), "end": _dim_attr(d + 1), "dtype": ir.TypeAttr.get(i64)}).results[0]
+    n = ir.Operation.create("relax.reshape", results=[TensorType.of([], "i64").to_mlir()], operands=[n1],
+                            attributes={"shape": ir.ArrayAttr.get([])}).results[0]
+    dense = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], i64), ir.IntegerAttr.get(i64, limit))
+    lim = ir.Operation.create("relax.constant", results=[TensorType.of([], "i64").to_mlir()],
+                              attributes={"value": dense}).results[0]
+    return ir.Operation.create("relax.less", results=[TensorType.of([], "i1").to_mlir()],
+                               operands=[n, lim]).results[0]
+
+
+def _versioned(root: ir.Operation, m: Match, tests: list, taken: set) -> ir.Operation:
+    """At the insertion point: `relax_v.if(d0 < limit0 or d1 < limit1, q, k, v)` for `tests` =
+    [(dim, limit)], over two new region functions, the unfused chain (then) and relax.attention
+    (else); returns the if op."""
     f = _enclosing_function(root)
     base = ir.StringAttr(f.attributes["sym_name"]).value + "_attention"
     i = 0
@@ -430,16 +455,11 @@ def _versioned(root: ir.Operation, m: Match, sk, min_keys: int, taken: set) -> i
     taken.update((short, fused))
     _branch_function(f, short, m, fused=False)
     _branch_function(f, fused, m, fused=True)
-    i64 = ir.IntegerType.get_signless(64)
-    n1 = ir.Operation.create("relax.arange", results=[TensorType.of([1], "i64").to_mlir()], attributes={
-        "start": _dim_attr(sk), "end": _dim_attr(sk + 1), "dtype": ir.TypeAttr.get(i64)}).results[0]
-    n = ir.Operation.create("relax.reshape", results=[TensorType.of([], "i64").to_mlir()], operands=[n1],
-                            attributes={"shape": ir.ArrayAttr.get([])}).results[0]
-    dense = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], i64), ir.IntegerAttr.get(i64, min_keys))
-    lim = ir.Operation.create("relax.constant", results=[TensorType.of([], "i64").to_mlir()],
-                              attributes={"value": dense}).results[0]
-    pred = ir.Operation.create("relax.less", results=[TensorType.of([], "i1").to_mlir()],
-                               operands=[n, lim]).results[0]
+    pred = None
+    for d, limit in tests:
+        c = _less_than(d, limit)
+        pred = c if pred is None else ir.Operation.create(
+            "relax.logical_or", results=[TensorType.of([], "i1").to_mlir()], operands=[pred, c]).results[0]
     return ir.Operation.create("relax_v.if", results=[root.results[0].type], operands=[pred, m.q, m.k, m.v], attributes={
         "then_branch": ir.FlatSymbolRefAttr.get(short), "else_branch": ir.FlatSymbolRefAttr.get(fused)})
 

@@ -13,9 +13,9 @@ from mlir import ir
 
 import relax_mlir
 from relax_mlir.frontend.jax import from_jax
-from relax_mlir.ops.attention import SHORT_KEYS
+from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES
 
-FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{min_keys=0}"]
+FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{min_keys=0 min_queries=0}"]
 VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention"]
 
 
@@ -28,8 +28,8 @@ def _cpu_passes(fuse: str | None) -> list[str]:
 
 
 def fused_only(m):
-    """`m` compiled for the CPU with relax-fuse-attention{min_keys=0}: the fused kernel at every length."""
-    return relax_mlir.compile(m, passes=_cpu_passes("relax-fuse-attention{min_keys=0}"))
+    """`m` compiled for the CPU with relax-fuse-attention{min_keys=0 min_queries=0}: the fused kernel at every length."""
+    return relax_mlir.compile(m, passes=_cpu_passes("relax-fuse-attention{min_keys=0 min_queries=0}"))
 
 
 def unfused_only(m):
@@ -235,23 +235,23 @@ def test_key_length_expression_versioned():
         return jax.nn.softmax((q @ k.T) * 0.125, axis=-1) @ v
     (t,) = jax.export.symbolic_shape("t")
     f32 = jnp.float32
-    m = from_jax(grown, jax.ShapeDtypeStruct((3, 64), f32), jax.ShapeDtypeStruct((t, 64), f32),
+    m = from_jax(grown, jax.ShapeDtypeStruct((40, 64), f32), jax.ShapeDtypeStruct((t, 64), f32),
                  jax.ShapeDtypeStruct((t, 64), f32), jax.ShapeDtypeStruct((1, 64), f32), jax.ShapeDtypeStruct((1, 64), f32))
     names = op_names(relax_mlir.run_passes(m, VERSIONED))
     assert names.count("relax_v.if") == 1 and names.count("relax.attention") == 1
     exe = relax_mlir.compile(m)
     rng = np.random.default_rng(8)
     for n in (1, 30, SHORT_KEYS - 2, SHORT_KEYS - 1, 400):
-        args = [rng.standard_normal(sh, dtype=np.float32) for sh in ((3, 64), (n, 64), (n, 64), (1, 64), (1, 64))]
+        args = [rng.standard_normal(sh, dtype=np.float32) for sh in ((40, 64), (n, 64), (n, 64), (1, 64), (1, 64))]
         np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(grown)(*args)), rtol=2e-5, atol=2e-5, err_msg=f"t = {n}")
 
 
 def test_static_key_lengths():
-    """A static key length is decided at compile time: below SHORT_KEYS the chain stays unfused,
-    from it on one relax.attention; no branch either way. Both equal jax.jit."""
+    """Static lengths are decided at compile time: below SHORT_KEYS keys or SHORT_QUERIES queries
+    the chain stays unfused, else one relax.attention; no branch either way. All equal jax.jit."""
     rng = np.random.default_rng(7)
-    for sk, fused in ((64, False), (SHORT_KEYS, True)):
-        specs = [jax.ShapeDtypeStruct((9, 32), jnp.float32)] + [jax.ShapeDtypeStruct((sk, 32), jnp.float32)] * 2
+    for sq, sk, fused in ((40, 64, False), (40, SHORT_KEYS, True), (SHORT_QUERIES - 1, 600, False)):
+        specs = [jax.ShapeDtypeStruct((sq, 32), jnp.float32)] + [jax.ShapeDtypeStruct((sk, 32), jnp.float32)] * 2
         names = op_names(relax_mlir.run_passes(from_jax(scaled_div, *specs), VERSIONED))
         assert "relax_v.if" not in names
         assert names.count("relax.attention") == (1 if fused else 0) and ("relax.exp" in names) != fused
@@ -389,6 +389,26 @@ CHAIN = """func.func @main(%q: !relax.tensor<["n", 32], f32>, %k: !relax.tensor<
 """
 
 
+def test_few_queries_take_the_chain(monkeypatch):
+    """Cross-attention with a symbolic query length over 600 keys: below SHORT_QUERIES rows the
+    unfused chain runs, from it on the fused kernel (profile counters); equal to jax.jit."""
+    monkeypatch.setenv("RELAX_MLIR_PROFILE", "1")
+
+    def cross(q, k, v):
+        return jax.nn.softmax((q @ k.T) * 0.25, axis=-1) @ v
+    s, t = jax.export.symbolic_shape("s, t")
+    m = from_jax(cross, jax.ShapeDtypeStruct((s, 32), jnp.float32), jax.ShapeDtypeStruct((t, 32), jnp.float32),
+                 jax.ShapeDtypeStruct((t, 32), jnp.float32))
+    exe = relax_mlir.compile(m)
+    rng = np.random.default_rng(15)
+    for sq in (1, SHORT_QUERIES - 1, SHORT_QUERIES, 100):
+        args = [rng.standard_normal((n, 32), dtype=np.float32) for n in (sq, 600, 600)]
+        ran = _ran(exe, args)
+        fused = any(name.endswith("_attention") for name in ran)
+        assert fused == (sq >= SHORT_QUERIES) and any("exp" in n for n in ran) != fused, (sq, sorted(ran))
+        np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(cross)(*args)), rtol=2e-5, atol=2e-5)
+
+
 def test_versioned_zero_keys_as_the_chain():
     """A hand-written chain whose key length m may be 0 (no lower bound): the versioned program
     gives what the unfused chain gives (the fused-only compile agrees where m > 0; at m = 0 both
@@ -440,8 +460,8 @@ def gqa(q, k, v):
 def test_grouped_query_attention_fused(queries):
     """After ops/grouped.py's canonicalization the products run on [b, 2, 4*s, 32] rows and the
     softmax on a [b, 8, s, m] view: one relax.attention on the products' layout (the KV heads
-    never repeated), versioned on m; equal to jax.jit from one compile at m on both sides of the
-    threshold, decode (s = 1) and prefill."""
+    never repeated), versioned on m and 4*s; equal to jax.jit from one compile on both sides of
+    both thresholds (4*s = 28 / 32 / 36 rows, m = 255 / 256), decode (s = 1) and prefill."""
     b, s, m = jax.export.symbolic_shape("b, s, m")
     sq = 1 if queries == 1 else s
     specs = [jax.ShapeDtypeStruct((b, sq, 8, 32), jnp.float32)] + [jax.ShapeDtypeStruct((b, m, 2, 32), jnp.float32)] * 2
@@ -449,10 +469,15 @@ def test_grouped_query_attention_fused(queries):
     assert text.count('"relax.attention"') == 1 and '"relax.exp"' not in text and '"relax.matmul"' not in text
     assert '!relax.tensor<["b", 2, "m", 32], f32>) -> !relax.tensor<["b", 2, ' in text  # unrepeated k, v
     names = op_names(relax_mlir.run_passes(from_jax(gqa, *specs), VERSIONED))
-    assert names.count("relax_v.if") == 1 and names.count("relax.attention") == 1
+    if queries == 1:  # a decode step: 4 rows per KV head, below SHORT_QUERIES: unfused
+        assert "relax_v.if" not in names and "relax.attention" not in names
+    else:  # versioned on m (< SHORT_KEYS) or 4*s (< SHORT_QUERIES)
+        assert names.count("relax_v.if") == 1 and names.count("relax.attention") == 1
+        assert names.count("relax.logical_or") == 1
     exe = relax_mlir.compile(from_jax(gqa, *specs))
     rng = np.random.default_rng(13)
-    for bb, ss, mm in ((1, 1, 1), (2, 5, 13), (1, 3, SHORT_KEYS - 1), (2, 1, SHORT_KEYS), (1, 7, 300)):
+    for bb, ss, mm in ((1, 1, 1), (2, 5, 13), (1, 3, SHORT_KEYS - 1), (2, 1, SHORT_KEYS), (1, 7, 300),
+                       (1, 8, 300), (2, 9, SHORT_KEYS)):
         ss = 1 if queries == 1 else ss
         args = [rng.standard_normal(sh, dtype=np.float32) for sh in ((bb, ss, 8, 32), (bb, mm, 2, 32), (bb, mm, 2, 32))]
         np.testing.assert_allclose(exe(*args), np.asarray(jax.jit(gqa)(*args)), rtol=2e-5, atol=2e-5,
