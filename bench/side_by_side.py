@@ -9,10 +9,11 @@ once at every shape, in turn; the figure is the median over rounds. Each side's 
 against jax.jit's before timing.
 
     python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree] [--new-shapes 38]
-                                 [--unfused]
+                                 [--unfused] [--fused-only]
 
 `--unfused` adds relax-mlir compiled without relax-fuse-attention (before/after the fused attention
-kernel, interleaved in the same rounds).
+kernel, interleaved in the same rounds); `--fused-only` adds it with relax-fuse-attention{min_keys=0 min_queries=0}
+(the fused kernel at every key length, no versioning).
 
 Writes bench/results/side_by_side.json and prints a markdown table (ms per call, ratio to XLA).
 "first / ord.": relax-mlir's first call at each shape (the warm-up call, wall time) over its median
@@ -139,6 +140,22 @@ class OursUnfused(Ours):
         self.compile_s = time.perf_counter() - t
 
 
+class OursFusedOnly(Ours):
+    """relax-mlir with relax-fuse-attention{min_keys=0 min_queries=0} (the fused kernel at every length)."""
+    name = "relax-mlir fused only"
+
+    def __init__(self, exported):
+        import relax_mlir
+        from relax_mlir.frontend.jax import import_exported
+        from relax_mlir.targets import registry
+
+        passes = [p if p != "relax-fuse-attention" else "relax-fuse-attention{min_keys=0 min_queries=0}"
+                  for p in registry().expand(["relax-compile-cpu"])]
+        t = time.perf_counter()
+        self.exe = relax_mlir.compile(import_exported(exported), passes=passes)
+        self.compile_s = time.perf_counter() - t
+
+
 class Xla:
     name = "jax.jit"
     flat = False
@@ -206,12 +223,14 @@ def _close(got, want, rtol=2e-3, atol=2e-4) -> bool:
     return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, new_shapes=0, unfused=False):
+def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, new_shapes=0, unfused=False,
+              fused_only=False):
     """Times every side at every size, interleaved; returns the rows (dicts)."""
     import jax
 
     exported = jax.export.export(jax.jit(fn))(*specs)
-    sides = [Ours(exported), Xla(fn)] + ([OursUnfused(exported)] if unfused else [])
+    sides = [Ours(exported), Xla(fn)] + ([OursUnfused(exported)] if unfused else []) + \
+        ([OursFusedOnly(exported)] if fused_only else [])
     iree_error = None
     if use_iree:
         try:
@@ -256,7 +275,8 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, n
             row["iree_error"] = iree_error
         for s in sides:
             ms = statistics.median(times[(s.name, n)]) * 1e3
-            key = {"relax-mlir": "ours", "jax.jit": "jax", "IREE": "iree", "relax-mlir unfused": "unfused"}[s.name]
+            key = {"relax-mlir": "ours", "jax.jit": "jax", "IREE": "iree", "relax-mlir unfused": "unfused",
+                   "relax-mlir fused only": "fused"}[s.name]
             row[f"{key}_ms"] = ms
             row[f"{key}_ratio"] = ms / xla
             row[f"{key}_ok"] = ok[(s.name, n)]
@@ -308,7 +328,7 @@ def _fmt(r) -> str:
             return " - | - |"
         bad = "" if r[f"{k}_ok"] else " WRONG"
         return f" {r[f'{k}_ms']:.3f}{bad} | {r[f'{k}_ratio']:.2f} |"
-    extra = side("unfused") if "unfused_ms" in r else ""
+    extra = "".join(side(k) for k in ("unfused", "fused") if f"{k}_ms" in r)
     return (f"| {r['model']} | {r['symbol']} = {r['n']} | {r['jax_ms']:.3f} |{side('ours')} {r['ours_first_x']:.2f} "
             f"({r['ours_first_cpu_x']:.2f}) |{side('iree')}{extra}")
 
@@ -325,6 +345,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-iree", action="store_true")
     ap.add_argument("--new-shapes", type=int, default=38, help="relax-mlir's first calls at N unseen shapes (0: off)")
     ap.add_argument("--unfused", action="store_true", help="also relax-mlir without relax-fuse-attention")
+    ap.add_argument("--fused-only", action="store_true", help="also relax-mlir with relax-fuse-attention{min_keys=0 min_queries=0}")
     a = ap.parse_args(argv)
     use_iree = not a.no_iree
     if use_iree:
@@ -342,7 +363,7 @@ def main(argv=None) -> int:
     builders = {"mlp": _mlp_case, "attention": _attention_case, "block": _block_case}
     for key in [k for k in a.only.split(",") if k]:
         rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree, new_shapes=a.new_shapes,
-                          unfused=a.unfused)
+                          unfused=a.unfused, fused_only=a.fused_only)
     if a.zoo:
         for name, build in _zoo_cases():
             case = build()

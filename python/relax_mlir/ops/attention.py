@@ -39,6 +39,17 @@ BLOCK_K = 64
 
 MASKS = ("none", "causal")
 
+# Below this many keys the unfused chain beats the fused kernel (relax-fuse-attention versions a
+# symbolic key length on it). One thread, CPU ms per call, the side-by-side attention model
+# (d = 256, causal), fused / unfused: 1.47 at 16 keys, 1.23 at 64, 1.11 at 128, 1.00 at 256,
+# 0.85 at 512 (BENCHMARKS.md, "Fused attention versioned on the key length").
+SHORT_KEYS = 256
+# Below this many query rows (in the op's layout: R*S rows per KV head for grouped-query attention)
+# the unfused chain wins too: the fused kernel packs all of k and computes a whole register tile of
+# rows. Grouped-query attention, 16 query heads over 4 KV heads, d = 64, 2048 keys, one thread,
+# fused / unfused by rows: 4 rows 1.54 (a decode step), 8 1.18, 16 1.10, 32 0.98, 64 0.97.
+SHORT_QUERIES = 32
+
 # The query blocks run on the runtime's threads when there are at least this many (batch x
 # block) tasks and this many keys; below, in one thread (a thread wake-up costs more).
 PARALLEL_MIN_TASKS = 4
@@ -132,21 +143,6 @@ def _to3(k: Kernel, value: str, t: TensorType) -> tuple[str, str]:
     return out, ty
 
 
-def _from3(k: Kernel, value: str, ty3: str, t: TensorType) -> str:
-    """Undo `_to3` on the result (the output's own shape)."""
-    rank = len(t.dims)
-    if rank == 3:
-        return value
-    out = k.fresh("r")
-    if rank == 2:
-        k.emit(f"{out} = tensor.collapse_shape {value} [[0, 1], [2]] : {ty3} into {k.ty(t)}")
-        return out
-    sizes = [str(d.value) if (d is not None and d.is_const) else k.dim(k.out(0), t, i) for i, d in enumerate(t.dims)]
-    k.emit(f"{out} = tensor.expand_shape {value} [[{', '.join(str(i) for i in range(rank - 2))}], "
-           f"[{rank - 2}], [{rank - 1}]] output_shape [{', '.join(sizes)}] : {ty3} into {k.ty(t)}")
-    return out
-
-
 _RM = 8      # rows of a register tile
 _LANES = 16  # f32 lanes of one AVX-512 vector (LLVM splits it on AVX2); a register tile is _RM x 2 vectors
 
@@ -238,7 +234,12 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     q3, q3t = _to3(k, k.inp(0), q)
     k3, k3t = _to3(k, k.inp(1), kt)
     v3, v3t = _to3(k, k.inp(2), v)
-    o3, o3t = _to3(k, k.out(0), r)
+    # The output is written in place in its own shape (a reshaped view of it would make the
+    # kernel return a value that is not its argument: the backend then inlines it into its
+    # caller, where RELAX_MLIR_PROFILE cannot time it)
+    o3, o3t = k.out(0), k.ty(r)
+    nbatch = len(r.dims) - 2
+    bsizes = [k.dim(o3, r, i) for i in range(nbatch)] if nbatch > 1 else []
     bstat = q3t.split("<")[1].split("x")[0]
     bdim = bstat if bstat != "?" else None
     c0, c1 = k.const_index(0), k.const_index(1)
@@ -341,6 +342,18 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     E("  %b = arith.divui %t, %nqb : index")
     E("  %qi = arith.remui %t, %nqb : index")
     E(f"  %i0 = arith.muli %qi, {cbq} : index")
+    # the output's batch indices of task batch %b (row-major over its batch dims)
+    bidx = ["%b"] if nbatch == 1 else []
+    if nbatch > 1:
+        rem = "%b"
+        bidx = [""] * nbatch
+        for i in range(nbatch - 1, 0, -1):
+            E(f"  %bx{i} = arith.remui {rem}, {bsizes[i]} : index")
+            E(f"  %br{i} = arith.divui {rem}, {bsizes[i]} : index")
+            bidx[i], rem = f"%bx{i}", f"%br{i}"
+        bidx[0] = rem
+    ins_at = ("[" + ", ".join(bidx + ["%i0", "0"]) + "] [" + ", ".join(["1"] * nbatch + ["%rows", str(DV)]) + "] ["
+              + ", ".join(["1"] * (nbatch + 2)) + "]")
     # rows of the block the products compute: those below Sq, rounded up to the register tile
     E("  %qleft = arith.subi %Sq, %i0 : index")
     E(f"  %qn = arith.minui %qleft, {cbq} : index")
@@ -468,18 +481,16 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     E(f"  %onr = tensor.extract_slice %on[0, 0] [%rows, {DV}] [1, 1] : {tqv} to tensor<?x{DV}xf32>")
     body = k.lines[k.lines.index("  // task body") + 1:]
     E("  scf.forall.in_parallel {")
-    E(f"    tensor.parallel_insert_slice %onr into %os[%b, %i0, 0] [1, %rows, {DV}] [1, 1, 1] : "
-      f"tensor<?x{DV}xf32> into {o3t}")
+    E(f"    tensor.parallel_insert_slice %onr into %os{ins_at} : tensor<?x{DV}xf32> into {o3t}")
     E("  }")
     E("}")
     E(f"scf.yield %resp : {o3t}")
     E("} else {")
     E(f"%ress = scf.for %t = {c0} to %ntask step {c1} iter_args(%os = {o3}) -> ({o3t}) {{")
     k.lines += body
-    E(f"  %ins = tensor.insert_slice %onr into %os[%b, %i0, 0] [1, %rows, {DV}] [1, 1, 1] : "
-      f"tensor<?x{DV}xf32> into {o3t}")
+    E(f"  %ins = tensor.insert_slice %onr into %os{ins_at} : tensor<?x{DV}xf32> into {o3t}")
     E(f"  scf.yield %ins : {o3t}")
     E("}")
     E(f"scf.yield %ress : {o3t}")
     E("}")
-    return _from3(k, "%res", o3t, r)
+    return "%res"

@@ -16,14 +16,35 @@ root, and rewrites the chains it proves. What it proves, from the root back (aft
 VIEWS are reshapes/broadcast_tos that only add unit or broadcast dims; `causal` is
 `greater_equal(rows, cols)` (or `less_equal(cols, rows)`) of two arange-based index tensors
 (jax's `arange(n)[:, None] >= arange(n)[None, :]`, including its `0 + 1 * iota` form), rows shaped
-[Sq, 1] and columns [1, Sk]. q, k and v must share their batch dims (no broadcasting; grouped
-query attention is left to the unfused path), be f32 with static head dims (v's a multiple of
+[Sq, 1] and columns [1, Sk]. Grouped-query attention as ops/grouped.py leaves it (the products on
+[.., G, R*S, D] rows, the softmax on a [.., H, S, K] view: `out = matmul(reshape(p), v)` and
+`s0 = reshape(matmul(q, k^T))`, both reshapes keeping the last dim) fuses in the products' layout
+when it has no mask (a causal mask indexes the view's S rows). q, k and v must share their batch
+dims (no broadcasting), be f32 with static head dims (v's a multiple of
 32: the kernel's register tile) and at most one symbolic batch dim. Every inner value must have no
 use outside the chain, so a score or probability used twice keeps the chain unfused.
 
-The rewritten chain's ops are erased (they are pure and now dead). `min_keys` keeps chains whose
-static key length is below it unfused (symbolic key lengths are always fused: one kernel serves
-every length; BENCHMARKS.md has what it costs at short lengths).
+The rewritten chain's ops are erased (they are pure and now dead).
+
+Length versioning (`min_keys`, `min_queries`, defaults ops/attention.py's SHORT_KEYS = 256 and
+SHORT_QUERIES = 32): below about 256 keys the fused kernel's fixed per-call work (packing k, the
+per-tile softmax on mostly padded tiles) makes it slower than the unfused chain (1.47x at 16 keys,
+1.0 at 256, 0.85 at 512, one thread), and below about 32 query rows (a decode step) packing all of
+k for a few rows costs more than it saves (1.54x at 4 rows over 2048 keys, 0.98 at 32). A static
+length below its limit stays unfused; symbolic ones get both versions, chosen at run time in one
+compile:
+
+    %n1 = relax.arange {start = Sk, end = Sk + 1, dtype = i64}      [1]
+    %n = relax.reshape(%n1) {shape = []};  %lim = relax.constant 256 : i64
+    %c = relax.less(%n, %lim)       (and the same for Sq < 32, joined by relax.logical_or; one
+                                     test with the larger limit where Sq is Sk)
+    %r = relax_v.if(%c, q, k, v) {then_branch = @f_attention0_short, else_branch = @f_attention0_fused}
+
+with two private region functions (ops/control_flow.py) placed before the caller: `_short` holds
+the unfused chain that `relax-expand-attention` builds, `_fused` the relax.attention op. The choice
+is graph level, not inside one kernel, because the short branch is several kernels (its products
+go to BLAS or the generated matmuls through relax-dispatch-library / relax-multiversion, which run
+after this pass). `min_keys = 0 min_queries = 0` fuses every length without a branch.
 
 `relax-expand-attention` is the inverse: relax.attention becomes that chain again (built through
 the bindings), for the targets whose pipelines have no fused kernel (the GPUs) and `relax-lower`."""
@@ -36,9 +57,11 @@ from typing import ClassVar
 from mlir import ir
 
 from relax_mlir.dialect.types import TensorType, view
+from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES
 from relax_mlir.ops.common import splat_source
 from relax_mlir.passes import ModulePass
-from relax_mlir.transforms.infer_shapes import graph_ops_named
+from relax_mlir.shape import sym
+from relax_mlir.transforms.infer_shapes import graph_ops_named, param_bindings
 
 _VIEWS = ("relax.reshape", "relax.broadcast_to")
 # the v head dim the CPU kernel's register tile needs (2 x 16 lanes)
@@ -151,6 +174,20 @@ def _index_side(v, sq, sk, chain: list) -> str | None:
     return side
 
 
+def _row_regroup(v, rows: TensorType):
+    """The single-use relax.reshape defining `v` if it only regroups rows (the last dim kept, both
+    sides of it shaped like `rows` or the other side's view of the same elements), else None."""
+    o = _owner(v, "relax.reshape")
+    if o is None or _uses(v) != 1:
+        return None
+    ti, to = _tensor(o.operands[0]), _tensor(o.results[0])
+    if ti is None or to is None or len(ti.dims) < 2 or len(to.dims) < 2 or ti.dims[-1] != to.dims[-1]:
+        return None
+    if rows not in (ti, to) or not all(d is not None for d in ti.dims + to.dims):
+        return None
+    return o
+
+
 def _mask_views(v, sq, sk, chain: list):
     """Skip single-use reshape/broadcast_to ops that only add leading dims to an [Sq, Sk] mask."""
     while True:
@@ -192,12 +229,20 @@ def match_attention(root: ir.Operation) -> Match | None:
         return None
     rank = len(tp.dims)
     chain = []
+    # grouped-query attention after relax-canonicalize (ops/grouped.py): the products run on
+    # [.., G, R*S, K] rows, the softmax on a [.., H, S, K] view of them; rows are rows in either
+    # layout (the last dim is kept), so the fused op computes in the products' layout
+    regroup = _row_regroup(p, tp)
+    if regroup is not None:
+        chain.append(regroup)
+        p = regroup.operands[0]
+    srank = len(_tensor(p).dims)
     div = _owner(p, "relax.divide")
     if div is None or _uses(p) != 1:
         return None
     e = div.operands[0]
     den = _through_views(div.operands[1], chain)
-    sm = _last_axis_reduce(den, "relax.sum", rank)
+    sm = _last_axis_reduce(den, "relax.sum", srank)
     if sm is None or sm.operands[0] != e or _uses(den) != 1:
         return None
     ex = _owner(e, "relax.exp")
@@ -218,7 +263,7 @@ def match_attention(root: ir.Operation) -> Match | None:
         else:
             return None
         chain.append(mx_op)
-    mx = _last_axis_reduce(mv, "relax.max", rank)
+    mx = _last_axis_reduce(mv, "relax.max", srank)
     if mx is None or mx.operands[0] != x or _uses(mv) != 1 or _uses(x) != 2:
         return None
     chain += [root, div, sm, ex, sub, mx]
@@ -264,6 +309,14 @@ def match_attention(root: ir.Operation) -> Match | None:
         if _uses(s) != 1:
             return None
         chain.append(sc)
+    if regroup is not None:
+        # the scores' view must be the inverse one, from the products' exact shape; no mask (its
+        # rows index S, not R*S)
+        back = _row_regroup(s, tp)
+        if back is None or "mask" in attrs or _tensor(back.operands[0]) != tp:
+            return None
+        chain.append(back)
+        s = back.operands[0]
     qk = _owner(s, "relax.matmul")
     if qk is None:
         return None
@@ -294,24 +347,121 @@ def match_attention(root: ir.Operation) -> Match | None:
 
 @dataclass(frozen=True)
 class FuseAttentionPass(ModulePass):
-    """Rewrite softmax(q k^T [scale] [causal mask]) v chains into relax.attention."""
+    """Rewrite softmax(q k^T [scale] [causal mask]) v chains into relax.attention, versioned on the
+    key length where it is symbolic (the unfused chain below `min_keys`)."""
 
     name: ClassVar[str] = "relax-fuse-attention"
-    min_keys: int = 0  # a static key length below this stays unfused
+    min_keys: int = SHORT_KEYS  # key lengths below this run the unfused chain (0: always fused)
+    min_queries: int = SHORT_QUERIES  # query rows below this run the unfused chain (0: no limit)
 
     def run(self, module: ir.Operation) -> None:
+        if self.min_keys < 0 or self.min_queries < 0:
+            raise ValueError(f"relax-fuse-attention: min_keys and min_queries must be >= 0, not "
+                             f"{self.min_keys}, {self.min_queries}")
+        taken = _symbols(module)
         for root in graph_ops_named(module, ("relax.matmul",)):
             m = match_attention(root)
             if m is None:
                 continue
-            sk = _tensor(m.k).dims[-2]
-            if sk is not None and sk.is_const and sk.value < self.min_keys:
+            # (length, limit) pairs that send a call to the unfused chain when length < limit
+            limits = [(_tensor(m.k).dims[-2], self.min_keys), (_tensor(m.q).dims[-2], self.min_queries)]
+            if any(d is not None and d.is_const and d.value < lim for d, lim in limits):
                 continue
+            tests: dict = {}  # symbolic length -> the largest limit (self-attention: Sq is Sk)
+            for d, lim in limits:
+                if lim > 0 and d is not None and not d.is_const:
+                    tests[d] = max(lim, tests.get(d, 0))
             with ir.InsertionPoint(root), root.location:
-                new = ir.Operation.create("relax.attention", results=[root.results[0].type],
-                                          operands=[m.q, m.k, m.v], attributes=m.attrs)
+                if not tests or not all(_tensor(x).known for x in (m.q, m.k, m.v)):
+                    new = ir.Operation.create("relax.attention", results=[root.results[0].type],
+                                              operands=[m.q, m.k, m.v], attributes=m.attrs)
+                else:
+                    new = _versioned(root, m, list(tests.items()), taken)
             root.results[0].replace_all_uses_with(new.results[0])
             _erase_dead(m.chain)
+
+
+def _symbols(module: ir.Operation) -> set:
+    return {ir.StringAttr(op.attributes["sym_name"]).value for op in module.regions[0].blocks[0].operations
+            if "sym_name" in op.attributes}
+
+
+def _enclosing_function(op: ir.Operation) -> ir.Operation:
+    while op.name != "func.func":
+        op = op.parent
+    return op
+
+
+def _region_types(name: str, types: list[TensorType]) -> list[TensorType]:
+    """`types` as region function @name sees them (relax-infer-shapes' rule): a dim whose symbols
+    are not all whole dims of some parameter becomes the fresh symbol `name_s<i>`."""
+    binds = set(param_bindings(types))
+    fresh: dict = {}
+    out = []
+    for t in types:
+        dims = [d if d.is_const or d.symbols() <= binds else fresh.setdefault(d, sym(f"{name}_s{len(fresh)}"))
+                for d in t.dims]
+        out.append(TensorType(tuple(dims), t.dtype))
+    return out
+
+
+def _branch_function(before: ir.Operation, name: str, m: Match, fused: bool) -> None:
+    """A private region function @name(q, k, v) placed before `before`: relax.attention (`fused`)
+    or the unfused chain it stands for."""
+    tq, tk, tv = _region_types(name, [_tensor(m.q), _tensor(m.k), _tensor(m.v)])
+    types = [t.to_mlir() for t in (tq, tk, tv)]
+    rtype = TensorType(tuple(tq.dims[:-1]) + (tv.dims[-1],), tq.dtype).to_mlir()
+    loc = before.location
+    with ir.InsertionPoint(before):
+        f = ir.Operation.create("func.func", regions=1, loc=loc, attributes={
+            "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
+            "relax.region": ir.UnitAttr.get(),
+            "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, [rtype]))})
+    blk = f.regions[0].blocks.append(*types, arg_locs=[loc] * 3)
+    with ir.InsertionPoint(blk), loc:
+        att = ir.Operation.create("relax.attention", results=[rtype], operands=list(blk.arguments),
+                                  attributes=m.attrs)
+        out = att.results[0]
+        if not fused:
+            out = expand_attention(att)
+            att.erase()
+        ir.Operation.create("func.return", operands=[out])
+
+
+def _less_than(d, limit: int) -> ir.Value:
+    """The i1 scalar `d < limit` for a symbolic dim d, at the insertion point."""
+    i64 = ir.IntegerType.get_signless(64)
+    n1 = ir.Operation.create("relax.arange", results=[TensorType.of([1], "i64").to_mlir()], attributes={
+        "start": _dim_attr(d), "end": _dim_attr(d + 1), "dtype": ir.TypeAttr.get(i64)}).results[0]
+    n = ir.Operation.create("relax.reshape", results=[TensorType.of([], "i64").to_mlir()], operands=[n1],
+                            attributes={"shape": ir.ArrayAttr.get([])}).results[0]
+    dense = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], i64), ir.IntegerAttr.get(i64, limit))
+    lim = ir.Operation.create("relax.constant", results=[TensorType.of([], "i64").to_mlir()],
+                              attributes={"value": dense}).results[0]
+    return ir.Operation.create("relax.less", results=[TensorType.of([], "i1").to_mlir()],
+                               operands=[n, lim]).results[0]
+
+
+def _versioned(root: ir.Operation, m: Match, tests: list, taken: set) -> ir.Operation:
+    """At the insertion point: `relax_v.if(d0 < limit0 or d1 < limit1, q, k, v)` for `tests` =
+    [(dim, limit)], over two new region functions, the unfused chain (then) and relax.attention
+    (else); returns the if op."""
+    f = _enclosing_function(root)
+    base = ir.StringAttr(f.attributes["sym_name"]).value + "_attention"
+    i = 0
+    while f"{base}{i}_short" in taken or f"{base}{i}_fused" in taken:
+        i += 1
+    short, fused = f"{base}{i}_short", f"{base}{i}_fused"
+    taken.update((short, fused))
+    _branch_function(f, short, m, fused=False)
+    _branch_function(f, fused, m, fused=True)
+    pred = None
+    for d, limit in tests:
+        c = _less_than(d, limit)
+        pred = c if pred is None else ir.Operation.create(
+            "relax.logical_or", results=[TensorType.of([], "i1").to_mlir()], operands=[pred, c]).results[0]
+    return ir.Operation.create("relax_v.if", results=[root.results[0].type], operands=[pred, m.q, m.k, m.v], attributes={
+        "then_branch": ir.FlatSymbolRefAttr.get(short), "else_branch": ir.FlatSymbolRefAttr.get(fused)})
 
 
 def _erase_dead(ops: list) -> None:
