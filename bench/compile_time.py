@@ -14,6 +14,8 @@ prefill; per L: the export, the import, `compile()` (wall and this process's CPU
 passes and the CPU backend apart), the number of kernels the CPU backend compiles (the same at
 every depth once each layer calls the same kernels) and which builds `compile()` made
 (one-thread, multi-threaded).
+`--llm --phases`: CPU seconds per phase instead: the relax passes, then for each build (made apart,
+whichever `compile()` would choose) every CPU backend stage, LLVM's O3 and its code generation.
 The weights' values do not enter the compile (zeros, not random: allocating them lazily keeps a
 24-layer model cheap).
 """
@@ -182,6 +184,91 @@ def measure_llm(layers: int, kind: str) -> dict:
             "builds": builds}
 
 
+class _Stop(Exception):
+    """Raised in place of the CPU build: the relax passes alone are timed."""
+
+
+def phases_llm(layers: int, kind: str) -> dict:
+    """CPU seconds per phase: the relax passes of `compile()`, then for the one-thread and the
+    multi-threaded build, each made apart, every backend stage, LLVM's translation + O3
+    (ExecutionEngine creation) and its code generation (the first lookup)."""
+    import collections
+
+    import relax_mlir
+    import relax_mlir.targets.cpu as target_cpu
+    from relax_mlir.backend import cpu, cpu_runtime
+    from relax_mlir.frontend.jax import import_exported
+
+    prefill, decode = llm_exports(layers)
+    mod = import_exported(decode if kind == "decode" else prefill)
+    kept = {}
+
+    def keep(module, options=None):
+        kept["module"], kept["options"] = module, options or cpu.CPUOptions()
+        raise _Stop
+
+    c0 = time.process_time()
+    target_cpu.build_cpu_executable = keep
+    try:
+        relax_mlir.compile(mod)
+    except _Stop:
+        pass
+    finally:
+        target_cpu.build_cpu_executable = cpu_runtime.build_cpu_executable
+    row = {"relax passes": time.process_time() - c0}
+    times: dict = collections.defaultdict(float)
+
+    def timed(name, fn):
+        def run(*a, **k):
+            c = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                times[name] += time.process_time() - c
+        return run
+
+    stages, init, lookup = dict(cpu.STAGES), cpu.JitModule.__init__, cpu.JitModule._lookup
+    for name, fn in stages.items():
+        cpu.STAGES[name] = timed(name, fn)
+    cpu.JitModule.__init__ = timed("LLVM O3", init)
+    cpu.JitModule._lookup = timed("LLVM codegen", lookup)
+    module, options = kept["module"], kept["options"]
+    with module.context:
+        names = [s.name for s in cpu_runtime.entry_signatures(module.op)]
+    try:
+        for build, threads in (("1-thread", 1), ("threaded", max(2, options.num_threads))):
+            times.clear()
+            with module.context:
+                upstream = module.op.clone(ip=False)
+            cpu_runtime._jit(upstream, cpu.CPUOptions(num_threads=threads), names)
+            row[build] = dict(times)
+    finally:
+        cpu.STAGES.update(stages)
+        cpu.JitModule.__init__, cpu.JitModule._lookup = init, lookup
+    return row
+
+
+def main_phases(args) -> None:
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import mlir.ir  # noqa: F401  (before transformers pulls tensorflow in)
+
+    from relax_mlir.backend import cpu
+
+    phases = list(cpu.STAGES) + ["LLVM O3", "LLVM codegen"]
+    print(f"# CPU seconds per phase, each build made apart; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} cores")
+    print(f"{'kind':>8} {'layers':>6} {'build':>9} {'relax':>6} " + " ".join(f"{p:>12}" for p in phases)
+          + f" {'backend':>8}")
+    for kind in args.kind:
+        for L in args.layers:
+            r = phases_llm(L, kind)
+            for build in ("1-thread", "threaded"):
+                t = r[build]
+                print(f"{kind:>8} {L:>6} {build:>9} {r['relax passes']:>6.2f} "
+                      + " ".join(f"{t.get(p, 0.0):>12.2f}" for p in phases)
+                      + f" {sum(t.values()):>8.2f}   (load {os.getloadavg()[0]:.2f})", flush=True)
+
+
 def main_llm(args) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import mlir.ir  # noqa: F401  (before transformers pulls tensorflow in)
@@ -204,8 +291,13 @@ def main() -> None:
     ap.add_argument("--target", default="cpu")
     ap.add_argument("--no-count", action="store_true", help="skip the (slower) counting run")
     ap.add_argument("--llm", action="store_true", help="the realistic Llama of bench/llm.py (decode and prefill)")
+    ap.add_argument("--phases", action="store_true",
+                    help="with --llm: CPU seconds per phase, the one-thread and the threaded build each made apart")
     ap.add_argument("--kind", nargs="+", default=["decode", "prefill"], choices=["decode", "prefill"])
     args = ap.parse_args()
+    if args.llm and args.phases:
+        main_phases(args)
+        return
     if args.llm:
         main_llm(args)
         return

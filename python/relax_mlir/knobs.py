@@ -11,7 +11,8 @@ def num_threads() -> int:
 
 
 def debug() -> bool:
-    """RELAX_MLIR_DEBUG=1: print the Python traceback of an internal error in a pass."""
+    """RELAX_MLIR_DEBUG=1: print the Python traceback of an internal error in a pass; the CPU backend
+    verifies the module after every pass of its stages (else once per stage)."""
     return os.environ.get("RELAX_MLIR_DEBUG", "") not in ("", "0")
 
 

@@ -10,7 +10,7 @@ from mlir.passmanager import PassManager
 
 from relax_mlir.core.diagnostics import CompileError
 
-__all__ = ["LoweringError", "as_op", "run_pipeline", "run_stages", "split_pipeline", "top_funcs", "walk"]
+__all__ = ["LoweringError", "as_op", "run_pipeline", "run_stages", "split_pipeline", "top_funcs", "verify", "walk"]
 
 
 class LoweringError(CompileError):
@@ -49,19 +49,31 @@ def split_pipeline(pipeline: str) -> list[str]:
     return [p for p in parts if p]
 
 
-def run_pipeline(module, pipeline: str, stage: str) -> None:
+def run_pipeline(module, pipeline: str, stage: str, *, verify_each: bool = True) -> None:
     """Run `pipeline` on `module` one top-level pass at a time, so that a failure names its pass;
-    raise LoweringError with the diagnostics."""
+    raise LoweringError with the diagnostics. `verify_each=False` skips MLIR's verification of the
+    whole module after every pass (the caller verifies once, `verify()`)."""
     op = as_op(module)
     for step in split_pipeline(pipeline):
         try:
             pm = PassManager.parse(f"builtin.module({step})", context=op.context)
         except ValueError as e:
             raise LoweringError(stage, step, f"cannot parse pass pipeline: {e}") from None
+        if not verify_each:
+            pm.enable_verifier(False)
         try:
             pm.run(op)
         except ir.MLIRError as e:
             raise LoweringError(stage, step, str(e)) from None
+
+
+def verify(module, stage: str, after: str) -> None:
+    """Verify `module` (after the steps `after` of `stage`); raise LoweringError with MLIR's
+    diagnostics if it is invalid."""
+    try:
+        as_op(module).verify()
+    except ir.MLIRError as e:
+        raise LoweringError(stage, after, str(e)) from None
 
 
 def walk(op: ir.Operation, fn: Callable[[ir.Operation], None]) -> None:
