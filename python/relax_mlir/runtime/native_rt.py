@@ -73,8 +73,8 @@ def configure(lib: ctypes.CDLL, threads: int | None = None) -> None:
     """Apply the RELAX_MLIR_* settings (knobs.py) to a loaded runtime (the JIT's or an artifact's
     kernels.so, which compiles the same source)."""
     f = lib.relax_rt_configure
-    f.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_long, ctypes.c_long]
-    f(knobs.blas_threads() if threads is None else threads, knobs.blas_parallel_min(), -1, -1)
+    f.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_int]
+    f(knobs.blas_threads() if threads is None else threads, knobs.blas_parallel_min(), -1, -1, 1)
 
 
 def load() -> ctypes.CDLL | None:
@@ -117,14 +117,15 @@ def stats() -> dict[str, int]:
     preempted inside its chunk or task: back-off follows), products no worker joined, chunks run
     by workers / in all, the callers' wait for workers (ns), the current back-off (ns); async
     tasks (parallel loop blocks of threaded builds) in all / run at once by their launcher / run
-    by workers."""
+    by workers; products and tasks kept on the calling thread because the machine's other cores
+    were busy."""
     lib = load()
     if lib is None:
         return {}
-    out = (ctypes.c_long * 11)()
+    out = (ctypes.c_long * 12)()
     lib.relax_rt_stats(out)
     names = ("parallel", "serial", "stalls", "absent", "worker_chunks", "chunks", "wait_ns", "backoff_ns", "tasks",
-             "tasks_inline", "tasks_by_workers")
+             "tasks_inline", "tasks_by_workers", "busy")
     return dict(zip(names, out))
 
 
