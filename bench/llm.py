@@ -71,6 +71,8 @@ def main() -> None:
     ap.add_argument("--contexts", default="16,128,512,2048")
     ap.add_argument("--prompts", default="16,128")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--before", action="store_true",
+                    help="also relax-mlir without the run-time library's pool, interleaved (this session's baseline)")
     ap.add_argument("--rss-only", action="store_true",
                     help="relax-mlir alone (the child process main() starts): compile, prefill, one decode "
                          "step at the maximum context; print the peak RSS")
@@ -98,6 +100,21 @@ def main() -> None:
           f"built in {time.perf_counter() - t0:.1f} s", flush=True)
     gen = Generator(lm, args.max_context)
     print(f"relax-mlir: prefill + decode exported and compiled once each in {gen.compile_seconds:.1f} s", flush=True)
+    before = None
+    if args.before:
+        # relax-mlir without the run-time library's pool: one-thread OpenBLAS called directly (the
+        # generated gemv at one row), MLIR's async runtime; read at compile time, so both live here
+        saved = {k: os.environ.get(k) for k in ("RELAX_MLIR_BLAS_THREADS", "RELAX_MLIR_ASYNC_RUNTIME")}
+        os.environ.update(RELAX_MLIR_BLAS_THREADS="1", RELAX_MLIR_ASYNC_RUNTIME="mlir")
+        try:
+            before = Generator(lm, args.max_context)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        print(f"relax-mlir before (--before): compiled in {before.compile_seconds:.1f} s", flush=True)
     jprefill = jax.jit(lm.prefill)
     jdecode = jax.jit(lm.decode, donate_argnums=(5, 6))
     jw = [jax.device_put(w) for w in lm.weights]
@@ -118,10 +135,15 @@ def main() -> None:
         t2 = time.perf_counter()
         err = np.max(np.abs(ours[0] - np.asarray(theirs[0]))) / np.max(np.abs(np.asarray(theirs[0])))
         assert err < 1e-3, err
-        t = rounds({"relax": lambda: gen.prefill_step(ids, mask, pos),
-                    "jax": lambda: jax.block_until_ready(jprefill(jw, ids, mask, pos))}, args.reps)
+        fns = {"relax": lambda: gen.prefill_step(ids, mask, pos),
+               "jax": lambda: jax.block_until_ready(jprefill(jw, ids, mask, pos))}
+        if before is not None:
+            before.prefill_step(ids, mask, pos)
+            fns["before"] = lambda: before.prefill_step(ids, mask, pos)
+        t = rounds(fns, args.reps)
+        extra = f"  before: {p / t['before']:.1f} tok/s, {t['jax'] / t['before']:.2f}" if before is not None else ""
         print(f"{p:10d} {p / t['relax']:17.1f} {p / t['jax']:14.1f} {t['jax'] / t['relax']:6.2f}  "
-              f"({t1 - t0:.1f}, {t2 - t1:.1f})", flush=True)
+              f"({t1 - t0:.1f}, {t2 - t1:.1f}){extra}", flush=True)
 
     print(f"\n{'decode':>10s} {'relax-mlir tok/s':>17s} {'jax exact':>10s} {'jax padded':>11s} "
           f"{'vs exact':>9s} {'vs padded':>10s}", flush=True)
@@ -146,11 +168,17 @@ def main() -> None:
         run_jax("padded", mask_m)
         err = np.max(np.abs(ours[0] - np.asarray(ref[0]))) / np.max(np.abs(np.asarray(ref[0])))
         assert err < 1e-3, err
-        t = rounds({"relax": lambda: gen.decode_step(one, mask_c, pos, idx, *cache),
-                    "exact": lambda: run_jax("exact", mask_c),
-                    "padded": lambda: run_jax("padded", mask_m)}, args.reps)
+        fns = {"relax": lambda: gen.decode_step(one, mask_c, pos, idx, *cache),
+               "exact": lambda: run_jax("exact", mask_c),
+               "padded": lambda: run_jax("padded", mask_m)}
+        if before is not None:
+            before.decode_step(one, mask_c, pos, idx, *cache)
+            fns["before"] = lambda: before.decode_step(one, mask_c, pos, idx, *cache)
+        t = rounds(fns, args.reps)
+        extra = (f"  before: {1 / t['before']:.2f} tok/s, {t['exact'] / t['before']:.2f} vs exact"
+                 if before is not None else "")
         print(f"{c:10d} {1 / t['relax']:17.2f} {1 / t['exact']:10.2f} {1 / t['padded']:11.2f} "
-              f"{t['exact'] / t['relax']:9.2f} {t['padded'] / t['relax']:10.2f}", flush=True)
+              f"{t['exact'] / t['relax']:9.2f} {t['padded'] / t['relax']:10.2f}{extra}", flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     cache_mb = 2 * L * M * H * D * 4 / 2**20
     print(f"\npeak RSS of the process (both implementations, jax's weights copied): {rss:.0f} MiB; "

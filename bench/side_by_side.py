@@ -9,11 +9,12 @@ once at every shape, in turn; the figure is the median over rounds. Each side's 
 against jax.jit's before timing.
 
     python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree] [--new-shapes 38]
-                                 [--unfused] [--fused-only]
+                                 [--unfused] [--fused-only] [--before]
 
 `--unfused` adds relax-mlir compiled without relax-fuse-attention (before/after the fused attention
 kernel, interleaved in the same rounds); `--fused-only` adds it with relax-fuse-attention{min_keys=0 min_queries=0}
-(the fused kernel at every key length, no versioning).
+(the fused kernel at every key length, no versioning); `--before` adds relax-mlir without the run-time
+library's pool (one-thread OpenBLAS, MLIR's async runtime for threaded builds: `OursBefore`).
 
 Writes bench/results/side_by_side.json and prints a markdown table (ms per call, ratio to XLA).
 "first / ord.": relax-mlir's first call at each shape (the warm-up call, wall time) over its median
@@ -125,6 +126,27 @@ class Ours:
         return self.exe(*x, *placed)
 
 
+class OursBefore(Ours):
+    """relax-mlir as it was before the run-time library's pool (this session's baseline): BLAS on
+    one thread (OpenBLAS called directly, the generated gemv at one row) and MLIR's async runtime
+    for the threaded build's parallel loops. The settings are read when compiling, so both
+    builds live in this process side by side."""
+
+    name = "relax-mlir before"
+
+    def __init__(self, exported):
+        saved = {k: os.environ.get(k) for k in ("RELAX_MLIR_BLAS_THREADS", "RELAX_MLIR_ASYNC_RUNTIME")}
+        os.environ.update(RELAX_MLIR_BLAS_THREADS="1", RELAX_MLIR_ASYNC_RUNTIME="mlir")
+        try:
+            super().__init__(exported)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 class OursUnfused(Ours):
     """relax-mlir without relax-fuse-attention (the attention chain as separate kernels)."""
     name = "relax-mlir unfused"
@@ -224,13 +246,13 @@ def _close(got, want, rtol=2e-3, atol=2e-4) -> bool:
 
 
 def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, new_shapes=0, unfused=False,
-              fused_only=False):
+              fused_only=False, before=False):
     """Times every side at every size, interleaved; returns the rows (dicts)."""
     import jax
 
     exported = jax.export.export(jax.jit(fn))(*specs)
     sides = [Ours(exported), Xla(fn)] + ([OursUnfused(exported)] if unfused else []) + \
-        ([OursFusedOnly(exported)] if fused_only else [])
+        ([OursFusedOnly(exported)] if fused_only else []) + ([OursBefore(exported)] if before else [])
     iree_error = None
     if use_iree:
         try:
@@ -276,7 +298,7 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, n
         for s in sides:
             ms = statistics.median(times[(s.name, n)]) * 1e3
             key = {"relax-mlir": "ours", "jax.jit": "jax", "IREE": "iree", "relax-mlir unfused": "unfused",
-                   "relax-mlir fused only": "fused"}[s.name]
+                   "relax-mlir fused only": "fused", "relax-mlir before": "before"}[s.name]
             row[f"{key}_ms"] = ms
             row[f"{key}_ratio"] = ms / xla
             row[f"{key}_ok"] = ok[(s.name, n)]
@@ -328,7 +350,7 @@ def _fmt(r) -> str:
             return " - | - |"
         bad = "" if r[f"{k}_ok"] else " WRONG"
         return f" {r[f'{k}_ms']:.3f}{bad} | {r[f'{k}_ratio']:.2f} |"
-    extra = "".join(side(k) for k in ("unfused", "fused") if f"{k}_ms" in r)
+    extra = "".join(side(k) for k in ("unfused", "fused", "before") if f"{k}_ms" in r)
     return (f"| {r['model']} | {r['symbol']} = {r['n']} | {r['jax_ms']:.3f} |{side('ours')} {r['ours_first_x']:.2f} "
             f"({r['ours_first_cpu_x']:.2f}) |{side('iree')}{extra}")
 
@@ -346,6 +368,8 @@ def main(argv=None) -> int:
     ap.add_argument("--new-shapes", type=int, default=38, help="relax-mlir's first calls at N unseen shapes (0: off)")
     ap.add_argument("--unfused", action="store_true", help="also relax-mlir without relax-fuse-attention")
     ap.add_argument("--fused-only", action="store_true", help="also relax-mlir with relax-fuse-attention{min_keys=0 min_queries=0}")
+    ap.add_argument("--before", action="store_true",
+                    help="also relax-mlir without the run-time library's pool (one-thread BLAS, MLIR's async runtime)")
     a = ap.parse_args(argv)
     use_iree = not a.no_iree
     if use_iree:
@@ -363,7 +387,7 @@ def main(argv=None) -> int:
     builders = {"mlp": _mlp_case, "attention": _attention_case, "block": _block_case}
     for key in [k for k in a.only.split(",") if k]:
         rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree, new_shapes=a.new_shapes,
-                          unfused=a.unfused, fused_only=a.fused_only)
+                          unfused=a.unfused, fused_only=a.fused_only, before=a.before)
     if a.zoo:
         for name, build in _zoo_cases():
             case = build()

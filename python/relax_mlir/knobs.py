@@ -54,21 +54,37 @@ def use_library() -> str:
 
 
 def blas_threads() -> int:
-    """RELAX_MLIR_BLAS_THREADS: OpenBLAS threads for the large products of relax.call_library
-    (at least RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds; smaller ones run on one thread).
-    Default 1: a multi-threaded OpenBLAS call waits at a barrier for its slowest thread, and on a
-    machine whose other cores are busy that thread waits for a scheduler tick (measured on the
-    shared 2-core machine, runtime/library.py: a 512x512x256 sgemm 1.0 ms on one thread, 16 ms
-    median on two, 0.6 ms only when the second core happened to be idle)."""
+    """RELAX_MLIR_BLAS_THREADS: threads of the run-time library's pool for the large products of
+    relax.call_library (runtime/relax_rt.c), the calling thread included (default: the cores this
+    process may use, at most 8; 1: every product on the calling thread). The pool claims chunks
+    dynamically and backs off to one thread while the machine's other cores are busy, so the
+    default is safe on a shared machine (a static split measured 10-250x slower under load)."""
     v = os.environ.get("RELAX_MLIR_BLAS_THREADS")
-    return max(1, int(v)) if v else 1
+    if v:
+        return max(1, int(v))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
 
 
 def blas_parallel_min() -> int:
-    """RELAX_MLIR_BLAS_PARALLEL_MIN: multiply-adds from which a BLAS product runs multi-threaded
-    (default 8M: the attention products of the transformer block at seq 512 are 16.8M)."""
+    """RELAX_MLIR_BLAS_PARALLEL_MIN: multiply-adds from which a BLAS product is split over the
+    pool (default 1M: about 50 us on one core, against 5-20 us to wake a worker)."""
     v = os.environ.get("RELAX_MLIR_BLAS_PARALLEL_MIN")
-    return int(v) if v else 1 << 23
+    return int(v) if v else 1 << 20
+
+
+def async_runtime() -> str:
+    """RELAX_MLIR_ASYNC_RUNTIME=relax|mlir: the implementation of MLIR's async runtime API that
+    threaded builds call: relax-mlir's run-time library (default: its contention-aware pool, where
+    the awaiting thread runs queued tasks itself; runtime/relax_rt.c) or MLIR's own
+    libmlir_async_runtime (an LLVM thread pool; the awaiting thread sleeps)."""
+    v = os.environ.get("RELAX_MLIR_ASYNC_RUNTIME", "relax")
+    if v not in ("relax", "mlir"):
+        raise ValueError(f"RELAX_MLIR_ASYNC_RUNTIME must be relax or mlir, got {v!r}")
+    return v
 
 
 def parallel_min_elements() -> int:

@@ -1,5 +1,7 @@
-// RUN: relax-opt %s --split-input-file --relax-multiversion=mode=auto | FileCheck %s
-// RUN: relax-opt %s --split-input-file --relax-multiversion=mode=auto --relax-legalize | FileCheck %s --check-prefix=KERNEL
+// RUN: env RELAX_MLIR_BLAS_THREADS=1 relax-opt %s --split-input-file --relax-multiversion=mode=auto | FileCheck %s
+// RUN: env RELAX_MLIR_BLAS_THREADS=1 relax-opt %s --split-input-file --relax-multiversion=mode=auto --relax-legalize | FileCheck %s --check-prefix=KERNEL
+// RUN: env RELAX_MLIR_BLAS_THREADS=2 relax-opt %s --split-input-file --relax-multiversion=mode=auto | FileCheck %s --check-prefix=POOL
+// RUN: env RELAX_MLIR_BLAS_THREADS=2 relax-opt %s --split-input-file --relax-multiversion=mode=auto --relax-legalize | FileCheck %s --check-prefix=POOLK
 // RUN: relax-opt %s --split-input-file --relax-multiversion=mode=never | FileCheck %s --check-prefix=NEVER
 
 // K = 2048: generated code up to 16 rows, BLAS above (the measured table in multiversion.py).
@@ -31,6 +33,21 @@
 // KERNEL: } else {
 // KERNEL-NOT: "large"
 // KERNEL: linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<?x2048xf32>, tensor<2048x512xf32>) {{.*}}relax.library = "sgemm", relax.transpose_a = false, relax.transpose_b = false}
+// With BLAS products on the run-time library's pool (RELAX_MLIR_BLAS_THREADS > 1), one row is
+// OpenBLAS's sgemv split over the pool instead of the one-thread generated gemv.
+// POOL-LABEL: func.func @deep
+// POOL: "relax_v.call_library"(%{{.*}}, %{{.*}}) {callee = "sgemm", rows = "b", transpose_a = false, transpose_b = false, versions = [{impl = "sgemm", max_rows = 1 : i64}, {impl = "generated", max_rows = 16 : i64}, {impl = "sgemm"}]}
+// POOLK-LABEL: func.func @deep
+// POOLK: %[[M:.*]] = tensor.dim
+// POOLK: scf.if
+// POOLK-NOT: "gemv"
+// POOLK: relax.library = "sgemm"
+// POOLK: } else {
+// POOLK: linalg.matmul {relax_mlir.matmul_variant = "small"}
+// POOLK: linalg.matmul {relax_mlir.matmul_variant = "medium"}
+// POOLK: relax.library = "sgemm"
+// POOL-LABEL: func.func @narrow
+// POOL: versions = [{impl = "sgemm", max_rows = 8 : i64}, {impl = "generated"}]
 // NEVER-LABEL: func.func @deep
 // NEVER-NOT: versions
 // NEVER: "relax.matmul"

@@ -1692,13 +1692,15 @@ class JitModule:
         externals = _external_symbols(op)
         libs = [os.path.join(_mlir_lib_dir(), "libmlir_c_runner_utils.so")]
         libs += list(shared_libs)
-        from relax_mlir.runtime.library import libraries_for
+        from relax_mlir.runtime import native_rt
 
-        libs += libraries_for(externals)  # BLAS for relax.call_library kernels
-        # The async runtime is not given to the engine either: an engine calls the library's
+        # The pooled products, BLAS, and the async runtime API of parallel loops: relax-mlir's
+        # run-time library implements it (runtime/relax_rt.c) unless RELAX_MLIR_ASYNC_RUNTIME=mlir.
+        libs += native_rt.libraries_for(externals)
+        # MLIR's async runtime is not given to the engine either: an engine calls the library's
         # `__mlir_execution_engine_destroy` when it dies, which deletes the process-wide default
         # runtime and leaves every later async call a null dereference.
-        if any(s.startswith("mlirAsyncRuntime") for s in externals):
+        if any(s.startswith("mlirAsyncRuntime") for s in externals) and not native_rt.runs_async_tasks():
             libs.append(os.path.join(_mlir_lib_dir(), "libmlir_async_runtime.so"))
         # Resolve every external symbol before creating the engine (a missing one aborts), in
         # libraries opened RTLD_LOCAL, and hand the addresses to the engine before its first

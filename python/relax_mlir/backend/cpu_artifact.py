@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 
 from relax_mlir.backend.cpu import CPUOptions, lower
+from relax_mlir.runtime import native_rt
 from relax_mlir.runtime.loader import manifest, write_manifest
 
 # What kernels may call that neither libc, libm nor libgcc define: MLIR's strided copy (its C
@@ -115,9 +116,17 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
                 f.write(support)
             subprocess.run([cc, "-O2", "-fPIC", "-c", csrc, "-o", cobj], check=True, capture_output=True)
             inputs.append(cobj)
-        cmd = [cc, "-shared", *inputs, "-o", os.path.join(path, "kernels.so"), "-lm"]
+        if "@relax_rt_" in llvm_dialect:  # pooled BLAS products: the run-time library, compiled in
+            robj = os.path.join(tmp, "relax_rt.o")
+            with open(os.path.join(tmp, "relax_rt.c"), "w") as f:
+                f.write(native_rt.source())
+            subprocess.run([cc, "-O2", "-fPIC", "-pthread", "-c", os.path.join(tmp, "relax_rt.c"), "-o", robj],
+                           check=True, capture_output=True)
+            inputs.append(robj)
+        cmd = [cc, "-shared", "-pthread", *inputs, "-o", os.path.join(path, "kernels.so"), "-lm"]
         files = ["kernels.so"]
-        if "@scipy_cblas_" in llvm_dialect:  # relax.call_library kernels: ship the BLAS beside it
+        if "@scipy_cblas_" in llvm_dialect or "@relax_rt_" in llvm_dialect:
+            # relax.call_library kernels: ship the BLAS beside it
             from relax_mlir.runtime.library import library_path
 
             blas = library_path()

@@ -5,9 +5,14 @@
 so bufferization places its operands and destination like any other. After bufferization
 (`stage_bufferize`), `lower_library_ops` replaces each tagged op whose buffers have the identity
 layout by a call of a small helper function (one per operand ranks and transposes) that reads the
-aligned pointers and sizes of the buffers and calls `scipy_cblas_sgemm` once per batch element:
+aligned pointers and sizes of the buffers and calls `relax_rt_sgemm` once per batch element:
 
     C[.., M, N] = op(A)[.., M, K] * op(B)[.., K, N]    row-major, lda/ldb = last dim, ldc = N
+
+`relax_rt_sgemm` (runtime/relax_rt.c) has CBLAS sgemm's signature: it runs a large product on the
+run-time library's contention-aware thread pool as one-thread OpenBLAS calls over chunks of C
+(sgemv at one row), a small one directly; where that library cannot be built (no C compiler) the
+helpers call `scipy_cblas_sgemm` on one thread (so does RELAX_MLIR_BLAS_THREADS=1).
 
 The zero `linalg.fill` of C right before the op becomes beta = 0 (otherwise beta = 1: the op
 accumulates into C, as the generic does); so does a `linalg.generic` that only writes 0.0 into C,
@@ -23,17 +28,17 @@ import logging
 
 from mlir import ir
 
-from relax_mlir.knobs import blas_parallel_min, blas_threads
-from relax_mlir.runtime.library import NO_TRANS, ROW_MAJOR, SET_THREADS_SYMBOL, SGEMM_SYMBOL, TRANS
+from relax_mlir.runtime import native_rt
+from relax_mlir.runtime.library import NO_TRANS, ROW_MAJOR, SGEMM_SYMBOL, TRANS
 
 _log = logging.getLogger("relax_mlir.cpu")
 
 LIBRARY_ATTR = "relax.library"
-SGEMM_DECL = (f"func.func private @{SGEMM_SYMBOL}(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
-              "!llvm.ptr, i32, f32, !llvm.ptr, i32)")
 
 
-SET_THREADS_DECL = f"func.func private @{SET_THREADS_SYMBOL}(i32)"
+def sgemm_decl(callee: str) -> str:
+    return (f"func.func private @{callee}(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
+            "!llvm.ptr, i32, f32, !llvm.ptr, i32)")
 
 
 def _dyn_memref(rank: int) -> str:
@@ -46,8 +51,16 @@ def _identity_f32(t: ir.Type) -> bool:
                                       for s in t.shape) + "f32>"
 
 
-def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool) -> str:
-    """func @name(A, B, C, beta): the sgemm calls for one (ranks, transposes) combination."""
+def sgemm_callee() -> str:
+    """The CBLAS-sgemm-compatible function the helpers call: the run-time library's pooled entry
+    (runtime/native_rt.py: large products on a contention-aware thread pool), or OpenBLAS's sgemm on
+    one thread (RELAX_MLIR_BLAS_THREADS=1, or the library cannot be built: no C compiler)."""
+    return native_rt.SGEMM_SYMBOL if native_rt.pooled_products() else SGEMM_SYMBOL
+
+
+def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool, callee: str = SGEMM_SYMBOL) -> str:
+    """func @name(A, B, C, beta): the sgemm calls (of `callee`, with CBLAS sgemm's signature) for one
+    (ranks, transposes) combination."""
     lines = []
     n = [0]
 
@@ -112,20 +125,6 @@ def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool) -> str
         emit(f"{flags[-1]} = arith.constant {val} : i32")
     one = v("one")
     emit(f"{one} = arith.constant 1.0 : f32")
-    # Products of at least `parallel_min` multiply-adds run on `threads` OpenBLAS threads, the
-    # rest on one (knobs.blas_threads / blas_parallel_min).
-    threads, parallel_min = blas_threads(), blas_parallel_min()
-    big = None
-    if threads > 1:
-        work = prod([batch, mm, nn, kk])
-        big = v("big")
-        emit(f"{big} = arith.cmpi uge, {work}, {c(parallel_min)} : index")
-        t_many, t_one = v("t"), v("t")
-        emit(f"{t_many} = arith.constant {threads} : i32")
-        emit(f"{t_one} = arith.constant 1 : i32")
-        emit(f"scf.if {big} {{")
-        emit(f"  func.call @{SET_THREADS_SYMBOL}({t_many}) : (i32) -> ()")
-        emit("}")
     emit(f"scf.for %b = {c(0)} to {batch} step {c(1)} {{")
 
     def at(base, stride):
@@ -138,14 +137,10 @@ def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool) -> str
         return p
 
     xa, xb, xc = at(ptrs["%A"], sa), at(ptrs["%B"], sb), at(ptrs["%C"], sc)
-    emit(f"  func.call @{SGEMM_SYMBOL}({flags[0]}, {flags[1]}, {flags[2]}, {m32}, {n32}, {k32}, {one}, {xa}, "
+    emit(f"  func.call @{callee}({flags[0]}, {flags[1]}, {flags[2]}, {m32}, {n32}, {k32}, {one}, {xa}, "
          f"{lda32}, {xb}, {ldb32}, %beta, {xc}, {ldc32}) : (i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
          f"!llvm.ptr, i32, f32, !llvm.ptr, i32) -> ()")
     emit("}")
-    if big is not None:
-        emit(f"scf.if {big} {{")
-        emit(f"  func.call @{SET_THREADS_SYMBOL}({t_one}) : (i32) -> ()")
-        emit("}")
     emit("return")
     args = f"%A: {_dyn_memref(ra)}, %B: {_dyn_memref(rb)}, %C: {_dyn_memref(rr)}, %beta: f32"
     return f"func.func private @{name}({args}) {{\n" + "\n".join(lines) + "\n}"
@@ -219,6 +214,7 @@ def lower_library_ops(module_op: ir.Operation) -> int:
         return 0
     body = module_op.regions[0].blocks[0]
     names = {ir.StringAttr(o.attributes["sym_name"]).value for o in body.operations if "sym_name" in o.attributes}
+    callee = sgemm_callee()
     keep = []
     done = 0
     for op in tagged:
@@ -233,7 +229,7 @@ def lower_library_ops(module_op: ir.Operation) -> int:
         ta, tb = _bool_attr(op, "relax.transpose_a"), _bool_attr(op, "relax.transpose_b")
         name = f"__relax_sgemm_{ra}{rb}{rr}_{'t' if ta else 'n'}{'t' if tb else 'n'}"
         if name not in names:
-            parsed = ir.Module.parse(helper_text(name, ra, rb, rr, ta, tb) + "\n" + SGEMM_DECL + "\n" + SET_THREADS_DECL,
+            parsed = ir.Module.parse(helper_text(name, ra, rb, rr, ta, tb, callee) + "\n" + sgemm_decl(callee),
                                      module_op.context)
             keep.append(parsed)  # alive until its ops have moved
             ops = [o.operation for o in parsed.body.operations]

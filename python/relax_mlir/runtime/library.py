@@ -5,12 +5,13 @@ PyPI wheel `scipy-openblas32` (its symbols carry the `scipy_` prefix, so it neve
 OpenBLAS that numpy bundles). The JIT loads the library when a module references one of its
 symbols (backend/cpu.py `JitModule`); exported CPU artifacts ship a copy beside `kernels.so`.
 
-OpenBLAS threads: one (RELAX_MLIR_BLAS_THREADS, default 1); with more, a product of at least
-RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds switches the pool to that many threads for its call
-(`scipy_openblas_set_num_threads` from the generated helper: 0.6 us a switch, measured) and back.
-The pool's workers are told to sleep as soon as their work is done (OPENBLAS_THREAD_TIMEOUT=4,
-unless set): by default they spin for about 2^28 cycles and compete with the single-threaded
-kernels that follow (the MLP's [32, 64] x [64, 256] took 11.7 ms instead of 0.085 ms).
+OpenBLAS itself always runs on one thread here: the compiled modules call `relax_rt_sgemm`
+(runtime/relax_rt.c, runtime/native_rt.py), which splits a large product into chunks and runs
+them as one-thread OpenBLAS calls on its own contention-aware pool (RELAX_MLIR_BLAS_THREADS threads,
+default all cores). The pool's workers spin only briefly, and OpenBLAS's own would spin for about
+2^28 cycles after a multi-threaded call (OPENBLAS_THREAD_TIMEOUT=4 is set, in case a user calls
+it so): they competed with the single-threaded kernels that followed (the MLP's
+[32, 64] x [64, 256] took 11.7 ms instead of 0.085 ms).
 
 Why one thread (issue 18, measured on the shared 2-core machine, load average 3-4, ctypes calls
 of this library's sgemm, 512x512x256, median of 40; /tmp-free script in bench/dispatch.py
@@ -19,13 +20,14 @@ multiple of the 4 ms scheduler tick: 8.2, 16.0, 24.0 ms); with one more busy pro
 A multi-threaded call is a barrier: it ends when its last thread ends, and a worker that finds
 its core taken by another process waits for the next tick. The thread-count switch itself is
 not the cost (0.6 us). So the single-head attention at s = 512 took 17-100 ms with two threads
-and takes 2.3 ms with one (7.9 ms before on generated code).
+and 2.3 ms with one (7.9 ms before on generated code). relax_rt's pool claims chunks dynamically
+and the caller takes part, so an absent worker costs nothing (runtime/relax_rt.c).
 
 Measured again for the LLM prefill's weight products (issue 17; `bench/dispatch.py --crossover
 --llm`, load average 10-11, medians of interleaved calls): two threads were slower than one at
 every shape and row count tried, 1.0-1.4x for [16..512, 1024] x [1024, 32000], 2-15x for
 [17..512, 2816] x [2816, 1024], up to 250x for [16..512, 1024] x [1024, 256] (a 1 ms product
-waiting 60-90 ms). The default stays one thread.
+waiting 60-90 ms). OpenBLAS's threads are therefore never used.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import ctypes
 import os
 import threading
 
-__all__ = ["SET_THREADS_SYMBOL", "SGEMM_SYMBOL", "SYMBOL_PREFIX", "available", "library_path", "libraries_for", "load"]
+__all__ = ["SGEMM_SYMBOL", "SYMBOL_PREFIX", "available", "library_path", "libraries_for", "load"]
 
 SYMBOL_PREFIX = "scipy_cblas_"
 SGEMM_SYMBOL = "scipy_cblas_sgemm"
@@ -59,12 +61,6 @@ def available() -> bool:
     return library_path() is not None
 
 
-def _threads() -> int:
-    from relax_mlir.knobs import blas_threads
-
-    return blas_threads()
-
-
 def _warm_up(lib: ctypes.CDLL) -> None:
     """One 1x1x1 sgemm: OpenBLAS allocates its work buffers at its first call, which would
     otherwise land in the first call of a compiled module (issue 18: no first-call surprises)."""
@@ -77,7 +73,7 @@ def _warm_up(lib: ctypes.CDLL) -> None:
 
 
 def load() -> ctypes.CDLL:
-    """dlopen the BLAS once per process and set its thread count."""
+    """dlopen the BLAS once per process, on one thread."""
     global _lib
     with _lock:
         if _lib is None:
@@ -91,8 +87,7 @@ def load() -> ctypes.CDLL:
             setter = getattr(lib, SET_THREADS_SYMBOL, None)
             if setter is not None:
                 setter.argtypes = [ctypes.c_int]
-                setter(_threads())  # create the pool at its full size once...
-                setter(1)  # ...and run small products on one thread
+                setter(1)
             _warm_up(lib)
             _lib = lib
         return _lib

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from relax_mlir.runtime import native_rt
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 from relax_mlir.shape import parse as parse_expr
 
@@ -279,6 +280,8 @@ def load(path: str, *, driver=None) -> Executable:
                          + ", ".join(n for n, _, _ in GPU_FORMATS.values()) + ")")
     _check_files(path, manifest, [LIBRARY])
     lib = ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))
+    if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
+        native_rt.configure(lib)
     funcs = {}
     for entry in manifest["entries"]:
         sig = _sig(entry)

@@ -77,7 +77,7 @@ from mlir import ir
 from relax_mlir import knobs
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.passes import ModulePass, PassError
-from relax_mlir.runtime import library
+from relax_mlir.runtime import library, native_rt
 from relax_mlir.shape import const
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
 
@@ -102,6 +102,10 @@ def versions_for(k: int, n: int) -> list[tuple[int | None, str]]:
     if k * n >= 1 << 20 or (k >= 1024 and k * n >= 1 << 18):
         # Past the streaming variants (16 rows), the packed generated kernel loses to one-thread
         # OpenBLAS on these weights (the LLM table above), most of all in a multi-threaded build.
+        # At one row, OpenBLAS's sgemv (what relax_rt_sgemm runs there) reads the weights as fast
+        # as the generated gemv on one thread, and splits them over the run-time library's pool.
+        if native_rt.pooled_products() and not out:
+            out.append((1, "sgemm"))
         out += [(dict(GENERATED_VARIANTS)["medium"], "generated"), (None, "sgemm")]
     else:
         out.append((None, "generated"))

@@ -133,37 +133,44 @@ def test_exported_artifact_ships_the_library(tmp_path, monkeypatch):
     assert out.stdout.strip() == "ok"
 
 
-def test_large_products_run_multi_threaded(monkeypatch):
-    """Products of at least RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds switch OpenBLAS to
-    RELAX_MLIR_BLAS_THREADS for their call and back to one after it; results are unchanged, and
-    products below the threshold in the same module stay single-threaded (both kinds run)."""
-    from relax_mlir.backend.cpu_library import helper_text
+def test_products_run_on_the_pool(monkeypatch):
+    """The helpers call the run-time library's pooled sgemm (runtime/relax_rt.c); products of at
+    least RELAX_MLIR_BLAS_PARALLEL_MIN multiply-adds are split over its threads, smaller ones run
+    on the calling thread, and results are the same either way (both kinds run in one module)."""
+    from relax_mlir.backend.cpu_library import helper_text, sgemm_callee
+    from relax_mlir.runtime import native_rt
 
     monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "2")
-    monkeypatch.setenv("RELAX_MLIR_BLAS_PARALLEL_MIN", str(40 * 40 * 64))
-    text = helper_text("h", 2, 2, 2, False, True)
-    assert text.count(f"call @{library.SET_THREADS_SYMBOL}") == 2 and "arith.cmpi uge" in text
+    assert sgemm_callee() == native_rt.SGEMM_SYMBOL
+    assert f"call @{native_rt.SGEMM_SYMBOL}(" in helper_text("h", 2, 2, 2, False, True, sgemm_callee())
+    lib = native_rt.load()
     monkeypatch.setenv("RELAX_MLIR_LIBRARY", "always")
     exe = relax_mlir.compile(QK)
-    for s in (1, 13, 257):  # 13*13*64 is below the threshold, 257*257*64 above
+    try:
+        native_rt.configure(lib, threads=2)
+        lib.relax_rt_configure(2, 40 * 40 * 64, 1024, -1, 0)
+        before = native_rt.stats()
+        for s in (1, 13, 257):  # 13*13*64 is below the threshold, 257*257*64 above
+            q, k, v = (RNG.standard_normal((s, 64)).astype(np.float32) for _ in range(3))
+            np.testing.assert_allclose(exe(q, k, v), _softmax(q @ k.T) @ v, rtol=1e-4, atol=1e-5)
+        after = native_rt.stats()
+        assert after["serial"] > before["serial"] and after["parallel"] > before["parallel"]
+    finally:
+        native_rt.configure(lib)
+
+
+def test_one_blas_thread_calls_openblas_directly(monkeypatch):
+    """RELAX_MLIR_BLAS_THREADS=1: no pool, the helpers call OpenBLAS's sgemm themselves."""
+    from relax_mlir.backend.cpu_library import helper_text, sgemm_callee
+
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "1")
+    monkeypatch.setenv("RELAX_MLIR_LIBRARY", "always")
+    assert sgemm_callee() == library.SGEMM_SYMBOL
+    assert f"call @{library.SGEMM_SYMBOL}(" in helper_text("h", 2, 2, 2, False, True, sgemm_callee())
+    exe = relax_mlir.compile(QK)
+    for s in (1, 13, 257):
         q, k, v = (RNG.standard_normal((s, 64)).astype(np.float32) for _ in range(3))
         np.testing.assert_allclose(exe(q, k, v), _softmax(q @ k.T) @ v, rtol=1e-4, atol=1e-5)
-    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "1")
-    assert library.SET_THREADS_SYMBOL not in helper_text("h", 2, 2, 2, False, True)
-
-
-def test_blas_runs_on_one_thread_by_default(monkeypatch):
-    """Issue 18: a two-thread OpenBLAS call stalls at its barrier whenever the other core is busy
-    (runtime/library.py), so the generated helper switches threads only when asked to."""
-    from relax_mlir import knobs
-    from relax_mlir.backend.cpu_library import helper_text
-    from relax_mlir.runtime.library import SET_THREADS_SYMBOL
-
-    monkeypatch.delenv("RELAX_MLIR_BLAS_THREADS", raising=False)
-    assert knobs.blas_threads() == 1
-    assert SET_THREADS_SYMBOL not in helper_text("h", 2, 2, 2, False, True)
-    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "2")
-    assert f"func.call @{SET_THREADS_SYMBOL}" in helper_text("h", 2, 2, 2, False, True)
 
 
 @pytest.mark.parametrize("mode", ["always", "never"])

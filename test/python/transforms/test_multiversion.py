@@ -27,7 +27,8 @@ def test_generated_variants_match_the_backend():
     assert dict(GENERATED_VARIANTS) == dict(cfg.variants())
 
 
-def test_cost_table_and_leaves():
+def test_cost_table_and_leaves(monkeypatch):
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "1")  # BLAS products on the calling thread only
     assert versions_for(2048, 512) == [(16, "generated"), (None, "sgemm")]
     assert versions_for(256, 256) == [(8, "sgemm"), (None, "generated")]
     assert versions_for(256, 1024) == [(2, "sgemm"), (None, "generated")]
@@ -49,6 +50,21 @@ def test_cost_table_and_leaves():
                                                              (None, "sgemm")]
     assert leaves([(1, "sgemm"), (None, "generated")]) == [(1, "sgemm"), (4, "small"), (16, "medium"),
                                                            (None, "large")]
+
+
+def test_one_row_on_the_pool(monkeypatch):
+    """With the run-time library's pool (RELAX_MLIR_BLAS_THREADS > 1), a large weight's one-row
+    product is pooled sgemv; weights that already have a small-row BLAS version keep the table."""
+    from relax_mlir.runtime import native_rt
+
+    if not native_rt.available():
+        pytest.skip(f"relax-mlir's run-time library cannot be built here: {native_rt.unavailable_reason()}")
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", "2")
+    for k, n in ((512, 2048), (1024, 1024), (1024, 2816), (2816, 1024), (1024, 32000)):
+        assert versions_for(k, n) == [(1, "sgemm"), (16, "generated"), (None, "sgemm")], (k, n)
+        assert leaves(versions_for(k, n)) == [(1, "sgemm"), (4, "small"), (16, "medium"), (None, "sgemm")]
+    assert versions_for(1024, 256) == [(2, "sgemm"), (16, "generated"), (None, "sgemm")]
+    assert versions_for(256, 256) == [(8, "sgemm"), (None, "generated")]
 
 
 def _two_layer(x, w1, w2):
@@ -89,8 +105,17 @@ def test_three_d_products_version_on_flattened_rows(monkeypatch):
         np.testing.assert_allclose(got, np.asarray(ref(x, wk, wo)), rtol=2e-4, atol=2e-4, err_msg=f"{bb}x{ss}")
 
 
-def test_every_version_matches_jax(monkeypatch):
+@pytest.mark.parametrize("blas_threads", ["1", "2"])
+def test_every_version_matches_jax(monkeypatch, blas_threads):
+    """On one thread the one-row product is the generated gemv; with the run-time library's pool,
+    OpenBLAS's sgemv over the pool (a third BLAS call in the first kernel)."""
+    from relax_mlir.runtime import native_rt
+
+    pooled = blas_threads == "2"
+    if pooled and not native_rt.available():
+        pytest.skip(f"relax-mlir's run-time library cannot be built here: {native_rt.unavailable_reason()}")
     monkeypatch.setenv("RELAX_MLIR_LIBRARY", "auto")
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", blas_threads)
     (b,) = jax.export.symbolic_shape("b")
     specs = [jax.ShapeDtypeStruct((b, 2048), jnp.float32), jax.ShapeDtypeStruct((2048, 256), jnp.float32),
              jax.ShapeDtypeStruct((256, 256), jnp.float32)]
@@ -101,12 +126,13 @@ def test_every_version_matches_jax(monkeypatch):
     up = exe.artifacts["upstream"]
     text = str(up)
     assert text.count('relax.kernel = "sgemm_versions"') == 2
-    assert re.findall(r'matmul_variant = "(\w+)"', text) == ["gemv", "small", "medium", "medium", "large"]
+    assert re.findall(r'matmul_variant = "(\w+)"', text) == ["gemv"] * (not pooled) + ["small", "medium", "medium",
+                                                                                       "large"]
     with up.context:
         op = up.clone(ip=False)
         lower(op, CPUOptions(num_threads=1), until="bufferize")
         low = str(op)
-    assert len(re.findall(r"call @__relax_sgemm_222_nn\(", low)) == 2
+    assert len(re.findall(r"call @__relax_sgemm_222_nn\(", low)) == 2 + pooled
     assert low.count('relax.library') == 0  # every tagged op became a BLAS call
     assert len(re.findall(r'relax_cpu.schedules = \["matmul-register-blocked"\]', low)) == 2
 
