@@ -395,7 +395,10 @@ static long chunks_for(long dim, long work, long quantum) {
 void relax_rt_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                     const float *b, int ldb, float beta, float *c, int ldc) {
   long work = (long)m * n * k;
-  if (order != ROW_MAJOR || m <= 0 || n <= 0 || k <= 0 || !take_pool(work)) {
+  /* One row reads B once at memory speed: split it from twice the multiply-adds (measured, quiet
+     2-core machine: a 512 x 2048 sgemv, its 4 MB in cache, took 0.09 ms longer split in two;
+     the LLM's 11.5 MB weights from memory gain 9% per decode step). */
+  if (order != ROW_MAJOR || m <= 0 || n <= 0 || k <= 0 || !take_pool(m == 1 ? work / 2 : work)) {
     if (m > 0 && n > 0) {
       atomic_fetch_add_explicit(&st_serial, 1, memory_order_relaxed);
       if (m == 1 && k > 0 && order == ROW_MAJOR) {
