@@ -5,7 +5,8 @@ that one export once (IREE: `iree-base-compiler`, `llvm-cpu`, the host CPU; run 
 `iree-base-runtime`'s local-task driver), jax.jit compiles per shape as its users get it. Weights are
 runtime arguments of every side, placed once where the side keeps them (numpy for relax-mlir, device
 arrays for jax and IREE); the activation is a fresh numpy array each call. A round calls every side
-once at every shape, in turn; the figure is the median over rounds. Each side's result is checked
+once at every shape, in turn, each round starting with the next side (a call right after
+jax.jit's is slowed by XLA's spinning pool threads); the figure is the median over rounds. Each side's result is checked
 against jax.jit's before timing.
 
     python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree] [--new-shapes 38]
@@ -280,9 +281,12 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, n
             ok[(s.name, n)] = _close(got[s.name], got["jax.jit"])
     times = {(s.name, n): [] for s in sides for n in sizes}
     cpu = {n: [] for n in sizes}  # relax-mlir's calls in the calling thread's CPU time
-    for _ in range(rounds):
+    for r in range(rounds):
         for n in sizes:
-            for s in sides:
+            # Each round starts with another side: a call right after jax.jit's runs while XLA's
+            # pool threads still spin (measured: the single-head attention at s = 16 took 0.13
+            # ms right after an XLA call, 0.08 ms otherwise, whichever relax-mlir build it was).
+            for s in sides[r % len(sides):] + sides[:r % len(sides)]:
                 args = inputs[n][s.flat]
                 c, t = time.thread_time(), time.perf_counter()
                 s(args, placed[s.name])
