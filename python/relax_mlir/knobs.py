@@ -87,8 +87,10 @@ def async_runtime() -> str:
     return v
 
 
-def parallel_min_elements() -> int:
+def parallel_min_elements(default: int = 1 << 22) -> int:
     """RELAX_MLIR_PARALLEL_MIN_ELEMENTS: a call runs the multi-threaded build only when its
-    arguments and results hold at least this many elements (default 4M)."""
+    arguments and results hold at least this many elements (default `default`: the CPU backend
+    passes 256K when relax-mlir's run-time library runs the parallel loops, 4M on MLIR's async
+    runtime, whose sleeping pool costs 50-100 us to wake per loop; backend/cpu_runtime.py)."""
     v = os.environ.get("RELAX_MLIR_PARALLEL_MIN_ELEMENTS")
-    return int(v) if v else 1 << 22
+    return int(v) if v else default

@@ -8,6 +8,7 @@ from mlir import ir
 from relax_mlir import knobs
 from relax_mlir.backend.cpu import CPUOptions, JitModule, lower
 from relax_mlir.backend.cpu_artifact import export
+from relax_mlir.runtime import native_rt
 from relax_mlir.backend.cpu_profile import register as profile_at_exit
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 
@@ -77,6 +78,16 @@ def _jit(upstream: ir.Operation, options, entries=()) -> JitModule:
     return jit
 
 
+# Elements from which a call takes the multi-threaded build. On MLIR's async runtime a parallel
+# loop pays 50-100 us to wake the pool's sleeping threads (the measurement below); relax-mlir's
+# run-time library keeps its workers spinning between loops and lets the caller run the blocks no
+# worker took, so it pays from far smaller calls (quiet 2-core machine, bench/side_by_side.py,
+# 256K against 4M: single-head attention d = 256 at s = 512 / 2048 3.57 -> 2.38 / 31.2 -> 18.1
+# ms, the transformer block at s = 512 / 2048 8.6 -> 5.8 / 50.7 -> 31.4 ms).
+PARALLEL_MIN_RELAX_RT = 1 << 18
+PARALLEL_MIN_MLIR_ASYNC = 1 << 22
+
+
 class ThreadedDispatch:
     """Single-threaded code by default; the multi-threaded build (compiled on first need) for calls
     that touch at least RELAX_MLIR_PARALLEL_MIN_ELEMENTS elements. Measured: waking the async
@@ -92,7 +103,8 @@ class ThreadedDispatch:
         self.entries = list(entries)  # looked up when a build is made (machine code generated then)
         self._jit1 = jit1
         self.jitn = None
-        self.min_elements = knobs.parallel_min_elements()
+        self.min_elements = knobs.parallel_min_elements(
+            PARALLEL_MIN_RELAX_RT if native_rt.runs_async_tasks() else PARALLEL_MIN_MLIR_ASYNC)
         self.lock = threading.Lock()
 
     @property
