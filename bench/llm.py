@@ -104,16 +104,10 @@ def main() -> None:
     if args.before:
         # relax-mlir without the run-time library's pool: one-thread OpenBLAS called directly (the
         # generated gemv at one row), MLIR's async runtime; read at compile time, so both live here
-        saved = {k: os.environ.get(k) for k in ("RELAX_MLIR_BLAS_THREADS", "RELAX_MLIR_ASYNC_RUNTIME")}
-        os.environ.update(RELAX_MLIR_BLAS_THREADS="1", RELAX_MLIR_ASYNC_RUNTIME="mlir")
-        try:
+        from relax_mlir import knobs
+
+        with knobs.overridden(RELAX_MLIR_BLAS_THREADS="1", RELAX_MLIR_ASYNC_RUNTIME="mlir"):
             before = Generator(lm, args.max_context)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         print(f"relax-mlir before (--before): compiled in {before.compile_seconds:.1f} s", flush=True)
     jprefill = jax.jit(lm.prefill)
     jdecode = jax.jit(lm.decode, donate_argnums=(5, 6))

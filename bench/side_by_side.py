@@ -136,16 +136,10 @@ class OursBefore(Ours):
     name = "relax-mlir before"
 
     def __init__(self, exported):
-        saved = {k: os.environ.get(k) for k in ("RELAX_MLIR_BLAS_THREADS", "RELAX_MLIR_ASYNC_RUNTIME")}
-        os.environ.update(RELAX_MLIR_BLAS_THREADS="1", RELAX_MLIR_ASYNC_RUNTIME="mlir")
-        try:
+        from relax_mlir import knobs
+
+        with knobs.overridden(RELAX_MLIR_BLAS_THREADS="1", RELAX_MLIR_ASYNC_RUNTIME="mlir"):
             super().__init__(exported)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 class OursUnfused(Ours):

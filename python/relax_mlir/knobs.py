@@ -1,6 +1,7 @@
 """Every RELAX_MLIR_* environment setting, in one place."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -94,3 +95,20 @@ def parallel_min_elements(default: int = 1 << 22) -> int:
     runtime, whose sleeping pool costs 50-100 us to wake per loop; backend/cpu_runtime.py)."""
     v = os.environ.get("RELAX_MLIR_PARALLEL_MIN_ELEMENTS")
     return int(v) if v else default
+
+
+@contextlib.contextmanager
+def overridden(**settings: str):
+    """Set RELAX_MLIR_* environment settings for the duration of a `with` block (the compiles
+    inside it read them), restoring the previous values after it:
+    `with knobs.overridden(RELAX_MLIR_BLAS_THREADS="1"): exe = relax_mlir.compile(...)`."""
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

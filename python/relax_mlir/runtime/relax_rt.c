@@ -683,18 +683,22 @@ void mlirAsyncRuntimeDropRef(void *p, int64_t count) {
   free(o);
 }
 
+static void *new_obj(size_t size, int kind, long refs) {
+  struct rc_obj *o = malloc(size);
+  if (!o) abort();
+  obj_init(o, kind, refs);
+  return o;
+}
+
 void *mlirAsyncRuntimeCreateToken(void) {
-  struct async_token *t = malloc(sizeof *t);
-  if (!t) abort();
-  obj_init(&t->o, OBJ_TOKEN, 2); /* the caller's reference and the one its emplacement drops */
+  /* two references: the caller's, and the one its emplacement drops */
+  struct async_token *t = new_obj(sizeof *t, OBJ_TOKEN, 2);
   atomic_init(&t->state, PENDING);
   return t;
 }
 
 void *mlirAsyncRuntimeCreateValue(int64_t size) {
-  struct async_value *v = malloc(sizeof *v);
-  if (!v) abort();
-  obj_init(&v->o, OBJ_VALUE, 2);
+  struct async_value *v = new_obj(sizeof *v, OBJ_VALUE, 2);
   atomic_init(&v->state, PENDING);
   v->storage = aligned_alloc(64, size > 0 ? (size_t)(size + 63) / 64 * 64 : 64);
   if (!v->storage) abort();
@@ -702,9 +706,7 @@ void *mlirAsyncRuntimeCreateValue(int64_t size) {
 }
 
 void *mlirAsyncRuntimeCreateGroup(int64_t size) {
-  struct async_group *g = malloc(sizeof *g);
-  if (!g) abort();
-  obj_init(&g->o, OBJ_GROUP, 1);
+  struct async_group *g = new_obj(sizeof *g, OBJ_GROUP, 1);
   atomic_init(&g->pending, size);
   atomic_init(&g->errors, 0);
   atomic_init(&g->rank, 0);
