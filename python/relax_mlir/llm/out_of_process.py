@@ -47,6 +47,7 @@ def compile_out_of_process(exports: list, target: str = "cpu",
     if target != "cpu":
         raise ValueError(f"out_of_process compiles CPU artifacts; target {target!r} is not supported")
     work = tempfile.TemporaryDirectory(prefix="relax-mlir-llm-")
+    done = False
     try:
         for k, ex in enumerate(exports):
             with open(os.path.join(work.name, f"{k}.jaxexport"), "wb") as f:
@@ -63,10 +64,12 @@ def compile_out_of_process(exports: list, target: str = "cpu",
             raise CompileError(f"compiling in a child process: {r.stderr.strip()[-4000:]}")
         if r.returncode != 0:
             raise CompileError(f"compiling in a child process failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
-        return [load(os.path.join(work.name, str(k))) for k in range(len(exports))], work
-    except BaseException:
-        work.cleanup()  # nothing of a failed compile stays in the temporary directory
-        raise
+        loaded = [load(os.path.join(work.name, str(k))) for k in range(len(exports))]
+        done = True
+        return loaded, work
+    finally:
+        if not done:
+            work.cleanup()  # nothing of a failed compile stays in the temporary directory
 
 
 def _child(work: str) -> None:
