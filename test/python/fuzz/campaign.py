@@ -171,7 +171,7 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
         res["status"] = "fail"
         return res
     del from_jax
-    jitted = jax.jit(fn)
+    jitted = jax.jit(prog.function(reference=True))
     exact = prog.exact_outputs()
     precision = prog.output_precisions()
     summed = prog.order_dependent_outputs()
@@ -292,7 +292,15 @@ def repro(prog: gen.Program, target: str, failure: dict) -> str:
         lines.append(f"from fuzz import gen; p = gen.generate({prog.seed}); "
                      f"args = [a for a, s in zip(gen.make_inputs(p, {env!r}), p.args) "
                      f"if s.name in {[a.name for a in prog.args]!r}]")
-    lines.append("got, want = exe(*args), jax.jit(f)(*args)")
+    ref = "f"
+    if "jnp.min(" in prog.source() or "jnp.max(" in prog.source():
+        # the comparison's reference: min/max reductions that propagate NaN (gen.SpecJnp)
+        if not lines[-1].startswith("from fuzz"):
+            lines.append("import sys; sys.path.insert(0, 'test/python')  # run from the repository root")
+        lines.append("import types; from fuzz.gen import SpecJnp; "
+                     "f_ref = types.FunctionType(f.__code__, dict(globals(), jnp=SpecJnp(jnp)))")
+        ref = "f_ref"
+    lines.append(f"got, want = exe(*args), jax.jit({ref})(*args)")
     lines.append("print('relax-mlir:', got); print('jax.jit:   ', want)")
     return "\n".join(lines) + "\n"
 
