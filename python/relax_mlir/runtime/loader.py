@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from relax_mlir.runtime import native_rt
+from relax_mlir.runtime import library, native_rt
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 from relax_mlir.shape import parse as parse_expr
 
@@ -282,6 +282,12 @@ def load(path: str, *, driver=None) -> Executable:
     lib = ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))
     if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
         native_rt.configure(lib)
+    # OpenBLAS itself on one thread, as in the compiling process (runtime/library.py): found through
+    # kernels.so's dependencies when the artifact ships the BLAS
+    set_threads = getattr(lib, library.SET_THREADS_SYMBOL, None)
+    if set_threads is not None:
+        set_threads.argtypes = [ctypes.c_int]
+        set_threads(1)
     funcs = {}
     for entry in manifest["entries"]:
         sig = _sig(entry)

@@ -52,6 +52,13 @@ void CBLAS_SGEMM(int order, int ta, int tb, int m, int n, int k, float alpha, co
                  const float *b, int ldb, float beta, float *c, int ldc);
 void CBLAS_SGEMV(int order, int trans, int m, int n, float alpha, const float *a, int lda, const float *x,
                  int incx, float beta, float *y, int incy);
+/* OpenBLAS's own thread count: 1, always (every chunk is a one-thread call). Left at OpenBLAS's
+   default (the cores), each chunk call would start OpenBLAS's threads, and concurrent multi-threaded
+   calls run one at a time (OpenBLAS serializes them): a 512x2048x512 product split in two took
+   8.8 ms instead of 4.3 in a process that had not set it (an exported artifact's). Weak: a BLAS
+   without it is one-threaded already. */
+#define BLAS_SET_THREADS BLAS_NAME(RELAX_RT_BLAS_PREFIX, openblas_set_num_threads)
+void BLAS_SET_THREADS(int threads) __attribute__((weak));
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 enum { MAX_THREADS = 16 };
@@ -463,6 +470,7 @@ void relax_rt_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
    while the machine is busy or after a stall (the default), 0 to split regardless (tests). A
    value < 0 keeps the setting. */
 void relax_rt_configure(int threads, long par_min, long ch_min, long spin_us, int adapt) {
+  if (BLAS_SET_THREADS) BLAS_SET_THREADS(1);
   if (adapt >= 0) adaptive = adapt;
   if (threads >= 1) max_threads = threads > MAX_THREADS ? MAX_THREADS : threads;
   if (par_min >= 0) parallel_min = par_min;

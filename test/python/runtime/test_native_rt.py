@@ -201,3 +201,39 @@ def test_async_tasks_on_one_thread_run_at_once(rt, monkeypatch):
     assert after["tasks"] > before["tasks"]
     assert after["tasks"] - before["tasks"] == after["tasks_inline"] - before["tasks_inline"]
     assert after["tasks_by_workers"] == before["tasks_by_workers"]
+
+
+@pytest.mark.parametrize("blas_threads", ["1", "2"])
+def test_artifact_process_runs_openblas_on_one_thread(tmp_path, monkeypatch, blas_threads):
+    """A process that only loads an exported CPU artifact (no compile, runtime/library.py never
+    loaded) runs the artifact's OpenBLAS on one thread, pooled or not: left at OpenBLAS's default
+    (the cores), each pooled chunk started OpenBLAS's threads and concurrent calls ran one at a
+    time (a 512x2048x512 product split in two took as long as on one thread)."""
+    import jax
+    import jax.numpy as jnp
+
+    import relax_mlir
+    from relax_mlir.frontend.jax import from_jax
+
+    monkeypatch.setenv("RELAX_MLIR_LIBRARY", "always")
+    monkeypatch.setenv("RELAX_MLIR_BLAS_THREADS", blas_threads)
+    (n,) = jax.export.symbolic_shape("n")
+    mod = from_jax(lambda x, w: x @ w, jax.ShapeDtypeStruct((n, 256), jnp.float32),
+                   jax.ShapeDtypeStruct((256, 512), jnp.float32))
+    relax_mlir.compile(mod).export(str(tmp_path / "a"))
+    script = textwrap.dedent(f"""
+        import ctypes, glob, sys, numpy as np
+        from relax_mlir.runtime import load
+        exe = load({str(tmp_path / "a")!r})
+        rng = np.random.default_rng(0)
+        for m in (1, 7, 300):
+            x = rng.standard_normal((m, 256), dtype=np.float32); w = rng.standard_normal((256, 512), dtype=np.float32)
+            np.testing.assert_allclose(exe(x, w), x @ w, rtol=2e-4, atol=2e-4)
+        assert "relax_mlir.runtime.library" not in sys.modules or sys.modules["relax_mlir.runtime.library"]._lib is None
+        (blas,) = glob.glob({str(tmp_path / "a")!r} + "/libscipy_openblas*.so")
+        print(ctypes.CDLL(blas).scipy_openblas_get_num_threads())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, OPENBLAS_NUM_THREADS="2"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "1"
