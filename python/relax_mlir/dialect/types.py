@@ -1,7 +1,7 @@
 """Typed Python views of the relax dialect's dynamic (IRDL) types.
 
 MLIR 22's Python bindings expose no parameter accessors for IRDL types, so a view is parsed once
-from the type's text and cached by the `ir.Type` (its hash and equality are the uniqued pointer's).
+from the type's text and cached per context by the type's uniqued pointer.
 
 Text forms (the dialect's contract with other tools and tests):
   !relax.tensor<["n", 64], f32>     known rank; a dim is an integer, a symbolic expression in a
@@ -13,7 +13,9 @@ Text forms (the dialect's contract with other tools and tests):
 """
 from __future__ import annotations
 
+import ctypes
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -166,16 +168,34 @@ class OtherType:
 
 RelaxType = TensorType | ShapeType | PrimType | StorageType | OtherType
 
-_TEXT_CACHE: dict[tuple[int, str], ir.Type] = {}
+# Per-context caches of types (text -> type, type -> view). They hold no Python object of the
+# context or of its types: a cached `ir.Type` keeps its context alive, and with it every type,
+# attribute and the context's thread pool, for the life of the process (2.8 MiB and one thread
+# per core leaked per compile() before). A type is held as its C pointer (capsule / integer):
+# MLIR types are uniqued and live as long as their context, whose death drops its entries.
+_PER_CONTEXT: dict[int, tuple[weakref.ref, dict[str, object], dict[int, "RelaxType"]]] = {}
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_TYPE_CAPSULE = b"mlir.ir.Type._CAPIPtr"
+
+
+def _caches(ctx: ir.Context) -> tuple[weakref.ref, dict, dict]:
+    key = id(ctx)
+    entry = _PER_CONTEXT.get(key)
+    if entry is None or entry[0]() is not ctx:
+        entry = (weakref.ref(ctx, lambda _ref, key=key: _PER_CONTEXT.pop(key, None)), {}, {})
+        _PER_CONTEXT[key] = entry
+    return entry
 
 
 def _to_mlir(text: str) -> ir.Type:
-    ctx = ir.Context.current
-    key = (id(ctx), text)
-    t = _TEXT_CACHE.get(key)
-    if t is None:
-        t = ir.Type.parse(text)
-        _TEXT_CACHE[key] = t
+    texts = _caches(ir.Context.current)[1]
+    capsule = texts.get(text)
+    if capsule is not None:
+        return ir.Type._CAPICreate(capsule).maybe_downcast()
+    t = ir.Type.parse(text)
+    texts[text] = t._CAPIPtr
     return t
 
 
@@ -253,21 +273,18 @@ class TypeTextError(ValueError):
     """A relax type whose parameters do not follow the dialect's text form."""
 
 
-_VIEW_CACHE: dict[ir.Type, RelaxType] = {}
-
-
 def view(t: ir.Type) -> RelaxType:
     """The cached Python view of an MLIR type."""
-    v = _VIEW_CACHE.get(t)
+    views = _caches(t.context)[2]
+    key = _capsule_pointer(t._CAPIPtr, _TYPE_CAPSULE)
+    v = views.get(key)
     if v is None:
         text = str(t)
         try:
             v = parse_type_text(text)
         except ValueError as e:
             raise TypeTextError(f"invalid type {text}: {e}") from None
-        if len(_VIEW_CACHE) > 200_000:
-            _VIEW_CACHE.clear()
-        _VIEW_CACHE[t] = v
+        views[key] = v
     return v
 
 
