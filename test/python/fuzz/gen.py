@@ -23,6 +23,7 @@ without a mode).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -238,7 +239,7 @@ class Program:
         error is judged against 1; a softmax of a row it underflows likewise. So is a unary op of
         such a value whose slope is bounded on O(1) arguments (square, exp, tanh, ...: the noise
         stays noise); not log, sqrt, rsqrt or reciprocal, which blow it up near 0. So is a sum,
-        mean, max or min of such values."""
+        mean, max or min of such values, a `where` choosing among them, and a product with one of them."""
         exprs = dict(self.stmts)
         moved = ("reshape", "transpose", "slice", "concat", "broadcast")
         bounded = ("-", "jnp.abs(", "jax.nn.relu(", "jnp.clip(", "jnp.where(", "jnp.exp(", "jnp.expm1(",
@@ -260,6 +261,16 @@ class Program:
                     elif (fam in moved or (fam == "unary" and exprs[name].startswith(bounded))
                           or (fam == "reduce" and exprs[name].startswith(summed))):
                         memo[name] = bool(v.deps) and all(unit(d) for d in v.deps)
+                    elif fam == "binary" and re.fullmatch(r"\w+ \* \w+", exprs[name]):
+                        # a product with a normalized value: its noise is that value's noise times
+                        # the other factor (seed 2300387: a layer norm of constant rows, 0 here and
+                        # +-2e-4 in jax.jit, times an iota): judged against max(1, largest element)
+                        memo[name] = any(unit(d) for d in v.deps if is_float(self.values[d].dtype))
+                    elif fam == "where":
+                        # a selection of normalized values (the condition is not a value; a fill
+                        # constant is at most what the scale becomes: max(1, largest element))
+                        picked = [d for d in v.deps if is_float(self.values[d].dtype)]
+                        memo[name] = bool(picked) and all(unit(d) for d in picked)
             return memo[name]
 
         return [unit(o) for o in self.outputs]
