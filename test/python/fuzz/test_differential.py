@@ -124,7 +124,7 @@ def test_normalized_outputs_are_judged_against_unit_scale():
         exprs = dict(p.stmts)
         for o, u in zip(p.outputs, p.unit_scale_outputs()):
             if o in exprs and p.families[int(o[1:])] == "norm":
-                kinds.setdefault(exprs[o].startswith(("jnp.var", "jax.nn.log_softmax")), set()).add(u)
+                kinds.setdefault(exprs[o].startswith("jax.nn.log_softmax"), set()).add(u)
     assert kinds.get(False) == {True} and kinds.get(True) == {False}, kinds
     # a sum of layer-normed values (seed 1900032) is judged against 1 too; a product is not
     summed = gen.generate(1900032)
@@ -209,3 +209,6 @@ def test_products_and_selections_of_normalized_values_are_unit_scale():
 
     p = gen.generate(2300387)
     assert p.unit_scale_outputs()[0], p.source()
+    # a variance of equal values (seed 2300948: 5.7e-14 here, 0 in jax.jit) likewise
+    v = gen.generate(2300948)
+    assert v.unit_scale_outputs()[2], v.source()
