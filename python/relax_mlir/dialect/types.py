@@ -184,7 +184,7 @@ def _caches(ctx: ir.Context) -> tuple[weakref.ref, dict, dict]:
     key = id(ctx)
     entry = _PER_CONTEXT.get(key)
     if entry is None or entry[0]() is not ctx:
-        entry = (weakref.ref(ctx, lambda _ref, key=key: _PER_CONTEXT.pop(key, None)), {}, {})
+        entry = (weakref.ref(ctx, lambda _ref, key=key, pop=_PER_CONTEXT.pop: pop(key, None)), {}, {})
         _PER_CONTEXT[key] = entry
     return entry
 
