@@ -38,8 +38,9 @@
 // ALL-SAME: %[[BIAS:[^:]*]]: !relax.tensor<["b", 1, "s", "s"], f32>)
 // ALL: "relax.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]]) {query_heads = 2 : i64}
 // ALL-NOT: "relax.exp"
-// The kernel reads the bias one row slice per query row into a [1, 32, 64] tile (the row's head
-// and its row within the head: divui / remui by the rows per head) and adds it to the scores.
+// The kernel reads the bias into a [1, 32, 64] tile per key tile, four 16-lane vectors per query row
+// (the row's head and its row within the head: divui / remui by the rows per head; key columns past
+// the end read as 0), and adds it to the scores.
 // KERNEL-LABEL: func.func @llama_prefill
 // KERNEL: "relax_v.call_tir"(%{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS:arg3]]) {callee = @[[F:attention]]}
 // KERNEL: func.func private @[[F]](
@@ -48,8 +49,8 @@
 // KERNEL: scf.for
 // KERNEL: arith.divui
 // KERNEL: arith.remui
-// KERNEL: tensor.extract_slice %{{.*}} : tensor<?x1x?x?xf32> to tensor<?xf32>
-// KERNEL: tensor.insert_slice %{{.*}} : tensor<?xf32> into tensor<1x32x64xf32>
+// KERNEL: vector.transfer_read %{{[a-z0-9]*}}[%{{.*}}, %c0, %{{.*}}, %{{.*}}], %{{[a-z0-9_]*}} : tensor<?x1x?x?xf32>, vector<16xf32>
+// KERNEL: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<1x32x64xf32>
 // KERNEL: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<32x64xf32>, tensor<1x32x64xf32>)
 // KERNEL: arith.addf
 // KERNEL: arith.maximumf

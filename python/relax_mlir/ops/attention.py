@@ -325,6 +325,8 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     E("%zero = arith.constant 0.0 : f32")
     E("%ninf = arith.constant 0xFF800000 : f32")
     E(f"%skz = arith.cmpi eq, %Sk, {c0} : index")
+    if bias is not None:
+        E(f"%sqlast = arith.subi %Sq, {c1} : index")  # (tasks exist only when Sq >= 1)
     if bias is not None and query_heads > 1:
         E(f"%Shd = arith.divui %Sq, {k.const_index(query_heads)} : index")  # rows per query head
     bdyn = "%B, " if bdim is None else ""
@@ -447,13 +449,13 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
         E(f"  %bte = tensor.empty() : {tbt}")
 
     def bias_tile() -> str:
-        """The bias of the tile's rows (below Sq) and key columns (below Sk) into a [1, BQ, BK] tile
-        (the rest 0: padded rows are never stored, padded columns are masked to -inf); one row slice
-        of the bias per query row."""
+        """The bias of the tile's rows and key columns as a [1, BQ, BK] tile: per row, BK / 16
+        vector reads of the bias row (key columns past Sk read as 0: they are masked to -inf;
+        rows past Sq repeat the last one: never stored)."""
         nb = len(bias.dims) - 2
-        E(f"    %bz = linalg.fill ins(%zero : f32) outs(%bte : {tbt}) -> {tbt}")
-        E(f"    %btl = scf.for %bri = {c0} to %qn step {c1} iter_args(%bta = %bz) -> ({tbt}) {{")
-        E("      %brow = arith.addi %i0, %bri : index")
+        E(f"    %btl = scf.for %bri = {c0} to {cbq} step {c1} iter_args(%bta = %bte) -> ({tbt}) {{")
+        E("      %brow0 = arith.addi %i0, %bri : index")
+        E("      %brow = arith.minui %brow0, %sqlast : index")
         one = [d.is_const and d.value == 1 for d in bias.dims]
         idx = [c0 if one[i] else bidx[i] for i in range(nb)]
         row = "%brow"
@@ -466,11 +468,16 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
                 E("      %bh = arith.addi %bh0, %bhin : index")
                 idx[nb - 1] = "%bh"
         idx.append(c0 if one[nb] else row)
-        bt = k.ty(bias)
-        E(f"      %bsl = tensor.extract_slice {k.inp(3)}[{', '.join(idx)}, %j0] [{', '.join(['1'] * (nb + 1))}, %jn] "
-          f"[{', '.join(['1'] * (nb + 2))}] : {bt} to tensor<?xf32>")
-        E(f"      %bti = tensor.insert_slice %bsl into %bta[0, %bri, 0] [1, 1, %jn] [1, 1, 1] : tensor<?xf32> into {tbt}")
-        E(f"      scf.yield %bti : {tbt}")
+        bt, vt = k.ty(bias), f"vector<{L}xf32>"
+        cur = "%bta"
+        for c in range(0, BK, L):
+            E(f"      %bcol{c} = arith.addi %j0, {k.const_index(c)} : index")
+            E(f"      %bvec{c} = vector.transfer_read {k.inp(3)}[{', '.join(idx)}, %bcol{c}], %zero "
+              f"{{in_bounds = [false]}} : {bt}, {vt}")
+            E(f"      %btw{c} = vector.transfer_write %bvec{c}, {cur}[{c0}, %bri, {k.const_index(c)}] "
+              f"{{in_bounds = [true]}} : {vt}, {tbt}")
+            cur = f"%btw{c}"
+        E(f"      scf.yield {cur} : {tbt}")
         E("    }")
         return "%btl"
     def key_loop(name: str, lo: str, hi: str, m0: str, l0: str, a0: str) -> None:
