@@ -37,16 +37,12 @@ def _passes(fuse):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--d", type=int, default=1024)
-    ap.add_argument("--ffn", type=int, default=2816)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--kv-heads", type=int, default=4)
-    ap.add_argument("--vocab", type=int, default=32000)
-    ap.add_argument("--max-context", type=int, default=2048)
     ap.add_argument("--prompts", default="128,512")
     ap.add_argument("--contexts", default="512,2048")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
+    # bench/llm.py's model at its default width (d = 1024, 16 heads / 4 KV heads, vocab 32000)
+    args.__dict__.update(d=1024, ffn=2816, heads=16, kv_heads=4, vocab=32000, max_context=2048)
 
     import jax
 

@@ -30,19 +30,16 @@ VOCAB, MAX_CONTEXT, NEW = 128, 96, 16
 EVERY_LENGTH = "relax-fuse-attention{min_keys=0 min_queries=0}"
 
 
-def llama():
-    from transformers import FlaxLlamaForCausalLM, LlamaConfig
+def model(kind: str):
+    """A tiny transformers Flax Llama (4 heads over 2 KV heads) or GPT-2, head dim 32, 512 positions."""
+    import transformers as tf
 
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=128, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
-    return FlaxLlamaForCausalLM(cfg, seed=0)
-
-
-def gpt2():
-    from transformers import FlaxGPT2LMHeadModel, GPT2Config
-
-    cfg = GPT2Config(vocab_size=VOCAB, n_positions=512, n_embd=128, n_layer=2, n_head=4, tie_word_embeddings=False)
-    return FlaxGPT2LMHeadModel(cfg, seed=0)
+    if kind == "llama":
+        return tf.FlaxLlamaForCausalLM(tf.LlamaConfig(
+            vocab_size=VOCAB, hidden_size=128, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=512), seed=0)
+    return tf.FlaxGPT2LMHeadModel(tf.GPT2Config(vocab_size=VOCAB, n_positions=512, n_embd=128, n_layer=2, n_head=4,
+                                                tie_word_embeddings=False), seed=0)
 
 
 def attention_operands(module) -> list[int]:
@@ -66,7 +63,7 @@ def _passes(fuse: str) -> list[str]:
 
 @pytest.fixture(scope="module", params=["llama", "gpt2"])
 def lm(request):
-    return from_hf_flax({"llama": llama, "gpt2": gpt2}[request.param]())
+    return from_hf_flax(model(request.param))
 
 
 def test_prefill_and_decode_contain_fused_attention(lm):

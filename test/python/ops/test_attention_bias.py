@@ -17,21 +17,11 @@ import relax_mlir
 from relax_mlir.frontend.jax import from_jax
 from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES
 
+from test_attention_fused import T, _ran, op_names  # noqa: E402  (the same directory)
+
 FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{min_keys=0 min_queries=0}"]
 VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention"]
 NEG = np.finfo(np.float32).min
-
-
-def op_names(module) -> list[str]:
-    names = []
-
-    def visit(o):
-        names.append(o.name)
-        return ir.WalkResult.ADVANCE
-
-    with module.context:
-        module.op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return names
 
 
 def attention_ops(module) -> list:
@@ -47,14 +37,6 @@ def attention_ops(module) -> list:
     with module.context:
         module.op.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
-
-
-def _ran(exe, args) -> set[str]:
-    """The kernels one call of `exe` ran (RELAX_MLIR_PROFILE counters)."""
-    from relax_mlir.backend import cpu_profile
-    cpu_profile.reset(exe)
-    exe(*args)
-    return {name for name, (_, calls) in cpu_profile.samples(exe).items() if calls and name != "(entry total)"}
 
 
 def hf_attention(q, k, v, bias):
@@ -180,10 +162,6 @@ def _cpu_passes_fused_only() -> list[str]:
     from relax_mlir.targets import registry
     passes = registry().expand(["relax-compile-cpu"])
     return ["relax-fuse-attention{min_keys=0 min_queries=0}" if p == "relax-fuse-attention" else p for p in passes]
-
-
-def T(dims, dt="f32"):
-    return "!relax.tensor<[" + ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in dims) + f"], {dt}>"
 
 
 def direct(qd, kd, vd, bd, rd, attrs="", bdt="f32", extra=0):
