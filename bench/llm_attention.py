@@ -8,6 +8,11 @@ chosen at run time. "fused" is relax-fuse-attention{min_keys=0 min_queries=0}: t
 every length. Each is checked against jax.jit's logits before timing; medians of interleaved rounds.
 
     python bench/llm_attention.py [--layers 4] [--prompts 128,512] [--contexts 512,2048] [--reps 5]
+    python bench/llm_attention.py --alone 64,128,256,512,2048   (the attention alone, one thread)
+
+`--alone`: only the model's attention (16 query heads over 4 KV heads, d = 64, the [1, 1, s, s]
+causal bias of 0 / finfo.min), unfused and fused builds (RELAX_MLIR_NUM_THREADS=1: set before
+relax_mlir starts its pool), CPU ms per call, best of the interleaved rounds.
 """
 from __future__ import annotations
 
@@ -40,7 +45,10 @@ def main() -> None:
     ap.add_argument("--prompts", default="128,512")
     ap.add_argument("--contexts", default="512,2048")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--alone", default="", help="key lengths: time the attention alone (one thread)")
     args = ap.parse_args()
+    if args.alone:
+        return attention_alone([int(x) for x in args.alone.split(",")], args.reps)
     # bench/llm.py's model at its default width (d = 1024, 16 heads / 4 KV heads, vocab 32000)
     args.__dict__.update(d=1024, ffn=2816, heads=16, kv_heads=4, vocab=32000, max_context=2048)
 
@@ -107,6 +115,44 @@ def main() -> None:
         t = rounds(fns, args.reps)
         print(f"  {c:5d}: " + "  ".join(f"{k} {1 / t[k]:.2f}" for k in fns) + "  |  "
               + "  ".join(f"{n} {t['jax'] / t[n]:.2f}" for n in names), flush=True)
+
+
+def llama_attention(q, k, v, bias):
+    """transformers' Flax Llama attention: KV heads repeated, scores + bias, softmax, product."""
+    import jax
+    import jax.numpy as jnp
+
+    r = q.shape[2] // k.shape[2]
+    k, v = jnp.repeat(k, r, axis=2), jnp.repeat(v, r, axis=2)
+    w = jnp.einsum("bqhd,bkhd->bhqk", q, k) + bias
+    return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(w, axis=-1), v)
+
+
+def attention_alone(lengths, reps: int) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from relax_mlir.frontend.jax import from_jax
+
+    b, s, m = jax.export.symbolic_shape("b, s, m")
+    specs = [jax.ShapeDtypeStruct((b, s, 16, 64), jnp.float32)] + [jax.ShapeDtypeStruct((b, m, 4, 64), jnp.float32)] * 2 \
+        + [jax.ShapeDtypeStruct((b, 1, s, m), jnp.float32)]
+    exes = {n: relax_mlir.compile(from_jax(llama_attention, *specs), passes=_passes(BUILDS[n])) for n in ("unfused", "fused")}
+    rng = np.random.default_rng(0)
+    print("attention alone, CPU ms per call (one thread: RELAX_MLIR_NUM_THREADS="
+          f"{os.environ.get('RELAX_MLIR_NUM_THREADS', 'unset')}): unfused, fused, fused / unfused", flush=True)
+    for n in lengths:
+        q = rng.standard_normal((1, n, 16, 64), np.float32)
+        k, v = (rng.standard_normal((1, n, 4, 64), np.float32) for _ in range(2))
+        bias = np.where(np.tri(n, dtype=bool), 0, np.finfo(np.float32).min).astype(np.float32)[None, None]
+        ts = {name: [] for name in exes}
+        for _ in range(reps):
+            for name, e in exes.items():
+                t0 = time.process_time()
+                e(q, k, v, bias)
+                ts[name].append(time.process_time() - t0)
+        u, f = min(ts["unfused"]) * 1e3, min(ts["fused"]) * 1e3
+        print(f"  {n:5d}: {u:.2f} {f:.2f} {f / u:.2f}", flush=True)
 
 
 if __name__ == "__main__":
