@@ -42,7 +42,7 @@ import math
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_, short_name
 from relax_mlir.dialect.types import TensorType
-from relax_mlir.ops.common import dims_equal, fmt_dims, require_rank, require_same_dtype, symbols_note
+from relax_mlir.ops.common import dims_equal, fmt, fmt_dims, require_rank, require_same_dtype, symbols_note
 from relax_mlir.ops.kernel import Kernel, LegalizeError, Legalized
 
 # Tile sizes of the CPU kernel (rows of q per task, key columns per step).
@@ -162,18 +162,20 @@ def check_bias(b: TensorType, qd, sk, heads: int, dt: str, facts) -> None:
         if len(qd) < 3:
             raise DeduceError("query_heads > 1 needs a head dim before the rows (q of rank >= 3)")
         rows = qd[-2]
-        if rows is not None and rows.is_const and rows.value % heads:
-            raise DeduceError(f"the query rows ({rows}) are not a multiple of query_heads = {heads}")
+        if rows is None or not dims_equal(rows // heads * heads, rows, facts):
+            raise DeduceError(f"the query rows ({fmt(rows)}) are not provably a multiple of query_heads = {heads}"
+                              + (symbols_note(rows) if rows is not None else ""))
     want = bias_shape(qd, sk, heads)
     if len(bd) != len(want):
         raise DeduceError(f"the bias must have rank {len(want)} (the scores' {fmt_dims(want)}), got {fmt_dims(bd)}")
     for i, (a, w) in enumerate(zip(bd, want)):
-        if a is None or w is None:
-            continue
+        if a is None:
+            # the kernel indexes the bias by the scores' indices: an unknown dim could be a 1
+            raise DeduceError(f"bias dim {i} is unknown ('?'); refine it with relax.match_cast first")
         last = i == len(want) - 1
         if not last and a.is_const and a.value == 1:
             continue
-        if not dims_equal(a, w, facts):
+        if not dims_equal(a, w, facts):  # (never for an unknown scores' dim)
             what = "its last dim must be the key length" if last else "each dim must be 1 or the scores' dim"
             raise DeduceError(f"bias dim {i} ({a}) does not broadcast to the scores' {fmt_dims(want)}: {what}"
                               + symbols_note(a, w))
