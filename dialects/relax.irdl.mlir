@@ -166,14 +166,15 @@ irdl.dialect @relax {
     irdl.operands(lhs: %0, rhs: %1)
     irdl.results(result: %2)
   }
-  // softmax(q k^T * scale (or / divisor), causal-masked with `fill`) v, fused (flash-style on CPU).
+  // softmax(q k^T * scale (or / divisor) [+ bias], causal-masked with `fill`) v, fused (flash-style
   irdl.operation @attention {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor
     %2 = irdl.base @relax::@tensor
     %3 = irdl.base @relax::@tensor
-    irdl.operands(q: %0, k: %1, v: %2)
-    irdl.results(result: %3)
+    %4 = irdl.base @relax::@tensor
+    irdl.operands(q: %0, k: %1, v: %2, bias: variadic %3)
+    irdl.results(result: %4)
   }
   // Reinterpret each element's bits as another element type of the same width. Attribute: dtype.
   irdl.operation @bitcast {

@@ -5,11 +5,20 @@ exports; it is also written by hand (`relax-opt`). Semantics are exactly those o
 
     s = matmul(q, permute(k))            [..., Sq, Sk]
     s = s * scale | s / divisor          (attribute `scale` or `divisor`, at most one)
+    s = s + bias                         (optional 4th operand, broadcast: see below)
     s = where(row >= col, s, fill)       (attribute `mask = "causal"`, `fill` the masked score)
     m = max(s, axis=-1); e = exp(s - m); p = e / sum(e, axis=-1)
     out = matmul(p, v)                   [..., Sq, Dv]
 
-including NaN/Inf: a NaN score makes its row NaN, a row whose scores are all -inf is NaN (as
+The additive `bias` (HF Flax Llama's and GPT-2's padding-and-causal mask, 0 / finfo.min) has q's
+rank, its last dim Sk, and every other dim 1 (broadcast) or q's. With `query_heads = R` > 1 (grouped-
+query attention in the products' layout, as ops/grouped.py leaves it: q [..., G, R*S, D] holds the
+R query heads of KV head g stacked in its rows), the bias is in the heads' layout [..., H, S, Sk]
+(H = G*R, each of the last three 1 or that size, H and S dims of 1 broadcast): row i of group g
+reads head g*R + i // S, row i % S. The kernel reads the bias row by row into each score tile (no
+[.., Sq, Sk] copy of it).
+
+Semantics include NaN/Inf: a NaN score makes its row NaN, a row whose scores are all -inf is NaN (as
 jax.nn.softmax gives), Sk = 0 gives zeros (an empty sum of products), Sq = 0 an empty result.
 
 The CPU kernel (`legalize`) is flash-attention style: key tiles of `BLOCK_K` columns, query
@@ -21,6 +30,9 @@ static linalg op that the CPU backend vectorizes (matmuls register-blocked, exp 
 polynomials exactly as the unfused kernels do). Padded key columns are excluded by a select to
 -inf before the max and give p = 0 (never exp(-inf - m), which is NaN when m = -inf).
 
+A bias of finfo.min everywhere in a row gives that row uniform weights (its scores are then all
+equal), as the chain does; a row of -inf biases is NaN.
+
 f32 only: other float types stay unfused (the pass never makes them), so they accumulate exactly
 as the unfused kernels do.
 """
@@ -30,7 +42,7 @@ import math
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_, short_name
 from relax_mlir.dialect.types import TensorType
-from relax_mlir.ops.common import dims_equal, fmt_dims, require_rank, require_same_dtype, symbols_note
+from relax_mlir.ops.common import dims_equal, fmt, fmt_dims, require_rank, require_same_dtype, symbols_note
 from relax_mlir.ops.kernel import Kernel, LegalizeError, Legalized
 
 # Tile sizes of the CPU kernel (rows of q per task, key columns per step).
@@ -67,18 +79,21 @@ def _f32_literal(x: float) -> str:
 
 @relax_op
 class AttentionOp(OpSpec):
-    """softmax(q k^T * scale (or / divisor), causal-masked with `fill`) v, fused (flash-style on CPU).
-    q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv] -> [..., Sq, Dv]; same batch dims, f32."""
+    """softmax(q k^T * scale (or / divisor) [+ bias], causal-masked with `fill`) v, fused (flash-style
+    on CPU). q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv] -> [..., Sq, Dv]; same batch dims, f32;
+    optional bias broadcastable to the scores (query_heads: grouped-query rows, module doc)."""
 
     name = "relax.attention"
     q = operand(TENSOR)
     k = operand(TENSOR)
     v = operand(TENSOR)
+    bias = operand(TENSOR, variadic=True)
     result = result_(TENSOR)
     scale = attr("float", doc="scores are multiplied by it")
     divisor = attr("float", doc="scores are divided by it (exclusive with scale)")
     mask = attr("str", doc='"none" (default) or "causal": keep scores at row >= column')
     fill = attr("float", doc="the value of masked scores (default -inf)")
+    query_heads = attr("int", doc="query heads stacked in q's rows per KV head (grouped-query; default 1)")
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -102,16 +117,68 @@ class AttentionOp(OpSpec):
             raise DeduceError("attributes 'scale' and 'divisor' exclude each other")
         if op.attr("mask", "none") not in MASKS:
             raise DeduceError(f"attribute 'mask' must be one of {', '.join(MASKS)}, got '{op.attr('mask')}'")
+        heads = op.attr("query_heads", 1)
+        if not isinstance(heads, int) or heads < 1:
+            raise DeduceError(f"attribute 'query_heads' must be an integer >= 1, got {heads}")
+        if heads > 1 and op.attr("mask", "none") != "none":
+            raise DeduceError("a causal mask with query_heads > 1 is not supported (the mask would index "
+                              "the stacked rows); give the mask as a bias")
+        if len(op.operand_types) > 4:
+            raise DeduceError(f"takes q, k, v and at most one bias, got {len(op.operand_types)} operands")
+        if len(op.operand_types) == 4:
+            check_bias(op.tensor(3), qd, kd[-2], heads, dt, op.facts)
+        elif heads > 1 and len(qd) < 3:
+            raise DeduceError("query_heads > 1 needs a head dim before the rows (q of rank >= 3)")
         return [TensorType(tuple(qd[:-1]) + (vd[-1],), dt)]
 
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
         q, k, v = op.tensor(0), op.tensor(1), op.tensor(2)
+        bias = op.tensor(3) if len(op.operand_types) > 3 else None
         r = op.result_types[0]
-        kern = Kernel(short_name(cls.name), [q, k, v], [r])
+        kern = Kernel(short_name(cls.name), [q, k, v] + ([bias] if bias is not None else []), [r])
         res = flash_kernel(kern, q, k, v, r, scale=op.attr("scale"), divisor=op.attr("divisor"),
-                           causal=op.attr("mask", "none") == "causal", fill=op.attr("fill", -math.inf))
+                           causal=op.attr("mask", "none") == "causal", fill=op.attr("fill", -math.inf),
+                           bias=bias, query_heads=op.attr("query_heads", 1))
         return Legalized(kern, [res])
+
+
+def bias_shape(qd, sk, heads: int) -> tuple:
+    """The scores' shape a bias is broadcast to: [..., Sq, Sk] for q dims `qd`; with heads = R > 1
+    (grouped-query rows) the heads' layout [..., G*R, Sq/R, Sk]."""
+    if heads == 1:
+        return (*qd[:-1], sk)
+    g, rows = qd[-3], qd[-2]
+    return (*qd[:-3], None if g is None else g * heads, None if rows is None else rows // heads, sk)
+
+
+def check_bias(b: TensorType, qd, sk, heads: int, dt: str, facts) -> None:
+    """Raise DeduceError unless bias `b` broadcasts to the scores (bias_shape) as the op allows: its
+    last dim the key length, every other dim 1 or the scores' dim."""
+    if b.dtype != dt:
+        raise DeduceError(f"the bias must have the dtype of q, k and v ({dt}), got {b.dtype}")
+    bd = require_rank(b, "bias")
+    if heads > 1:
+        if len(qd) < 3:
+            raise DeduceError("query_heads > 1 needs a head dim before the rows (q of rank >= 3)")
+        rows = qd[-2]
+        if rows is None or not dims_equal(rows // heads * heads, rows, facts):
+            raise DeduceError(f"the query rows ({fmt(rows)}) are not provably a multiple of query_heads = {heads}"
+                              + (symbols_note(rows) if rows is not None else ""))
+    want = bias_shape(qd, sk, heads)
+    if len(bd) != len(want):
+        raise DeduceError(f"the bias must have rank {len(want)} (the scores' {fmt_dims(want)}), got {fmt_dims(bd)}")
+    for i, (a, w) in enumerate(zip(bd, want)):
+        if a is None:
+            # the kernel indexes the bias by the scores' indices: an unknown dim could be a 1
+            raise DeduceError(f"bias dim {i} is unknown ('?'); refine it with relax.match_cast first")
+        last = i == len(want) - 1
+        if not last and a.is_const and a.value == 1:
+            continue
+        if not dims_equal(a, w, facts):  # (never for an unknown scores' dim)
+            what = "its last dim must be the key length" if last else "each dim must be 1 or the scores' dim"
+            raise DeduceError(f"bias dim {i} ({a}) does not broadcast to the scores' {fmt_dims(want)}: {what}"
+                              + symbols_note(a, w))
 
 
 def _to3(k: Kernel, value: str, t: TensorType) -> tuple[str, str]:
@@ -225,8 +292,9 @@ def _tile_matmul(k: Kernel, a: str, at: str, bmat: str, bt: str, c: str, ct: str
 
 
 def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: TensorType, *, scale, divisor,
-                 causal: bool, fill: float) -> str:
-    """Emit the tiled online-softmax kernel into `k`; returns the result's SSA name."""
+                 causal: bool, fill: float, bias: TensorType | None = None, query_heads: int = 1) -> str:
+    """Emit the tiled online-softmax kernel into `k` (the bias, if any, is its input 3); returns the
+    result's SSA name."""
     d_dim, dv_dim = q.dims[-1], v.dims[-1]
     if d_dim is None or not d_dim.is_const or dv_dim is None or not dv_dim.is_const:
         raise LegalizeError("relax.attention: the head dims of q and v must be static")
@@ -259,6 +327,10 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     E("%zero = arith.constant 0.0 : f32")
     E("%ninf = arith.constant 0xFF800000 : f32")
     E(f"%skz = arith.cmpi eq, %Sk, {c0} : index")
+    if bias is not None:
+        E(f"%sqlast = arith.subi %Sq, {c1} : index")  # (tasks exist only when Sq >= 1)
+    if bias is not None and query_heads > 1:
+        E(f"%Shd = arith.divui %Sq, {k.const_index(query_heads)} : index")  # rows per query head
     bdyn = "%B, " if bdim is None else ""
     b = bstat
 
@@ -302,6 +374,9 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
         body = [f"%sc = arith.constant {_f32_literal(scale if scale is not None else divisor)} : f32",
                 f"%y0 = arith.{'mulf' if scale is not None else 'divf'} %x, %sc : f32"]
         val = "%y0"
+    if bias is not None:
+        body.append(f"%yb = arith.addf {val}, %bv : f32")
+        val = "%yb"
     body += ["%ci = linalg.index 1 : index", "%col0 = arith.addi %ci, %j0 : index"]
     if causal:
         body += ["%ri = linalg.index 0 : index", "%row = arith.addi %ri, %i0 : index",
@@ -369,6 +444,44 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
     E(f"  %ae = tensor.empty() : {tqv}")
     E(f"  %a0 = linalg.fill ins(%zero : f32) outs(%ae : {tqv}) -> {tqv}")
     E(f"  %se = tensor.empty() : {tk}")
+    # the bias tile: its own type (a [1, BQ, BK] tile), so that CSE does not merge its
+    # tensor.empty with the scores' (bufferization would copy between them)
+    tbt = f"tensor<1x{BQ}x{BK}xf32>"
+    if bias is not None:
+        E(f"  %bte = tensor.empty() : {tbt}")
+
+    def bias_tile() -> str:
+        """The bias of the tile's rows and key columns as a [1, BQ, BK] tile: per row, BK / 16
+        vector reads of the bias row (key columns past Sk read as 0: they are masked to -inf;
+        rows past Sq repeat the last one: never stored)."""
+        nb = len(bias.dims) - 2
+        E(f"    %btl = scf.for %bri = {c0} to {cbq} step {c1} iter_args(%bta = %bte) -> ({tbt}) {{")
+        E("      %brow0 = arith.addi %i0, %bri : index")
+        E("      %brow = arith.minui %brow0, %sqlast : index")
+        one = [d.is_const and d.value == 1 for d in bias.dims]
+        idx = [c0 if one[i] else bidx[i] for i in range(nb)]
+        row = "%brow"
+        if query_heads > 1:
+            E("      %bhin = arith.divui %brow, %Shd : index")
+            E("      %brin = arith.remui %brow, %Shd : index")
+            row = "%brin"
+            if not one[nb - 1]:
+                E(f"      %bh0 = arith.muli {bidx[nb - 1]}, {k.const_index(query_heads)} : index")
+                E("      %bh = arith.addi %bh0, %bhin : index")
+                idx[nb - 1] = "%bh"
+        idx.append(c0 if one[nb] else row)
+        bt, vt = k.ty(bias), f"vector<{L}xf32>"
+        cur = "%bta"
+        for c in range(0, BK, L):
+            E(f"      %bcol{c} = arith.addi %j0, {k.const_index(c)} : index")
+            E(f"      %bvec{c} = vector.transfer_read {k.inp(3)}[{', '.join(idx)}, %bcol{c}], %zero "
+              f"{{in_bounds = [false]}} : {bt}, {vt}")
+            E(f"      %btw{c} = vector.transfer_write %bvec{c}, {cur}[{c0}, %bri, {k.const_index(c)}] "
+              f"{{in_bounds = [true]}} : {vt}, {tbt}")
+            cur = f"%btw{c}"
+        E(f"      scf.yield {cur} : {tbt}")
+        E("    }")
+        return "%btl"
     def key_loop(name: str, lo: str, hi: str, m0: str, l0: str, a0: str) -> None:
         """The key-tile loop from tile `lo` to `hi`, carrying (max, sum, accumulator)."""
         E(f"  %{name}:3 = scf.for %kj = {lo} to {hi} step {c1} iter_args(%m = {m0}, %l = {l0}, %acc = {a0}) -> ({tq}, {tq}, {tqv}) {{")
@@ -382,9 +495,15 @@ def flash_kernel(k: Kernel, q: TensorType, kt: TensorType, v: TensorType, r: Ten
         E(f"    %sz = linalg.fill ins(%zero : f32) outs(%se : {tk}) -> {tk}")
         sres = _tile_matmul(k, q3, q3t, "%kb", tdk, "%sz", tk, BQ, BK, D, a_pre="%b, ", a_rows=("%i0", "%Sq"),
                             m_dyn="%nrows", n_dyn="%ncols")
-        E(f"    %s2 = linalg.generic {{indexing_maps = [{id2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
-          f"ins({sres} : {tk}) outs(%se : {tk}) {{")
-        k.lines.append("    ^bb0(%x: f32, %o: f32):")
+        if bias is None:
+            E(f"    %s2 = linalg.generic {{indexing_maps = [{id2}, {id2}], iterator_types = [\"parallel\", \"parallel\"]}} "
+              f"ins({sres} : {tk}) outs(%se : {tk}) {{")
+            k.lines.append("    ^bb0(%x: f32, %o: f32):")
+        else:
+            btile = bias_tile()
+            E(f"    %s2 = linalg.generic {{indexing_maps = [{id2}, affine_map<(d0, d1) -> (0, d0, d1)>, {id2}], "
+              f"iterator_types = [\"parallel\", \"parallel\"]}} ins({sres}, {btile} : {tk}, {tbt}) outs(%se : {tk}) {{")
+            k.lines.append("    ^bb0(%x: f32, %bv: f32, %o: f32):")
         for line in body:
             k.lines.append("      " + line)
         k.lines.append("      linalg.yield %y2 : f32")

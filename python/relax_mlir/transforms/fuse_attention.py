@@ -10,7 +10,8 @@ root, and rewrites the chains it proves. What it proves, from the root back (aft
     p   = divide(e, VIEWS(sum(e, axes=[-1])))             e used by exactly these two ops
     e   = exp(subtract(x, VIEWS([maximum(-inf,] max(x, axes=[-1])[)])))   x used by these two
     x   = [where(causal, s, fill)]                        fill a splat constant
-    s   = [multiply(s0, c) | multiply(c, s0) | divide(s0, c)]   c a splat constant
+    s   = [add(s1, BCAST(bias)) | add(BCAST(bias), s1)]    the bias operand (below)
+    s1  = [multiply(s0, c) | multiply(c, s0) | divide(s0, c)]   c a splat constant
     s0  = matmul(q, permute_dims(k, last two axes swapped))
 
 VIEWS are reshapes/broadcast_tos that only add unit or broadcast dims; `causal` is
@@ -23,6 +24,14 @@ when it has no mask (a causal mask indexes the view's S rows). q, k and v must s
 dims (no broadcasting), be f32 with static head dims (v's a multiple of
 32: the kernel's register tile) and at most one symbolic batch dim. Every inner value must have no
 use outside the chain, so a score or probability used twice keeps the chain unfused.
+
+The additive bias is what transformers' Flax Llama and GPT-2 add to the scores (their padding-and-
+causal mask as 0 / finfo.min, [b, 1, Sq, Sk], built from the attention mask at run time): BCAST are
+same-rank broadcast_tos (over the heads; shared by the layers, erased when dead), and the bias
+under them becomes relax.attention's 4th operand when it broadcasts to the scores as the op allows
+(ops/attention.py `check_bias`). With grouped-query attention the bias is in the softmax view's
+layout [.., H, S, Sk] and the op gets `query_heads = R` (H = G*R from the view's reshape). The side
+of the add that reaches the product (through scales and reshapes) is the scores.
 
 The rewritten chain's ops are erased (they are pure and now dead).
 
@@ -57,10 +66,12 @@ from typing import ClassVar
 from mlir import ir
 
 from relax_mlir.dialect.types import TensorType, view
-from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES
+from relax_mlir.dialect.spec import DeduceError
+from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES, bias_shape, check_bias
 from relax_mlir.ops.common import splat_source
 from relax_mlir.passes import ModulePass
 from relax_mlir.shape import sym
+from relax_mlir.shape.prover import Facts
 from relax_mlir.transforms.infer_shapes import graph_ops_named, param_bindings
 
 _VIEWS = ("relax.reshape", "relax.broadcast_to")
@@ -217,6 +228,35 @@ class Match:
     v: ir.Value
     attrs: dict
     chain: list  # ops made dead by the rewrite (erased when unused)
+    bias: ir.Value | None = None
+
+    @property
+    def operands(self) -> list:
+        return [self.q, self.k, self.v] + ([self.bias] if self.bias is not None else [])
+
+
+def _bias_source(v, chain: list):
+    """The additive bias under its same-rank broadcast_tos (HF's [b, 1, Sq, Sk] mask broadcast over
+    the heads; the broadcasts may be shared by several layers: erased only when dead)."""
+    while True:
+        o = _owner(v, "relax.broadcast_to")
+        if o is None or _tensor(o.operands[0]) is None or len(_tensor(o.operands[0]).dims) != len(_tensor(v).dims):
+            return v
+        chain.append(o)
+        v = o.operands[0]
+
+
+def _query_heads(back: ir.Operation) -> int | None:
+    """R for a regroup reshape `back` from the products' [..., G, R*S, Sk] to the heads' [..., G*R,
+    S, Sk] (leading dims kept, G and H static), else None."""
+    ti, to = _tensor(back.operands[0]), _tensor(back.results[0])
+    if len(ti.dims) != len(to.dims) or len(ti.dims) < 3 or ti.dims[:-3] != to.dims[:-3]:
+        return None
+    g, h = ti.dims[-3], to.dims[-3]
+    if not (g.is_const and h.is_const and g.value > 0 and h.value % g.value == 0):
+        return None
+    r = h.value // g.value
+    return r if to.dims[-2] * r == ti.dims[-2] else None
 
 
 def match_attention(root: ir.Operation) -> Match | None:
@@ -292,6 +332,17 @@ def match_attention(root: ir.Operation) -> Match | None:
         s = w.operands[1]
         if _uses(s) != 1:
             return None
+    bias = None
+    add = _owner(s, "relax.add")
+    if add is not None:
+        # scores + bias (or bias + scores): the scores are the side that reaches the product
+        for i in (0, 1):
+            if _scores_side(add.operands[i]) and _uses(add.operands[i]) == 1:
+                s, bias = add.operands[i], _bias_source(add.operands[1 - i], chain)
+                chain.append(add)
+                break
+        else:
+            return None
     sc = _owner(s, ("relax.multiply", "relax.divide"))
     if sc is not None:
         a, b = sc.operands[0], sc.operands[1]
@@ -309,12 +360,17 @@ def match_attention(root: ir.Operation) -> Match | None:
         if _uses(s) != 1:
             return None
         chain.append(sc)
+    heads = 1
     if regroup is not None:
         # the scores' view must be the inverse one, from the products' exact shape; no mask (its
-        # rows index S, not R*S)
+        # rows index S, not R*S); a bias is in the view's layout (query_heads = R)
         back = _row_regroup(s, tp)
         if back is None or "mask" in attrs or _tensor(back.operands[0]) != tp:
             return None
+        if bias is not None:
+            heads = _query_heads(back)
+            if heads is None:
+                return None
         chain.append(back)
         s = back.operands[0]
     qk = _owner(s, "relax.matmul")
@@ -341,8 +397,27 @@ def match_attention(root: ir.Operation) -> Match | None:
         return None
     if sum(1 for x in tq.dims[:-2] if not (x is not None and x.is_const)) > 1:
         return None
+    if bias is not None:
+        tb = _tensor(bias)
+        if tb is None:
+            return None
+        try:
+            check_bias(tb, tq.dims, tk.dims[-2], heads, "f32", Facts())
+        except DeduceError:
+            return None
+        if heads > 1:
+            attrs["query_heads"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), heads)
     chain += [qk, perm]
-    return Match(q, k, vv, attrs, chain)
+    return Match(q, k, vv, attrs, chain, bias)
+
+
+def _scores_side(v) -> bool:
+    """v may be the scores (a product, maybe scaled or regrouped), not a bias."""
+    while True:
+        o = _owner(v, ("relax.multiply", "relax.divide", "relax.reshape"))
+        if o is None:
+            return _owner(v, "relax.matmul") is not None
+        v = o.operands[0]
 
 
 @dataclass(frozen=True)
@@ -372,9 +447,9 @@ class FuseAttentionPass(ModulePass):
                 if lim > 0 and d is not None and not d.is_const:
                     tests[d] = max(lim, tests.get(d, 0))
             with ir.InsertionPoint(root), root.location:
-                if not tests or not all(_tensor(x).known for x in (m.q, m.k, m.v)):
+                if not tests or not all(_tensor(x).known for x in m.operands):
                     new = ir.Operation.create("relax.attention", results=[root.results[0].type],
-                                              operands=[m.q, m.k, m.v], attributes=m.attrs)
+                                              operands=m.operands, attributes=m.attrs)
                 else:
                     new = _versioned(root, m, list(tests.items()), taken)
             root.results[0].replace_all_uses_with(new.results[0])
@@ -406,10 +481,11 @@ def _region_types(name: str, types: list[TensorType]) -> list[TensorType]:
 
 
 def _branch_function(before: ir.Operation, name: str, m: Match, fused: bool) -> None:
-    """A private region function @name(q, k, v) placed before `before`: relax.attention (`fused`)
-    or the unfused chain it stands for."""
-    tq, tk, tv = _region_types(name, [_tensor(m.q), _tensor(m.k), _tensor(m.v)])
-    types = [t.to_mlir() for t in (tq, tk, tv)]
+    """A private region function @name(q, k, v[, bias]) placed before `before`: relax.attention
+    (`fused`) or the unfused chain it stands for."""
+    rtypes = _region_types(name, [_tensor(x) for x in m.operands])
+    tq, tv = rtypes[0], rtypes[2]
+    types = [t.to_mlir() for t in rtypes]
     rtype = TensorType(tuple(tq.dims[:-1]) + (tv.dims[-1],), tq.dtype).to_mlir()
     loc = before.location
     with ir.InsertionPoint(before):
@@ -417,7 +493,7 @@ def _branch_function(before: ir.Operation, name: str, m: Match, fused: bool) -> 
             "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
             "relax.region": ir.UnitAttr.get(),
             "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, [rtype]))})
-    blk = f.regions[0].blocks.append(*types, arg_locs=[loc] * 3)
+    blk = f.regions[0].blocks.append(*types, arg_locs=[loc] * len(types))
     with ir.InsertionPoint(blk), loc:
         att = ir.Operation.create("relax.attention", results=[rtype], operands=list(blk.arguments),
                                   attributes=m.attrs)
@@ -443,7 +519,7 @@ def _less_than(d, limit: int) -> ir.Value:
 
 
 def _versioned(root: ir.Operation, m: Match, tests: list, taken: set) -> ir.Operation:
-    """At the insertion point: `relax_v.if(d0 < limit0 or d1 < limit1, q, k, v)` for `tests` =
+    """At the insertion point: `relax_v.if(d0 < limit0 or d1 < limit1, q, k, v[, bias])` for `tests` =
     [(dim, limit)], over two new region functions, the unfused chain (then) and relax.attention
     (else); returns the if op."""
     f = _enclosing_function(root)
@@ -460,7 +536,7 @@ def _versioned(root: ir.Operation, m: Match, tests: list, taken: set) -> ir.Oper
         c = _less_than(d, limit)
         pred = c if pred is None else ir.Operation.create(
             "relax.logical_or", results=[TensorType.of([], "i1").to_mlir()], operands=[pred, c]).results[0]
-    return ir.Operation.create("relax_v.if", results=[root.results[0].type], operands=[pred, m.q, m.k, m.v], attributes={
+    return ir.Operation.create("relax_v.if", results=[root.results[0].type], operands=[pred, *m.operands], attributes={
         "then_branch": ir.FlatSymbolRefAttr.get(short), "else_branch": ir.FlatSymbolRefAttr.get(fused)})
 
 
@@ -508,6 +584,17 @@ def expand_attention(op: ir.Operation) -> ir.Value:
         s = make("relax.multiply", [s, scalar(ir.FloatAttr(attrs["scale"]).value)], [*batch, sq, sk])
     elif "divisor" in attrs:
         s = make("relax.divide", [s, scalar(ir.FloatAttr(attrs["divisor"]).value)], [*batch, sq, sk])
+    if len(op.operands) > 3:
+        heads = ir.IntegerAttr(attrs["query_heads"]).value if "query_heads" in attrs else 1
+        scores = bias_shape(tq.dims, sk, heads)  # the heads' layout where query_heads > 1
+
+        def shaped(x, dims, name):
+            if tuple(_tensor(x).dims) == tuple(dims):
+                return x
+            return make(name, [x], dims, shape=ir.ArrayAttr.get([_dim_attr(e) for e in dims]))
+
+        b = shaped(op.operands[3], scores, "relax.broadcast_to")
+        s = shaped(make("relax.add", [shaped(s, scores, "relax.reshape"), b], scores), [*batch, sq, sk], "relax.reshape")
     if "mask" in attrs and ir.StringAttr(attrs["mask"]).value == "causal":
         fill = ir.FloatAttr(attrs["fill"]).value if "fill" in attrs else -math.inf
         rows = make("relax.arange", [], [sq], "i64", end=_dim_attr(sq), dtype=ir.TypeAttr.get(i64))
