@@ -3,7 +3,7 @@ fused kernel's register tile; test_generate.py's models have head dim 16 and sta
 prefill and decode step contain relax.attention with the padding-and-causal bias as its operand
 (structure), and generation compiled with the fused kernel at every length (prefill and decode)
 gives the same tokens as the jax loop over jax.jit, logits within 1e-3 at each of 16 steps; the
-default (versioned) prefill's fused branch at 300 tokens equals jax's logits."""
+versioned prefill's fused branch (fuse_bias=1) at 300 tokens equals jax's logits."""
 import os
 
 import numpy as np
@@ -67,14 +67,17 @@ def lm(request):
 
 
 def test_prefill_and_decode_contain_fused_attention(lm):
-    """Default pipeline: each layer's prefill attention is a relax_v.if whose fused branch is
-    relax.attention(q, k, v, bias); the decode step (few query rows) stays unfused by default and
+    """With fuse_bias=1 each layer's prefill attention is a relax_v.if whose fused branch is
+    relax.attention(q, k, v, bias) (the default leaves versioned bias chains unfused: compile time); the decode step (few query rows) stays unfused by default and
     is one relax.attention with its bias per layer when fused at every length."""
     pre, dec = export(lm, MAX_CONTEXT)
     canon = ["relax-infer-shapes", "relax-canonicalize"]
     p = relax_mlir.run_passes(import_exported(pre), canon + ["relax-fuse-attention"])
+    assert attention_operands(p) == [] and '"relax_v.if"' not in str(p)  # versioned bias chains: opt-in
+    p = relax_mlir.run_passes(import_exported(pre), canon + ["relax-fuse-attention{fuse_bias=1}"])
     assert attention_operands(p) == [4] * lm.layers
     assert str(p).count('"relax_v.if"') == lm.layers
+    assert str(p).count("func.func private @main_attention") == 2  # one pair shared by the layers
     d = relax_mlir.run_passes(import_exported(dec), canon + ["relax-fuse-attention"])
     assert attention_operands(d) == []
     d = relax_mlir.run_passes(import_exported(dec), canon + [EVERY_LENGTH])
@@ -97,11 +100,11 @@ def test_tokens_equal_jax_with_fused_attention(lm):
     np.testing.assert_array_equal(np.stack([t for t, _ in steps], 1), want_tokens)
 
 
-def test_default_prefill_fused_branch_at_300_tokens(lm):
-    """The default compile's prefill at 300 tokens (>= SHORT_KEYS: the fused branch), a left-padded
-    batch (one row of 40 padding tokens): logits and caches equal jax.jit's."""
+def test_versioned_prefill_fused_branch_at_300_tokens(lm):
+    """The versioned prefill (fuse_bias=1) at 300 tokens (>= SHORT_KEYS: the fused branch), a
+    left-padded batch (one row of 40 padding tokens): logits and caches equal jax.jit's."""
     pre, _ = export(lm, 320)
-    exe = relax_mlir.compile(import_exported(pre))
+    exe = relax_mlir.compile(import_exported(pre), passes=_passes("relax-fuse-attention{fuse_bias=1}"))
     n = 300
     assert n >= SHORT_KEYS
     rng = np.random.default_rng(5)
