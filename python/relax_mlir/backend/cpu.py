@@ -1709,7 +1709,8 @@ class JitModule:
 
         # The pooled products, BLAS, and the async runtime API of parallel loops: relax-mlir's
         # run-time library implements it (runtime/relax_rt.c) unless RELAX_MLIR_ASYNC_RUNTIME=mlir.
-        libs += native_rt.libraries_for(externals)
+        rt_libs = native_rt.libraries_for(externals)
+        libs += rt_libs
         # MLIR's async runtime is not given to the engine either: an engine calls the library's
         # `__mlir_execution_engine_destroy` when it dies, which deletes the process-wide default
         # runtime and leaves every later async call a null dereference.
@@ -1735,6 +1736,8 @@ class JitModule:
             raise LoweringError("jit", "ExecutionEngine", "unresolved external symbols: "
                                 + ", ".join(missing))
         resolved.update(_libcalls())
+        if rt_libs and native_rt.library_path() in rt_libs:
+            native_rt.start()  # the pool's workers now, not in the first call that reaches the pool
         self.module = module
         self.engine = ExecutionEngine(module, opt_level=opt_level)
         for s, addr in resolved.items():

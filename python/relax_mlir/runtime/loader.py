@@ -282,6 +282,7 @@ def load(path: str, *, driver=None) -> Executable:
     lib = ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))
     if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
         native_rt.configure(lib)
+        native_rt.start(lib)  # the pool's workers now, not in the first call that splits
     funcs = {}
     for entry in manifest["entries"]:
         sig = _sig(entry)
