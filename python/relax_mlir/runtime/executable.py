@@ -264,6 +264,42 @@ def _aligned_block(nbytes: int) -> np.ndarray:
     return raw[off:off + nbytes]
 
 
+PREFAULT_MIN = 1 << 20  # fresh blocks from this size are faulted in by a helper thread
+PREFAULT = True
+_MADV_POPULATE_WRITE = 23  # Linux 5.14+: fault pages in, writable, leaving their contents alone
+
+
+def _madvise():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        f = libc.madvise
+    except (OSError, AttributeError):  # pragma: no cover - no libc madvise
+        return None
+    f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+_MADVISE = _madvise()
+
+
+def _populate(blocks: list[np.ndarray]) -> None:
+    for b in blocks:
+        lo = _pointer(b)
+        start = lo - lo % _PAGE
+        if _MADVISE(start, lo + b.nbytes - start, _MADV_POPULATE_WRITE) != 0:
+            return  # an older kernel: the calls fault the pages in themselves
+
+
+def _prefault_in_background(blocks: list[np.ndarray]) -> None:
+    """Fault in freshly allocated storage blocks on a helper thread while the call that grew them
+    runs its first kernels (madvise(MADV_POPULATE_WRITE) changes no byte, so the kernels may
+    write the same pages meanwhile; ctypes releases the GIL for it). The thread holds the blocks,
+    so they stay mapped until it ends."""
+    if _MADVISE is not None:
+        threading.Thread(target=_populate, args=(blocks,), daemon=True).start()
+
+
 def _touch(block: np.ndarray) -> None:
     """Fault in every page of `block` now (one write per page; its contents are scratch)."""
     if block.size:
@@ -532,6 +568,7 @@ class Function:
             self._ws.gen = 0
             self._ws.allocations = 0
         out = []
+        fresh: list[np.ndarray] = []
         cap = self._ws_cap
         for i, n in enumerate(sizes):
             n = max(n, 1)
@@ -543,9 +580,13 @@ class Function:
                     # one): calls at ever larger shapes allocate, and fault in fresh pages, O(log) times
                     grow = max(n, min(2 * have[i].size, cap[i] if cap else 1 << 62))
                 have[i] = _aligned_block(grow)
+                if grow >= PREFAULT_MIN:
+                    fresh.append(have[i])
                 self._ws.allocations += 1
                 self._ws.gen += 1  # descriptors cached by call states (`_workspace_words`) are stale
             out.append(have[i][:n])
+        if fresh and PREFAULT:
+            _prefault_in_background(fresh)
         return out
 
     def reserve(self, bindings: dict[str, int]) -> int:

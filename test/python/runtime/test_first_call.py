@@ -193,3 +193,23 @@ def test_large_blocks_are_on_huge_page_boundaries(exe):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(small, _want(*_args(3)), rtol=1e-4, atol=1e-6)
     assert executable._aligned_block(1000).ctypes.data % 64 == 0
+
+
+def test_prefault_leaves_contents_and_results_alone(exe, monkeypatch):
+    """Fresh blocks from PREFAULT_MIN are faulted in by a helper thread with
+    madvise(MADV_POPULATE_WRITE) while the call runs: no byte changes (kernels may be writing the
+    same pages), and the call's results are those of a call without it."""
+    from relax_mlir.runtime import executable
+
+    block = executable._aligned_block(3 * executable.PREFAULT_MIN + 123)
+    block[:] = np.arange(block.size, dtype=np.int64).astype(np.int8)
+    want = block.copy()
+    executable._populate([block])
+    np.testing.assert_array_equal(block, want)
+    started = []
+    real = executable._prefault_in_background
+    monkeypatch.setattr(executable, "_prefault_in_background", lambda blocks: (started.append(len(blocks)), real(blocks)))
+    n = executable.PREFAULT_MIN // 32 + 7
+    got = _in_new_thread(lambda: exe(*_args(n)))
+    assert started and started[0] >= 1
+    np.testing.assert_allclose(got, _want(*_args(n)), rtol=1e-4, atol=1e-6)
