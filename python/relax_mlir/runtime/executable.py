@@ -24,7 +24,6 @@ from __future__ import annotations
 import bisect
 import ctypes
 import itertools
-import mmap
 import operator
 import threading
 from dataclasses import dataclass
@@ -225,40 +224,14 @@ _EMPTY_BLOCK = np.empty(0, np.int8)
 _PAGE = 4096
 
 
-_HUGE = 2 << 20  # a transparent huge page
-HUGE_PAGE_MIN = _HUGE  # storage blocks from this size are mapped on huge pages where the system allows
-
-
-def _huge_block(nbytes: int) -> np.ndarray | None:
-    """`nbytes` of fresh private anonymous memory, 2 MiB-aligned and advised MADV_HUGEPAGE, or None
-    where the platform has no such advice. Measured on this project's VMs (transparent huge pages
-    on `madvise`): 56 MiB faulted in 17.7 ms in 28 faults against 22 ms in 539 as numpy allocates
-    it (huge pages only from 4 MiB, and only whole aligned 2 MiB inside), and 66 ms against 762 ms
-    where the host had not backed the memory yet; a 2 MiB block 0.15 ms against 0.8-0.9."""
-    if not hasattr(mmap, "MADV_HUGEPAGE"):  # pragma: no cover - not Linux
-        return None
-    size = -(-nbytes // _HUGE) * _HUGE
-    try:
-        # MAP_PRIVATE: shared anonymous memory is shmem, whose huge pages are a separate setting
-        m = mmap.mmap(-1, size + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    except OSError:  # pragma: no cover - out of address space: numpy's allocator decides
-        return None
-    raw = np.frombuffer(m, np.int8)  # keeps the mapping alive (unmapped with the last view)
-    off = (-_pointer(raw)) % _HUGE
-    try:
-        m.madvise(mmap.MADV_HUGEPAGE, off, size)
-    except OSError:  # pragma: no cover - THP off in this kernel: ordinary pages
-        pass
-    return raw[off:off + nbytes]
-
-
 def _aligned_block(nbytes: int) -> np.ndarray:
-    """`nbytes` uninitialized bytes, 64-byte aligned; from HUGE_PAGE_MIN on huge pages (fewer,
-    cheaper page faults in the call that first touches them)."""
-    if nbytes >= HUGE_PAGE_MIN:
-        block = _huge_block(nbytes)
-        if block is not None:
-            return block
+    """`nbytes` uninitialized bytes, 64-byte aligned, from numpy's allocator: malloc hands back
+    memory the process already faulted in (freed by the compile, or by earlier blocks) where it
+    can, and numpy advises huge pages from 4 MiB. Measured and refused: blocks from 2 MiB on
+    their own MAP_PRIVATE mappings advised MADV_HUGEPAGE took 28 faults instead of 539 for 56
+    MiB in isolation, but in a process that had compiled the module the transformer block's first
+    call at s = 2048 after 512 took 3.2-4.1 ordinary calls with them against 0.9-2.1 with malloc's
+    memory (fresh pages every time: 120-180 ms of system time against 16-93)."""
     raw = np.empty(nbytes + 64, np.int8)
     off = (-_pointer(raw)) % 64
     return raw[off:off + nbytes]

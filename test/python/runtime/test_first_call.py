@@ -171,30 +171,6 @@ def test_pool_is_started_when_a_module_using_it_is_built(monkeypatch):
         native_rt.configure(lib)
 
 
-def test_large_blocks_are_on_huge_page_boundaries(exe):
-    """Blocks from HUGE_PAGE_MIN are their own 2 MiB-aligned mappings (advised MADV_HUGEPAGE),
-    smaller ones 64-byte aligned; the results are the same either way."""
-    from relax_mlir.runtime import executable
-
-    f = exe["main"]
-    n = executable.HUGE_PAGE_MIN // 32 + 5
-
-    def body():
-        exe.reserve({"n": n})
-        blocks = f._ws.blocks
-        args = _args(n)
-        got = exe(*args)
-        small = exe(*_args(3))
-        return [b.ctypes.data for b in blocks], [b.nbytes for b in blocks], got, _want(*args), small
-
-    ptrs, sizes, got, want, small = _in_new_thread(body)
-    assert all(s >= executable.HUGE_PAGE_MIN for s in sizes)
-    assert all(p % (2 << 20) == 0 for p in ptrs)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(small, _want(*_args(3)), rtol=1e-4, atol=1e-6)
-    assert executable._aligned_block(1000).ctypes.data % 64 == 0
-
-
 def test_prefault_leaves_contents_and_results_alone(exe, monkeypatch):
     """Fresh blocks from PREFAULT_MIN are faulted in by a helper thread with
     madvise(MADV_POPULATE_WRITE) while the call runs: no byte changes (kernels may be writing the
