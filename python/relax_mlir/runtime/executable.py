@@ -1080,19 +1080,20 @@ class Executable:
         storage bytes this thread holds for those entries."""
         if not isinstance(bindings, dict):
             raise ValueError(f"reserve takes a dict {{symbol: value}}, got {type(bindings).__name__}")
-        funcs = [self[name]] if name is not None else list(self.functions.values())
-        if name is None:
-            known = set()
-            for f in funcs:
-                known |= {s for s, _, _ in f._plan.binds} | set(f._plan.derived_names)
-            unknown = sorted(set(bindings) - known)
-            if unknown:
-                raise ValueError(f"reserve: no entry has symbol {', '.join(map(repr, unknown))} "
-                                 f"(symbols: {', '.join(sorted(known)) or 'none'})")
-            # the entries whose storage sizes these symbols decide (directly, or through the
-            # symbols derived from a complete binding)
-            funcs = [f for f in funcs if set(f._ws_syms) <= bindings.keys()
-                     or all(s in bindings for s, _, _ in f._plan.binds)]
+        if name is not None:
+            return self[name].reserve(bindings)  # every symbol given must be that entry's
+        funcs = list(self.functions.values())
+        known = set()
+        for f in funcs:
+            known |= {s for s, _, _ in f._plan.binds} | set(f._plan.derived_names)
+        unknown = sorted(set(bindings) - known)
+        if unknown:
+            raise ValueError(f"reserve: no entry has symbol {', '.join(map(repr, unknown))} "
+                             f"(symbols: {', '.join(sorted(known)) or 'none'})")
+        # the entries whose storage sizes these symbols decide (directly, or through the symbols
+        # derived from a complete binding)
+        funcs = [f for f in funcs if set(f._ws_syms) <= bindings.keys()
+                 or all(s in bindings for s, _, _ in f._plan.binds)]
         held = 0
         for f in funcs:
             mine = {b for b, _, _ in f._plan.binds} | set(f._plan.derived_names)

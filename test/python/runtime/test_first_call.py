@@ -130,6 +130,10 @@ def test_reserve_refuses_bad_bindings(exe):
         f.reserve({})
     with pytest.raises(ValueError, match=r"takes a dict"):
         exe.reserve([("n", 4)])
+    with pytest.raises(ValueError, match=r"@main.reserve: no symbol 'm'"):
+        exe.reserve({"n": 4, "m": 4}, name="main")
+    with pytest.raises(KeyError, match=r"no public function @nope"):
+        exe.reserve({"n": 4}, name="nope")
     bounded = relax_mlir.compile(_src("attributes {relax.symbol_bounds = {n = 64}}"))
     with pytest.raises(ValueError, match=r"n = 65 .*exceeds its upper bound 64"):
         bounded.reserve({"n": 65})
