@@ -10,7 +10,7 @@ jax.jit's is slowed by XLA's spinning pool threads); the figure is the median ov
 against jax.jit's before timing.
 
     python bench/side_by_side.py [--rounds 15] [--only mlp,attention,block] [--zoo] [--no-iree] [--new-shapes 38]
-                                 [--unfused] [--fused-only] [--before]
+                                 [--unfused] [--fused-only] [--before] [--growing REPS] [--package DIR] [--json PATH]
 
 `--unfused` adds relax-mlir compiled without relax-fuse-attention (before/after the fused attention
 kernel, interleaved in the same rounds); `--fused-only` adds it with relax-fuse-attention{min_keys=0 min_queries=0}
@@ -24,7 +24,13 @@ time, which leaves out waiting for a core on a loaded machine (and the share of 
 build's workers; process CPU time would count XLA's spinning pool threads). After the rounds,
 `--new-shapes N` calls relax-mlir at N shapes it has not seen (the smallest sizes not in the
 table, from 2 up), then at the same N again, for three such sets in turn, and prints the first
-passes' time over the repeats' (wall and the calling thread's CPU).
+passes' time over the repeats' (wall and the calling thread's CPU). `--growing REPS` adds
+relax-mlir's first calls at shapes growing 17..2047 (each ~1.4x the last, all unseen), each in a
+thread of its own whose storage blocks start empty, each over the median of REPS ordinary calls
+right after it; three such sequences, the median per position; and, where the executable has
+`reserve`, three more after `exe.reserve({sym: largest})`. `--package DIR` imports relax_mlir
+from another checkout's python/ folder (`bench/first_calls.py` runs main's and this tree's
+alternately); `--json` says where the rows go.
 """
 from __future__ import annotations
 
@@ -43,6 +49,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+if "--package" in sys.argv:  # another checkout's relax_mlir (bench/first_calls.py: main against this tree)
+    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--package") + 1]))
 
 
 # -- the models -------------------------------------------------------------------------------------
@@ -241,7 +249,7 @@ def _close(got, want, rtol=2e-3, atol=2e-4) -> bool:
 
 
 def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, new_shapes=0, unfused=False,
-              fused_only=False, before=False):
+              fused_only=False, before=False, growing=0):
     """Times every side at every size, interleaved; returns the rows (dicts)."""
     import jax
 
@@ -307,6 +315,85 @@ def run_model(title, sym, fn, specs, weights, make_x, sizes, rounds, use_iree, n
         print(_fmt(row), flush=True)
     if new_shapes:
         rows.append(_new_shapes(title, sym, sides[0], placed[sides[0].name], make_x, sizes, new_shapes))
+    if growing:
+        rows += _growing_shapes(title, sym, sides[0], placed[sides[0].name], make_x, sizes, growing)
+    return rows
+
+
+GROWING = (17, 23, 33, 47, 67, 95, 135, 191, 271, 383, 543, 767, 1087, 1535, 2047)
+
+
+def _growing_shapes(title, sym, ours, placed, make_x, sizes, reps, sets=3):
+    """relax-mlir's first calls at shapes growing from 17 to 2047 (each ~1.4x the last), each over
+    the median of `reps` ordinary calls right after it at that shape (wall, and the calling
+    thread's CPU). Each sequence runs in a thread of its own: storage blocks and call buffers are
+    per thread, so that thread's blocks grow through the sequence as a fresh program's would (the
+    rounds before grew the main thread's to the table's largest shape; one call at the table's
+    smallest shape starts the thread). `sets` sequences, every
+    shape in them unseen (the next odd size up), and the median over the sets per position: a single
+    first call on a loaded 2-core machine is one sample. Where the executable has `reserve` (issue
+    18), `sets` more sequences, each thread calling `exe.reserve({sym: its largest shape})` first."""
+    import threading
+
+    import jax
+
+    seen = set(sizes)
+
+    def fresh(n):
+        while n in seen:
+            n += 1
+        seen.add(n)
+        return n
+
+    def sequence(ns, reserve):
+        out = []
+
+        def body():
+            # one call at the table's smallest shape first: the thread's own first call (its call
+            # buffer, OpenBLAS's buffers for a new calling thread) is not a new shape's cost
+            ours([np.asarray(e) for e in jax.tree.leaves(make_x(sizes[0]))], placed)
+            if reserve:
+                ours.exe.reserve({sym: max(ns)})
+            for n in ns:
+                x = [np.asarray(e) for e in jax.tree.leaves(make_x(n))]
+                c, t = time.thread_time(), time.perf_counter()
+                ours(x, placed)
+                first, first_cpu = time.perf_counter() - t, time.thread_time() - c
+                walls, cpus = [], []
+                for _ in range(reps):
+                    c, t = time.thread_time(), time.perf_counter()
+                    ours(x, placed)
+                    walls.append(time.perf_counter() - t)
+                    cpus.append(time.thread_time() - c)
+                out.append((first / statistics.median(walls), first_cpu / max(statistics.median(cpus), 1e-9),
+                            first, statistics.median(walls)))
+
+        t = threading.Thread(target=body)
+        t.start()
+        t.join()
+        return out
+
+    kinds = [("growing", False)] + ([("growing, after reserve", True)] if hasattr(ours.exe, "reserve") else [])
+    rows = []
+    for kind, reserve in kinds:
+        runs, shapes = [], []
+        for _ in range(sets):
+            ns = [fresh(n) for n in GROWING]
+            shapes.append(ns)
+            runs.append(sequence(ns, reserve))
+        ratios = [statistics.median(r[k][0] for r in runs) for k in range(len(GROWING))]
+        cpu_ratios = [statistics.median(r[k][1] for r in runs) for k in range(len(GROWING))]
+        worst = max(range(len(GROWING)), key=lambda k: ratios[k])
+        row = {"model": title, "symbol": sym, "kind": kind, "shapes": list(GROWING), "sets": shapes,
+               "ratios": ratios, "cpu_ratios": cpu_ratios,
+               "first_ms": [[g[2] * 1e3 for g in r] for r in runs], "ord_ms": [[g[3] * 1e3 for g in r] for r in runs],
+               "ratio_median": statistics.median(ratios), "ratio_max": ratios[worst], "worst": GROWING[worst],
+               "cpu_ratio_median": statistics.median(cpu_ratios), "cpu_ratio_max": max(cpu_ratios)}
+        rows.append(row)
+        print(f"| {title} | {kind}: {sym} = {GROWING[0]}..{GROWING[-1]}, {sets} sets | first / ord., median of "
+              f"sets, wall: median {row['ratio_median']:.2f}, max {row['ratio_max']:.2f} ({sym} ~ {row['worst']}); "
+              f"CPU: median {row['cpu_ratio_median']:.2f}, max {row['cpu_ratio_max']:.2f} | per shape: "
+              + ", ".join(f"{n}: {r:.1f}" for n, r in zip(GROWING, ratios)) + " |", flush=True)
     return rows
 
 
@@ -366,6 +453,11 @@ def main(argv=None) -> int:
     ap.add_argument("--new-shapes", type=int, default=38, help="relax-mlir's first calls at N unseen shapes (0: off)")
     ap.add_argument("--unfused", action="store_true", help="also relax-mlir without relax-fuse-attention")
     ap.add_argument("--fused-only", action="store_true", help="also relax-mlir with relax-fuse-attention{min_keys=0 min_queries=0}")
+    ap.add_argument("--growing", type=int, default=0, metavar="REPS",
+                    help="relax-mlir's first calls at shapes growing 17..2047 in a new thread, each over the median "
+                         "of REPS ordinary calls (0: off)")
+    ap.add_argument("--package", default=None, help="import relax_mlir from this python/ folder instead")
+    ap.add_argument("--json", default=os.path.join(HERE, "results", "side_by_side.json"), help="where to write the rows")
     ap.add_argument("--before", action="store_true",
                     help="also relax-mlir without the run-time library's pool (one-thread BLAS, MLIR's async runtime)")
     a = ap.parse_args(argv)
@@ -385,7 +477,7 @@ def main(argv=None) -> int:
     builders = {"mlp": _mlp_case, "attention": _attention_case, "block": _block_case}
     for key in [k for k in a.only.split(",") if k]:
         rows += run_model(*builders[key](rng), rounds=a.rounds, use_iree=use_iree, new_shapes=a.new_shapes,
-                          unfused=a.unfused, fused_only=a.fused_only, before=a.before)
+                          unfused=a.unfused, fused_only=a.fused_only, before=a.before, growing=a.growing)
     if a.zoo:
         for name, build in _zoo_cases():
             case = build()
@@ -395,8 +487,8 @@ def main(argv=None) -> int:
     load1 = os.getloadavg()
     out = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
            "load_before": load0, "load_after": load1, "rounds": a.rounds, "rows": rows}
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "side_by_side.json"), "w") as f:
+    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+    with open(a.json, "w") as f:
         json.dump(out, f, indent=1)
     print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f}")
     return 0

@@ -222,6 +222,11 @@ def _dps_operands(op) -> tuple[list[ir.Value], int]:
     return operands, len(operands) - 1
 
 
+def _is_i1(t: ir.Type) -> bool:
+    """Whether `t` is the 1-bit integer type (bool), by the bindings' type API."""
+    return isinstance(t, ir.IntegerType) and t.width == 1
+
+
 def _body_op_names(op) -> set[str]:
     """The names of the ops in `op`'s body, with "i1-extract" added when one reads an i1 tensor
     (captured from above, not an operand: vectorized, it would be a gather of bit-packed i1)."""
@@ -229,7 +234,7 @@ def _body_op_names(op) -> set[str]:
 
     def add(o):
         names.add(o.name)
-        if o.name == "tensor.extract" and str(o.operands[0].type.element_type) == "i1":
+        if o.name == "tensor.extract" and _is_i1(o.operands[0].type.element_type):
             names.add("i1-extract")
 
     for region in op.regions:
@@ -290,11 +295,11 @@ def analyze_linalg_op(op) -> LinalgOpInfo | None:
     for idx, (v, m) in enumerate(zip(operands, maps)):
         t = v.type
         if not isinstance(t, ir.ShapedType):
-            if str(t) == "i1":
+            if _is_i1(t):
                 has_i1 = True
             continue
         st = t
-        if str(st.element_type) == "i1":
+        if _is_i1(st.element_type):
             has_i1 = True
         if not st.has_rank:
             continue
@@ -1166,10 +1171,10 @@ def legalize_i1_memory(module_op: ir.Operation) -> None:
     def visit(o):
         if o.name in ("memref.load", "memref.store"):
             mem = o.operands[0 if o.name == "memref.load" else 1]
-            if str(mem.type.element_type) == "i1":
+            if _is_i1(mem.type.element_type):
                 todo.append(o)
         elif o.name.startswith("vector.") and any(
-                isinstance(v.type, ir.MemRefType) and str(v.type.element_type) == "i1"
+                isinstance(v.type, ir.MemRefType) and _is_i1(v.type.element_type)
                 for v in o.operands):
             raise LoweringError("to-llvm", "legalize i1 memory",
                                 f"vector access to an i1 memref is not supported: {o}")
@@ -1607,19 +1612,27 @@ _PROCESS = ctypes.CDLL(None)
 # float16 utils, which link libLLVM: opened RTLD_LOCAL, their two symbols are registered.
 _BF16_LIBCALLS = ("__truncsfbf2", "__truncdfbf2")
 _LIBCALL_ADDRS: dict[str, ctypes.c_void_p] | None = None
+_LIBCALL_LOCK = threading.Lock()
 
 
 def _libcalls() -> dict[str, ctypes.c_void_p]:
+    """The addresses of the library calls to register with every engine, found once per process
+    (under a lock: two threads' first compiles or calls would otherwise both load them, and one
+    could read the dict while the other builds it)."""
     global _LIBCALL_ADDRS
-    if _LIBCALL_ADDRS is None:
-        try:
-            ctypes.CDLL("libgcc_s.so.1", mode=ctypes.RTLD_GLOBAL)
-        except OSError:
-            pass  # a libc without it: LLVM's lookup reports what it misses
-        lib = _load_local(os.path.join(_mlir_lib_dir(), "libmlir_float16_utils.so"))
-        _LIBCALL_ADDRS = {s: ctypes.cast(getattr(lib, s), ctypes.c_void_p)
-                          for s in _BF16_LIBCALLS if not hasattr(_PROCESS, s) and hasattr(lib, s)}
-    return _LIBCALL_ADDRS
+    found = _LIBCALL_ADDRS
+    if found is not None:
+        return found
+    with _LIBCALL_LOCK:
+        if _LIBCALL_ADDRS is None:
+            try:
+                ctypes.CDLL("libgcc_s.so.1", mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                pass  # a libc without it: LLVM's lookup reports what it misses
+            lib = _load_local(os.path.join(_mlir_lib_dir(), "libmlir_float16_utils.so"))
+            _LIBCALL_ADDRS = {s: ctypes.cast(getattr(lib, s), ctypes.c_void_p)
+                              for s in _BF16_LIBCALLS if not hasattr(_PROCESS, s) and hasattr(lib, s)}
+        return _LIBCALL_ADDRS
 
 
 def _external_symbols(module_op: ir.Operation) -> list[str]:
@@ -1696,7 +1709,8 @@ class JitModule:
 
         # The pooled products, BLAS, and the async runtime API of parallel loops: relax-mlir's
         # run-time library implements it (runtime/relax_rt.c) unless RELAX_MLIR_ASYNC_RUNTIME=mlir.
-        libs += native_rt.libraries_for(externals)
+        rt_libs = native_rt.libraries_for(externals)
+        libs += rt_libs
         # MLIR's async runtime is not given to the engine either: an engine calls the library's
         # `__mlir_execution_engine_destroy` when it dies, which deletes the process-wide default
         # runtime and leaves every later async call a null dereference.
@@ -1722,6 +1736,8 @@ class JitModule:
             raise LoweringError("jit", "ExecutionEngine", "unresolved external symbols: "
                                 + ", ".join(missing))
         resolved.update(_libcalls())
+        if rt_libs and native_rt.library_path() in rt_libs:
+            native_rt.start()  # the pool's workers now, not in the first call that reaches the pool
         self.module = module
         self.engine = ExecutionEngine(module, opt_level=opt_level)
         for s, addr in resolved.items():

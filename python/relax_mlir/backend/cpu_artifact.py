@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 
+from relax_mlir.backend.common import LoweringError
 from relax_mlir.backend.cpu import CPUOptions, lower
 from relax_mlir.runtime import native_rt
 from relax_mlir.runtime.loader import manifest, write_manifest
@@ -78,8 +79,21 @@ def _tool(pkg: str, name: str) -> str:
     mod = importlib.import_module(pkg)
     p = os.path.join(list(mod.__path__)[0], "bin", name)
     if not os.path.exists(p):
-        raise FileNotFoundError(f"{name} not found in {pkg}")
+        raise LoweringError("export", name, f"{name} not found in the {pkg} package ({p})")
     return p
+
+
+def _run_tool(cmd: list[str], what: str, text: bool = False) -> str | bytes:
+    """Run one build step of the artifact; its failure (a non-zero exit, or a tool that cannot be
+    started) is the package's CompileError naming the step and carrying the tool's stderr."""
+    try:
+        return subprocess.run(cmd, check=True, capture_output=True, text=text).stdout
+    except subprocess.CalledProcessError as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise LoweringError("export", what, f"{os.path.basename(cmd[0])} exited with status {e.returncode}:\n"
+                            + (err.strip() or "(no output on stderr)")) from None
+    except OSError as e:
+        raise LoweringError("export", what, f"cannot run {cmd[0]}: {e}") from None
 
 
 def export(upstream, signatures, main: str, path: str, cpu: str | None = "native") -> None:
@@ -97,15 +111,14 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
         with open(src, "w") as f:
             f.write(llvm_dialect)
         ll, bc, obj = (os.path.join(tmp, "kernels." + e) for e in ("ll", "bc", "o"))
-        subprocess.run([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir", src, "-o", ll], check=True,
-                       capture_output=True)
+        _run_tool([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir", src, "-o", ll], "mlir-translate")
         # The same split the JIT does: the O3 middle end (opt), then code generation (llc) for the
         # target CPU. Without opt, llc alone spends minutes on the unoptimized IR and its code is
         # ~4x slower; without -mcpu it targets baseline x86-64 (no AVX).
         target = [f"-mcpu={cpu}"] if cpu else []
-        subprocess.run([_tool("llvm", "opt"), "-O3", *target, ll, "-o", bc], check=True, capture_output=True)
-        subprocess.run([_tool("llvm", "llc"), "-O3", *target, "-filetype=obj", "-relocation-model=pic", bc,
-                        "-o", obj], check=True, capture_output=True)
+        _run_tool([_tool("llvm", "opt"), "-O3", *target, ll, "-o", bc], "opt")
+        _run_tool([_tool("llvm", "llc"), "-O3", *target, "-filetype=obj", "-relocation-model=pic", bc, "-o", obj],
+                  "llc")
         cc = shutil.which("cc") or "cc"
         undefined = _undefined(obj)
         inputs = [obj]
@@ -114,14 +127,14 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
             csrc, cobj = os.path.join(tmp, "support.c"), os.path.join(tmp, "support.o")
             with open(csrc, "w") as f:
                 f.write(support)
-            subprocess.run([cc, "-O2", "-fPIC", "-c", csrc, "-o", cobj], check=True, capture_output=True)
+            _run_tool([cc, "-O2", "-fPIC", "-c", csrc, "-o", cobj], "cc (support functions)")
             inputs.append(cobj)
         if "@relax_rt_" in llvm_dialect:  # pooled BLAS products: the run-time library, compiled in
             robj = os.path.join(tmp, "relax_rt.o")
             with open(os.path.join(tmp, "relax_rt.c"), "w") as f:
                 f.write(native_rt.source())
-            subprocess.run([cc, "-O2", "-fPIC", "-pthread", "-c", os.path.join(tmp, "relax_rt.c"), "-o", robj],
-                           check=True, capture_output=True)
+            _run_tool([cc, "-O2", "-fPIC", "-pthread", "-c", os.path.join(tmp, "relax_rt.c"), "-o", robj],
+                      "cc (run-time library)")
             inputs.append(robj)
         cmd = [cc, "-shared", "-pthread", *inputs, "-o", os.path.join(path, "kernels.so"), "-lm"]
         files = ["kernels.so"]
@@ -135,7 +148,7 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
             shutil.copy(blas, os.path.join(path, os.path.basename(blas)))
             files.append(os.path.basename(blas))
             cmd += [os.path.join(path, os.path.basename(blas)), "-Wl,-rpath,$ORIGIN"]
-        subprocess.run(cmd, check=True, capture_output=True)
+        _run_tool(cmd, "cc (link)")
     write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures), files)
 
 
@@ -144,5 +157,5 @@ def _undefined(obj: str) -> list[str]:
     nm = shutil.which("nm")
     if nm is None:
         return list(SUPPORT)  # compile them all in: unused functions cost nothing at load
-    out = subprocess.run([nm, "-u", obj], check=True, capture_output=True, text=True).stdout
+    out = _run_tool([nm, "-u", obj], "nm", text=True)
     return [line.split()[-1] for line in out.splitlines() if line.strip()]

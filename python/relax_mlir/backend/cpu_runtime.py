@@ -144,8 +144,9 @@ class JitEntry:
         self.run = run
         self.name = name
         self.threaded = run.options.num_threads > 1
-        self._fn1 = None
-        self._fnn = None
+        # the builds compile() made: their functions now (a first call looks nothing up)
+        self._fn1 = run._jit1._lookup(name)[0] if run._jit1 is not None else None
+        self._fnn = run.jitn._lookup(name)[0] if run.jitn is not None else None
 
     def function(self, n_elements: int):
         run = self.run

@@ -192,6 +192,11 @@ def _pointer(a: np.ndarray) -> int:
     return _pointers((a,))[0]
 
 
+# numpy's first gather through the address-space view costs ~45 us (type resolution, the view's
+# first use): paid here, at import, not by the first call
+_pointer_array((_PROBE := np.empty(2, np.int64),), (_PROBE[1:],))
+
+
 def _strides(shape: tuple) -> tuple:
     """Identity-layout strides in elements (numpy may give size-1 dims any stride)."""
     out, k = [], 1
@@ -213,6 +218,66 @@ def _value_or_none(d: Expr, env: dict) -> int | None:
         return d.evaluate(env)
     except ZeroDivisionError:
         return None
+
+
+_EMPTY_BLOCK = np.empty(0, np.int8)
+_PAGE = 4096
+
+
+def _aligned_block(nbytes: int) -> np.ndarray:
+    """`nbytes` uninitialized bytes, 64-byte aligned, from numpy's allocator: malloc hands back
+    memory the process already faulted in (freed by the compile, or by earlier blocks) where it
+    can, and numpy advises huge pages from 4 MiB. Measured and refused: blocks from 2 MiB on
+    their own MAP_PRIVATE mappings advised MADV_HUGEPAGE took 28 faults instead of 539 for 56
+    MiB in isolation, but in a process that had compiled the module the transformer block's first
+    call at s = 2048 after 512 took 3.2-4.1 ordinary calls with them against 0.9-2.1 with malloc's
+    memory (fresh pages every time: 120-180 ms of system time against 16-93)."""
+    raw = np.empty(nbytes + 64, np.int8)
+    off = (-_pointer(raw)) % 64
+    return raw[off:off + nbytes]
+
+
+PREFAULT_MIN = 1 << 20  # fresh blocks from this size are faulted in by a helper thread
+PREFAULT = True
+_MADV_POPULATE_WRITE = 23  # Linux 5.14+: fault pages in, writable, leaving their contents alone
+
+
+def _madvise():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        f = libc.madvise
+    except (OSError, AttributeError):  # pragma: no cover - no libc madvise
+        return None
+    f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+_MADVISE = _madvise()
+
+
+def _populate(blocks: list[np.ndarray]) -> None:
+    for b in blocks:
+        lo = _pointer(b)
+        start = lo - lo % _PAGE
+        if _MADVISE(start, lo + b.nbytes - start, _MADV_POPULATE_WRITE) != 0:
+            return  # an older kernel: the calls fault the pages in themselves
+
+
+def _prefault_in_background(blocks: list[np.ndarray]) -> None:
+    """Fault in freshly allocated storage blocks on a helper thread while the call that grew them
+    runs its first kernels (madvise(MADV_POPULATE_WRITE) changes no byte, so the kernels may
+    write the same pages meanwhile; ctypes releases the GIL for it). The thread holds the blocks,
+    so they stay mapped until it ends."""
+    if _MADVISE is not None:
+        threading.Thread(target=_populate, args=(blocks,), daemon=True).start()
+
+
+def _touch(block: np.ndarray) -> None:
+    """Fault in every page of `block` now (one write per page; its contents are scratch)."""
+    if block.size:
+        block[::_PAGE] = 0
+        block[-1] = 0
 
 
 class _EnvFacts:
@@ -379,6 +444,11 @@ class _Plan:
         self.bound_originals: dict[int, Any] = {}  # what the caller passed to partial (returned when donated)
         self.derived_names = tuple(s for s, _ in sig.derived)
         self.facts_fn = _facts_function(fn, self)
+        st = self.state()  # the building thread's call buffer now: its first call builds nothing (~0.2 ms)
+        # the two scatters a call makes, once on the fresh buffer (pointers not set yet: zeros;
+        # sizes rewritten unchanged): numpy's first strided scatter costs ~30 us
+        st.pairs[self.ptr_alloc] = np.zeros((len(self.ptr_alloc), 1), np.int64)
+        st.words[self.size_idx] = st.words[self.size_idx]
 
     def state(self) -> "_CallState":
         """This thread's call buffer (bound descriptors, pointers and error slot written once)."""
@@ -410,7 +480,7 @@ class _CallState:
         p = _pointer(self.err)
         buf[plan.err_offset:plan.err_offset + 5] = (p, p, 0, 1, 1)
         self.buf = buf
-        self.words = np.ctypeslib.as_array(buf)
+        self.words = np.frombuffer(buf, np.int64)  # a view (np.ctypeslib.as_array: 0.6 ms at its first use)
         # pairs[o] is (words[o], words[o + 1]): a descriptor's allocated and aligned pointers,
         # both written by one scatter of a column of pointers
         self.pairs = np.lib.stride_tricks.as_strided(self.words, (len(self.words) - 1, 2), (8, 8))
@@ -439,13 +509,30 @@ class Function:
         self._ws_const = [int(w.value) for w in sig.workspace] if all(w.is_const for w in sig.workspace) else None
         self._ws_syms = tuple(sorted({s for w in sig.workspace for s in w.symbols()}))
         self._ws_cap = self._workspace_at_bounds()
+        self._ws_at_cap = self._ws_cap is not None and sum(self._ws_cap) <= self.RESERVE_AT_BOUNDS
         self._names = {n[len("argument '"):-1]: i for i, n in enumerate(sig.arg_names) if n.startswith("argument '")}
         self._plan = _Plan(self, tuple(range(len(sig.params))), {}, {})
+        known = self._ws_const if self._ws_const is not None else self._ws_cap if self._ws_at_cap else None
+        if sig.workspace and known is not None and sum(known) <= self.RESERVE_AT_BOUNDS:
+            # sizes known now and small (constant, or at the symbols' bounds): the building
+            # thread's blocks are allocated and faulted in here, not in its first call
+            for b in self.workspace({}, known):
+                _touch(b)
 
     # --- workspace --------------------------------------------------------------------------
+    # Storage blocks whose sizes at the symbols' upper bounds (relax.symbol_bounds) add up to at
+    # most this many bytes are allocated at those sizes at once (and, for the building thread, at
+    # build time): no call of that entry ever grows them.
+    RESERVE_AT_BOUNDS = 16 << 20
+
     def workspace_bytes(self) -> int:
         """Bytes of storage blocks this thread holds for this entry between calls."""
         return sum(b.nbytes for b in getattr(self._ws, "blocks", ()))
+
+    def workspace_allocations(self) -> int:
+        """How many storage blocks this thread has allocated for this entry (a call that grows no
+        block leaves it unchanged)."""
+        return getattr(self._ws, "allocations", 0)
 
     def workspace(self, env: dict[str, int], sizes: Sequence[int] | None = None) -> list[np.ndarray]:
         """The storage blocks of one call (their byte `sizes` under `env`, computed here unless
@@ -454,22 +541,71 @@ class Function:
         sizes = self._ws_const or sizes or [max(int(w.evaluate(env)), 1) for w in self.sig.workspace]
         have = getattr(self._ws, "blocks", None)
         if have is None:
-            have = self._ws.blocks = [np.empty(0, np.int8)] * len(sizes)
+            have = self._ws.blocks = [_EMPTY_BLOCK] * len(sizes)
             self._ws.gen = 0
+            self._ws.allocations = 0
         out = []
+        fresh: list[np.ndarray] = []
         cap = self._ws_cap
         for i, n in enumerate(sizes):
             n = max(n, 1)
             if have[i].size < n:
-                # grown at least 2x (up to the size at the symbols' upper bounds, where all have one):
-                # calls at ever larger shapes allocate, and fault in fresh pages, O(log) times
-                grow = max(n, min(2 * have[i].size, cap[i] if cap else 1 << 62))
-                raw = np.empty(grow + 64, np.int8)
-                off = (-raw.ctypes.data) % 64
-                have[i] = raw[off:off + grow]
+                if self._ws_at_cap:  # small enough at the bounds: allocated there once
+                    grow = max(n, cap[i])
+                else:
+                    # grown at least 2x (up to the size at the symbols' upper bounds, where all have
+                    # one): calls at ever larger shapes allocate, and fault in fresh pages, O(log) times
+                    grow = max(n, min(2 * have[i].size, cap[i] if cap else 1 << 62))
+                have[i] = _aligned_block(grow)
+                if grow >= PREFAULT_MIN:
+                    fresh.append(have[i])
+                self._ws.allocations += 1
                 self._ws.gen += 1  # descriptors cached by call states (`_workspace_words`) are stale
             out.append(have[i][:n])
+        if fresh and PREFAULT:
+            _prefault_in_background(fresh)
         return out
+
+    def reserve(self, bindings: dict[str, int]) -> int:
+        """Prepare this thread for calls with the symbols at `bindings` (or smaller): its storage
+        blocks are grown to those sizes now and their pages faulted in (fresh memory is otherwise
+        faulted in by the first kernels of the first call at a larger shape: 0.25 s of system time
+        for the transformer block's 2048 tokens), and what the binding implies for the call
+        checks is computed and cached. Storage blocks are per thread: reserve in the thread that
+        calls. ValueError for a symbol the entry does not have, one its blocks need that is not
+        given, or a value outside the symbol's bounds. Returns this thread's storage bytes."""
+        sig, plan = self.sig, self._plan
+        if not isinstance(bindings, dict):
+            raise ValueError(f"@{sig.name}.reserve takes a dict {{symbol: value}}, got {type(bindings).__name__}")
+        known = {s for s, _, _ in plan.binds} | set(plan.derived_names)
+        env = {}
+        for s, v in bindings.items():
+            if s not in known:
+                have = ", ".join(sorted(known)) or "none"
+                raise ValueError(f"@{sig.name}.reserve: no symbol {s!r} in the signature (symbols: {have})")
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"@{sig.name}.reserve: {s} must be an integer, got {type(v).__name__}")
+            env[s] = int(v)
+        for s, lb in sig.lower:
+            if s in env and env[s] < lb:
+                raise ValueError(f"@{sig.name}.reserve: symbol {s} = {env[s]} is below its lower bound {lb}")
+        for s, ub in sig.upper:
+            if s in env and env[s] > ub:
+                raise ValueError(f"@{sig.name}.reserve: symbol {s} = {env[s]} exceeds its upper bound {ub}")
+        if all(s in env for s, _, _ in plan.binds):
+            key = tuple(env[s] for s, _, _ in plan.binds)
+            facts = plan.cache.get(key) or self._facts(plan, key, dict(env))
+            if facts.bound_error:
+                raise ValueError(facts.bound_error)
+            env = facts.env  # derived symbols included
+        if self.sig.workspace:
+            missing = [s for s in self._ws_syms if s not in env]
+            if missing:
+                raise ValueError(f"@{sig.name}.reserve: the storage sizes need {', '.join(missing)}; "
+                                 f"got {', '.join(sorted(bindings)) or 'none'}")
+            for b in self.workspace(env):
+                _touch(b)
+        return self.workspace_bytes()
 
     def _workspace_at_bounds(self) -> list[int] | None:
         """Each storage block's bytes with every symbol at its upper bound (relax.symbol_bounds);
@@ -894,6 +1030,23 @@ class Partial:
         """The indices of the parameters this callable takes, in order."""
         return self.free
 
+    def reserve(self, bindings: dict[str, int]) -> int:
+        """`Function.reserve` for calls of this partial: the bound parameters' symbols are
+        filled in, and this partial's checks for the binding are cached too."""
+        if not isinstance(bindings, dict):
+            raise ValueError(f"@{self.sig.name}.reserve takes a dict {{symbol: value}}, got {type(bindings).__name__}")
+        plan = self.plan
+        for s, v in bindings.items():
+            if s in plan.fixed and v != plan.fixed[s]:
+                raise ValueError(f"@{self.sig.name}.reserve: {s} = {plan.fixed[s]} is fixed by partial, got {v}")
+        env = {**bindings, **plan.fixed}
+        held = self.fn.reserve(env)
+        if all(s in env for s, _, _ in plan.binds):
+            key = tuple(int(env[s]) for s, _, _ in plan.binds)
+            if key not in plan.cache:
+                self.fn._facts(plan, key, dict(plan.fixed, **{s: int(env[s]) for s, _, _ in plan.binds}))
+        return held
+
     def __call__(self, *args: Any):
         if len(args) != len(self.free):
             names = ", ".join(self.sig.arg_names[i] for i in self.free)
@@ -918,6 +1071,34 @@ class Executable:
 
     def __call__(self, *args):
         return self.functions[self.main](*args)
+
+    def reserve(self, bindings: dict[str, int], name: str | None = None) -> int:
+        """Prepare calls with the symbols at `bindings` (`{"s": 2048}`) or smaller: every entry
+        (or entry `name`) whose storage sizes these symbols decide grows its storage blocks now
+        and faults their pages in, in the calling thread (`Function.reserve`), so that a first
+        call at those shapes allocates nothing. ValueError for a symbol no entry has. Returns the
+        storage bytes this thread holds for those entries."""
+        if not isinstance(bindings, dict):
+            raise ValueError(f"reserve takes a dict {{symbol: value}}, got {type(bindings).__name__}")
+        if name is not None:
+            return self[name].reserve(bindings)  # every symbol given must be that entry's
+        funcs = list(self.functions.values())
+        known = set()
+        for f in funcs:
+            known |= {s for s, _, _ in f._plan.binds} | set(f._plan.derived_names)
+        unknown = sorted(set(bindings) - known)
+        if unknown:
+            raise ValueError(f"reserve: no entry has symbol {', '.join(map(repr, unknown))} "
+                             f"(symbols: {', '.join(sorted(known)) or 'none'})")
+        # the entries whose storage sizes these symbols decide (directly, or through the symbols
+        # derived from a complete binding)
+        funcs = [f for f in funcs if set(f._ws_syms) <= bindings.keys()
+                 or all(s in bindings for s, _, _ in f._plan.binds)]
+        held = 0
+        for f in funcs:
+            mine = {b for b, _, _ in f._plan.binds} | set(f._plan.derived_names)
+            held += f.reserve({s: v for s, v in bindings.items() if s in mine})
+        return held
 
     def export(self, path: str, cpu: str | None = "native") -> None:
         """Write a self-contained artifact that `relax_mlir.runtime.load(path)` runs without MLIR:

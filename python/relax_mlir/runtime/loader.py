@@ -282,6 +282,7 @@ def load(path: str, *, driver=None) -> Executable:
     lib = ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))
     if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
         native_rt.configure(lib)
+        native_rt.start(lib)  # the pool's workers now, not in the first call that splits
     # OpenBLAS itself on one thread, as in the compiling process (runtime/library.py): found through
     # kernels.so's dependencies when the artifact ships the BLAS
     set_threads = getattr(lib, library.SET_THREADS_SYMBOL, None)

@@ -24,7 +24,7 @@ from relax_mlir import knobs
 from relax_mlir.runtime import library
 
 __all__ = ["SGEMM_SYMBOL", "SYMBOL_PREFIX", "available", "configure", "libraries_for", "library_path", "load", "source",
-           "stats"]
+           "start", "stats"]
 
 SYMBOL_PREFIX = "relax_rt_"
 ASYNC_PREFIX = "mlirAsyncRuntim"  # MLIR's async runtime API (and its misspelt GetNumWorkerThreads)
@@ -97,6 +97,16 @@ def load() -> ctypes.CDLL | None:
             configure(lib)
             _lib = lib
         return _lib
+
+
+def start(lib: ctypes.CDLL | None = None) -> int:
+    """Start the pool's workers of `lib` (this process's run-time library by default, or an
+    artifact's kernels.so, which compiles the same source) now, at build or load time, so that no
+    call pays for creating them; the threads a product may use (1: no pool, or none loaded)."""
+    lib = lib or load()
+    if lib is None or not hasattr(lib, "relax_rt_start"):
+        return 1
+    return int(lib.relax_rt_start())
 
 
 def available() -> bool:

@@ -478,6 +478,43 @@ void relax_rt_configure(int threads, long par_min, long ch_min, long spin_us, in
   if (spin_us >= 0) spin_ns = spin_us * 1000;
 }
 
+/* Warming the pool up (relax_rt_start, below): a small product on each thread. */
+typedef void (*relax_rt_task_fn)(void *);
+void mlirAsyncRuntimeExecute(void *handle, relax_rt_task_fn resume);
+
+static atomic_int warm_done;
+
+static void warm_blas(void *unused) {
+  (void)unused;
+  float a[16] = {0}, b[16] = {0}, c[16];
+  CBLAS_SGEMM(ROW_MAJOR, NO_TRANS, TRANS, 4, 4, 4, 1.0f, a, 4, b, 4, 0.0f, c, 4);
+  atomic_fetch_add(&warm_done, 1);
+}
+
+/* Start the pool's workers now (they spin briefly, then sleep) rather than in the first product or
+   task that would split: creating the threads and faulting in their stacks took ~0.5 ms of the
+   first call that reached the pool (single-head attention d = 256 at s = 64: its q @ k^T product,
+   41 us in later calls). Called when a module that uses the pool is built or loaded. Returns the
+   threads a product may use now (1: no pool). */
+int relax_rt_start(void) {
+  if (max_threads < 2) return 1;
+  static atomic_int warmed;
+  int n = ensure_started();
+  if (n >= 2 && !atomic_exchange(&warmed, 1)) {
+    /* One small product per worker, queued as tasks: OpenBLAS sets up what a thread's first
+       product needs (its buffers) in the worker, not in the first product it joins. */
+    warm_blas(NULL);
+    for (int t = 1; t < n; t++) mlirAsyncRuntimeExecute(NULL, warm_blas);
+    /* Wait for them (at most 50 ms, never running them here): the pool is idle when this returns. */
+    long until = now_ns() + 50000000;
+    while (atomic_load(&warm_done) < n && now_ns() < until) sched_yield();
+  }
+  return n;
+}
+
+/* The pool's threads running now (0: not started), without starting them. */
+int relax_rt_started(void) { return started; }
+
 /* out[0..10]: parallel products, serial products, stalls, products no worker joined, chunks run by
    workers, chunks in all, nanoseconds callers waited for workers, current back-off (ns), async
    tasks, tasks run at once by the caller (one thread or backing off), tasks run by workers,
