@@ -40,9 +40,12 @@ try:
 except ValueError as e:
     overflow = str(e)
 mods = sorted({m.split(".")[0] for m in sys.modules} & {"jax", "jaxlib", "mlir", "transformers", "flax"})
+# shared libraries mapped: none of MLIR's or LLVM's (an artifact finds its dependencies from its own folder)
+native = sorted({l.split()[-1].rsplit("/", 1)[-1] for l in open("/proc/self/maps") if ".so" in l
+                 and any(k in l for k in ("MLIR", "LLVM", "mlir", "xla", "jaxlib"))})
 threaded = [getattr(e[e.main]._native, "threaded", None) for e in (gen.prefill_exe, gen.decode_exe)]
 print(json.dumps({"greedy": greedy, "sampled": sampled, "overflow": overflow, "modules": mods,
-                  "threaded": threaded, "eos": gen.eos_token_id}))
+                  "threaded": threaded, "eos": gen.eos_token_id, "native": native}))
 """
 
 
@@ -72,6 +75,7 @@ def test_loaded_package_generates_without_the_compiler(saved):
     gen, ref, path = saved
     got = _child(path)
     assert got["modules"] == [], got["modules"]  # no jax, transformers, flax or MLIR in the serving process
+    assert got["native"] == [], got["native"]  # nor their shared libraries
     assert got["greedy"] == ref.generate(PROMPTS, NEW)
     assert got["sampled"] == gen.generate(PROMPTS, NEW, **SAMPLING)
     assert "KV cache overflow" in got["overflow"]
