@@ -244,6 +244,16 @@ def _stage(name: str) -> tuple:
     return name, _mib("VmRSS"), _mib("VmHWM"), _mib("RssAnon"), _mib("RssFile")
 
 
+def _decode_at_max_context(gen) -> tuple[float, float]:
+    """One decode step of `gen` with the whole KV cache (max_context positions) written; MiB of
+    the weights and of that cache."""
+    lm, M = gen.lm, gen.max_context
+    cache = [np.ones((1, M, lm.kv_heads, lm.head_dim), lm.cache_dtype) for _ in range(2 * lm.layers)]
+    gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
+                    np.int32(M - 1), *cache)
+    return sum(w.nbytes for w in lm.weights) / 2**20, sum(c.nbytes for c in cache) / 2**20
+
+
 def _print_stage(name, now, peak, anon, files) -> None:
     print(f"  after {name:28s} resident {now:6.0f} MiB (peak {peak:6.0f}): private {anon:6.0f}, mapped files "
           f"{files:5.0f}", flush=True)
@@ -266,15 +276,11 @@ def rss_alone(args) -> None:
     ids = np.ones((1, p), np.int32)
     gen.prefill_step(ids, np.ones((1, p), np.int32), np.arange(p, dtype=np.int32)[None])
     stages.append(_stage(f"prefill {p}"))
-    M, L, H, D = args.max_context, lm.layers, lm.kv_heads, lm.head_dim
-    cache = [np.ones((1, M, H, D), np.float32) for _ in range(2 * L)]
-    gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
-                    np.int32(M - 1), *cache)
+    M = args.max_context
+    weights, kv = _decode_at_max_context(gen)
     stages.append(_stage(f"decode at {M}"))
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent across exec
     rss = _mib("VmHWM")
-    weights = sum(w.nbytes for w in lm.weights) / 2**20
-    kv = sum(c.nbytes for c in cache) / 2**20
     for name, now, peak, anon, files in stages:
         _print_stage(name, now, peak, anon, files)
     if args.package:
@@ -309,19 +315,15 @@ def rss_serving(args) -> None:
     prompt = [int(t) for t in np.random.default_rng(0).integers(1, lm.vocab, p)]
     gen.generate([prompt], 8)
     st = gen.last_stats
-    stages.append(_stage(f"prefill {p} + 7 decode steps"))
-    L, H, D = lm.layers, lm.kv_heads, lm.head_dim
-    cache = [np.ones((1, M, H, D), lm.cache_dtype) for _ in range(2 * L)]
-    gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
-                    np.int32(M - 1), *cache)
+    stages.append(_stage(f"prefill {p} (first call) + 7 decode steps"))
+    weights, kv = _decode_at_max_context(gen)
     stages.append(_stage(f"decode at {M}"))
     rss = _mib("VmHWM")
-    weights = sum(w.nbytes for w in lm.weights) / 2**20
-    kv = sum(c.nbytes for c in cache) / 2**20
     for stage in stages:
         _print_stage(*stage)
     foreign = sorted({m.split(".")[0] for m in sys.modules} & {"jax", "jaxlib", "mlir", "transformers", "flax"})
-    print(f"peak RSS serving the package (child process: load, prefill {p} at {p / st['prefill_s']:.1f} tok/s, "
+    print(f"peak RSS serving the package (child process: load, prefill {p} (first call: {p / st['prefill_s']:.1f} "
+          f"tok/s), "
           f"decode at {M}): {rss:.0f} MiB = {rss / (weights + kv):.2f}x weights {weights:.0f} MiB + KV cache "
           f"{kv:.0f} MiB; imported of jax/mlir/transformers: {foreign or 'none'}", flush=True)
 

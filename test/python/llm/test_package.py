@@ -107,6 +107,40 @@ def test_loaded_in_process_maps_the_weights(saved):
     assert calls == []
 
 
+def _tasks_run(exe) -> int:
+    """Parallel-loop tasks the artifact's multi-threaded build ran (its relax_rt pool's counter)."""
+    import ctypes
+
+    out = (ctypes.c_long * 12)()
+    exe._keepalive[1].relax_rt_stats(out)
+    return out[8]
+
+
+def test_threaded_build_runs_and_one_thread_on_request(saved):
+    """Every call on the multi-threaded build (threshold 1 element) gives the in-process tokens,
+    and its parallel loops ran as tasks; RELAX_MLIR_NUM_THREADS=1 at load keeps to one thread."""
+    from relax_mlir import knobs
+
+    gen, _, path = saved
+    want = gen.generate(PROMPTS, 8, **SAMPLING)
+    with knobs.overridden(RELAX_MLIR_PARALLEL_MIN_ELEMENTS="1"):
+        threaded = load(path, verify=False)
+    chosen = []
+    for exe in (threaded.prefill_exe, threaded.decode_exe):
+        native = exe[exe.main]._native
+        native.function = (lambda f, n: lambda k: chosen.append((n, f(k) is n.fn_threaded)) or f(k))(
+            native.function, native)
+    assert threaded.generate(PROMPTS, 8, **SAMPLING) == want
+    assert len(chosen) == 8 and all(t for _, t in chosen)  # one prefill, 7 decode steps: all threaded
+    # the prefill's loops ran as tasks on the pool (the decode step's, at these sizes, are one
+    # block each, which MLIR's async-parallel-for runs inline)
+    assert _tasks_run(threaded.prefill_exe) > 0
+    with knobs.overridden(RELAX_MLIR_NUM_THREADS="1"):
+        one = load(path, verify=False)
+    assert [e[e.main]._native.threaded for e in (one.prefill_exe, one.decode_exe)] == [False, False]
+    assert one.generate(PROMPTS, 8, **SAMPLING) == want
+
+
 def _copy(path, tmp_path, name="copy"):
     dst = str(tmp_path / name)
     shutil.copytree(path, dst)
