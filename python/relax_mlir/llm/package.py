@@ -81,12 +81,17 @@ def save(gen, path: str, *, eos_token_id: int | None = None) -> None:
         raise ValueError(f"save writes CPU packages; this generator's target is {gen.target!r}")
     if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
         raise ValueError(f"{path} exists and is not an empty directory")
-    if eos_token_id is not None and (int(eos_token_id) != eos_token_id or not 0 <= eos_token_id < gen.lm.vocab):
+    if eos_token_id is not None and (not isinstance(eos_token_id, (int, np.integer)) or isinstance(eos_token_id, bool)
+                                     or not 0 <= eos_token_id < gen.lm.vocab):
         raise ValueError(f"eos_token_id must be a token of the vocabulary (0..{gen.lm.vocab - 1}), got {eos_token_id!r}")
     sources = [_artifact_source(gen, k, name) for k, name in enumerate(ENTRIES)]  # refuse before writing
     parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".relax-mlir-llm-", dir=parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would stay on the package
         for name, (exe, src) in zip(ENTRIES, sources):
             if src is None:
                 exe.export(os.path.join(tmp, name))

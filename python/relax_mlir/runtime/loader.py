@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from relax_mlir import knobs
-from relax_mlir.runtime import native_rt
+from relax_mlir.runtime import library, native_rt
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 from relax_mlir.shape import parse as parse_expr
 
@@ -300,6 +300,12 @@ def load(path: str, *, driver=None) -> Executable:
     for lib in libs:
         if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
             native_rt.configure(lib)
+        # OpenBLAS itself on one thread, as in the compiling process (runtime/library.py; main's
+        # 5508e32 does the same for kernels.so): found through the library's dependencies
+        set_threads = getattr(lib, library.SET_THREADS_SYMBOL, None)
+        if set_threads is not None:
+            set_threads.argtypes = [ctypes.c_int]
+            set_threads(1)
     min_elements = knobs.parallel_min_elements(threaded["min_elements"]) if threaded else 0
     funcs = {}
     for entry in manifest["entries"]:

@@ -88,6 +88,9 @@ def test_loaded_package_generates_without_the_compiler(saved):
         manifest = json.load(open(os.path.join(path, name, "manifest.json")))
         assert manifest["threaded"]["library"] in manifest["files"]
     assert len(index["weights"]) == len(gen.lm.weights)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o777 & ~umask  # not the temporary directory's 0700
 
 
 def test_loaded_in_process_maps_the_weights(saved):
