@@ -103,11 +103,14 @@ def test_loaded_in_process_maps_the_weights(saved):
     assert loaded.generate(PROMPTS, 8) == gen.generate(PROMPTS, 8)
     # overflow is refused before native code runs (the decode step is never called)
     calls = []
-    real = loaded.decode_step
-    loaded.decode_step = lambda *a: calls.append(1) or real(*a)
+    for step in ("prefill_step", "decode_step"):
+        real = getattr(loaded, step)
+        setattr(loaded, step, (lambda real, step: lambda *a: calls.append(step) or real(*a))(real, step))
     with pytest.raises(ValueError, match="KV cache overflow"):
         loaded.generate([[1] * 90], 10)
     assert calls == []
+    loaded.generate([[1] * 87], 10)  # 96 positions: fits
+    assert calls == ["prefill_step"] + ["decode_step"] * 9
 
 
 def _tasks_run(exe) -> int:
@@ -151,7 +154,7 @@ def _copy(path, tmp_path, name="copy"):
 
 
 @pytest.mark.parametrize("damage", ["missing_weight", "truncated_weight", "modified_weight", "modified_library",
-                                    "missing_manifest"])
+                                    "missing_manifest", "truncated_index"])
 def test_damaged_package_names_the_file(saved, tmp_path, damage):
     _, _, path = saved
     p = _copy(path, tmp_path)
@@ -174,9 +177,14 @@ def test_damaged_package_names_the_file(saved, tmp_path, damage):
             f.seek(200)
             f.write(b"\xff")
         want = r"decode: kernels\.so does not match the SHA-256"
-    else:
+    elif damage == "missing_manifest":
         os.remove(os.path.join(p, "prefill", "manifest.json"))
         want = r"prefill/manifest\.json is missing"
+    else:
+        index = os.path.join(p, package.INDEX)
+        with open(index, "r+b") as f:
+            f.truncate(os.path.getsize(index) // 2)
+        want = r"llm\.json is not valid JSON"
     with pytest.raises(ValueError, match=want):
         load(p)
 
