@@ -9,6 +9,9 @@ HF's Flax generate does ("jax padded"). Calls are interleaved (one of each imple
 round) and the median of the rounds is reported.
 
     python bench/llm.py [--layers 12] [--d 1024] [--contexts 16,128,512,2048] [--prompts 16,128]
+                        [--package DIR]   (also the saved package, loaded here: threaded and one-thread)
+    python bench/llm.py --rss-only [--out-of-process | --package DIR]   (peak RSS, relax-mlir alone; with
+                        --package also a serving process: load the package, prefill, decode at max context)
 """
 from __future__ import annotations
 
@@ -21,13 +24,14 @@ import time
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
-import mlir.ir  # noqa: E402,F401  (before transformers pulls tensorflow in)
 import numpy as np  # noqa: E402
 
 import relax_mlir  # noqa: E402,F401
 
 
 def model_of(args):
+    import mlir.ir  # noqa: F401  (before transformers pulls tensorflow in)
+
     import jax
     from transformers import FlaxLlamaForCausalLM, LlamaConfig
 
@@ -46,6 +50,10 @@ def model_of(args):
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
+
+
+def _rel(x, ref) -> float:
+    return float(np.max(np.abs(np.asarray(x) - ref)) / np.max(np.abs(ref)))
 
 
 def rounds(fns: dict, reps: int) -> dict:
@@ -79,7 +87,13 @@ def main() -> None:
     ap.add_argument("--out-of-process", action="store_true",
                     help="with --rss-only: compile in a child process and load the artifacts "
                          "(Generator(out_of_process=True))")
+    ap.add_argument("--package", metavar="DIR",
+                    help="save the compiled generator to DIR (a new directory) and time the loaded package "
+                         "too; with --rss-only, measure a serving process that loads it")
+    ap.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)  # the serving child of --rss-only --package
     args = ap.parse_args()
+    if args.serve:
+        return rss_serving(args)
     if args.rss_only:
         return rss_alone(args)
     contexts = [int(c) for c in args.contexts.split(",")]
@@ -100,6 +114,7 @@ def main() -> None:
           f"built in {time.perf_counter() - t0:.1f} s", flush=True)
     gen = Generator(lm, args.max_context)
     print(f"relax-mlir: prefill + decode exported and compiled once each in {gen.compile_seconds:.1f} s", flush=True)
+    packages = load_package(gen, args.package) if args.package else {}
     before = None
     if args.before:
         # relax-mlir without the run-time library's pool: one-thread OpenBLAS called directly (the
@@ -134,8 +149,12 @@ def main() -> None:
         if before is not None:
             before.prefill_step(ids, mask, pos)
             fns["before"] = lambda: before.prefill_step(ids, mask, pos)
+        for k, g in packages.items():
+            assert _rel(g.prefill_step(ids, mask, pos)[0], ours[0]) < 1e-5, k
+            fns[k] = (lambda g: lambda: g.prefill_step(ids, mask, pos))(g)
         t = rounds(fns, args.reps)
         extra = f"  before: {p / t['before']:.1f} tok/s, {t['jax'] / t['before']:.2f}" if before is not None else ""
+        extra += "".join(f"  {k}: {p / t[k]:.1f} tok/s, {t['relax'] / t[k]:.2f} of in-process" for k in packages)
         print(f"{p:10d} {p / t['relax']:17.1f} {p / t['jax']:14.1f} {t['jax'] / t['relax']:6.2f}  "
               f"({t1 - t0:.1f}, {t2 - t1:.1f}){extra}", flush=True)
 
@@ -168,9 +187,13 @@ def main() -> None:
         if before is not None:
             before.decode_step(one, mask_c, pos, idx, *cache)
             fns["before"] = lambda: before.decode_step(one, mask_c, pos, idx, *cache)
+        for k, g in packages.items():
+            assert _rel(g.decode_step(one, mask_c, pos, idx, *cache)[0], ours[0]) < 1e-5, k
+            fns[k] = (lambda g: lambda: g.decode_step(one, mask_c, pos, idx, *cache))(g)
         t = rounds(fns, args.reps)
         extra = (f"  before: {1 / t['before']:.2f} tok/s, {t['exact'] / t['before']:.2f} vs exact"
                  if before is not None else "")
+        extra += "".join(f"  {k}: {1 / t[k]:.2f} tok/s, {t['relax'] / t[k]:.2f} of in-process" for k in packages)
         print(f"{c:10d} {1 / t['relax']:17.2f} {1 / t['exact']:10.2f} {1 / t['padded']:11.2f} "
               f"{t['exact'] / t['relax']:9.2f} {t['padded'] / t['relax']:10.2f}{extra}", flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -178,10 +201,35 @@ def main() -> None:
     print(f"\npeak RSS of the process (both implementations, jax's weights copied): {rss:.0f} MiB; "
           f"weights {nparams * 4 / 2**20:.0f} MiB, KV cache at max context {cache_mb:.0f} MiB", file=sys.stdout)
     import subprocess
-    for more in ([], ["--out-of-process"]):
-        child = subprocess.run([sys.executable, __file__, "--rss-only", *sys.argv[1:], *more], capture_output=True,
-                               text=True)
+    argv = list(sys.argv[1:])
+    if args.package:  # saved above: the serving child loads it
+        k = next(i for i, a in enumerate(argv) if a.startswith("--package"))
+        del argv[k:k + (1 if "=" in argv[k] else 2)]
+    for more in ([], ["--out-of-process"], ["--serve", args.package] if args.package else None):
+        if more is None:
+            continue
+        child = subprocess.run([sys.executable, __file__, "--rss-only", *argv, *more], capture_output=True, text=True)
         print(child.stdout.strip() if child.returncode == 0 else f"child failed: {child.stderr[-2000:]}", flush=True)
+
+
+def load_package(gen, path: str) -> dict:
+    """Save `gen` to `path` and load it twice: as saved (the multi-threaded build for calls past
+    the threshold) and with RELAX_MLIR_NUM_THREADS=1 (the one-thread build only)."""
+    from relax_mlir import knobs
+    from relax_mlir.llm import load
+
+    t0 = time.perf_counter()
+    gen.save(path)
+    t1 = time.perf_counter()
+    out = {"package": load(path)}
+    t2 = time.perf_counter()
+    with knobs.overridden(RELAX_MLIR_NUM_THREADS="1"):
+        out["package 1 thread"] = load(path, verify=False)
+    decode = out["package"].decode_exe
+    print(f"package: saved to {path} in {t1 - t0:.1f} s (two builds of each function), loaded in {t2 - t1:.1f} s "
+          f"(SHA-256 of every file); decode has a multi-threaded build: {decode[decode.main]._native.threaded}",
+          flush=True)
+    return out
 
 
 def _mib(key: str) -> float:
@@ -194,6 +242,21 @@ def _mib(key: str) -> float:
 
 def _stage(name: str) -> tuple:
     return name, _mib("VmRSS"), _mib("VmHWM"), _mib("RssAnon"), _mib("RssFile")
+
+
+def _decode_at_max_context(gen) -> tuple[float, float]:
+    """One decode step of `gen` with the whole KV cache (max_context positions) written; MiB of
+    the weights and of that cache."""
+    lm, M = gen.lm, gen.max_context
+    cache = [np.ones((1, M, lm.kv_heads, lm.head_dim), lm.cache_dtype) for _ in range(2 * lm.layers)]
+    gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
+                    np.int32(M - 1), *cache)
+    return sum(w.nbytes for w in lm.weights) / 2**20, sum(c.nbytes for c in cache) / 2**20
+
+
+def _print_stage(name, now, peak, anon, files) -> None:
+    print(f"  after {name:28s} resident {now:6.0f} MiB (peak {peak:6.0f}): private {anon:6.0f}, mapped files "
+          f"{files:5.0f}", flush=True)
 
 
 def rss_alone(args) -> None:
@@ -213,22 +276,56 @@ def rss_alone(args) -> None:
     ids = np.ones((1, p), np.int32)
     gen.prefill_step(ids, np.ones((1, p), np.int32), np.arange(p, dtype=np.int32)[None])
     stages.append(_stage(f"prefill {p}"))
-    M, L, H, D = args.max_context, lm.layers, lm.kv_heads, lm.head_dim
-    cache = [np.ones((1, M, H, D), np.float32) for _ in range(2 * L)]
-    gen.decode_step(np.array([[7]], np.int32), np.ones((1, M), np.int32), np.array([[M - 1]], np.int32),
-                    np.int32(M - 1), *cache)
+    M = args.max_context
+    weights, kv = _decode_at_max_context(gen)
     stages.append(_stage(f"decode at {M}"))
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent across exec
     rss = _mib("VmHWM")
-    weights = sum(w.nbytes for w in lm.weights) / 2**20
-    kv = sum(c.nbytes for c in cache) / 2**20
     for name, now, peak, anon, files in stages:
-        print(f"  after {name:28s} resident {now:6.0f} MiB (peak {peak:6.0f}): private {anon:6.0f}, mapped files "
-              f"{files:5.0f}", flush=True)
+        _print_stage(name, now, peak, anon, files)
+    if args.package:
+        t0 = time.perf_counter()
+        gen.save(args.package)
+        print(f"  saved the package to {args.package} in {time.perf_counter() - t0:.1f} s", flush=True)
     how = "compiled in a grandchild, artifacts loaded" if args.out_of_process else "compile"
     print(f"peak RSS of relax-mlir alone (child process: {how}, prefill {p}, decode at {M}): {rss:.0f} MiB "
           f"= {rss / (weights + kv):.2f}x weights {weights:.0f} MiB + KV cache {kv:.0f} MiB; resident at the end "
           f"{_mib('VmRSS'):.0f} MiB", flush=True)
+
+    if args.package:
+        import subprocess
+
+        child = subprocess.run([sys.executable, __file__, "--serve", args.package, "--prompts", args.prompts],
+                               capture_output=True, text=True)
+        print(child.stdout.strip() if child.returncode == 0 else f"serving child failed: {child.stderr[-2000:]}",
+              flush=True)
+
+
+def rss_serving(args) -> None:
+    """Peak RSS of a serving process: load the package (weights memory-mapped), generate from a
+    prompt of the longest --prompts length, then a decode step at the maximum context with the
+    whole KV cache written; neither jax, transformers nor MLIR is imported here."""
+    stages = [_stage("imports (numpy, relax_mlir)")]
+    from relax_mlir.llm import load
+
+    gen = load(args.serve)
+    stages.append(_stage("load the package"))
+    p = max(int(x) for x in args.prompts.split(","))
+    M, lm = gen.max_context, gen.lm
+    prompt = [int(t) for t in np.random.default_rng(0).integers(1, lm.vocab, p)]
+    gen.generate([prompt], 8)
+    st = gen.last_stats
+    stages.append(_stage(f"prefill {p} (first call) + 7 decode steps"))
+    weights, kv = _decode_at_max_context(gen)
+    stages.append(_stage(f"decode at {M}"))
+    rss = _mib("VmHWM")
+    for stage in stages:
+        _print_stage(*stage)
+    foreign = sorted({m.split(".")[0] for m in sys.modules} & {"jax", "jaxlib", "mlir", "transformers", "flax"})
+    print(f"peak RSS serving the package (child process: load, prefill {p} (first call: {p / st['prefill_s']:.1f} "
+          f"tok/s), "
+          f"decode at {M}): {rss:.0f} MiB = {rss / (weights + kv):.2f}x weights {weights:.0f} MiB + KV cache "
+          f"{kv:.0f} MiB; imported of jax/mlir/transformers: {foreign or 'none'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,12 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import replace
 
 from relax_mlir.backend.common import LoweringError
 from relax_mlir.backend.cpu import CPUOptions, lower
 from relax_mlir.runtime import native_rt
-from relax_mlir.runtime.loader import manifest, write_manifest
+from relax_mlir.runtime.loader import LIBRARY, THREADED_LIBRARY, manifest, write_manifest
 
 # What kernels may call that neither libc, libm nor libgcc define: MLIR's strided copy (its C
 # runner utils' ABI: rank, then {allocated, aligned, offset, sizes[rank], strides[rank]}) and the
@@ -96,16 +97,37 @@ def _run_tool(cmd: list[str], what: str, text: bool = False) -> str | bytes:
         raise LoweringError("export", what, f"cannot run {cmd[0]}: {e}") from None
 
 
-def export(upstream, signatures, main: str, path: str, cpu: str | None = "native") -> None:
+def export(upstream, signatures, main: str, path: str, cpu: str | None = "native", options=None,
+           min_elements: int | None = None) -> None:
     """Build the artifact from `upstream` (the upstream-level module operation, left as it is).
-    `cpu`: the LLVM CPU the library is built for (`native`: this machine; None: baseline)."""
+    `cpu`: the LLVM CPU the library is built for (`native`: this machine; None: baseline).
+
+    `kernels.so` is the one-thread build. With `options` (CPUOptions) of more than one thread and
+    `min_elements`, `kernels.threaded.so` is the multi-threaded build too (its parallel loops run
+    on the run-time library's pool: relax_rt.c, compiled in, implements MLIR's async runtime
+    API), and the manifest's `threaded` records that calls touching at least `min_elements`
+    elements take it, as the JIT's dispatch does (backend/cpu_runtime.py)."""
     os.makedirs(path, exist_ok=True)
+    options = options or CPUOptions(num_threads=1)
+    files = _library(upstream, path, cpu, replace(options, num_threads=1), LIBRARY)
+    extra = {}
+    if options.num_threads > 1 and min_elements is not None:
+        files += [f for f in _library(upstream, path, cpu, options, THREADED_LIBRARY) if f not in files]
+        extra["threaded"] = {"library": THREADED_LIBRARY, "threads": options.num_threads,
+                             "min_elements": int(min_elements)}
+    write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures, **extra), files)
+
+
+def _library(upstream, path: str, cpu: str | None, options, name: str) -> list[str]:
+    """Build `upstream` lowered with `options` into the shared library `path/name`; the files it
+    ships (the library, and the BLAS it links beside it)."""
     with upstream.context:
         op = upstream.clone(ip=False)
-        # One thread: the artifact then needs no async runtime, only libc/libm/libgcc (and
-        # SUPPORT, compiled in).
-        lower(op, CPUOptions(num_threads=1))
+        # One thread: the library needs no async runtime, only libc/libm/libgcc (and SUPPORT,
+        # compiled in); threaded, relax_rt.c provides MLIR's async runtime API.
+        lower(op, options)
         llvm_dialect = op.get_asm()
+    uses_rt = "@relax_rt_" in llvm_dialect or "@" + native_rt.ASYNC_PREFIX in llvm_dialect
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "kernels.mlir")
         with open(src, "w") as f:
@@ -129,16 +151,16 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
                 f.write(support)
             _run_tool([cc, "-O2", "-fPIC", "-c", csrc, "-o", cobj], "cc (support functions)")
             inputs.append(cobj)
-        if "@relax_rt_" in llvm_dialect:  # pooled BLAS products: the run-time library, compiled in
+        if uses_rt:  # pooled BLAS products, parallel loops: the run-time library, compiled in
             robj = os.path.join(tmp, "relax_rt.o")
             with open(os.path.join(tmp, "relax_rt.c"), "w") as f:
                 f.write(native_rt.source())
             _run_tool([cc, "-O2", "-fPIC", "-pthread", "-c", os.path.join(tmp, "relax_rt.c"), "-o", robj],
                       "cc (run-time library)")
             inputs.append(robj)
-        cmd = [cc, "-shared", "-pthread", *inputs, "-o", os.path.join(path, "kernels.so"), "-lm"]
-        files = ["kernels.so"]
-        if "@scipy_cblas_" in llvm_dialect or "@relax_rt_" in llvm_dialect:
+        cmd = [cc, "-shared", "-pthread", *inputs, "-o", os.path.join(path, name), "-lm"]
+        files = [name]
+        if "@scipy_cblas_" in llvm_dialect or uses_rt:
             # relax.call_library kernels: ship the BLAS beside it
             from relax_mlir.runtime.library import library_path
 
@@ -149,7 +171,7 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
             files.append(os.path.basename(blas))
             cmd += [os.path.join(path, os.path.basename(blas)), "-Wl,-rpath,$ORIGIN"]
         _run_tool(cmd, "cc (link)")
-    write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures), files)
+    return files
 
 
 def _undefined(obj: str) -> list[str]:

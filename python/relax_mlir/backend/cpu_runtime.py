@@ -164,7 +164,13 @@ class JitEntry:
 
 
 def _export(exe: Executable, path: str, cpu: str | None) -> None:
-    export(exe.artifacts["upstream"], [f.sig for f in exe.functions.values()], exe.main, path, cpu)
+    """The artifact: the one-thread build, and the multi-threaded one where a call may take it
+    (exported parallel loops always run on relax-mlir's run-time library, compiled in)."""
+    sigs = [f.sig for f in exe.functions.values()]
+    options = exe.artifacts.get("options")
+    threaded = options is not None and options.num_threads > 1 and _may_thread(sigs, PARALLEL_MIN_RELAX_RT)
+    export(exe.artifacts["upstream"], sigs, exe.main, path, cpu, options if threaded else None,
+           PARALLEL_MIN_RELAX_RT if threaded else None)
 
 
 def _elements_at(sig, bound: dict, unbounded_as_zero: bool) -> int | None:
@@ -231,7 +237,8 @@ def build_cpu_executable(module, options=None) -> Executable:
     funcs = {s.name: Function(s, (lambda n: lambda *a: run.invoke(n, *a))(s.name), JitEntry(run, s.name))
              for s in sigs}
     main = "main" if "main" in funcs else sigs[0].name
-    exe = Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream, "exporter": _export})
+    exe = Executable(funcs, main, keepalive=(module, run), artifacts={"upstream": upstream, "exporter": _export,
+                                                                    "options": options})
     if knobs.profile():
         profile_at_exit(exe)
     return exe

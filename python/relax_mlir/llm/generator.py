@@ -12,6 +12,7 @@ benchmarks compare with).
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -19,6 +20,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 import relax_mlir
+from relax_mlir.llm import package
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.out_of_process import compile_out_of_process, return_freed_memory
@@ -81,8 +83,8 @@ class Generator:
     the compiled functions with the weights bound (flat arrays in, a flat tuple (logits, *keys,
     *values) out); `prefill_exe` / `decode_exe` the executables; `compile_seconds` the time to
     export and compile both; `last_stats` the timings of the last generation. `out_of_process=True`
-    compiles in a child process and loads one-thread CPU artifacts (`llm/out_of_process.py`): no
-    compiler memory here, at the cost of compile time and of the multi-threaded build.
+    compiles in a child process and loads its CPU artifacts (`llm/out_of_process.py`): no
+    compiler memory here, at the cost of compile time.
     `executables=(prefill, decode)` takes them compiled or loaded elsewhere
     (`relax_mlir.runtime.load` of exported artifacts): nothing is compiled, and the compiler (MLIR)
     is not imported, as on a GPU machine that has only the runtime (bench/gpu_check.py); with
@@ -108,6 +110,7 @@ class Generator:
         self.lm, self.max_context, self.target = lm, int(max_context), target
         self.cache_chunk, self.pad_token_id = int(cache_chunk), int(pad_token_id)
         self.last_stats: dict = {}
+        self.package_path = self.eos_token_id = None  # set by load() from a package
         t0 = time.perf_counter()
         if target == "jax":
             self.prefill_step = _JaxCompiled(lm.prefill, lm.weights, lm.layers, decode=False)
@@ -135,6 +138,27 @@ class Generator:
         """Google's gemma `gm.nn.Transformer` with its params: exports and compiles its prefill
         and decode."""
         return cls(from_gemma(model, params), max_context, target, **kw)
+
+    # --- packages ----------------------------------------------------------------------------
+
+    def save(self, path: str, *, eos_token_id: int | None = None) -> None:
+        """Write this CPU generator as a package (`llm/package.py`): both functions' CPU artifacts
+        (with their multi-threaded builds where the compile used threads), the weights as .npy
+        files and the config as JSON, to the new directory `path`. `Generator.load(path)` (or
+        `relax_mlir.llm.load`) generates from it without jax, transformers or MLIR."""
+        package.save(self, path, eos_token_id=eos_token_id)
+
+    @classmethod
+    def load(cls, path: str, *, verify: bool = True) -> "Generator":
+        """The generator saved at `path` (`save`), its weights memory-mapped; every file is checked
+        first (`verify=False` skips hashing the weights). `package_path` and `eos_token_id` (as
+        saved, or None) are set on it."""
+        lm, exes, cfg = package.read(path, verify=verify)
+        gen = cls(lm, cfg["max_context"], cache_chunk=cfg["cache_chunk"], pad_token_id=cfg["pad_token_id"],
+                  executables=exes)
+        gen.package_path = os.path.abspath(path)
+        gen.eos_token_id = cfg["eos_token_id"]
+        return gen
 
     # --- generation ------------------------------------------------------------------------
 

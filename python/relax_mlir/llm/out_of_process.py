@@ -3,8 +3,9 @@
 (`Executable.export`); this process loads them with `relax_mlir.runtime.load`, so no IR, no pass
 and no JIT ever runs here (an artifact needs no MLIR library: backend/cpu_artifact.py): its peak memory is the model's weights, the KV
 cache and the workspace, plus numpy and jax (bench/llm.py --rss-only --out-of-process). The
-artifacts are built for one thread (an exported CPU artifact needs no async runtime), and the
-export adds a second lowering and `opt`/`llc` to the compile time.
+artifacts carry the multi-threaded build where the compile uses threads (the default options;
+their parallel loops run on relax_rt.c's pool, compiled into the artifact) beside the one-thread
+one, and the export adds their lowerings and `opt`/`llc` to the compile time.
 
     python -m relax_mlir.llm.out_of_process DIR   (what the child runs, `main`: DIR/<k>.jaxexport -> DIR/<k>/)
 """
@@ -79,8 +80,6 @@ def _child(work: str) -> None:
 
     with open(os.path.join(work, "options.pickle"), "rb") as f:
         options = pickle.load(f)
-    if options is None:
-        options = {"num_threads": 1}  # the JIT build only makes the IR that export() lowers again
     k = 0
     while os.path.exists(os.path.join(work, f"{k}.jaxexport")):
         with open(os.path.join(work, f"{k}.jaxexport"), "rb") as f:

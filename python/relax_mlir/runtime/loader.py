@@ -26,12 +26,14 @@ from typing import Callable
 
 import numpy as np
 
+from relax_mlir import knobs
 from relax_mlir.runtime import library, native_rt
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 from relax_mlir.shape import parse as parse_expr
 
 MANIFEST = "manifest.json"
 LIBRARY = "kernels.so"
+THREADED_LIBRARY = "kernels.threaded.so"  # the multi-threaded build, where the manifest's `threaded` names it
 HOST_PROGRAM = "host.json"
 GPU_FORMATS = {"vulkan": ("relax-mlir-vulkan-1", "spirv", ".spv"), "cuda": ("relax-mlir-cuda-1", "ptx", ".ptx"),
                "webgpu": ("relax-mlir-webgpu-1", "wgsl", ".wgsl")}
@@ -94,17 +96,29 @@ def _descriptor(a: np.ndarray) -> np.ndarray:
 
 class NativeEntry:
     """`_mlir_ciface_<name>` of the shared library: called with one descriptor address per memref
-    (`Function`'s fast path: `packed = False`), or with numpy arrays (`__call__`)."""
+    (`Function`'s fast path: `packed = False`), or with numpy arrays (`__call__`). With a
+    multi-threaded build (`threaded_lib`), calls touching at least `min_elements` elements run
+    its entry instead (`Function` counts them when `threaded` is set)."""
 
     packed = False
-    threaded = False
 
-    def __init__(self, lib: ctypes.CDLL, name: str, nargs: int):
-        self.fn = getattr(lib, "_mlir_ciface_" + name)
-        self.fn.restype = None
-        self.fn.argtypes = [ctypes.c_void_p] * nargs
+    def __init__(self, lib: ctypes.CDLL, name: str, nargs: int, threaded_lib: ctypes.CDLL | None = None,
+                 min_elements: int = 0):
+        self.fn = self._entry(lib, name, nargs)
+        self.fn_threaded = None if threaded_lib is None else self._entry(threaded_lib, name, nargs)
+        self.threaded = self.fn_threaded is not None
+        self.min_elements = min_elements
+
+    @staticmethod
+    def _entry(lib: ctypes.CDLL, name: str, nargs: int):
+        fn = getattr(lib, "_mlir_ciface_" + name)
+        fn.restype = None
+        fn.argtypes = [ctypes.c_void_p] * nargs
+        return fn
 
     def function(self, n_elements: int):
+        if self.fn_threaded is not None and n_elements >= self.min_elements:
+            return self.fn_threaded
         return self.fn
 
     def __call__(self, *arrays: np.ndarray) -> None:
@@ -278,20 +292,37 @@ def load(path: str, *, driver=None) -> Executable:
     if fmt != "relax-mlir-cpu-1":
         raise ValueError(f"{path}: not a relax-mlir artifact (format {fmt!r}; known: relax-mlir-cpu-1, "
                          + ", ".join(n for n, _, _ in GPU_FORMATS.values()) + ")")
-    _check_files(path, manifest, [LIBRARY])
-    lib = ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))
-    if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
-        native_rt.configure(lib)
-        native_rt.start(lib)  # the pool's workers now, not in the first call that splits
-    # OpenBLAS itself on one thread, as in the compiling process (runtime/library.py): found through
-    # kernels.so's dependencies when the artifact ships the BLAS
-    set_threads = getattr(lib, library.SET_THREADS_SYMBOL, None)
-    if set_threads is not None:
-        set_threads.argtypes = [ctypes.c_int]
-        set_threads(1)
+    threaded = _threaded_build(path, manifest)
+    _check_files(path, manifest, [LIBRARY] + ([threaded["library"]] if threaded else []))
+    libs = [ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))]
+    if threaded and (knobs.num_threads_setting() or 2) > 1:  # RELAX_MLIR_NUM_THREADS=1: one thread
+        libs.append(ctypes.CDLL(os.path.join(os.path.abspath(path), threaded["library"])))
+    for lib in libs:
+        if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
+            native_rt.configure(lib)
+            native_rt.start(lib)  # the pool's workers now, not in the first call that splits
+        # OpenBLAS itself on one thread, as in the compiling process (runtime/library.py): found
+        # through the library's dependencies
+        set_threads = getattr(lib, library.SET_THREADS_SYMBOL, None)
+        if set_threads is not None:
+            set_threads.argtypes = [ctypes.c_int]
+            set_threads(1)
+    min_elements = knobs.parallel_min_elements(threaded["min_elements"]) if threaded else 0
     funcs = {}
     for entry in manifest["entries"]:
         sig = _sig(entry)
-        native = NativeEntry(lib, sig.name, len(sig.params) + len(sig.results) + len(sig.workspace) + 1)
+        native = NativeEntry(libs[0], sig.name, len(sig.params) + len(sig.results) + len(sig.workspace) + 1,
+                             libs[1] if len(libs) > 1 else None, min_elements)
         funcs[sig.name] = Function(sig, native, native)
-    return Executable(funcs, manifest["main"], keepalive=lib)
+    return Executable(funcs, manifest["main"], keepalive=tuple(libs))
+
+
+def _threaded_build(path: str, manifest: dict) -> dict | None:
+    """The manifest's `threaded` record (library, threads, min_elements), checked; None if absent."""
+    t = manifest.get("threaded")
+    if t is None:
+        return None
+    if (not isinstance(t, dict) or t.get("library") != THREADED_LIBRARY or not isinstance(t.get("min_elements"), int)
+            or t["min_elements"] < 0):
+        raise ValueError(f"{path}: {MANIFEST}: malformed `threaded` record {t!r}")
+    return t
