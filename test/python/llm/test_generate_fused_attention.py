@@ -75,9 +75,8 @@ def test_prefill_and_decode_contain_fused_attention(lm):
     p = relax_mlir.run_passes(import_exported(pre), canon + ["relax-fuse-attention"])
     assert attention_operands(p) == [] and '"relax_v.if"' not in str(p)  # versioned bias chains: opt-in
     p = relax_mlir.run_passes(import_exported(pre), canon + ["relax-fuse-attention{fuse_bias=1}"])
-    assert attention_operands(p) == [4] * lm.layers
+    assert attention_operands(p) == [4]  # in the fused branch function, which the layers share
     assert str(p).count('"relax_v.if"') == lm.layers
-    assert str(p).count("func.func private @main_attention") == 2  # one pair shared by the layers
     d = relax_mlir.run_passes(import_exported(dec), canon + ["relax-fuse-attention"])
     assert attention_operands(d) == []
     d = relax_mlir.run_passes(import_exported(dec), canon + [EVERY_LENGTH])
