@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 import relax_mlir  # noqa: E402
 
-BUILDS = {"unfused": None, "versioned": "relax-fuse-attention",
+BUILDS = {"unfused": None, "versioned": "relax-fuse-attention{fuse_bias=1}",
           "fused": "relax-fuse-attention{min_keys=0 min_queries=0}"}
 
 
