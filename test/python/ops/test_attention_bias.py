@@ -20,7 +20,7 @@ from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES
 from test_attention_fused import T, _ran, op_names  # noqa: E402  (the same directory)
 
 FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{min_keys=0 min_queries=0}"]
-VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention"]
+VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{fuse_bias=1}"]  # opt-in for bias chains
 NEG = np.finfo(np.float32).min
 
 
@@ -80,7 +80,12 @@ def test_bias_chain_fused_versioned_matches_jax(layout, monkeypatch):
     versioned = op_names(relax_mlir.run_passes(from_jax(hf_attention, *specs), VERSIONED))
     assert versioned.count("relax_v.if") == 1 and versioned.count("relax.attention") == 1
     assert versioned.count("relax.logical_or") == 1 and versioned.count("relax.add") == 1  # the short branch's
-    exe = relax_mlir.compile(from_jax(hf_attention, *specs))
+    default = op_names(relax_mlir.run_passes(from_jax(hf_attention, *specs), VERSIONED[:2] + ["relax-fuse-attention"]))
+    assert "relax_v.if" not in default and "relax.attention" not in default  # the default leaves it unfused
+    from relax_mlir.targets import registry
+    passes = [p if p != "relax-fuse-attention" else "relax-fuse-attention{fuse_bias=1}"
+              for p in registry().expand(["relax-compile-cpu"])]
+    exe = relax_mlir.compile(from_jax(hf_attention, *specs), passes=passes)
     rng = np.random.default_rng(len(keep))
     jf = jax.jit(hf_attention)
     for bb, ss, mm in ((1, 1, 1), (2, 7, 13), (1, 31, 300), (1, SHORT_QUERIES, SHORT_KEYS - 1),
