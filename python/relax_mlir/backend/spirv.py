@@ -573,8 +573,8 @@ def _refuse_unsupported(op: ir.Operation) -> None:
         l.walk(visit, ir.WalkOrder.PRE_ORDER)
         if f16:
             raise LoweringError("flatten", "check types and ops",
-                                f"a Vulkan kernel cannot hold both i16 buffers and f16 values (i16 is emulated in "
-                                f"32 bits, f16 needs 16-bit storage): '{f16[0].name}' at {l.location}")
+                                f"i16 buffers and f16 values in one kernel are not supported on Vulkan (i16 is "
+                                f"emulated in 32 bits, f16 needs 16-bit storage): '{f16[0].name}' at {l.location}")
 
 
 def _expand_copysign(op: ir.Operation) -> None:

@@ -232,7 +232,8 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
         res["status"] = "fail"
         return res
     del from_jax
-    jitted = jax.jit(prog.function(reference=True))
+    ref_fn = prog.function(reference=True)
+    jitted = jax.jit(ref_fn)
     exact = prog.exact_outputs()
     precision = prog.output_precisions()
     summed = prog.order_dependent_outputs()
@@ -301,6 +302,19 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
                     msgs = [m if m is None or not summed[i] else
                             compare(got[i], want[i], exact[i], precision[i], summed[i], unit[i], mags[i])
                             for i, m in enumerate(msgs)]
+            if any(m is not None for m in msgs):
+                # XLA's own answer op by op, without its fusions' rewrites (seed 2301589: jax.jit's
+                # softmax of a row holding 1.6e29 is NaN; op by op, as numpy: [0, 0, 1, 0])
+                try:
+                    with jax.disable_jit():
+                        eager = [np.asarray(w) for w in as_list(ref_fn(*args))]
+                except Exception:
+                    eager = None
+                if eager is not None and len(eager) == len(want) and all(
+                        m is None or compare(got[i], eager[i], exact[i], precision[i], summed[i], unit[i]) is None
+                        for i, m in enumerate(msgs)):
+                    res.setdefault("xla_fusion_only", []).append({"variant": vname, "binding": env})
+                    msgs = []
             for i, msg in enumerate(msgs):
                 if msg is not None:
                     res["failures"].append({"variant": vname, "binding": env, "kind": "mismatch",

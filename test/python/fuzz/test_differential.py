@@ -229,3 +229,30 @@ def test_cancelling_sums_are_judged_against_their_terms():
     assert campaign.compare(got, want, exact=False, magnitude=np.float32([2e30, 3.0]))  # not a sum: no
     (res,) = campaign.run_batch([2301102], "cpu", do_minimize=False)
     assert res["status"] == "ok", campaign.describe(res)
+
+
+def test_xla_fusion_deviations_are_judged_op_by_op():
+    """jax.jit's softmax of a row holding 1.6e29 is NaN (seed 2301589), XLA op by op and numpy give
+    [0, 0, 1, 0]: a build that matches XLA's op-by-op answer (jax.disable_jit) is not a failure; a
+    cancelling f64 dot product (seed 2301718) is judged against its terms' size."""
+    res = campaign.run_batch([2301589, 2301718], "cpu", do_minimize=False)
+    assert [r["status"] for r in res] == ["ok", "ok"], [campaign.describe(r) for r in res]
+    assert res[0].get("xla_fusion_only")
+
+
+def test_vulkan_type_refusal_is_a_clean_refusal():
+    """Vulkan's refusal of i16 buffers beside f16 values (seed 2301122: a clipped f16 cast to i16)
+    is a located CompileError saying "not supported on Vulkan", which the campaign counts as a
+    clean refusal, not a compile failure (compiling needs no Vulkan device)."""
+    import jax
+    import jax.numpy as jnp
+
+    import relax_mlir
+    from relax_mlir.frontend.jax import from_jax
+
+    (n,) = jax.export.symbolic_shape("n")
+    f = lambda a: jnp.where(jnp.isnan(a), 0, jnp.clip(a, -1000, 1000)).astype(jnp.int16)  # noqa: E731
+    with pytest.raises(relax_mlir.CompileError) as e:
+        relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((n,), jnp.float16)), target="vulkan")
+    assert campaign.refused_by_target(e.value, "vulkan"), str(e.value)
+    assert " at loc(" in str(e.value)
