@@ -1,7 +1,7 @@
-// RUN: relax-opt %s --split-input-file '--relax-fuse-attention=fuse_bias=1' | FileCheck %s
+// RUN: relax-opt %s --split-input-file --relax-fuse-attention | FileCheck %s
 // RUN: relax-opt %s --split-input-file '--relax-fuse-attention=min_keys=0 min_queries=0' | FileCheck %s --check-prefix=ALL
 // RUN: relax-opt %s --split-input-file '--relax-fuse-attention=min_keys=0 min_queries=0' --relax-legalize | FileCheck %s --check-prefix=KERNEL
-// RUN: relax-opt %s --split-input-file --relax-fuse-attention | FileCheck %s --check-prefix=DEFAULT
+// RUN: relax-opt %s --split-input-file '--relax-fuse-attention=fuse_bias=0' | FileCheck %s --check-prefix=NOBIAS
 
 // The attention chains transformers' Flax Llama (grouped-query: 4 query heads over 2 KV heads) and
 // GPT-2 leave after relax-canonicalize, cut from the imported prefill and decode of the tiny models
@@ -23,11 +23,11 @@
 // CHECK-SAME: (%[[FQ:.*]]: !relax.tensor<["b", 2, "2*s", 32], f32>, %[[FK:.*]]: !relax.tensor<["b", 2, "s", 32], f32>, %[[FV:.*]]: !relax.tensor<["b", 2, "s", 32], f32>, %[[FB:.*]]: !relax.tensor<["b", 1, "s", "s"], f32>)
 // CHECK-NEXT: %[[A:.*]] = "relax.attention"(%[[FQ]], %[[FK]], %[[FV]], %[[FB]]) {query_heads = 2 : i64} : {{.*}} -> !relax.tensor<["b", 2, "2*s", 32], f32>
 // CHECK-NEXT: return %[[A]]
-// The default leaves a bias chain on symbolic lengths unfused (versioning it costs compile time).
-// DEFAULT-NOT: relax_v.if
-// DEFAULT-LABEL: func.func @llama_prefill
-// DEFAULT-NOT: relax.attention
-// DEFAULT: return
+// fuse_bias=0 leaves a bias chain on symbolic lengths unfused.
+// NOBIAS-NOT: relax_v.if
+// NOBIAS-LABEL: func.func @llama_prefill
+// NOBIAS-NOT: relax.attention
+// NOBIAS: return
 // CHECK-LABEL: func.func @llama_prefill
 // CHECK-SAME: %[[BIAS:[^:]*]]: !relax.tensor<["b", 1, "s", "s"], f32>)
 // CHECK-NOT: "relax.matmul"

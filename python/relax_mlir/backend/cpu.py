@@ -1039,25 +1039,38 @@ _TIED_OPERAND = {
     "vector.transfer_write": lambda op, r: 1,
     "bufferization.materialize_in_destination": lambda op, r: 1,
     "tensor.cast": lambda op, r: 0,
+    # Reshapes are views of their source: a reduction kernel keeping its reduced dim of 1 writes
+    # the collapsed view of its output and returns it expanded back (the unfused attention branch
+    # of relax_v.if); without these, such a kernel was inlined at every call site.
+    "tensor.collapse_shape": lambda op, r: 0,
+    "tensor.expand_shape": lambda op, r: 0,
     "scf.for": lambda op, r: 3 + r,
     "scf.forall": lambda op, r: len(op.operands) - len(op.results) + r,
 }
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
 def _written_in_place(value: ir.Value, args: ir.Block) -> bool:
     """True if `value` is an argument of the function block `args` updated in place through a
     chain of destination-passing ops (linalg ops on their outs, insert_slice, transfer_write,
     loops on their inits, both branches of an scf.if: a kernel choosing its serial or threaded
-    variant at run time)."""
+    variant at run time). A reshape counts only below a write: a kernel returning a reshape of
+    an argument that nothing wrote is a view, inlined."""
+    reshaped = wrote = False
     while True:
         if isinstance(value, ir.BlockArgument):
-            return value.owner == args
+            return value.owner == args and (wrote or not reshaped)
         op = value.owner
         name = op.name
         tied = _TIED_OPERAND.get(name)
         if tied is not None:
+            if name in _RESHAPES:
+                reshaped = True
+            elif name != "tensor.cast":
+                wrote = True
             value = op.operands[tied(op, value.result_number)]
         elif name.startswith("linalg.") and len(op.results) > 0:  # outs are the last operands
+            wrote = True
             value = op.operands[len(op.operands) - len(op.results) + value.result_number]
         elif name == "scf.if" and len(op.regions[1].blocks) > 0:
             r = value.result_number

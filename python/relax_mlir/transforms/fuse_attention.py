@@ -428,12 +428,12 @@ class FuseAttentionPass(ModulePass):
     name: ClassVar[str] = "relax-fuse-attention"
     min_keys: int = SHORT_KEYS  # key lengths below this run the unfused chain (0: always fused)
     min_queries: int = SHORT_QUERIES  # query rows below this run the unfused chain (0: no limit)
-    # 1: also version chains with a bias operand on a symbolic length. Off by default: a relax_v.if
-    # per layer multiplies the host code's LLVM time (CPU s to compile a Llama prefill, one-thread
-    # build, 6 layers: 12.4 versioned, 4.4 fused everywhere, 4.7 unfused; 12 layers: 29 s of backend
-    # against 4.5), for 9-19% at 512 tokens. A bias chain of static lengths at or above the limits
-    # fuses either way.
-    fuse_bias: int = 0
+    # 0: leave chains with a bias operand on a symbolic length unfused (no relax_v.if for them).
+    # Versioning them used to cost the LLM's prefill compile 2x (CPU s, one-thread build, 6 layers:
+    # 12.4 versioned against 4.7 unfused): the unfused branch's keepdims reductions wrote their
+    # output through a reshape, so the CPU backend inlined them into every layer's branch; since
+    # it calls them (backend/cpu.py, _written_in_place), versioning adds about a tenth.
+    fuse_bias: int = 1
 
     def run(self, module: ir.Operation) -> None:
         if self.min_keys < 0 or self.min_queries < 0:

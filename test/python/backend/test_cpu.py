@@ -821,3 +821,31 @@ def test_num_threads_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("RELAX_MLIR_NUM_THREADS")
     assert cpu.CPUOptions().num_threads >= 1
     assert hash(cpu.CPUOptions(num_threads=2)) == hash(cpu.CPUOptions(num_threads=2))
+
+
+def test_kernel_writing_through_a_reshape_is_called_not_inlined():
+    """A kernel that fills the collapsed view of its output and returns it expanded back writes
+    its output in place (a call, not inlined); one returning a reshape of an argument that nothing
+    wrote is a view (inlined)."""
+    text = """
+    func.func private @writes(%out: tensor<?x4x1xf32>) -> tensor<?x4x1xf32> {
+      %c0 = arith.constant 0 : index
+      %z = arith.constant 0.0 : f32
+      %c = tensor.collapse_shape %out [[0], [1, 2]] : tensor<?x4x1xf32> into tensor<?x4xf32>
+      %f = linalg.fill ins(%z : f32) outs(%c : tensor<?x4xf32>) -> tensor<?x4xf32>
+      %n = tensor.dim %out, %c0 : tensor<?x4x1xf32>
+      %e = tensor.expand_shape %f [[0], [1, 2]] output_shape [%n, 4, 1] : tensor<?x4xf32> into tensor<?x4x1xf32>
+      return %e : tensor<?x4x1xf32>
+    }
+    func.func private @view(%in: tensor<?x4xf32>, %out: tensor<?x4x1xf32>) -> tensor<?x4x1xf32> {
+      %c0 = arith.constant 0 : index
+      %n = tensor.dim %in, %c0 : tensor<?x4xf32>
+      %e = tensor.expand_shape %in [[0], [1, 2]] output_shape [%n, 4, 1] : tensor<?x4xf32> into tensor<?x4x1xf32>
+      return %e : tensor<?x4x1xf32>
+    }
+    """
+    with ir.Context():
+        module = ir.Module.parse(text)
+        writes, view = list(module.body.operations)
+        assert cpu._writes_its_outputs(writes)
+        assert not cpu._writes_its_outputs(view)

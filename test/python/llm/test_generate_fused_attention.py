@@ -3,7 +3,7 @@ fused kernel's register tile; test_generate.py's models have head dim 16 and sta
 prefill and decode step contain relax.attention with the padding-and-causal bias as its operand
 (structure), and generation compiled with the fused kernel at every length (prefill and decode)
 gives the same tokens as the jax loop over jax.jit, logits within 1e-3 at each of 16 steps; the
-versioned prefill's fused branch (fuse_bias=1) at 300 tokens equals jax's logits."""
+versioned prefill's fused branch (the default) at 300 tokens equals jax's logits."""
 import os
 
 import numpy as np
@@ -67,14 +67,15 @@ def lm(request):
 
 
 def test_prefill_and_decode_contain_fused_attention(lm):
-    """With fuse_bias=1 each layer's prefill attention is a relax_v.if whose fused branch is
-    relax.attention(q, k, v, bias) (the default leaves versioned bias chains unfused: compile time); the decode step (few query rows) stays unfused by default and
-    is one relax.attention with its bias per layer when fused at every length."""
+    """By default each layer's prefill attention is a relax_v.if whose fused branch is
+    relax.attention(q, k, v, bias) (fuse_bias=0 leaves versioned bias chains unfused); the decode
+    step (few query rows) stays unfused by default and is one relax.attention with its bias per
+    layer when fused at every length."""
     pre, dec = export(lm, MAX_CONTEXT)
     canon = ["relax-infer-shapes", "relax-canonicalize"]
+    p = relax_mlir.run_passes(import_exported(pre), canon + ["relax-fuse-attention{fuse_bias=0}"])
+    assert attention_operands(p) == [] and '"relax_v.if"' not in str(p)
     p = relax_mlir.run_passes(import_exported(pre), canon + ["relax-fuse-attention"])
-    assert attention_operands(p) == [] and '"relax_v.if"' not in str(p)  # versioned bias chains: opt-in
-    p = relax_mlir.run_passes(import_exported(pre), canon + ["relax-fuse-attention{fuse_bias=1}"])
     assert attention_operands(p) == [4]  # in the fused branch function, which the layers share
     assert str(p).count('"relax_v.if"') == lm.layers
     d = relax_mlir.run_passes(import_exported(dec), canon + ["relax-fuse-attention"])
@@ -82,6 +83,31 @@ def test_prefill_and_decode_contain_fused_attention(lm):
     d = relax_mlir.run_passes(import_exported(dec), canon + [EVERY_LENGTH])
     assert attention_operands(d) == [4] * lm.layers
     assert '"relax.max"' not in str(d)  # the softmax's max went into the fused op
+
+
+def test_versioned_prefill_host_code_calls_its_kernels(lm):
+    """The unfused branch's softmax reductions keep their reduced dim (they write their output
+    through a reshape): the CPU backend calls them as kernels instead of inlining their loops into
+    every layer's branch of the entry (which doubled the prefill's compile time)."""
+    from relax_mlir.backend import cpu
+
+    pre, _ = export(lm, MAX_CONTEXT)
+    exe = relax_mlir.compile(import_exported(pre))
+    upstream = exe.artifacts["upstream"]
+    with upstream.context:
+        op = upstream.clone(ip=False)
+        cpu.lower(op, cpu.CPUOptions(num_threads=1), until="bufferize")
+        main = next(f for f in cpu.top_funcs(op) if ir.StringAttr(f.attributes["sym_name"]).value == "main")
+        found = {"scf.if": 0, "vector.reduction": 0}
+
+        def visit(o):
+            if o.name in found:
+                found[o.name] += 1
+            return ir.WalkResult.ADVANCE
+
+        main.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    assert found["scf.if"] >= lm.layers  # the versioned attention of each layer
+    assert found["vector.reduction"] == 0  # no kernel's loops inlined into the entry
 
 
 def test_tokens_equal_jax_with_fused_attention(lm):
@@ -100,10 +126,10 @@ def test_tokens_equal_jax_with_fused_attention(lm):
 
 
 def test_versioned_prefill_fused_branch_at_300_tokens(lm):
-    """The versioned prefill (fuse_bias=1) at 300 tokens (>= SHORT_KEYS: the fused branch), a
+    """The versioned prefill (the default) at 300 tokens (>= SHORT_KEYS: the fused branch), a
     left-padded batch (one row of 40 padding tokens): logits and caches equal jax.jit's."""
     pre, _ = export(lm, 320)
-    exe = relax_mlir.compile(import_exported(pre), passes=_passes("relax-fuse-attention{fuse_bias=1}"))
+    exe = relax_mlir.compile(import_exported(pre))
     n = 300
     assert n >= SHORT_KEYS
     rng = np.random.default_rng(5)
