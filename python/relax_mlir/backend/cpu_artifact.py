@@ -58,6 +58,15 @@ _Float16 __truncsfbf2(float f) {
 _Float16 __truncsfbf2(float f);
 _Float16 __truncdfbf2(double x) { return __truncsfbf2((float)x); }
 """,
+    # RELAX_MLIR_PROFILE=1 times kernel calls with MLIR's C runner utils' clock (seconds, f64);
+    # the artifact's counters count as the JIT's do
+    "rtclock": r"""
+double rtclock(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+""",
 }
 _NEEDS = {"__truncdfbf2": ("__truncsfbf2",)}
 
@@ -71,7 +80,8 @@ def _support_source(symbols) -> str:
                 want.append(t)
     if not want:
         return ""
-    return "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n" + "".join(SUPPORT[t] for t in want)
+    return ("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include <time.h>\n"
+            + "".join(SUPPORT[t] for t in want))
 
 
 def _tool(pkg: str, name: str) -> str:
