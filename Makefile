@@ -21,13 +21,13 @@ $(STAMP): pyproject.toml
 
 test: setup
 	$(BIN)/lit -sv test/
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) test/python
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=30 test/python
 
 lit: setup
 	$(BIN)/lit -sv test/
 
 pytest: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) test/python
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=30 test/python
 
 demo: setup
 	$(BIN)/python examples/demo.py
