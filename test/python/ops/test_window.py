@@ -99,6 +99,43 @@ def test_avg_pool_count_include_pad_both_ways():
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
 
 
+def test_pooled_counts_broadcast_over_batch_and_channels():
+    """flax's avg_pool(count_include_pad=False) counts the real elements of each window on a
+    [1, H, W, 1] plane of ones and broadcasts the counts to [B, H', W', C]: the counts' pooled
+    dims must be known symbolically when the broadcast is imported (they were '?': 'shape has
+    an unknown dim'), on dims given as expressions of a symbol."""
+    (b, h) = jax.export.symbolic_shape("b, h")
+    cases = [((1, 3, 3, 1), (1, 1, 1, 1), [(0, 0), (1, 1), (1, 1), (0, 0)]),
+             ((1, 2, 3, 1), (1, 3, 2, 1), [(0, 0), (1, 0), (2, 1), (0, 0)])]
+
+    def avg(x):
+        out = []
+        for win, st, pad in cases:
+            s = lax.reduce_window(x, 0.0, lax.add, win, st, pad)
+            ones = jnp.ones((1,) + x.shape[1:3] + (1,), x.dtype)
+            out.append(s / lax.reduce_window(ones, 0.0, lax.add, win, st, pad))
+        return out
+    exe = relax_mlir.compile(from_jax(avg, jax.ShapeDtypeStruct((b, h + 4, h + 4, 3), np.float32)))
+    for n in (1, 2, 13):
+        x = rnd((n % 3 + 1, n + 4, n + 4, 3))
+        for g, w in zip(exe(x), jax.jit(avg)(x)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+def test_flax_avg_pool_without_padding_counts():
+    nn = pytest.importorskip("flax.linen")
+    (b, h) = jax.export.symbolic_shape("b, h")
+
+    def f(x):
+        return (nn.avg_pool(x, (3, 3), strides=(1, 1), padding="SAME", count_include_pad=False),
+                nn.avg_pool(x, (3, 3), strides=(2, 2), padding="SAME"))
+    exe = relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((b, h, h, 2), np.float32)))
+    for n in (1, 5, 16):
+        x = rnd((2, n, n, 2))
+        for g, w in zip(exe(x), jax.jit(f)(x)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
 CUMULATIVE = [(lax.cumsum, np.float32), (lax.cummax, np.float32), (lax.cummin, np.float32),
               (lax.cumprod, np.float32), (lax.cumsum, np.int32), (lax.cummax, np.int32)]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from mlir import ir
 
-from relax_mlir.frontend.stablehlo.common import Val, _ints, _res, _splat_value, _string
+from relax_mlir.frontend.stablehlo.common import Val, _ints, _merge_dims, _res, _splat_value, _string
 from relax_mlir.frontend.stablehlo.reduce import _REDUCE_COMBINE, _is_identity
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
+from relax_mlir.ops.window import window_out
 from relax_mlir.shape import Expr, const
 
 
@@ -50,6 +51,13 @@ def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window
     r = len(x.dims)
     if not (len(window) == len(strides) == len(bdil) == len(wdil) == len(lo) == len(hi) == r):
         raise ValueError("reduce_window attributes do not match the operand rank")
+    # The result's symbolic dims now (relax.reduce_window deduces the same later): a converter
+    # reading them (broadcast_in_dim of pooled window counts, flax's avg_pool with
+    # count_include_pad=False) must not see '?'
+    facts = im.int_facts()
+    rdims = _merge_dims(rdims, [None if n is None else window_out(n, lo[i], hi[i], bdil[i], window[i], wdil[i],
+                                                                  strides[i], facts)
+                                for i, n in enumerate(x.dims)])
     identity = _is_identity(_WINDOW_RELAX[kind], dt, init_value)
     holes = any(p != const(0) for p in list(lo) + list(hi)) or any(d != 1 for d in bdil)
     if not identity and kind in ("sum", "prod") and holes:
