@@ -327,6 +327,9 @@ def _scan_kernel(kind: str, x: TensorType, r: TensorType, axis: int, reverse: bo
     """A cumulative reduction in O(n): an scf.for along `axis` carrying the running value of the
     other dims, each step one elementwise linalg.generic over a slice (vectorized across them)."""
     k = Kernel("cumulative", [x], [r])
+    if any(d is not None and d.is_const and d.value == 0 for d in x.dims):
+        # no element (a static 0 dim): nothing to scan, and a slice of a 0 dim does not verify
+        return Legalized(k, [k.out(0)])
     rank = len(x.dims)
     # f16/bf16 sums and products run in f32, each prefix rounded once (no error growing along n)
     wide = x.dtype in ("f16", "bf16") and kind in ("sum", "prod")

@@ -40,13 +40,8 @@ DTYPES = ("bool",) + INTS + FLOATS
 
 # jax constructs the importer rejects with a clean UnsupportedOpError (so they are not generated).
 UNSUPPORTED = {
-    "jnp.cumsum/cumprod": "stablehlo.reduce_window / dynamic_reduce_window custom_call",
-    "x[::2] on a symbolic dim": "stablehlo.dynamic_iota of an unknown shape",
-    "x[0], x[-1] on a symbolic dim": "stablehlo.dynamic_slice",
-    "jnp.split on a symbolic dim": "stablehlo.real_dynamic_slice",
-    "jnp.pad": "stablehlo.pad",
-    "jax.scipy.special.erf": "stablehlo.composite (jax.nn.gelu(approximate=False) reaches chlo.erf)",
-    "lax.dynamic_slice / dynamic_update_slice": "jax cannot export them on symbolic dims here",
+    "lax.dynamic_slice / dynamic_update_slice with traced starts": "not generated: jax cannot export "
+    "them on symbolic dims here",
 }
 
 _DT_SHORT = {"bool": "jnp.bool_", "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32",
@@ -225,7 +220,9 @@ class Program:
                     fam = self.families[int(name[1:])] if name in exprs else None
                     here = is_float(v.dtype) and (
                         fam in ("dot", "norm")
-                        or (fam == "reduce" and exprs[name].startswith(("jnp.sum", "jnp.prod", "jnp.mean"))))
+                        or (fam == "reduce" and exprs[name].startswith(("jnp.sum", "jnp.prod", "jnp.mean")))
+                        or (fam == "cumulative" and exprs[name].startswith(("lax.cumsum", "lax.cumprod")))
+                        or (fam == "pool" and "lax.add" in exprs[name]))
                     memo[name] = here or any(summed(d) for d in v.deps)
             return memo[name]
 
@@ -243,7 +240,7 @@ class Program:
         exprs = dict(self.stmts)
         moved = ("reshape", "transpose", "slice", "concat", "broadcast")
         bounded = ("-", "jnp.abs(", "jax.nn.relu(", "jnp.clip(", "jnp.where(", "jnp.exp(", "jnp.expm1(",
-                   "jnp.tanh(", "jax.nn.sigmoid(", "jnp.sin(", "jnp.cos(", "jnp.square(", "jnp.exp2(",
+                   "jax.scipy.special.erf(", "jnp.tanh(", "jax.nn.sigmoid(", "jnp.sin(", "jnp.cos(", "jnp.square(", "jnp.exp2(",
                    "jax.nn.gelu(", "jax.nn.silu(", "jax.nn.softplus(", "1.0 / (1.0 + jnp.exp(-")
         # a sum, mean, max or min of normalized values: its noise is the terms' (seed 1900032: an
         # f16 sum over 6 layer-normed rows of 2, +-1 each, cancelling to 5e-4 against jax's 2e-3)
@@ -462,7 +459,8 @@ class _Gen:
                   "jax.nn.sigmoid({})", "jnp.sqrt({})", "lax.rsqrt({})", "jnp.sin({})", "jnp.cos({})",
                   "jnp.square({})", "jnp.reciprocal({})", "jnp.exp2({})", "jnp.log2({})",
                   "jax.nn.gelu({}, approximate=False)", "jax.nn.gelu({})", "jax.nn.silu({})",
-                  "jax.nn.softplus({})", "1.0 / (1.0 + jnp.exp(-{}))", "jnp.isnan({})"]
+                  "jax.nn.softplus({})", "1.0 / (1.0 + jnp.exp(-{}))", "jnp.isnan({})",
+                  "jax.scipy.special.erf({})"]
         ops = exact_ops + smooth + (jumpy if x.exact else [])
         op = self.r.choice(ops)
         if op == "jnp.isnan({})":
@@ -659,12 +657,15 @@ class _Gen:
             s = self.r.choice((None, 1, 2, 3))
         else:
             a, b = self.r.choice(((1, None), (None, -1), (1, -1), (None, 1), (-1, None), (None, 2), (-2, None),
-                                  (0, None)))
-            s = None
+                                  (0, None), (None, None)))
+            # strides on a symbolic dim (a gather of an iota of unknown length, or a reverse)
+            s = self.r.choice((None, None, None, 2, 3, -1)) if a is None or b is None else None
+            if s is not None and s < 0:
+                a, b = None, None
         sl = f"{'' if a is None else a}:{'' if b is None else b}{'' if s is None else f':{s}'}"
-        if self.r.random() < 0.25 and static and int(d) > 0:
-            # an integer index drops the axis (on a symbolic dim it is a dynamic_slice: unsupported)
-            k = self.r.randint(-int(d), int(d) - 1)
+        if self.r.random() < 0.25 and (static and int(d) > 0 or d in SYMBOLS):
+            # an integer index drops the axis (on a symbolic dim, >= 1: a dynamic_slice)
+            k = self.r.randint(-int(d), int(d) - 1) if static else self.r.choice((0, -1))
             idx = [":"] * ax + [str(k)]
             dims = x.dims[:ax] + x.dims[ax + 1:]
             return self.emit(f"{x.name}[{', '.join(idx)}]", dims, x.dtype, x.exact, [x], "slice")
@@ -881,7 +882,88 @@ class _Gen:
 
     FAMILIES = (("unary", 14), ("binary", 16), ("power_int", 2), ("compare", 6), ("logic", 4), ("where", 6),
                 ("clip", 3), ("broadcast", 6), ("reshape", 6), ("transpose", 4), ("slice", 8), ("concat", 5),
-                ("reduce", 8), ("norm", 4), ("dot", 6), ("gather", 5), ("iota", 3), ("astype", 6))
+                ("reduce", 8), ("norm", 4), ("dot", 6), ("gather", 5), ("iota", 3), ("astype", 6),
+                ("cumulative", 3), ("pool", 3), ("pad", 3))
+
+    def f_cumulative(self):
+        """lax.cumsum / cumprod (any number type), cummax / cummin (integers: XLA's CPU max and min
+        are not NaN-exact, gen.SpecJnp) along one axis, forward or reversed: a reduce_window whose
+        window is the whole (maybe symbolic) axis."""
+        x = self.operand(lambda v: v.rank >= 1 and v.dtype != "bool")
+        if x.rank == 0 or x.dtype == "bool":
+            x = self.some_arg(self.r.choice(INTS + FLOATS))
+            if x.rank == 0:
+                return self.f_unary()
+        ax = self.r.randrange(x.rank)
+        ops = ["lax.cumsum", "lax.cumsum", "lax.cumprod"] + (["lax.cummax", "lax.cummin"] if is_int(x.dtype) else [])
+        op = self.r.choice(ops)
+        rev = self.r.random() < 0.3
+        return self.emit(f"{op}({x.name}, axis={ax}, reverse={rev})", x.dims, x.dtype,
+                         x.exact and not is_float(x.dtype), [x], "cumulative")
+
+    def f_pool(self):
+        """lax.reduce_window sum / max / min over the last one or two axes: windows 1-3, strides
+        1-2, padding from 0 to window - 1 on each side (the identity fills it), as pooling layers
+        do on symbolic image sizes."""
+        x = self.operand(lambda v: v.rank >= 1 and v.dtype != "bool")
+        if x.rank == 0 or x.dtype == "bool":
+            x = self.some_arg(self.r.choice(INTS + FLOATS))
+            if x.rank == 0:
+                return self.f_unary()
+        k = min(x.rank, self.r.choice((1, 2)))
+        win, st, pad, dims = [], [], [], list(x.dims)
+        for i in range(x.rank):
+            if i < x.rank - k:
+                win.append(1), st.append(1), pad.append((0, 0))
+                continue
+            w, s_ = self.r.choice((1, 2, 2, 3)), self.r.choice((1, 1, 2))
+            lo, hi = self.r.randint(0, w - 1), self.r.randint(0, w - 1)
+            if not x.dims[i].isdigit():
+                # a symbolic dim keeps its size ("SAME"): jax.export cannot prove a later flatten
+                # of (n - 1) * m or of a floor division non-negative (seed 2310308)
+                s_, hi = 1, w - 1 - lo
+            win.append(w), st.append(s_), pad.append((lo, hi))
+            dims[i] = f"max(0, (({x.dims[i]}) + {lo + hi} - {w}) // {s_} + 1)"
+        if is_float(x.dtype):
+            op, init = self.r.choice((("lax.add", "0"), ("lax.max", "-jnp.inf"), ("lax.min", "jnp.inf")))
+        else:
+            info = np.iinfo(x.dtype)
+            op, init = self.r.choice((("lax.add", "0"), ("lax.max", str(info.min)), ("lax.min", str(info.max))))
+        e = (f"lax.reduce_window({x.name}, jnp.asarray({init}, {x.name}.dtype), {op}, {tuple(win)}, "
+             f"{tuple(st)}, {tuple(pad)})")
+        # max / min of floats: NaN propagation as StableHLO's maximum / minimum (exact otherwise)
+        exact = x.exact and (op != "lax.add" or not is_float(x.dtype))
+        return self.emit(e, dims, x.dtype, exact, [x], "pool")
+
+    def f_pad(self):
+        """jnp.pad with a constant (edges 0-2 per side) or lax.pad with negative edges and
+        interior padding, on static and symbolic dims."""
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            return self.f_broadcast()
+        dims = list(x.dims)
+        if self.r.random() < 0.5:
+            widths = []
+            for i in range(x.rank):
+                lo, hi = self.r.choice(((0, 0), (1, 0), (0, 2), (1, 1), (2, 1)))
+                widths.append((lo, hi))
+                dims[i] = f"({x.dims[i]}) + {lo + hi}"
+            val = "True" if x.dtype == "bool" else self.r.choice(("0", "1", "-2"))
+            e = f"jnp.pad({x.name}, {tuple(widths)}, constant_values={val})"
+        else:
+            cfg = []
+            for i in range(x.rank):
+                lo, hi = self.r.choice((0, 0, 1, 2, -1)), self.r.choice((0, 0, 1, -1))
+                mid = self.r.choice((0, 0, 1))
+                if not x.dims[i].isdigit():  # negative or interior: n - 1, 2n - 1 (as in f_pool)
+                    lo, hi, mid = max(lo, 0), max(hi, 0), 0
+                if (lo < 0 or hi < 0) and x.min_dim(i) + (x.min_dim(i) - 1) * mid + lo + hi < 0:
+                    lo, hi = max(lo, 0), max(hi, 0)  # a negative size is a jax error
+                cfg.append((lo, hi, mid))
+                dims[i] = f"max(0, ({x.dims[i]}) + max(0, ({x.dims[i]}) - 1) * {mid} + {lo + hi})"
+            val = "True" if x.dtype == "bool" else "0"
+            e = f"lax.pad({x.name}, jnp.asarray({val}, {x.name}.dtype), {tuple(cfg)})"
+        return self.emit(e, dims, x.dtype, x.exact, [x], "pad")
 
     def generate(self) -> Program:
         for _ in range(self.r.choice((1, 1, 2, 3))):

@@ -150,6 +150,23 @@ def test_cumulative_symbolic(op, dt, reverse):
     assert '"relax.reduce_window"' in text and 'window = [1, "n"]' in text
 
 
+@pytest.mark.parametrize("shape", [(None, 0), (0, None), (0, 3)])
+@pytest.mark.parametrize("op", [lax.cumsum, lax.cummax, lax.cumprod])
+def test_cumulative_of_zero_size(shape, op):
+    """A scan over a tensor with a static 0 dim (along the axis or beside it) is empty; it was an
+    internal error (fuzz seed 2310276: lax.cummax of [n, 0] int8: a slice of the 0 dim)."""
+    (n,) = jax.export.symbolic_shape("n")
+    spec = jax.ShapeDtypeStruct(tuple(n if d is None else d for d in shape), np.int8)
+
+    def f(x):
+        return op(x, axis=0), op(x, axis=1, reverse=True)
+    exe = relax_mlir.compile(from_jax(f, spec))
+    for k in (1, 5):
+        x = np.ones(tuple(k if d is None else d for d in shape), np.int8)
+        for g, w in zip(exe(x), jax.jit(f)(x)):
+            assert g.shape == w.shape and g.dtype == w.dtype
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_cumsum_static_and_jnp(reverse):
     check(lambda x: lax.cumsum(x, axis=0, reverse=reverse), [S((11, 3))], lambda n: [rnd((11, 3))], sizes=(None,))
