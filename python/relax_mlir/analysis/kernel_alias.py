@@ -32,9 +32,37 @@ def _is_identity_copy(op: ir.Operation) -> bool:
         return False
     body = op.regions[0].blocks[0]
     ops = list(body.operations)
-    return len(ops) == 1 and ops[0].operation.name == "linalg.yield" and \
-        isinstance(ops[0].operands[0], ir.BlockArgument) and \
-        ops[0].operands[0].owner == body
+    yld = ops[len(ops) - 1]
+    if yld.operation.name != "linalg.yield" or len(yld.operands) != 1:
+        return False
+    v = _folded(yld.operands[0])
+    return isinstance(v, ir.BlockArgument) and v.owner == body
+
+
+def _folded(v: ir.Value) -> ir.Value:
+    """The value `v` folds to through no-op arithmetic that canonicalization removes: a select of
+    one value on both sides or on a constant condition, a bitcast to its own type (a same-width
+    bitcast between unsigned and signed legalizes to `select true, x, x` on signless integers:
+    its kernel became a view of its input, and two returned scalars shared one storage block)."""
+    while not isinstance(v, ir.BlockArgument):
+        o = v.owner
+        name = o.name
+        if name == "arith.select":
+            c, a, b = o.operands
+            if a == b:
+                v = a
+                continue
+            co = c.owner if not isinstance(c, ir.BlockArgument) else None
+            attr = co.attributes["value"] if co is not None and co.name == "arith.constant" else None
+            if attr is not None and ir.IntegerAttr.isinstance(attr):
+                v = a if ir.IntegerAttr(attr).value else b
+                continue
+            return v
+        if name in ("arith.bitcast", "arith.index_cast") and o.operands[0].type == v.type:
+            v = o.operands[0]
+            continue
+        return v
+    return v
 
 
 def _dps_inits(op: ir.Operation) -> tuple[list[ir.Value], list[ir.Value]]:

@@ -283,7 +283,21 @@ def _bits(dt: str) -> int:
 SIGN_AGNOSTIC = frozenset({
     "relax.broadcast_to", "relax.permute_dims", "relax.strided_slice", "relax_v.concat", "relax_v.split",
     "relax.arange", "relax.zeros", "relax.ones", "relax.sum", "relax.prod", "relax.take", "relax.where",
+    # data movement (indices are signed: the importer widens unsigned ones, bits.signed_index)
+    "relax.reverse", "relax.pad", "relax.gather", "relax.dynamic_slice", "relax.dynamic_update_slice",
 })
+
+
+def _sign_agnostic_here(name: str, info: OpInfo) -> bool:
+    """Ops whose bits do not depend on signedness in some configurations: a window sum or product
+    (wrapping), a sort whose unsigned operands are all payload (the keys are signed or float)."""
+    if name == "relax.reduce_window":
+        return info.attr("kind") in ("sum", "prod")
+    if name == "relax_v.sort":
+        nk = info.attr("num_keys", 1)
+        keys = [t for t in info.operand_types[:nk] if isinstance(t, TensorType)]
+        return isinstance(nk, int) and not any(is_unsigned(t.dtype) for t in keys)
+    return False
 
 
 def _tensors(types):
@@ -302,7 +316,7 @@ def unsigned_legalize_info(spec, info: OpInfo) -> OpInfo:
         return info
     if issubclass(spec, (UnaryOp, BinaryOp, AstypeOp, BitcastOp)):  # their deduce() checked the dtype
         return info
-    if spec.name not in SIGN_AGNOSTIC:
+    if spec.name not in SIGN_AGNOSTIC and not _sign_agnostic_here(spec.name, info):
         raise LegalizeError(f"unsigned element types ({', '.join(unsigned)}) are not supported by {spec.name}")
 
     def sl(t):

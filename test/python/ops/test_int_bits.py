@@ -187,3 +187,20 @@ def test_shift_refuses_floats():
 }}"""
     with pytest.raises(relax_mlir.CompileError, match="integer element type, got f32"):
         relax_mlir.compile(text)
+
+
+def test_bitcast_results_do_not_share_storage():
+    """A same-width bitcast between signed and unsigned is a no-op kernel that the CPU backend
+    turns into a view of its input; the memory plan must keep that input's storage to itself. Two
+    returned scalars, each a bitcast of a planned temporary, came back equal (the second's
+    temporary reused the first's block: 3 for 103, a silent wrong result on main)."""
+    def fn(a):
+        return (lax.bitcast_convert_type(a.max() ^ jnp.int8(3), jnp.uint8),
+                lax.bitcast_convert_type(a.min() ^ jnp.int8(3), jnp.uint8),
+                lax.bitcast_convert_type((a + 1) * 2, jnp.uint8), lax.bitcast_convert_type(a - 7, jnp.uint8))
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((B,), jnp.int8)))
+    rng = np.random.default_rng(3)
+    for n in (1, 6, 37):
+        a = rng.integers(-128, 128, n).astype(np.int8)
+        for g, w in zip(exe(a), jax.jit(fn)(a)):
+            np.testing.assert_array_equal(g, np.asarray(w))

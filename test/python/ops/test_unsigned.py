@@ -109,11 +109,54 @@ def test_unsigned_argument_dtype_is_checked():
         exe(np.array([1, 2], np.int32))
 
 
+# Order-sensitive ops on unsigned values (the importer maps them onto the signed order by flipping
+# the top bit) and data movement of unsigned values (found by a sweep of unseen models: uint8
+# images, jnp.searchsorted's uint32 indices, jax.random.permutation's uint32 sort keys).
+ORDERED = {
+    "reduce": lambda a, b: (a.max(), a.min(), jnp.max(a.reshape(1, -1), axis=1, initial=5)),
+    "arg": lambda a, b: (jnp.argmax(a), jnp.argmin(a), jnp.argmax(jnp.stack([a, b]), axis=0)),
+    "sort": lambda a, b: (jnp.sort(a), jnp.argsort(b), lax.sort((a, b), num_keys=2)[1], jnp.sort(a)[::-1]),
+    "pool": lambda a, b: (lax.reduce_window(a, a.dtype.type(0), lax.max, (3,), (1,), ((1, 1),)),
+                          lax.reduce_window(b, b.dtype.type(np.iinfo(b.dtype).max), lax.min, (2,), (2,), ((0, 1),)),
+                          lax.reduce_window(a, a.dtype.type(7), lax.max, (2,), (1,), ((1, 0),)),
+                          jnp.cumsum(a, dtype=a.dtype), lax.cummax(b)),
+    "move": lambda a, b: (a[::-1], jnp.pad(a, (2, 1), constant_values=a.dtype.type(np.iinfo(a.dtype).max)), a[1::2],
+                          jnp.take(a, jnp.array([2, 0, 1]) % a.shape[0])),
+}
+
+
+@pytest.mark.parametrize("dt", UINTS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_unsigned_order_and_movement_match_jax(name, dt):
+    check(ORDERED[name], [dt, dt], lambda n: list(pair(dt, n)))
+
+
+def test_unsigned_indices():
+    """uint32 indices (jnp.searchsorted's) read as unsigned: 2^31 and more clamp to the last
+    position or fill, as in jax, instead of reading as negative."""
+    def fn(x, i, edges):
+        return (jnp.take(x, i, mode="clip"), jnp.take(x, i, mode="fill", fill_value=-1.0),
+                jnp.searchsorted(edges, x), jax.lax.dynamic_slice_in_dim(x, i[0], 1))
+    big = np.array([0, 1, 2**31, 2**32 - 1, 3], np.uint32)
+
+    def make(n):
+        x = rng.standard_normal(n).astype(np.float32)
+        i = np.resize(big, n)
+        i[i < 2**31] %= n
+        return [x, i, np.array([-1.0, -0.5, 0.0, 0.25, 1.5], np.float32)]
+    jaxcheck.check(fn, [jaxcheck.spec((B,), np.float32), jaxcheck.spec((B,), np.uint32), jaxcheck.spec((5,))],
+                   make, SIZES)
+
+
 def test_unsigned_refused_where_undefined():
-    """Ops whose meaning on unsigned types is not implemented are refused, located, not miscomputed."""
-    with pytest.raises(relax_mlir.CompileError, match="not supported by relax.max"):
-        relax_mlir.compile(from_jax(lambda a: a.max(), jax.ShapeDtypeStruct((B,), jnp.uint32)))
+    """Ops whose meaning on unsigned types is not implemented are refused, located, not miscomputed
+    (relax.max written on unsigned values; jax's reductions on them import as the signed order)."""
     t = '!relax.tensor<["n"], ui32>'
+    text = (f'func.func @main(%x: {t}) -> !relax.tensor<[], ui32> {{\n'
+            f'  %0 = "relax.max"(%x) {{axes = [0]}} : ({t}) -> !relax.tensor<[], ui32>\n'
+            f'  return %0 : !relax.tensor<[], ui32>\n}}')
+    with pytest.raises(relax_mlir.CompileError, match="not supported by relax.max"):
+        relax_mlir.compile(text)
     text = f'func.func @main(%x: {t}) -> {t} {{\n  %0 = "relax.abs"(%x) : ({t}) -> {t}\n  return %0 : {t}\n}}'
     with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: .*abs is not defined on unsigned ui32"):
         relax_mlir.compile(text)

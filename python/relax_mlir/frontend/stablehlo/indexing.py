@@ -7,6 +7,7 @@ from mlir import ir
 
 from relax_mlir.frontend.stablehlo.common import (_FLOATS, _body_ops, _cmp_info, _emit_multi, _ints, _merge_dims,
                                                   _owner, _res, _splat_value)
+from relax_mlir.frontend.stablehlo.bits import signed_index
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import const, max_, min_
 
@@ -14,7 +15,7 @@ from relax_mlir.shape import const, max_, min_
 def _gather(im, op, ins):
     """stablehlo.gather / dynamic_gather: relax.take for the one-axis row lookups (x[idx]), the
     general relax.gather otherwise."""
-    x, idx = ins[0], ins[1]
+    x, idx = ins[0], signed_index(im, ins[1])
     rdims, dt = _res(op)
     from jax._src.lib.mlir.dialects import hlo
 
@@ -77,7 +78,7 @@ def _scatter(im, op, ins):
     update), add, multiply, maximum or minimum."""
     if len(op.results) != 1:
         raise ValueError("scatter of several inputs is not supported")
-    x, idx, upd = ins
+    x, idx, upd = ins[0], signed_index(im, ins[1]), ins[2]
     rdims, dt = _res(op)
     from jax._src.lib.mlir.dialects import hlo
 
@@ -143,7 +144,8 @@ def _sort_less(v, args, dts):
         key = pa // 2
         if dts[key] in _FLOATS and not (ca == cb and ct == "TOTALORDER"):
             return None  # (a FLOAT compare is no strict weak order with NaNs)
-        if dts[key] not in _FLOATS and ct != ("UNSIGNED" if dts[key] == "i1" else "SIGNED"):
+        if dts[key] not in _FLOATS and ct != ("UNSIGNED" if dts[key] == "i1" or dts[key].startswith("ui")
+                                              else "SIGNED"):
             return None
         return [(key, (d == "GT") == (pa % 2 == 0), dts[key] in _FLOATS and not ca)]
     if o.name == "stablehlo.or":
@@ -177,10 +179,21 @@ def _sort(im, op, ins):
                          "operands of the form jax emits")
     results = [_res(op, i) for i in range(len(op.results))]
     dims = ins[0].dims
+    # unsigned keys sort on the signed order (bits.signed_order); the sorted keys map back
+    flipped = [i < len(keys) and v.dtype.startswith("ui") for i, v in enumerate(ins)]
+    if any(flipped):
+        from relax_mlir.frontend.stablehlo.bits import signed_order
+
+        ins = [signed_order(im, v) if f else v for v, f in zip(ins, flipped)]
+        results = [(d, dt[1:] if f else dt) for (d, dt), f in zip(results, flipped)]
     outs = _emit_multi(im, "relax_v.sort", ins, [(_merge_dims(d, dims), dt) for d, dt in results],
                        {"axis": axis % max(len(dims), 1), "num_keys": len(keys),
                         "descending": [int(dsc) for _, dsc, _ in keys],
                         "total_order": [int(raw) for _, _, raw in keys]})
+    if any(flipped):
+        from relax_mlir.frontend.stablehlo.bits import unsigned_from_order
+
+        outs = [unsigned_from_order(im, v, "u" + v.dtype) if f else v for v, f in zip(outs, flipped)]
     return outs
 
 

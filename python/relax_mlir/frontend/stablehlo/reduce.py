@@ -60,8 +60,18 @@ def _reduce(im, op, ins):
     dims = [d for i, d in enumerate(x.dims) if i not in axes]
     dims = _merge_dims(rdims, dims)
     kind = table[kinds[0]]
+    identity = _is_identity(kind, dt, _splat_value(op.operands[1]))
+    if dt.startswith("ui") and kind in ("relax.max", "relax.min"):
+        # unsigned max / min: on the values mapped onto the signed order (bits.signed_order)
+        from relax_mlir.frontend.stablehlo.bits import signed_order, unsigned_from_order
+
+        sdt = dt[1:]
+        r = im.emit(kind, [signed_order(im, x)], len(rdims), sdt, {"axes": axes, "keepdims": False}, dims=dims)
+        if not identity:
+            r = im.emit(_REDUCE_COMBINE[kind], [r, signed_order(im, init)], len(rdims), sdt, dims=dims)
+        return unsigned_from_order(im, r, dt)
     r = im.emit(kind, [x], len(rdims), dt, {"axes": axes, "keepdims": False}, dims=dims)
-    if _is_identity(kind, dt, _splat_value(op.operands[1])):
+    if identity:
         return r
     # reduce(x, init) = init (+) reduce(x): the init counts once, also over zero elements
     return im.emit(_REDUCE_COMBINE[kind], [r, init], len(rdims), dt, dims=dims)
@@ -106,6 +116,9 @@ def _variadic_reduce(im, op, ins):
         good_v = init_v is not None and math.isinf(init_v) and (init_v < 0) == greater
     elif x.dtype == "i1":
         good_v = init_v is not None and bool(init_v) == (not greater)
+    elif x.dtype.startswith("ui"):
+        w = int(x.dtype[2:])
+        good_v = init_v == (0 if greater else (1 << w) - 1)
     else:
         w = int(x.dtype[1:])
         good_v = init_v == (-(1 << (w - 1)) if greater else (1 << (w - 1)) - 1)
@@ -115,7 +128,12 @@ def _variadic_reduce(im, op, ins):
     idims, idt = _res(op, 1)
     dims = _merge_dims(idims, [d for i, d in enumerate(x.dims) if i != axis])
     name = "relax.argmax" if greater else "relax.argmin"
-    ix = im.emit(name, [x], len(idims), idt, {"axis": axis, "dtype": _dtype_attr(idt)}, dims=dims)
+    keys = x
+    if x.dtype.startswith("ui"):  # the unsigned order as the signed one (bits.signed_order)
+        from relax_mlir.frontend.stablehlo.bits import signed_order
+
+        keys = signed_order(im, x)
+    ix = im.emit(name, [keys], len(idims), idt, {"axis": axis, "dtype": _dtype_attr(idt)}, dims=dims)
     # the value output: x at the index (a batched gather), usually dead
     r = len(x.dims)
     others = [i for i in range(r) if i != axis]

@@ -97,7 +97,10 @@ def _run_time_slice(im, x: Val, start: Val, sizes: list, dt: str, rdims) -> Val:
 
 
 def _start_operands(im, starts: list[Val]) -> list[Val]:
-    """Scalar start indices of one integer type (i64 when they differ)."""
+    """Scalar start indices of one signed integer type (i64 when they differ or are unsigned)."""
+    from relax_mlir.frontend.stablehlo.bits import signed_index
+
+    starts = [signed_index(im, s) for s in starts]
     if len({s.dtype for s in starts}) <= 1:
         return starts
     return [s if s.dtype == "i64" else im.emit("relax.astype", [s], 0, "i64", {"dtype": _dtype_attr("i64")}, dims=[])

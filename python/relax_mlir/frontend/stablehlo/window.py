@@ -65,11 +65,17 @@ def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window
                          f"dilation (the padding would hold the init value) is not supported")
     attrs = {"kind": ir.StringAttr.get(kind), "window": list(window), "strides": list(strides),
              "base_dilation": list(bdil), "window_dilation": list(wdil), "pad_lo": list(lo), "pad_hi": list(hi)}
+    flip = dt.startswith("ui") and kind in ("max", "min")
+    if flip:  # unsigned max / min pooling: on the signed order (bits.signed_order); padding holds
+        # the signed identity, the unsigned one mapped
+        from relax_mlir.frontend.stablehlo.bits import signed_order, unsigned_from_order
+
+        x, init, udt, dt = signed_order(im, x), signed_order(im, init), dt, dt[1:]
     res = im.emit("relax.reduce_window", [x], r, dt, attrs, dims=rdims)
-    if identity:
-        return res
-    # max/min are idempotent: the init counts once however many padding elements a window holds
-    return im.emit(_REDUCE_COMBINE[_WINDOW_RELAX[kind]], [res, init], r, dt, dims=rdims)
+    if not identity:
+        # max/min are idempotent: the init counts once however many padding elements a window holds
+        res = im.emit(_REDUCE_COMBINE[_WINDOW_RELAX[kind]], [res, init], r, dt, dims=rdims)
+    return unsigned_from_order(im, res, udt) if flip else res
 
 
 def _reduce_window(im, op, ins):
