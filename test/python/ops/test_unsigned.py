@@ -120,6 +120,8 @@ ORDERED = {
                           lax.reduce_window(b, b.dtype.type(np.iinfo(b.dtype).max), lax.min, (2,), (2,), ((0, 1),)),
                           lax.reduce_window(a, a.dtype.type(7), lax.max, (2,), (1,), ((1, 0),)),
                           jnp.cumsum(a, dtype=a.dtype), lax.cummax(b)),
+    "scatter": lambda a, b: (a.at[jnp.array([0, 0])].max(b[0]), a.at[jnp.array([0])].min(b[:1]),
+                             a.at[0].set(b[0]), a.at[jnp.array([0, 0])].add(b[0]), a.at[0].multiply(b[0])),
     "move": lambda a, b: (a[::-1], jnp.pad(a, (2, 1), constant_values=a.dtype.type(np.iinfo(a.dtype).max)), a[1::2],
                           jnp.take(a, jnp.array([2, 0, 1]) % a.shape[0])),
 }

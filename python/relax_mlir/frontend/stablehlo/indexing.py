@@ -103,6 +103,12 @@ def _scatter(im, op, ins):
              "scatter_indices_batching_dims": list(dn.scatter_indices_batching_dims),
              "scatter_dims_to_operand_dims": list(dn.scattered_dims_to_operand_dims),
              "index_vector_dim": int(dn.index_vector_dim), "combiner": ir.StringAttr.get(kind)}
+    if dt.startswith("ui") and kind in ("max", "min"):  # on the signed order (bits.signed_order)
+        from relax_mlir.frontend.stablehlo.bits import signed_order, unsigned_from_order
+
+        r = im.emit("relax_v.scatter", [signed_order(im, x), idx, signed_order(im, upd)], len(rdims), dt[1:], attrs,
+                    dims=_merge_dims(rdims, x.dims))
+        return unsigned_from_order(im, r, dt)
     return im.emit("relax_v.scatter", [x, idx, upd], len(rdims), dt, attrs, dims=_merge_dims(rdims, x.dims))
 
 
