@@ -20,7 +20,7 @@ from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES
 from test_attention_fused import T, _ran, op_names  # noqa: E402  (the same directory)
 
 FUSE = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{min_keys=0 min_queries=0}"]
-VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{fuse_bias=1}"]  # opt-in for bias chains
+VERSIONED = ["relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention{fuse_bias=1}"]  # the default
 NEG = np.finfo(np.float32).min
 
 
@@ -81,7 +81,10 @@ def test_bias_chain_fused_versioned_matches_jax(layout, monkeypatch):
     assert versioned.count("relax_v.if") == 1 and versioned.count("relax.attention") == 1
     assert versioned.count("relax.logical_or") == 1 and versioned.count("relax.add") == 1  # the short branch's
     default = op_names(relax_mlir.run_passes(from_jax(hf_attention, *specs), VERSIONED[:2] + ["relax-fuse-attention"]))
-    assert "relax_v.if" not in default and "relax.attention" not in default  # the default leaves it unfused
+    assert default == versioned  # the default versions bias chains
+    off = op_names(relax_mlir.run_passes(from_jax(hf_attention, *specs),
+                                         VERSIONED[:2] + ["relax-fuse-attention{fuse_bias=0}"]))
+    assert "relax_v.if" not in off and "relax.attention" not in off  # fuse_bias=0 leaves it unfused
     from relax_mlir.targets import registry
     passes = [p if p != "relax-fuse-attention" else "relax-fuse-attention{fuse_bias=1}"
               for p in registry().expand(["relax-compile-cpu"])]

@@ -7,7 +7,7 @@ from mlir import ir
 
 from relax_mlir.frontend.stablehlo.common import (_FLOATS, _body_ops, _cmp_info, _emit_multi, _ints, _merge_dims,
                                                   _owner, _res, _splat_value)
-from relax_mlir.frontend.stablehlo.bits import signed_index
+from relax_mlir.frontend.stablehlo.unsigned import signed_index, signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import const, max_, min_
 
@@ -103,9 +103,7 @@ def _scatter(im, op, ins):
              "scatter_indices_batching_dims": list(dn.scatter_indices_batching_dims),
              "scatter_dims_to_operand_dims": list(dn.scattered_dims_to_operand_dims),
              "index_vector_dim": int(dn.index_vector_dim), "combiner": ir.StringAttr.get(kind)}
-    if dt.startswith("ui") and kind in ("max", "min"):  # on the signed order (bits.signed_order)
-        from relax_mlir.frontend.stablehlo.bits import signed_order, unsigned_from_order
-
+    if dt.startswith("ui") and kind in ("max", "min"):  # on the signed order (unsigned.signed_order)
         r = im.emit("relax_v.scatter", [signed_order(im, x), idx, signed_order(im, upd)], len(rdims), dt[1:], attrs,
                     dims=_merge_dims(rdims, x.dims))
         return unsigned_from_order(im, r, dt)
@@ -185,11 +183,9 @@ def _sort(im, op, ins):
                          "operands of the form jax emits")
     results = [_res(op, i) for i in range(len(op.results))]
     dims = ins[0].dims
-    # unsigned keys sort on the signed order (bits.signed_order); the sorted keys map back
+    # unsigned keys sort on the signed order (unsigned.signed_order); the sorted keys map back
     flipped = [i < len(keys) and v.dtype.startswith("ui") for i, v in enumerate(ins)]
     if any(flipped):
-        from relax_mlir.frontend.stablehlo.bits import signed_order
-
         ins = [signed_order(im, v) if f else v for v, f in zip(ins, flipped)]
         results = [(d, dt[1:] if f else dt) for (d, dt), f in zip(results, flipped)]
     outs = _emit_multi(im, "relax_v.sort", ins, [(_merge_dims(d, dims), dt) for d, dt in results],
@@ -197,8 +193,6 @@ def _sort(im, op, ins):
                         "descending": [int(dsc) for _, dsc, _ in keys],
                         "total_order": [int(raw) for _, _, raw in keys]})
     if any(flipped):
-        from relax_mlir.frontend.stablehlo.bits import unsigned_from_order
-
         outs = [unsigned_from_order(im, v, "u" + v.dtype) if f else v for v, f in zip(outs, flipped)]
     return outs
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from relax_mlir.frontend.stablehlo.common import (_FLOATS, _body_ops, _cmp_info, _dtype_attr, _ints, _merge_dims,
                                                   _owner, _res, _splat_value)
+from relax_mlir.frontend.stablehlo.unsigned import signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import const
 
@@ -62,9 +63,7 @@ def _reduce(im, op, ins):
     kind = table[kinds[0]]
     identity = _is_identity(kind, dt, _splat_value(op.operands[1]))
     if dt.startswith("ui") and kind in ("relax.max", "relax.min"):
-        # unsigned max / min: on the values mapped onto the signed order (bits.signed_order)
-        from relax_mlir.frontend.stablehlo.bits import signed_order, unsigned_from_order
-
+        # unsigned max / min: on the values mapped onto the signed order (unsigned.signed_order)
         sdt = dt[1:]
         r = im.emit(kind, [signed_order(im, x)], len(rdims), sdt, {"axes": axes, "keepdims": False}, dims=dims)
         if not identity:
@@ -129,9 +128,7 @@ def _variadic_reduce(im, op, ins):
     dims = _merge_dims(idims, [d for i, d in enumerate(x.dims) if i != axis])
     name = "relax.argmax" if greater else "relax.argmin"
     keys = x
-    if x.dtype.startswith("ui"):  # the unsigned order as the signed one (bits.signed_order)
-        from relax_mlir.frontend.stablehlo.bits import signed_order
-
+    if x.dtype.startswith("ui"):  # the unsigned order as the signed one (unsigned.signed_order)
         keys = signed_order(im, x)
     ix = im.emit(name, [keys], len(idims), idt, {"axis": axis, "dtype": _dtype_attr(idt)}, dims=dims)
     # the value output: x at the index (a batched gather), usually dead

@@ -5,6 +5,7 @@ traced from shape computations), dynamic_slice, dynamic_update_slice, pad, rever
 from __future__ import annotations
 
 from relax_mlir.frontend.stablehlo.common import Val, _dtype_attr, _ints, _known_ok, _merge_dims, _res
+from relax_mlir.frontend.stablehlo.unsigned import signed_index
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import ceildiv, const, max_, min_
 
@@ -98,8 +99,6 @@ def _run_time_slice(im, x: Val, start: Val, sizes: list, dt: str, rdims) -> Val:
 
 def _start_operands(im, starts: list[Val]) -> list[Val]:
     """Scalar start indices of one signed integer type (i64 when they differ or are unsigned)."""
-    from relax_mlir.frontend.stablehlo.bits import signed_index
-
     starts = [signed_index(im, s) for s in starts]
     if len({s.dtype for s in starts}) <= 1:
         return starts

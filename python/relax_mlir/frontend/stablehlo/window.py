@@ -7,6 +7,7 @@ from mlir import ir
 
 from relax_mlir.frontend.stablehlo.common import Val, _ints, _merge_dims, _res, _splat_value, _string
 from relax_mlir.frontend.stablehlo.reduce import _REDUCE_COMBINE, _is_identity
+from relax_mlir.frontend.stablehlo.unsigned import signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
 from relax_mlir.ops.window import window_out
 from relax_mlir.shape import Expr, const
@@ -66,10 +67,8 @@ def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window
     attrs = {"kind": ir.StringAttr.get(kind), "window": list(window), "strides": list(strides),
              "base_dilation": list(bdil), "window_dilation": list(wdil), "pad_lo": list(lo), "pad_hi": list(hi)}
     flip = dt.startswith("ui") and kind in ("max", "min")
-    if flip:  # unsigned max / min pooling: on the signed order (bits.signed_order); padding holds
+    if flip:  # unsigned max / min pooling: on the signed order (unsigned.signed_order); padding holds
         # the signed identity, the unsigned one mapped
-        from relax_mlir.frontend.stablehlo.bits import signed_order, unsigned_from_order
-
         x, init, udt, dt = signed_order(im, x), signed_order(im, init), dt, dt[1:]
     res = im.emit("relax.reduce_window", [x], r, dt, attrs, dims=rdims)
     if not identity:
