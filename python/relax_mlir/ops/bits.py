@@ -289,11 +289,15 @@ SIGN_AGNOSTIC = frozenset({
 
 
 def _sign_agnostic_here(name: str, info: OpInfo) -> bool:
-    """Ops whose bits do not depend on signedness in some configurations: a window sum or product,
+    """Ops whose bits do not depend on signedness in some configurations: a matmul of one integer
+    type throughout (wrapping), a window sum or product,
     a scatter that replaces, adds or multiplies (wrapping), a sort whose unsigned operands are all
     payload (the keys are signed or float)."""
     if name == "relax.reduce_window":
         return info.attr("kind") in ("sum", "prod")
+    if name == "relax.matmul":  # products and sums wrap alike when nothing widens
+        ts = _tensors(info.operand_types) + _tensors(info.result_types)
+        return len({t.dtype for t in ts}) == 1
     if name == "relax_v.scatter":  # x.at[i].set / add / multiply on unsigned data (indices are signed)
         return info.attr("combiner") in ("replace", "add", "mul") and not is_unsigned(info.tensor(1).dtype)
     if name == "relax_v.sort":

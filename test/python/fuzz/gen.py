@@ -474,6 +474,11 @@ class _Gen:
                   "jax.nn.softplus({})", "1.0 / (1.0 + jnp.exp(-{}))", "jnp.isnan({})"]
         if self.v2:
             smooth.append("jax.scipy.special.erf({})")
+        if self.v2 and not x.exact:
+            # NaN or an infinity's sign on the side of 0 an inexact value lands (seed 2320189: sqrt
+            # of an f16 cumsum cancelling to -1e-5 in jax.jit, +6e-5 here): exact operands only
+            smooth = [o for o in smooth if o not in ("jnp.log({})", "jnp.sqrt({})", "lax.rsqrt({})",
+                                                     "jnp.reciprocal({})", "jnp.log2({})", "jnp.log1p({})")]
         ops = exact_ops + smooth + (jumpy if x.exact else [])
         op = self.r.choice(ops)
         if op == "jnp.isnan({})":

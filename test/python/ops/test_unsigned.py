@@ -122,6 +122,7 @@ ORDERED = {
                           jnp.cumsum(a, dtype=a.dtype), lax.cummax(b)),
     "scatter": lambda a, b: (a.at[jnp.array([0, 0])].max(b[0]), a.at[jnp.array([0])].min(b[:1]),
                              a.at[0].set(b[0]), a.at[jnp.array([0, 0])].add(b[0]), a.at[0].multiply(b[0])),
+    "dot": lambda a, b: (jnp.dot(a, b), jnp.matmul(a.reshape(-1, 1), b[:1].reshape(1, 1))),
     "move": lambda a, b: (a[::-1], jnp.pad(a, (2, 1), constant_values=a.dtype.type(np.iinfo(a.dtype).max)), a[1::2],
                           jnp.take(a, jnp.array([2, 0, 1]) % a.shape[0])),
 }
