@@ -70,6 +70,26 @@ def blas_threads() -> int:
     return max(1, min(cores, 8))
 
 
+def jit_threads() -> int:
+    """RELAX_MLIR_JIT_THREADS: threads that generate a CPU build's machine code, each LLVM on its
+    own part of the module (backend/cpu_engine.py; default: the cores this process may use, at
+    most 8; 1: the whole module on the calling thread, as MLIR's ExecutionEngine does)."""
+    v = os.environ.get("RELAX_MLIR_JIT_THREADS")
+    if v:
+        try:
+            n = int(v)
+        except ValueError:
+            raise ValueError(f"RELAX_MLIR_JIT_THREADS must be an integer, got {v!r}") from None
+        if n < 1:
+            raise ValueError(f"RELAX_MLIR_JIT_THREADS must be >= 1, got {n}")
+        return n
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
 def blas_parallel_min() -> int:
     """RELAX_MLIR_BLAS_PARALLEL_MIN: multiply-adds from which a BLAS product is split over the
     pool (default 1M: about 50 us on one core, against 5-20 us to wake a worker)."""

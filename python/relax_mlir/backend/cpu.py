@@ -1711,7 +1711,7 @@ class JitModule:
     """
 
     def __init__(self, module: ir.Module, opt_level: int = 3, shared_libs: Sequence[str] = ()):
-        from mlir.execution_engine import ExecutionEngine
+        from relax_mlir.backend.cpu_engine import SplitEngine
 
         op = as_op(module)
         self._signatures = _parse_signatures(op)
@@ -1752,9 +1752,12 @@ class JitModule:
         if rt_libs and native_rt.library_path() in rt_libs:
             native_rt.start()  # the pool's workers now, not in the first call that reaches the pool
         self.module = module
-        self.engine = ExecutionEngine(module, opt_level=opt_level)
-        for s, addr in resolved.items():
-            self.engine.raw_register_runtime(s, addr)
+        pairs = entry_wrapper_pairs(op)
+        hosts = {_sym_name(f) for pair in pairs for f in pair}
+        wrappers = {_sym_name(w) for _e, w in pairs}
+        symbols = {s: (a.value or 0) for s, a in resolved.items()}
+        # the kernels and the host program compiled on several cores (backend/cpu_engine.py)
+        self.engine = SplitEngine(module, opt_level, symbols, hosts, wrappers)
         self._funcs: dict[str, tuple] = {}
         self._lock = threading.Lock()
 
@@ -1764,7 +1767,7 @@ class JitModule:
             with self._lock:
                 f = self._funcs.get(name)
                 if f is None:
-                    addr = self.engine.raw_lookup("_mlir_ciface_" + name)
+                    addr = self.engine.lookup_packed("_mlir_ciface_" + name)
                     if not addr:
                         raise KeyError(f"no entry @{name} with llvm.emit_c_interface in the module")
                     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)

@@ -130,7 +130,7 @@ def _counters(jit):
         return None
     names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[PROFILE_ATTR])]
     # The packed wrapper of its C interface: void(void **args), args[0] -> the result struct's address.
-    fn = jit.engine.raw_lookup("_mlir_ciface_" + _ADDRESSES)
+    fn = jit.engine.lookup_packed("_mlir_ciface_" + _ADDRESSES)
     if not fn:
         return None
     res = (ctypes.c_int64 * 2)()

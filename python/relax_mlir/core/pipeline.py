@@ -188,8 +188,12 @@ def run_pipeline(session: Session, module: ir.Operation, items: list[str], regis
         except PipelineError as e:
             session.diags.append(Diag("", 0, 0, "error", str(e)))
             return False
+        # MLIR's IR printing requires a single-threaded context; when only the printing asked for
+        # it, threading is on again after the run (the CPU backend's engines translate their
+        # pieces concurrently in this context, backend/cpu_engine.py)
+        restore_threading = inst.prints_ir and not inst.disable_threading
         if inst.disable_threading or inst.prints_ir:
-            session.ctx.enable_multithreading(False)  # required by MLIR's IR printing
+            session.ctx.enable_multithreading(False)
         if inst.prints_ir:
             if inst.dump_dir is not None:
                 try:
@@ -215,4 +219,7 @@ def run_pipeline(session: Session, module: ir.Operation, items: list[str], regis
             if not session.has_errors():
                 session.diags.append(Diag(session.source_name, 0, 0, "error", "pass pipeline failed"))
             return False
+        finally:
+            if restore_threading:
+                session.ctx.enable_multithreading(True)
         return True
