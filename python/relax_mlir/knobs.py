@@ -29,18 +29,23 @@ def verbose() -> bool:
     return os.environ.get("RELAX_MLIR_VERBOSE", "") not in ("", "0")
 
 
-def num_threads_setting() -> int | None:
-    """RELAX_MLIR_NUM_THREADS as given (None: unset); ValueError unless an integer >= 1."""
-    env = os.environ.get("RELAX_MLIR_NUM_THREADS")
+def _count_setting(name: str) -> int | None:
+    """The setting `name` as given (None: unset); ValueError unless an integer >= 1."""
+    env = os.environ.get(name)
     if not env:
         return None
     try:
         n = int(env)
     except ValueError:
-        raise ValueError(f"RELAX_MLIR_NUM_THREADS must be an integer, got {env!r}") from None
+        raise ValueError(f"{name} must be an integer, got {env!r}") from None
     if n < 1:
-        raise ValueError(f"RELAX_MLIR_NUM_THREADS must be >= 1, got {n}")
+        raise ValueError(f"{name} must be >= 1, got {n}")
     return n
+
+
+def num_threads_setting() -> int | None:
+    """RELAX_MLIR_NUM_THREADS as given (None: unset); ValueError unless an integer >= 1."""
+    return _count_setting("RELAX_MLIR_NUM_THREADS")
 
 
 def profile() -> bool:
@@ -74,14 +79,8 @@ def jit_threads() -> int:
     """RELAX_MLIR_JIT_THREADS: threads that generate a CPU build's machine code, each LLVM on its
     own part of the module (backend/cpu_engine.py; default: the cores this process may use, at
     most 8; 1: the whole module on the calling thread, as MLIR's ExecutionEngine does)."""
-    v = os.environ.get("RELAX_MLIR_JIT_THREADS")
-    if v:
-        try:
-            n = int(v)
-        except ValueError:
-            raise ValueError(f"RELAX_MLIR_JIT_THREADS must be an integer, got {v!r}") from None
-        if n < 1:
-            raise ValueError(f"RELAX_MLIR_JIT_THREADS must be >= 1, got {n}")
+    n = _count_setting("RELAX_MLIR_JIT_THREADS")
+    if n is not None:
         return n
     try:
         cores = len(os.sched_getaffinity(0))
