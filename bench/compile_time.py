@@ -15,7 +15,10 @@ passes and the CPU backend apart), the number of kernels the CPU backend compile
 every depth once each layer calls the same kernels) and which builds `compile()` made
 (one-thread, multi-threaded).
 `--llm --phases`: CPU seconds per phase instead: the relax passes, then for each build (made apart,
-whichever `compile()` would choose) every CPU backend stage, LLVM's O3 and its code generation.
+whichever `compile()` would choose) every CPU backend stage, then "LLVM O3": creating the build's
+engines (backend/cpu_engine.py: every piece translated, optimized and compiled on the worker
+threads; with RELAX_MLIR_JIT_THREADS=1 one engine's O3 only) and "LLVM codegen": the first lookup
+of the entries (one engine's code generation; nothing left with the pieces).
 The weights' values do not enter the compile (zeros, not random: allocating them lazily keeps a
 24-layer model cheap).
 """

@@ -50,6 +50,7 @@ from mlir import ir
 from relax_mlir import knobs
 from relax_mlir.backend.common import (LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs,
                                        verify, walk)
+from relax_mlir.backend.cpu_engine import SplitEngine
 from relax_mlir.backend.cpu_profile import instrument as instrument_for_profile
 from relax_mlir.passes import ModulePass
 
@@ -1711,8 +1712,6 @@ class JitModule:
     """
 
     def __init__(self, module: ir.Module, opt_level: int = 3, shared_libs: Sequence[str] = ()):
-        from relax_mlir.backend.cpu_engine import SplitEngine
-
         op = as_op(module)
         self._signatures = _parse_signatures(op)
         externals = _external_symbols(op)

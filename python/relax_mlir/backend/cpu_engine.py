@@ -11,12 +11,13 @@ generate code on several cores at once:
   parallel loops the host runs itself), with everything they reference, balanced by size over
   the worker threads. A function or constant global two pieces need is copied into both (they
   are all internal); what the host needs from a piece gets external linkage there.
-- the host piece: the wrappers and what they reference that no kernel piece exports; the
-  kernels' addresses are registered with it once their pieces are compiled, before its own code
-  generation (which is when it links). Its wrappers are compiled unoptimised (`optnone`): they
-  are straight-line code that calls kernels, thousands of instructions per layer in an LLM, on
-  which LLVM's O3 code generation spends seconds (its post-RA scheduler is quadratic in a
-  block's length) for no measurable gain per call (bench/compile_time.py, BENCHMARKS.md).
+- the host piece: the wrappers and the globals they read; each kernel it calls is a trampoline
+  that calls through a 64-bit slot (an external global), so the host imports nothing from the
+  kernel pieces and is compiled and linked beside them; the kernels' addresses are written into
+  the slots once all pieces are done, before any call. Its wrappers are compiled unoptimised
+  (`optnone`): they are straight-line code that calls kernels, thousands of instructions per
+  layer in an LLM, on which LLVM's O3 code generation spends seconds (its post-RA scheduler is
+  quadratic in a block's length) for no measurable gain per call (BENCHMARKS.md).
 
 What cannot be split safely (a top-level op other than functions and globals, a mutable global
 that a kernel piece reads, a piece that does not verify) is compiled as one engine, as before.
@@ -30,7 +31,9 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 from mlir import ir
+from mlir.dialects import llvm
 
+from relax_mlir import knobs
 from relax_mlir.backend.common import LoweringError
 
 
@@ -99,11 +102,12 @@ def _is_internal(op) -> bool:
                                                                           "#llvm.linkage<private>")
 
 
-def _references(op) -> tuple[set[str], int]:
-    """The symbols `op` (a function or global) references, and its number of operations (the size
-    the pieces are balanced by)."""
+def _references(op) -> tuple[set[str], int, list]:
+    """The symbols `op` (a function or global) references, its number of operations (the size the
+    pieces are balanced by) and the types its `llvm.return`s return (a function's result type)."""
     refs: set[str] = set()
     count = [0]
+    returned: list = []
 
     def visit(o):
         count[0] += 1
@@ -113,10 +117,12 @@ def _references(op) -> tuple[set[str], int]:
                 refs.add(ir.FlatSymbolRefAttr(o.attributes["callee"]).value)
         elif name == "llvm.mlir.addressof":
             refs.add(ir.FlatSymbolRefAttr(o.attributes["global_name"]).value)
+        elif name == "llvm.return" and not returned:
+            returned.append([v.type for v in o.operands])
         return ir.WalkResult.ADVANCE
 
     op.operation.walk(visit)
-    return refs, count[0]
+    return refs, count[0], returned[0] if returned else []
 
 
 class _Plan:
@@ -139,9 +145,10 @@ class _Plan:
         if not hosts:
             return
         self.refs: dict[str, set[str]] = {}
+        self.returns: dict[str, list] = {}
         size: dict[str, int] = {}
         for n, o in self.defs.items():
-            self.refs[n], size[n] = _references(o)
+            self.refs[n], size[n], self.returns[n] = _references(o)
         # The host's closure stops at the functions it calls: each is a root of a kernel piece.
         host = set(hosts)
         roots: list[str] = []
@@ -156,8 +163,8 @@ class _Plan:
                 else:
                     host.add(r)  # a global the host reads
                     work.append(r)
-        if not roots:
-            return
+        if not roots or any(str(self.defs[r].attributes["function_type"]).endswith("...)>") for r in roots):
+            return  # nothing to split, or a variadic callee (no trampoline for it): one engine
         closures = {r: self._closure(r) for r in roots}
         for c in closures.values():
             for n in c:
@@ -188,6 +195,31 @@ class _Plan:
         return seen
 
 
+SLOT = "__relax_slot_"
+
+
+def _trampoline(plan: _Plan, name: str, ip: ir.InsertionPoint) -> None:
+    """In the host piece, `@name` (a kernel another piece defines) as a function that calls
+    through the external 64-bit slot `@__relax_slot_<name>`, which is given the kernel's address
+    once its piece is compiled. The host piece then imports nothing from the kernel pieces: it is
+    compiled and linked at the same time as they are, not after them."""
+    o = plan.defs[name]
+    ptr = ir.Type.parse("!llvm.ptr")
+    i64 = ir.IntegerType.get_signless(64)
+    slot = SLOT + name
+    llvm.GlobalOp(i64, slot, ir.Attribute.parse("#llvm.linkage<external>"),
+                  value=ir.IntegerAttr.get(i64, 0), ip=ip)
+    f = llvm.LLVMFuncOp(name, o.attributes["function_type"], linkage=ir.Attribute.parse("#llvm.linkage<internal>"),
+                        ip=ip)
+    block = f.regions[0].blocks.append(*[a.type for a in o.regions[0].blocks[0].arguments])
+    with ir.InsertionPoint(block):
+        address = llvm.LoadOp(i64, llvm.AddressOfOp(ptr, slot).result).result
+        callee = llvm.IntToPtrOp(ptr, address).result
+        results = plan.returns[name]
+        call = llvm.CallOp(results[0] if results else None, [callee, *block.arguments], [], [])
+        llvm.ReturnOp(arg=call.result if results else None)
+
+
 def _piece_module(module_op: ir.Operation, plan: _Plan, k: int, optnone: set[str]) -> ir.Module:
     """Piece `k` of `module_op` as a new module of copies (the original stays whole)."""
     ctx = module_op.context
@@ -204,11 +236,11 @@ def _piece_module(module_op: ir.Operation, plan: _Plan, k: int, optnone: set[str
         for n in sorted(members):  # a deterministic order: the same module text every compile
             needed |= plan.refs[n]
         for n in sorted(needed - members):
-            o = plan.defs.get(n)
-            if o is not None:  # defined in the piece that owns it: declared here
-                from mlir.dialects import llvm
-
-                llvm.LLVMFuncOp(n, o.attributes["function_type"], ip=ip)
+            if n in plan.defs:  # defined in the piece that owns it
+                if k == 0:
+                    _trampoline(plan, n, ip)
+                else:
+                    llvm.LLVMFuncOp(n, plan.defs[n].attributes["function_type"], ip=ip)
         for n in sorted(members):
             c = plan.defs[n].operation.clone(ip)
             if k > 0 and plan.owner.get(n) == k:
@@ -223,14 +255,6 @@ def _piece_module(module_op: ir.Operation, plan: _Plan, k: int, optnone: set[str
     return m
 
 
-def workers() -> int:
-    """Threads that generate code (RELAX_MLIR_JIT_THREADS; default: the cores this process may
-    use, at most 8)."""
-    from relax_mlir import knobs
-
-    return knobs.jit_threads()
-
-
 class SplitEngine:
     """A build's machine code from several engines compiled at once (module docstring), the
     external `symbols` (name -> address) registered with each. `hosts`: the entries and their
@@ -238,7 +262,7 @@ class SplitEngine:
 
     def __init__(self, module: ir.Module, opt_level: int, symbols: dict[str, int], hosts: set[str],
                  wrappers: set[str], threads: int | None = None):
-        threads = workers() if threads is None else threads
+        threads = knobs.jit_threads() if threads is None else threads
         op = module.operation
         plan = _Plan(op, hosts, threads) if threads > 1 else None
         pieces = None
@@ -262,25 +286,27 @@ class SplitEngine:
             Engine(ir.Module.create(), 0)
         engines: list = [None] * len(pieces)
 
+        addresses: dict[str, int] = {}
+
         def build(k: int):
             e = Engine(pieces[k], opt_level)
             for s, a in symbols.items():
                 e.register(s, a)
             engines[k] = e
-            if k > 0:  # generate and link the piece's code now (the host's waits for the kernels)
-                for r in plan.roots:
-                    if plan.owner[r] == k and not e.lookup(r):
-                        raise LoweringError("jit", "ExecutionEngine", f"the piece defining @{r} does not link")
+            # generate and link the piece's code now (the first lookup does it for the whole piece)
+            names = [SLOT + r for r in plan.roots] if k == 0 else [r for r in plan.roots if plan.owner[r] == k]
+            for n in names:
+                addresses[n] = e.lookup(n)
+                if not addresses[n]:
+                    raise LoweringError("jit", "ExecutionEngine", f"the piece defining @{n} does not link")
 
-        # The kernel pieces first, one per worker; the host piece's translation and optimization
-        # (its code generation waits for the kernels' addresses) on one more thread beside them.
+        # The kernel pieces first, one per worker; the host piece on one more thread beside them.
         with ThreadPoolExecutor(max_workers=threads + 1) as pool:
             futures = [pool.submit(build, k) for k in [*range(1, len(pieces)), 0]]
             for f in futures:
                 f.result()
-        host = engines[0]
-        for r in plan.roots:
-            host.register(r, engines[plan.owner[r]].lookup(r))
+        for r in plan.roots:  # each kernel's address into its slot in the host piece
+            ctypes.c_uint64.from_address(addresses[SLOT + r]).value = addresses[r]
         self.engines = engines
 
     def lookup_packed(self, name: str) -> int:
