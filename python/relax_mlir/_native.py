@@ -14,9 +14,6 @@ The other direction (tensorflow imported after a compile) is the CPU backend's p
 MLIR's runtime libraries RTLD_LOCAL (backend/cpu.py `_load_local`), so LLVM never reaches the
 global scope for tensorflow's libraries to bind to; and lavapipe's LLVM is shielded by
 runtime/vulkan.py `shield_drivers`.
-
-`install()` also resolves the dialect modules the bindings look for in vain (`_NO_MODULE`) to an
-empty module, which they then remember instead of retrying the import on every operation.
 """
 from __future__ import annotations
 
@@ -55,32 +52,6 @@ class _DeepBindFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-# Dialects whose namespace has no module under mlir.dialects: relax's own (IRDL `relax`, and
-# `relax_v`) and upstream `async` (its module is `async_dialect`). For every operation view or
-# type of such a dialect the bindings try `import mlir.dialects.<namespace>` again (they remember
-# only successful imports): 25-50 us each, 0.46 s of a 12-layer Llama compile (9,569 failed imports
-# in one walk over the threaded build's async IR). These names resolve to an empty module: found
-# once, remembered, and no op or type class registered (the generic views, as before).
-_NO_MODULE = ("mlir.dialects.relax", "mlir.dialects.relax_v", "mlir.dialects.async")
-
-
-class _EmptyModuleLoader(importlib.abc.Loader):
-    def create_module(self, spec):
-        return None  # the default module object
-
-    def exec_module(self, module) -> None:
-        pass
-
-
-class _DialectModuleFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in _NO_MODULE or importlib.machinery.PathFinder.find_spec(name, path) is not None:
-            return None
-        return importlib.machinery.ModuleSpec(name, _EmptyModuleLoader())
-
-
 def install() -> None:
-    if not any(isinstance(f, _DialectModuleFinder) for f in sys.meta_path):
-        sys.meta_path.append(_DialectModuleFinder())
     if hasattr(os, "RTLD_DEEPBIND") and not any(isinstance(f, _DeepBindFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _DeepBindFinder())

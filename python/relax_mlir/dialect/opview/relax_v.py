@@ -1,1 +1,3 @@
-"""The importable Python module MLIR looks up for the unregistered `relax_v` namespace (see relax.py)."""
+"""The importable Python module MLIR looks up for the `relax_v` ops (unregistered, see
+dialect/__init__.py): as for `relax`, without it every `.type` / `.opview` access of one retries
+a failing import."""
