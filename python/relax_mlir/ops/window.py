@@ -333,7 +333,11 @@ def _scan_kernel(kind: str, x: TensorType, r: TensorType, axis: int, reverse: bo
     rank = len(x.dims)
     # f16/bf16 sums and products run in f32, each prefix rounded once (no error growing along n)
     wide = x.dtype in ("f16", "bf16") and kind in ("sum", "prod")
-    slice_t = TensorType(tuple(d for i, d in enumerate(x.dims) if i != axis), x.dtype)
+    # Each step's slice keeps the scanned axis as a dim of 1: a rank-reducing slice of a tensor
+    # with another static dim of 1 ([1, n, m, k] scanned along m) is ambiguous to MLIR's memref
+    # folds (which dim was dropped, guessed from dynamic strides), and the canonicalizer then
+    # aborted the process after bufferization (fuzz seed 2340491).
+    slice_t = TensorType(tuple(ONE if i == axis else d for i, d in enumerate(x.dims)), x.dtype)
     acc_t = TensorType(slice_t.dims, "f32" if wide else x.dtype)
     sizes = [str(d.value) if d is not None and d.is_const else k.dim(k.inp(0), x, i) for i, d in enumerate(x.dims)]
     acc_dyn = [s for i, s in enumerate(sizes) if i != axis and not s.isdigit()]

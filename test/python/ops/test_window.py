@@ -167,6 +167,24 @@ def test_cumulative_of_zero_size(shape, op):
             assert g.shape == w.shape and g.dtype == w.dtype
 
 
+@pytest.mark.parametrize("axis", [1, 2, 3])
+def test_cumulative_beside_static_unit_dims(axis):
+    """A scan along one symbolic dim of a tensor with other dims of 1 (static and symbolic): each
+    step's slice was rank-reducing, which MLIR's memref folds cannot disambiguate; the canonicalizer
+    aborted the process after bufferization (fuzz seed 2340491: lax.cumsum of [1, n-1, n, n] int64
+    along axis 2, broadcast from a product; here axis 2 of x)."""
+    (n,) = jax.export.symbolic_shape("n")
+
+    def f(x, y):
+        return lax.cumsum(x, axis=axis), lax.cummax(y, axis=axis, reverse=True)
+    specs = [jax.ShapeDtypeStruct((1, n, n, n), np.int32), jax.ShapeDtypeStruct((1, n, 1, n), np.float32)]
+    exe = relax_mlir.compile(from_jax(f, *specs))
+    for k in (1, 7, 23):
+        x, y = rnd((1, k, k, k), np.int32), rnd((1, k, 1, k))
+        for g, w in zip(exe(x, y), jax.jit(f)(x, y)):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
 @pytest.mark.parametrize("reverse", [False, True])
 def test_cumsum_static_and_jnp(reverse):
     check(lambda x: lax.cumsum(x, axis=0, reverse=reverse), [S((11, 3))], lambda n: [rnd((11, 3))], sizes=(None,))
