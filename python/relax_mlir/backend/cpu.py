@@ -1319,9 +1319,34 @@ def _run_module(module, pipeline: str, stage: str) -> None:
     run_pipeline(module, pipeline, stage, verify_each=knobs.debug())
 
 
+# Module attribute: an entry runs a loop of the program itself (relax control flow, a scan),
+# which its host code repeats per iteration (backend/cpu_engine.py then keeps that code optimized).
+HOST_LOOPS_ATTR = "relax_cpu.host_loops"
+_LOOPS = frozenset(("scf.for", "scf.while", "scf.forall", "scf.parallel", "cf.br", "cf.cond_br"))
+
+
+def _mark_host_loops(op: ir.Operation) -> None:
+    """Set HOST_LOOPS_ATTR if an entry (before any kernel is inlined into it) holds a loop."""
+    found = []
+
+    def visit(o):
+        if o.name in _LOOPS:
+            found.append(o)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    for f in top_funcs(op):
+        if not _is_private(f) and not _is_declaration(f):
+            f.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+            if found:
+                op.attributes[HOST_LOOPS_ATTR] = ir.UnitAttr.get(op.context)
+                return
+
+
 def stage_vectorize(module, options: CPUOptions) -> None:
     """Tile (and, if `options.vectorize`, vectorize) every kernel with per-op fallbacks."""
     op = as_op(module)
+    _mark_host_loops(op)
     if _has_bf16(op):
         _run_module(op, _BF16_ARITH, "vectorize")
         _round_like_xla(op)
@@ -1756,7 +1781,8 @@ class JitModule:
         wrappers = {_sym_name(w) for _e, w in pairs}
         symbols = {s: (a.value or 0) for s, a in resolved.items()}
         # the kernels and the host program compiled on several cores (backend/cpu_engine.py)
-        self.engine = SplitEngine(module, opt_level, symbols, hosts, wrappers)
+        self.engine = SplitEngine(module, opt_level, symbols, hosts, wrappers,
+                                  host_loops=HOST_LOOPS_ATTR in op.attributes)
         self._funcs: dict[str, tuple] = {}
         self._lock = threading.Lock()
 

@@ -17,7 +17,9 @@ generate code on several cores at once:
   the slots once all pieces are done, before any call. Its wrappers are compiled unoptimised
   (`optnone`): they are straight-line code that calls kernels, thousands of instructions per
   layer in an LLM, on which LLVM's O3 code generation spends seconds (its post-RA scheduler is
-  quadratic in a block's length) for no measurable gain per call (BENCHMARKS.md).
+  quadratic in a block's length) for 2-3% per call (BENCHMARKS.md). Where the program itself
+  loops in the host (a scan, a while: the code runs once per step) they stay optimized, tuned for
+  a generic x86-64 (no post-RA scheduling: half the saving).
 
 What cannot be split safely (a top-level op other than functions and globals, a mutable global
 that a kernel piece reads, a piece that does not verify) is compiled as one engine, as before.
@@ -211,6 +213,7 @@ def _trampoline(plan: _Plan, name: str, ip: ir.InsertionPoint) -> None:
                   value=ir.IntegerAttr.get(i64, 0), ip=ip)
     f = llvm.LLVMFuncOp(name, o.attributes["function_type"], linkage=ir.Attribute.parse("#llvm.linkage<internal>"),
                         ip=ip)
+    f.attributes["passthrough"] = ir.ArrayAttr.get([ir.StringAttr.get("alwaysinline")])  # one call per kernel call
     block = f.regions[0].blocks.append(*[a.type for a in o.regions[0].blocks[0].arguments])
     with ir.InsertionPoint(block):
         address = llvm.LoadOp(i64, llvm.AddressOfOp(ptr, slot).result).result
@@ -220,7 +223,8 @@ def _trampoline(plan: _Plan, name: str, ip: ir.InsertionPoint) -> None:
         llvm.ReturnOp(arg=call.result if results else None)
 
 
-def _piece_module(module_op: ir.Operation, plan: _Plan, k: int, optnone: set[str]) -> ir.Module:
+def _piece_module(module_op: ir.Operation, plan: _Plan, k: int, optnone: set[str],
+                  generic: set[str] = frozenset()) -> ir.Module:
     """Piece `k` of `module_op` as a new module of copies (the original stays whole)."""
     ctx = module_op.context
     external = ir.Attribute.parse("#llvm.linkage<external>", ctx)
@@ -247,6 +251,8 @@ def _piece_module(module_op: ir.Operation, plan: _Plan, k: int, optnone: set[str
                 c.attributes["linkage"] = external
                 if "sym_visibility" in c.attributes:
                     del c.attributes["sym_visibility"]
+            if n in generic:  # optimized, scheduled for a generic x86-64 (no post-RA scheduler)
+                c.attributes["tune_cpu"] = ir.StringAttr.get("generic")
             if n in optnone:
                 flags = [a for a in ir.ArrayAttr(c.attributes["passthrough"])] if "passthrough" in c.attributes else []
                 flags = [a for a in flags if str(a) not in ('"alwaysinline"', '"inlinehint"')]
@@ -258,17 +264,23 @@ def _piece_module(module_op: ir.Operation, plan: _Plan, k: int, optnone: set[str
 class SplitEngine:
     """A build's machine code from several engines compiled at once (module docstring), the
     external `symbols` (name -> address) registered with each. `hosts`: the entries and their
-    wrappers (the host program); `wrappers`: the functions compiled unoptimised."""
+    wrappers (the host program); `wrappers`: the entries' C-interface wrappers, compiled
+    unoptimised, or with `host_loops` (an entry runs a loop of the program) optimized but tuned
+    for a generic CPU."""
 
     def __init__(self, module: ir.Module, opt_level: int, symbols: dict[str, int], hosts: set[str],
-                 wrappers: set[str], threads: int | None = None):
+                 wrappers: set[str], threads: int | None = None, host_loops: bool = False):
         threads = knobs.jit_threads() if threads is None else threads
         op = module.operation
         plan = _Plan(op, hosts, threads) if threads > 1 else None
         pieces = None
         if plan is not None and plan.ok:
             try:
-                pieces = [_piece_module(op, plan, k, wrappers if k == 0 else set())
+                # A host that loops (a scan, a while) repeats its code per iteration: optimized
+                # there (scan with a cond at 4096 steps: 0.51-0.55 ms, 0.83-1.05 unoptimised),
+                # only not tuned for this CPU, whose post-RA scheduler is most of its cost.
+                host_only = [set(), wrappers] if host_loops else [wrappers, set()]
+                pieces = [_piece_module(op, plan, k, *(host_only if k == 0 else [set(), set()]))
                           for k in range(len(plan.pieces))]
                 for p in pieces:
                     p.operation.verify()
