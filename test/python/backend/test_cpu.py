@@ -849,3 +849,52 @@ def test_kernel_writing_through_a_reshape_is_called_not_inlined():
         writes, view = list(module.body.operations)
         assert cpu._writes_its_outputs(writes)
         assert not cpu._writes_its_outputs(view)
+
+
+@pytest.mark.parametrize("dtype,options", [("bool", {}), ("float32", {"vectorize": False})])
+def test_slice_kernel_that_folds_into_a_view_is_inlined(dtype, options):
+    """A slice copied whole into its output is a kernel until canonicalization folds the copy
+    away; it is then a view, and must be inlined: called, its strided result was cast to a
+    contiguous buffer at the function boundary and the caller read the wrong elements (fuzz seed
+    2342267: `(a1 != a0)[:, 0]`; any dtype whose copy is not vectorized)."""
+    import jax
+    import jax.numpy as jnp
+
+    import relax_mlir
+
+    def fn(a0, a1):
+        v = a1 != a0 if dtype == "bool" else a1 * a0
+        return v[:, 0]
+
+    m, = jax.export.symbolic_shape("m")
+    specs = [jax.ShapeDtypeStruct((), jnp.float32), jax.ShapeDtypeStruct((m, m, m), jnp.float32)]
+    exe = relax_mlir.compile(relax_mlir.from_jax(fn, *specs), options=options)
+    for size in (1, 3, 17, 40):
+        a0 = np.float32(1.0)
+        a1 = RNG.integers(-2, 3, (size, size, size)).astype(np.float32)
+        np.testing.assert_array_equal(np.asarray(exe(a0, a1)), np.asarray(fn(a0, a1)))
+
+
+def test_a_strided_view_cast_to_a_contiguous_buffer_is_refused():
+    """The guard behind the test above: a function returning a strided view through the
+    identity-layout boundary is refused at bufferization, never run."""
+    text = """
+    func.func @main(%a: memref<?x?x?xf32>, %out: memref<?x1x?xf32>) attributes {llvm.emit_c_interface} {
+      %t = bufferization.to_tensor %a restrict : memref<?x?x?xf32> to tensor<?x?x?xf32>
+      %r = func.call @col(%t) {no_inline} : (tensor<?x?x?xf32>) -> tensor<?x1x?xf32>
+      bufferization.materialize_in_destination %r in restrict writable %out : (tensor<?x1x?xf32>, memref<?x1x?xf32>) -> ()
+      return
+    }
+    func.func private @col(%t: tensor<?x?x?xf32>) -> tensor<?x1x?xf32> {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %n = tensor.dim %t, %c0 : tensor<?x?x?xf32>
+      %k = tensor.dim %t, %c2 : tensor<?x?x?xf32>
+      %s = tensor.extract_slice %t[0, 0, 0] [%n, 1, %k] [1, 1, 1] : tensor<?x?x?xf32> to tensor<?x1x?xf32>
+      return %s : tensor<?x1x?xf32>
+    }
+    """
+    with ir.Context():
+        module = ir.Module.parse(text)
+        with pytest.raises(cpu.LoweringError, match="strided view is cast to a contiguous buffer"):
+            cpu.stage_bufferize(module, cpu.CPUOptions(num_threads=1))
