@@ -1399,7 +1399,7 @@ def stage_bufferize(module, options: CPUOptions) -> None:
     """One-shot bufferization, outputs in place in the caller's buffers, no leaked temporaries."""
     op = as_op(module)
     _run_module(op, _BUFFERIZE_CALLS, "bufferize")
-    _refuse_layout_casts(op)
+    _copy_inexact_layout_casts(op)
     # A kernel that still returns a buffer (its analysis found no argument to write in place)
     # is inlined: a returned buffer would be cloned on every call. Only those: bufferization
     # rebuilt every call without its `no_inline`, which is set again on the others (else every
@@ -1432,26 +1432,111 @@ def _identity_layout(t: ir.MemRefType) -> bool:
             and layout.value == ir.AffineMap.get_identity(layout.value.n_dims, t.context))
 
 
-def _refuse_layout_casts(op: ir.Operation) -> None:
-    """A `memref.cast` from a strided view to a contiguous (identity-layout) memref asserts
-    strides the view does not have unless they are equal at run time; one-shot bufferization
-    inserts one where a function returns a view through an identity-layout boundary. The reads
-    through it would be wrong, silently: refused here, as an internal error, rather than run."""
+def _cast_is_exact(src: ir.MemRefType, dst: ir.MemRefType) -> bool:
+    """Whether a view of type `src` is certainly laid out as the contiguous `dst` says: offset 0
+    and every stride (of a dim that is not 1) the product of the static sizes inside it."""
+    strides, offset = src.get_strides_and_offset()
+    if offset != 0:
+        return False
+    expected = 1
+    for size, stride in zip(reversed(dst.shape), reversed(strides)):
+        if size == 1:
+            continue
+        if expected is None or stride != expected:
+            return False
+        expected = None if ir.ShapedType.is_dynamic_size(size) else expected * size
+    return True
+
+
+# Ops through which a function argument is only read, or viewed (the views' uses are followed).
+_READS = {"memref.load": (0,), "vector.transfer_read": (0,), "vector.load": (0,), "memref.dim": (0,),
+          "memref.copy": (0,), "vector.maskedload": (0,), "vector.gather": (0,),
+          "memref.extract_strided_metadata": ()}
+_VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
+          "memref.expand_shape", "memref.reshape", "memref.transpose")
+
+
+def _only_read(value: ir.Value, funcs: dict, seen: set) -> bool:
+    """True if nothing writes through `value` (an argument or a view of one), following views and
+    calls; anything not known to only read counts as a write."""
+    for use in value.uses:
+        user, idx = use.owner, use.operand_number
+        name = user.name
+        if name in _READS and (not _READS[name] or idx in _READS[name]):
+            if name == "memref.extract_strided_metadata" and len(list(user.results[0].uses)) > 0:
+                return False  # its base buffer escapes
+            continue
+        if name in _VIEWS and idx == 0:
+            if not all(_only_read(r, funcs, seen) for r in user.results):
+                return False
+            continue
+        if name.startswith("linalg.") and "operandSegmentSizes" in user.attributes:
+            n_in = ir.DenseI32ArrayAttr(user.attributes["operandSegmentSizes"])[0]
+            if idx < n_in:
+                continue
+            return False
+        if name == "func.call":
+            callee = funcs.get(ir.FlatSymbolRefAttr(user.attributes["callee"]).value)
+            if callee is None or len(callee.regions[0].blocks) == 0:
+                return False
+            key = (ir.FlatSymbolRefAttr(user.attributes["callee"]).value, idx)
+            if key not in seen:
+                seen.add(key)
+                if not _only_read(callee.regions[0].blocks[0].arguments[idx], funcs, seen):
+                    return False
+            continue
+        return False
+    return True
+
+
+def _copy_inexact_layout_casts(op: ir.Operation) -> None:
+    """One-shot bufferization passes a strided view to a function taking a contiguous
+    (identity-layout) memref through a `memref.cast` when the view's static strides are merely
+    compatible with the parameter's (upstream takes the identity layout's dynamic strides as any
+    strides): a `[:n, :n]` slice of a 128 x 128 mask, with row stride 128, became a contiguous
+    n x n buffer, right only while the callee happens to read each row through the descriptor's
+    strides (a reshape, a copy by memcpy or a flattened read of it would take the wrong
+    elements). Such a cast is replaced by a copy into a contiguous buffer (what bufferization
+    itself does for an incompatible layout) when the callee only reads that argument; a cast that
+    is exact (offset 0, strides those of the static sizes) stays; any other is refused."""
+    funcs = {_sym_name(f): f for f in top_funcs(op)}
     bad = []
+    todo = []
 
     def visit(o):
         if o.name == "memref.cast":
             src, dst = o.operands[0].type, o.results[0].type
             if (isinstance(src, ir.MemRefType) and isinstance(dst, ir.MemRefType)
-                    and not _identity_layout(src) and _identity_layout(dst)):
-                bad.append(o)
+                    and not _identity_layout(src) and _identity_layout(dst) and not _cast_is_exact(src, dst)):
+                todo.append(o)
         return ir.WalkResult.ADVANCE
 
     op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for cast in todo:
+        uses = list(cast.results[0].uses)
+        if not all(u.owner.name == "func.call" for u in uses) or not _only_read(cast.results[0], funcs, set()):
+            bad.append(cast)
+            continue
+        src, dst = cast.operands[0], cast.results[0].type
+        with ir.InsertionPoint(cast), cast.location:
+            idx = ir.IndexType.get()
+            sizes = []
+            for i, size in enumerate(dst.shape):
+                if ir.ShapedType.is_dynamic_size(size):
+                    c = ir.Operation.create("arith.constant", [idx],
+                                            attributes={"value": ir.IntegerAttr.get(idx, i)}).results[0]
+                    sizes.append(ir.Operation.create("memref.dim", [idx], [src, c]).results[0])
+            seg = ir.DenseI32ArrayAttr.get([len(sizes), 0])
+            buf = ir.Operation.create("memref.alloc", [dst], sizes, attributes={
+                "operandSegmentSizes": seg, "alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 64)}
+            ).results[0]
+            ir.Operation.create("memref.copy", [], [src, buf])
+        cast.results[0].replace_all_uses_with(buf)
+        cast.erase()
     if bad:
         raise LoweringError("bufferize", "one-shot-bufferize",
-                            f"a strided view is cast to a contiguous buffer ({len(bad)} such casts; "
-                            f"the first: {bad[0]}); refusing code that would read wrong elements")
+                            f"a strided view is cast to a contiguous buffer where it cannot be copied ({len(bad)} "
+                            f"such casts; the first: {bad[0]}); refusing code that would compute wrong elements")
 
 
 def stage_parallelize(module, options: CPUOptions) -> None:

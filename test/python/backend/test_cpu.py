@@ -898,3 +898,46 @@ def test_a_strided_view_cast_to_a_contiguous_buffer_is_refused():
         module = ir.Module.parse(text)
         with pytest.raises(cpu.LoweringError, match="strided view is cast to a contiguous buffer"):
             cpu.stage_bufferize(module, cpu.CPUOptions(num_threads=1))
+
+
+def test_inexact_layout_casts_become_copies_or_are_refused():
+    """A view cast to a contiguous parameter: kept when its layout is exactly contiguous, copied
+    into a contiguous buffer when the callee only reads it (a [:n, :n] slice of a 128 x 128
+    mask), refused when the callee writes through it."""
+    text = """
+    func.func private @reads(%m: memref<?x?xi8>, %out: memref<?x?xi8>) {
+      memref.copy %m, %out : memref<?x?xi8> to memref<?x?xi8>
+      return
+    }
+    func.func private @writes(%m: memref<?x?xi8>) {
+      %c0 = arith.constant 0 : index
+      %z = arith.constant 0 : i8
+      memref.store %z, %m[%c0, %c0] : memref<?x?xi8>
+      return
+    }
+    func.func private @row(%m: memref<1x128xi8>) {
+      return
+    }
+    func.func @main(%a: memref<128x128xi8>, %out: memref<?x?xi8>, %n: index) {
+      %v = memref.subview %a[0, 0] [%n, %n] [1, 1] : memref<128x128xi8> to memref<?x?xi8, strided<[128, 1]>>
+      %c = memref.cast %v : memref<?x?xi8, strided<[128, 1]>> to memref<?x?xi8>
+      func.call @reads(%c, %out) : (memref<?x?xi8>, memref<?x?xi8>) -> ()
+      %r = memref.subview %a[0, 0] [1, 128] [1, 1] : memref<128x128xi8> to memref<1x128xi8, strided<[128, 1]>>
+      %rc = memref.cast %r : memref<1x128xi8, strided<[128, 1]>> to memref<1x128xi8>
+      func.call @row(%rc) : (memref<1x128xi8>) -> ()
+      %w = memref.cast %v : memref<?x?xi8, strided<[128, 1]>> to memref<?x?xi8>
+      func.call @writes(%w) : (memref<?x?xi8>) -> ()
+      return
+    }
+    """
+    with ir.Context():
+        module = ir.Module.parse(text)
+        with pytest.raises(cpu.LoweringError, match="cannot be copied"):
+            cpu._copy_inexact_layout_casts(module.operation)
+        module = ir.Module.parse(text.replace("func.call @writes(%w)", "func.call @reads(%w, %out)")
+                                 .replace("(memref<?x?xi8>) -> ()\n      return", "(memref<?x?xi8>, memref<?x?xi8>) -> ()\n      return"))
+        cpu._copy_inexact_layout_casts(module.operation)
+        out = str(module)
+        assert out.count("memref.copy %subview, %alloc") == 2, out
+        assert "strided<[128, 1]>> to memref<1x128xi8>" in out and out.count("memref.cast") == 1, out
+        assert module.operation.verify()

@@ -36,7 +36,9 @@ _PROBE = BINDINGS + ({"n": 4, "m": 9}, {"n": 12, "m": 5}, {"n": 2, "m": 2})
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "int16", "int32", "int64")
+UINTS = ("uint8", "uint16", "uint32", "uint64")  # from V3_FIRST_SEED on
 DTYPES = ("bool",) + INTS + FLOATS
+DTYPES_V3 = DTYPES + UINTS
 
 # jax constructs the importer rejects with a clean UnsupportedOpError (so they are not generated).
 UNSUPPORTED = {
@@ -45,7 +47,8 @@ UNSUPPORTED = {
 }
 
 _DT_SHORT = {"bool": "jnp.bool_", "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32",
-             "int64": "jnp.int64", "float16": "jnp.float16", "bfloat16": "jnp.bfloat16",
+             "int64": "jnp.int64", "uint8": "jnp.uint8", "uint16": "jnp.uint16", "uint32": "jnp.uint32",
+             "uint64": "jnp.uint64", "float16": "jnp.float16", "bfloat16": "jnp.bfloat16",
              "float32": "jnp.float32", "float64": "jnp.float64"}
 
 
@@ -54,7 +57,7 @@ def is_float(dt: str) -> bool:
 
 
 def is_int(dt: str) -> bool:
-    return dt in INTS
+    return dt in INTS or dt in UINTS
 
 
 def dim_value(expr: str, env: dict) -> int:
@@ -296,7 +299,10 @@ _FLOAT_SPECIALS = (np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e30, -1e30, 1
 
 def _int_extremes(dt):
     info = np.iinfo(dt)
-    return (info.min, info.max, 0, -1, 1, info.min + 1)
+    if info.min == 0:  # unsigned: the ends and the old sign bit's neighbourhood
+        half = (info.max >> 1) + 1
+        return np.array((0, info.max, 1, info.max - 1, half, half - 1), dtype=dt)
+    return np.array((info.min, info.max, 0, -1, 1, info.min + 1), dtype=dt)
 
 
 def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
@@ -319,9 +325,9 @@ def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
         elif a.dtype == "bool":
             out.append(rng.random(shape) < 0.5)
         elif is_int(a.dtype):
-            x = rng.integers(-9, 10, size=shape)
+            x = rng.integers(0 if a.dtype in UINTS else -9, 10, size=shape).astype(a.dtype)
             if prog.specials:
-                ext = np.array(_int_extremes(a.dtype), dtype=np.int64)
+                ext = _int_extremes(a.dtype)
                 mask = rng.random(shape) < 0.2
                 x = np.where(mask, ext[rng.integers(0, len(ext), size=shape)], x)
             out.append(x.astype(a.dtype))
@@ -348,6 +354,10 @@ FAMILIES_V1 = (("unary", 14), ("binary", 16), ("power_int", 2), ("compare", 6), 
                ("reduce", 8), ("norm", 4), ("dot", 6), ("gather", 5), ("iota", 3), ("astype", 6))
 FAMILIES_V2 = FAMILIES_V1 + (("cumulative", 3), ("pool", 3), ("pad", 3))
 V2_FIRST_SEED = 2_310_000
+# From V3_FIRST_SEED on: unsigned integers among the dtypes, bitwise ops and shifts, sorting and
+# arg-reductions.
+FAMILIES_V3 = FAMILIES_V2 + (("bitwise", 5), ("sort", 4))
+V3_FIRST_SEED = 2_350_000
 
 
 class _Gen:
@@ -355,6 +365,9 @@ class _Gen:
         self.seed = seed
         self.r = random.Random(seed)
         self.v2 = seed >= V2_FIRST_SEED
+        self.v3 = seed >= V3_FIRST_SEED
+        self.dtypes = DTYPES_V3 if self.v3 else DTYPES
+        self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
         self.stmts: list[tuple[str, str]] = []
         self.values: dict[str, Value] = {}
@@ -402,7 +415,7 @@ class _Gen:
         return self.r.choices(cands, weights=w)[0]
 
     def some_arg(self, dtype=None) -> Value:
-        dt = dtype or self.r.choice(DTYPES)
+        dt = dtype or self.r.choice(self.dtypes)
         rank = self.r.choice((0, 1, 1, 2, 2, 2, 3))
         return self.new_arg([self.atom() for _ in range(rank)], dt)
 
@@ -561,6 +574,8 @@ class _Gen:
         if x.dtype == "bool":
             x = self.some_arg("float32")
         lo, hi = sorted((self.r.randint(-5, 3), self.r.randint(-3, 5)))
+        if x.dtype in UINTS:  # a negative bound is not a value of the type (jax refuses it)
+            lo, hi = sorted((abs(lo), abs(hi)))
         if is_float(x.dtype) and self.r.random() < 0.5:
             lo, hi = lo * 0.5, hi * 0.5
         if self.r.random() < 0.5:
@@ -765,6 +780,8 @@ class _Gen:
             odt = "int64"
         elif op in ("jnp.sum", "jnp.prod") and dt in ("int8", "int16", "int32"):
             odt = "int64"  # numpy promotion under x64
+        elif op in ("jnp.sum", "jnp.prod") and dt in ("uint8", "uint16", "uint32"):
+            odt = "uint64"
         elif op == "jnp.mean" and not is_float(dt):
             odt = "float64"
         else:
@@ -891,7 +908,7 @@ class _Gen:
 
     def f_astype(self):
         x = self.operand()
-        to = self.r.choice(DTYPES)
+        to = self.r.choice(self.dtypes)
         if is_float(x.dtype) and (is_int(to) or to == "bool"):
             if not x.exact:
                 to = self.r.choice(FLOATS)
@@ -909,7 +926,7 @@ class _Gen:
         window is the whole (maybe symbolic) axis."""
         x = self.operand(lambda v: v.rank >= 1 and v.dtype != "bool")
         if x.rank == 0 or x.dtype == "bool":
-            x = self.some_arg(self.r.choice(INTS + FLOATS))
+            x = self.some_arg(self.r.choice(self.ints + FLOATS))
             if x.rank == 0:
                 return self.f_unary()
         # jax.export cannot scan a symbolic axis that may be empty (seed 2311201: max(0, m - 2) >= 1
@@ -933,7 +950,7 @@ class _Gen:
         do on symbolic image sizes."""
         x = self.operand(lambda v: v.rank >= 1 and v.dtype != "bool")
         if x.rank == 0 or x.dtype == "bool":
-            x = self.some_arg(self.r.choice(INTS + FLOATS))
+            x = self.some_arg(self.r.choice(self.ints + FLOATS))
             if x.rank == 0:
                 return self.f_unary()
         k = min(x.rank, self.r.choice((1, 2)))
@@ -977,6 +994,8 @@ class _Gen:
                 widths.append((lo, hi))
                 dims[i] = f"({x.dims[i]}) + {lo + hi}"
             val = "True" if x.dtype == "bool" else self.r.choice(("0", "1", "-2"))
+            if x.dtype in UINTS and val == "-2":
+                val = "2"
             e = f"jnp.pad({x.name}, {tuple(widths)}, constant_values={val})"
         else:
             cfg = []
@@ -993,11 +1012,56 @@ class _Gen:
             e = f"lax.pad({x.name}, jnp.asarray({val}, {x.name}.dtype), {tuple(cfg)})"
         return self.emit(e, dims, x.dtype, x.exact, [x], "pad")
 
+    def f_bitwise(self):
+        """and, or, xor, not, shifts (counts from another value, any size: StableHLO defines a
+        count past the width), population count and leading zeros, on signed and unsigned ints."""
+        x = self.operand(lambda v: is_int(v.dtype))
+        if not is_int(x.dtype):
+            x = self.some_arg(self.r.choice(self.ints))
+        dt = x.dtype
+        r = self.r.random()
+        if r < 0.25:
+            op = self.r.choice(("~{}", "lax.population_count({})", "lax.clz({})", "{} << 3", "{} >> 1"))
+            return self.emit(op.format(x.name), x.dims, dt, True, [x], "bitwise")
+        y = self.partner(x)
+        dims = self.bcast_dims(x, y)
+        op = self.r.choice(("{} & {}", "{} | {}", "{} ^ {}", "jnp.left_shift({}, {})", "jnp.right_shift({}, {})",
+                            "lax.shift_left", "lax.shift_right_logical", "lax.shift_right_arithmetic"))
+        if op.startswith("lax."):  # lax ops do not broadcast
+            op += "(*jnp.broadcast_arrays({}, {}))"
+        return self.emit(op.format(x.name, y.name), dims, dt, True, [x, y], "bitwise")
+
+    def f_sort(self):
+        """jnp.sort / argsort (stable, either direction) along an axis, argmax / argmin (ties:
+        the first; NaN: the first NaN) along an axis that cannot be empty. Indices only of
+        exact values (an inexact value's order is not the reference's)."""
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            x = self.some_arg()
+            if x.rank == 0:
+                return self.f_unary()
+        ax = self.r.randrange(x.rank)
+        desc = ", descending=True" if self.r.random() < 0.3 else ""
+        r = self.r.random()
+        if r < 0.4 or not x.exact:
+            return self.emit(f"jnp.sort({x.name}, axis={ax}{desc})", x.dims, x.dtype, x.exact, [x], "sort")
+        if r < 0.7:
+            return self.emit(f"jnp.argsort({x.name}, axis={ax}, stable=True{desc})", x.dims, "int64", True, [x],
+                             "sort")
+        # jax refuses an arg-reduction over an axis it cannot prove non-empty
+        if not (x.dims[ax] in SYMBOLS or (x.dims[ax].isdigit() and int(x.dims[ax]) > 0)):
+            return self.emit(f"jnp.sort({x.name}, axis={ax})", x.dims, x.dtype, x.exact, [x], "sort")
+        keep = self.r.random() < 0.3
+        op = self.r.choice(("jnp.argmax", "jnp.argmin"))
+        dims = tuple(("1" if keep else None) if i == ax else d for i, d in enumerate(x.dims))
+        return self.emit(f"{op}({x.name}, axis={ax}{', keepdims=True' if keep else ''})",
+                         tuple(d for d in dims if d is not None), "int64", True, [x], "sort")
+
     def generate(self) -> Program:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V2 if self.v2 else FAMILIES_V1))
+        names, weights = zip(*(FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]
             getattr(self, "f_" + fam)()
