@@ -136,6 +136,29 @@ def test_flax_avg_pool_without_padding_counts():
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
 
 
+def test_global_pool_with_symbolic_window_and_strides():
+    """Global pooling over a symbolic image size (a ResNet head: flax `avg_pool(x, (h, w),
+    strides=(h, w))`, max too): the strides are symbolic, but the window covers the whole axis, so
+    there is one window position whatever they are. A symbolic stride elsewhere stays refused."""
+    nn = pytest.importorskip("flax.linen")
+    (b, h) = jax.export.symbolic_shape("b, h")
+
+    def f(x):
+        hw = (x.shape[1], x.shape[2])
+        return nn.avg_pool(x, hw, strides=hw), nn.max_pool(x + 1.0, hw, strides=hw)
+    exe = relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((b, h + 2, h, 3), np.float32)))
+    for n in (1, 5, 16):
+        x = rnd((2, n + 2, n, 3))
+        for g, w in zip(exe(x), jax.jit(f)(x)):
+            assert g.shape == w.shape == (2, 1, 1, 3)
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+    def g(x):  # windows of 2 at a stride of h: not one position
+        return nn.max_pool(x, (2,), strides=(x.shape[1],))
+    with pytest.raises(UnsupportedOpError, match="symbolic window strides"):
+        from_jax(g, jax.ShapeDtypeStruct((b, 2 * h, 3), np.float32))
+
+
 CUMULATIVE = [(lax.cumsum, np.float32), (lax.cummax, np.float32), (lax.cummin, np.float32),
               (lax.cumprod, np.float32), (lax.cumsum, np.int32), (lax.cummax, np.int32)]
 

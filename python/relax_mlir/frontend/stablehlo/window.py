@@ -9,7 +9,7 @@ from relax_mlir.frontend.stablehlo.common import Val, _ints, _merge_dims, _res, 
 from relax_mlir.frontend.stablehlo.reduce import _REDUCE_COMBINE, _is_identity
 from relax_mlir.frontend.stablehlo.unsigned import signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
-from relax_mlir.ops.window import window_out
+from relax_mlir.ops.window import dilated, window_out
 from relax_mlir.shape import Expr, const
 
 
@@ -107,12 +107,34 @@ def _dynamic_reduce_window(im, op, ins):
         raise ValueError(f"unknown reducer @{callee}")
     kind = _window_kind(f.regions[0].blocks[0].operations, x.dtype)
     window = _window_known(ins[2], "window_dimensions")
-    strides = _const_ints(_window_known(ins[3], "window_strides"), "window strides")
     bdil = _const_ints(_window_known(ins[4], "base_dilations"), "base dilations")
     wdil = _const_ints(_window_known(ins[5], "window_dilations"), "window dilations")
     pads = _window_known(ins[6], "padding")
+    strides = _strides(im, x, _window_known(ins[3], "window_strides"), window, bdil, wdil, pads[0::2], pads[1::2])
     return _emit_reduce_window(im, op, x, init, _init_value(op.operands[1]), kind, window, strides, bdil, wdil,
                                pads[0::2], pads[1::2])
+
+
+def _strides(im, x: Val, strides: list[Expr], window, bdil, wdil, lo, hi) -> list[int]:
+    """Constant strides; a symbolic one only on an axis whose window covers the whole padded,
+    dilated axis (one window position whatever the stride: global pooling over a symbolic image
+    size, flax's `avg_pool(x, (h, w), strides=(h, w))` in a ResNet head), where it becomes 1."""
+    if len(strides) != len(x.dims) or not (len(window) == len(bdil) == len(wdil) == len(lo) == len(hi)
+                                           == len(x.dims)):
+        raise ValueError("dynamic_reduce_window attributes do not match the operand rank")
+    facts = im.int_facts()
+    out = []
+    for i, s in enumerate(strides):
+        if s.is_const:
+            out.append(s.value)
+            continue
+        n = x.dims[i]
+        if n is None or not facts.prove_eq(dilated(n, bdil[i], facts) + lo[i] + hi[i],
+                                           dilated(window[i], wdil[i], facts)):
+            raise ValueError(f"symbolic window strides {[str(e) for e in strides]} (only window sizes and "
+                             f"padding may be symbolic, and a stride on an axis its window covers whole)")
+        out.append(1)
+    return out
 
 
 CONVERTERS = register_converters({
