@@ -162,7 +162,9 @@ class _Extractor:
         ins = [R(v) for v in o.operands]
         if n == "arith.constant":
             a = o.attributes["value"]
-            if isinstance(a, ir.IntegerAttr):
+            if isinstance(a, ir.BoolAttr):  # an i1 `true` / `false` (not an IntegerAttr in the bindings)
+                val = int(ir.BoolAttr(a).value)
+            elif isinstance(a, ir.IntegerAttr):
                 val = ir.IntegerAttr(a).value
             elif isinstance(a, ir.FloatAttr):
                 val = ir.FloatAttr(a).value
@@ -243,7 +245,11 @@ class _Extractor:
         elif n == "gpu.launch_func":
             out.append(self.launch(o))
         else:
-            raise HostError(f"the host program cannot run '{n}'")
+            # what the backend left on the host is index arithmetic, copies and launches; an op on
+            # elements here is a kernel it did not map onto the device (a sort along a dynamic axis)
+            where = {"cuda": "CUDA", "vulkan": "Vulkan"}.get(self.target, self.target)
+            raise HostError(f"'{n}' in the host program is not supported on {where} (the host program runs "
+                            f"index arithmetic, copies and kernel launches only)")
 
     def affine(self, e) -> list:
         ir = self.ir

@@ -396,3 +396,48 @@ for name, op, dt, ref in cases:
     lines = [ln for ln in r.stdout.splitlines() if ln.split()[:1] and ln.split()[0].startswith("cum")]
     assert len(lines) == 4 * 2 * 3, r.stdout
     assert all(ln.endswith("OK") for ln in lines), r.stdout
+
+
+def _pool_grad(pool, loss=lambda y: jnp.sum(jnp.sin(y))):
+    return lambda x: jax.grad(lambda x: loss(pool(x)))(x)
+
+
+# (name, fn of x, spec shape, arg shape of n): gradients of max / min pooling, whose transpose is
+# stablehlo.select_and_scatter (windows overlapping or not, padding, ties and NaN in the inputs)
+SELECT_AND_SCATTER = [
+    ("max_2x2", _pool_grad(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                                         "VALID"), lambda y: jnp.sum(y ** 2)),
+     (B, 6, 7, 3), lambda n: (n, 6, 7, 3)),
+    ("max_3x3_s2_same", _pool_grad(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
+                                                                 "SAME")),
+     (B, 7, 5, 2), lambda n: (n, 7, 5, 2)),
+    ("max_1d_overlapping_symbolic", _pool_grad(
+        lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 1), (1, 1, 1), [(0, 0), (1, 1), (0, 0)]),
+        lambda y: jnp.sum(y * jnp.arange(y.shape[1])[None, :, None])),
+     (B, N, 2), lambda n: (2, n, 2)),
+    ("min_2x3_s12_same", _pool_grad(lambda x: lax.reduce_window(x, jnp.inf, lax.min, (1, 2, 3, 1), (1, 1, 2, 1),
+                                                                  "SAME")),
+     (B, 4, 5, 1), lambda n: (n, 4, 5, 1)),
+]
+
+
+@pytest.mark.parametrize("name, fn, spec, shape", SELECT_AND_SCATTER, ids=[c[0] for c in SELECT_AND_SCATTER])
+def test_select_and_scatter_matches_jax(name, fn, spec, shape):
+    """select_and_scatter (max / min pooling's gradient), compiled once, at several sizes: the
+    element each window selects (the first of ties; StableHLO's order around NaN) gets the
+    source, overlapping windows add up, padding is never selected."""
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct(spec, np.float32)))
+    for n in (1, 5, 16):
+        x = rnd(shape(n)).astype(np.float32)
+        x.reshape(-1)[1::7] = x.reshape(-1)[0::7][:len(x.reshape(-1)[1::7])]  # ties
+        if n == 5:
+            x.reshape(-1)[3] = np.nan
+            x.reshape(-1)[10] = -np.inf
+        np.testing.assert_allclose(np.asarray(exe(x)), np.asarray(jax.jit(fn)(x)), rtol=1e-5, atol=1e-6,
+                                   equal_nan=True)
+
+
+def test_select_and_scatter_with_a_huge_window_is_refused():
+    fn = _pool_grad(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 9, 9), (1, 9, 9), "VALID"))
+    with pytest.raises(UnsupportedOpError, match="select_and_scatter window of 81 elements"):
+        from_jax(fn, jax.ShapeDtypeStruct((B, 18, 18), np.float32))

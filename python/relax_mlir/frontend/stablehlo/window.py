@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from relax_mlir.frontend.stablehlo.common import Val, _ints, _merge_dims, _res, _splat_value, _string
+from relax_mlir.frontend.stablehlo.common import (Val, _body_ops, _cmp_info, _dtype_attr, _ints, _merge_dims, _res,
+                                                  _splat_value, _string)
+from relax_mlir.frontend.stablehlo.indexing import _SCATTER_KIND
 from relax_mlir.frontend.stablehlo.reduce import _REDUCE_COMBINE, _is_identity
 from relax_mlir.frontend.stablehlo.unsigned import signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
@@ -137,8 +139,175 @@ def _strides(im, x: Val, strides: list[Expr], window, bdil, wdil, lo, hi) -> lis
     return out
 
 
+# The most window elements select_and_scatter unrolls (a 3 x 3 pool has 9; each is a step of an
+# elementwise selection chain).
+MAX_SELECT_WINDOW = 64
+_SELECT_SWAPPED = {"GE": "LE", "GT": "LT", "LE": "GE", "LT": "GT", "EQ": "EQ", "NE": "NE"}
+
+
+def _select_direction(op) -> str:
+    """The comparison direction of select_and_scatter's `select` region: `select(a, b)` must be
+    one stablehlo.compare of the two arguments (jax's max-pool gradient: GE)."""
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    body = _body_ops(op, 0)
+    if len(body) == 2 and body[0].name == "stablehlo.compare" and body[1].operands[0] == body[0].results[0]:
+        direction, ctype = _cmp_info(body[0])
+        if ctype in (None, "FLOAT", "SIGNED", "UNSIGNED") and direction in _SELECT_SWAPPED:
+            if list(body[0].operands) == args:
+                return direction
+            if list(body[0].operands) == args[::-1]:
+                return _SELECT_SWAPPED[direction]
+    raise ValueError(f"select_and_scatter select computation {[o.name for o in body[:-1]]} is not one "
+                     f"comparison of its two arguments")
+
+
+def _scatter_kind(op, dt: str) -> str:
+    block = op.regions[1].blocks[0]
+    args = list(block.arguments)
+    body = _body_ops(op, 1)
+    if len(body) == 1 and body[0].operands[0] == args[1]:
+        return "replace"
+    if (len(body) == 2 and body[0].name in _SCATTER_KIND and body[1].operands[0] == body[0].results[0]
+            and {body[0].operands[0], body[0].operands[1]} == {args[0], args[1]}
+            and (body[0].name not in ("stablehlo.or", "stablehlo.and") or dt == "i1")):
+        return _SCATTER_KIND[body[0].name]
+    raise ValueError(f"select_and_scatter scatter computation {[o.name for o in body[:-1]]} is not one of "
+                     f"replace, add, multiply, maximum, minimum")
+
+
+def _select_and_scatter(im, op, ins):
+    """stablehlo.select_and_scatter (the gradient of max / min pooling): for each window of the
+    padded operand, the element `select` keeps over the window's valid (non-padding) elements in
+    order (the first valid one, then each later one for which select(kept, it) is false), and
+    source's value for that window combined into a tensor of `init` at that element's position.
+
+    Unrolled over the window's K static positions: K strided slices of the padded operand and of
+    a validity mask, an elementwise chain that keeps the selected value and position (exactly
+    StableHLO's order, NaN included: a comparison with NaN is false, so the later element wins),
+    the selected positions as operand indices (-1, out of bounds, dropped, for a window holding
+    only padding) and one relax_v.scatter of source with the scatter computation."""
+    if len(ins) != 3 or len(op.results) != 1:
+        raise ValueError("select_and_scatter takes an operand, a source and an init value")
+    x, src, init = ins
+    dt = x.dtype
+    r = len(x.dims)
+    rdims, _ = _res(op)
+    a = op.attributes
+    win = _ints(a["window_dimensions"]) if "window_dimensions" in a else [1] * r
+    strides = _ints(a["window_strides"]) if "window_strides" in a else [1] * r
+    pads = _ints(a["padding"]) if "padding" in a else [0] * (2 * r)
+    lo, hi = pads[0::2], pads[1::2]
+    if not (len(win) == len(strides) == len(lo) == r == len(src.dims)):
+        raise ValueError("select_and_scatter attributes do not match the operand rank")
+    if any(w < 1 for w in win) or any(s_ < 1 for s_ in strides) or any(p < 0 for p in pads):
+        raise ValueError(f"select_and_scatter window {win}, strides {strides}, padding {pads}: windows and "
+                         f"strides must be positive, padding non-negative")
+    k_total = 1
+    for w in win:
+        k_total *= w
+    if k_total > MAX_SELECT_WINDOW:
+        raise ValueError(f"select_and_scatter window of {k_total} elements (at most {MAX_SELECT_WINDOW} are "
+                         f"unrolled)")
+    if any(d is None for d in x.dims):
+        raise ValueError("select_and_scatter with an operand dim of unknown size")
+    direction = _select_direction(op)
+    kind = _scatter_kind(op, dt)
+    facts = im.int_facts()
+    # the window positions (source's dims, which the importer may not have carried)
+    odims = [window_out(n, const(lo[i]), const(hi[i]), 1, const(win[i]), 1, strides[i], facts)
+             for i, n in enumerate(x.dims)]
+
+    cmp_x = signed_order(im, x) if dt.startswith("ui") else x
+    cdt = cmp_x.dtype
+    init_s = init_scalar(im, init)
+    fill = signed_order(im, init_s) if dt.startswith("ui") else init_s  # the padding (never selected)
+    true_, false_ = Val(None, "i1", [], [const(1)]), Val(None, "i1", [], [const(0)])
+    padded_dims = [n + lo[i] + hi[i] for i, n in enumerate(x.dims)]
+    pad_attrs = {"low": list(lo), "high": list(hi), "interior": [0] * r}
+    xp = im.emit("relax.pad", [cmp_x, fill], r, cdt, pad_attrs, dims=padded_dims)
+    valid = im.emit("relax.pad", [im.broadcast(true_, list(x.dims)), false_], r, "i1", pad_attrs, dims=padded_dims)
+
+    def window_slice(t: Val, offsets) -> Val:
+        end = [offsets[i] + (odims[i] - 1) * strides[i] + 1 for i in range(r)]
+        return im.emit("relax.strided_slice", [t], r, t.dtype,
+                       {"axes": list(range(r)), "begin": list(offsets), "end": end, "strides": list(strides)},
+                       dims=odims)
+
+    def scalar(v: int, dtype: str) -> Val:
+        return im.broadcast(Val(None, dtype, [], [const(v)]), odims)
+
+    def offsets_of(k: int) -> list[int]:
+        out = []
+        for w in reversed(win):
+            out.append(k % w)
+            k //= w
+        return out[::-1]
+
+    cmp_op = _CMP_OPS[direction]
+    sel_v, sel_k, have = None, None, None
+    for k in range(k_total):
+        off = offsets_of(k)
+        v, ok = window_slice(xp, off), window_slice(valid, off)
+        if k == 0:
+            sel_v, sel_k, have = v, scalar(0, "i64"), ok
+            continue
+        keep = im.emit("relax.logical_and", [have, im.emit(cmp_op, [sel_v, v], r, "i1", dims=odims)], r, "i1",
+                       dims=odims)
+        take = im.emit("relax.logical_and", [ok, im.emit("relax.logical_not", [keep], r, "i1", dims=odims)], r,
+                       "i1", dims=odims)
+        sel_v = im.emit("relax.where", [take, v, sel_v], r, cdt, dims=odims)
+        sel_k = im.emit("relax.where", [take, scalar(k, "i64"), sel_k], r, "i64", dims=odims)
+        have = im.emit("relax.logical_or", [have, ok], r, "i1", dims=odims)
+
+    cols = []
+    inner = 1
+    inner_of = []
+    for w in reversed(win):
+        inner_of.append(inner)
+        inner *= w
+    inner_of = inner_of[::-1]
+    for i in range(r):
+        pos = im.emit("relax.arange", [], 1, "i64", {"end": odims[i], "dtype": _dtype_attr("i64")}, dims=[odims[i]])
+        shape = [const(1)] * r
+        shape[i] = odims[i]
+        pos = im.broadcast(im.reshape(pos, shape), odims)
+        idx = im.emit("relax.multiply", [pos, scalar(strides[i], "i64")], r, "i64", dims=odims)
+        if win[i] > 1:  # the window offset along axis i: (k // inner) % win (no remainder on axis 0)
+            kk = sel_k
+            if inner_of[i] > 1:
+                kk = im.emit("relax.divide", [kk, scalar(inner_of[i], "i64")], r, "i64", dims=odims)
+            if i > 0:
+                kk = im.emit("relax.remainder", [kk, scalar(win[i], "i64")], r, "i64", dims=odims)
+            idx = im.emit("relax.add", [idx, kk], r, "i64", dims=odims)
+        if lo[i]:
+            idx = im.emit("relax.subtract", [idx, scalar(lo[i], "i64")], r, "i64", dims=odims)
+        idx = im.emit("relax.where", [have, idx, scalar(-1, "i64")], r, "i64", dims=odims)
+        cols.append(im.reshape(idx, odims + [const(1)]))
+    indices = cols[0] if r == 1 else im.emit("relax_v.concat", cols, r + 1, "i64", {"axis": r},
+                                             dims=odims + [const(r)])
+    base = im.broadcast(init_s, list(x.dims))
+    attrs = {"update_window_dims": [], "inserted_window_dims": list(range(r)), "input_batching_dims": [],
+             "scatter_indices_batching_dims": [], "scatter_dims_to_operand_dims": list(range(r)),
+             "index_vector_dim": r, "combiner": ir.StringAttr.get(kind)}
+    if dt.startswith("ui") and kind in ("max", "min"):
+        res = im.emit("relax_v.scatter", [signed_order(im, base), indices, signed_order(im, src)], r, dt[1:], attrs,
+                      dims=_merge_dims(rdims, x.dims))
+        return unsigned_from_order(im, res, dt)
+    return im.emit("relax_v.scatter", [base, indices, src], r, dt, attrs, dims=_merge_dims(rdims, x.dims))
+
+
+def init_scalar(im, init: Val) -> Val:
+    return im.emit("relax.reshape", [init], 0, init.dtype, {"shape": []}, dims=[]) if len(init.dims) else init
+
+
+_CMP_OPS = {"EQ": "relax.equal", "NE": "relax.not_equal", "LT": "relax.less", "LE": "relax.less_equal",
+            "GT": "relax.greater", "GE": "relax.greater_equal"}
+
+
 CONVERTERS = register_converters({
     "stablehlo.reduce_window": _reduce_window,
+    "stablehlo.select_and_scatter": _select_and_scatter,
 })
 
 CUSTOM_CALLS = register_custom_calls({
