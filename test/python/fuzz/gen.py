@@ -770,6 +770,8 @@ class _Gen:
         if op in ("jnp.max", "jnp.min") and any(not (d.isdigit() or d in SYMBOLS) for d in (x.dims[i] for i in red)):
             # jax.export cannot prove a derived dim (n - 1) non-empty: give max/min an initial value
             big = "jnp.inf" if is_float(dt) else str(np.iinfo(dt).max if op == "jnp.min" else np.iinfo(dt).min)
+            if dt in UINTS:  # a typed scalar: jax parses a bare Python int past int64 as an overflow
+                big = f"np.{dt}({big})"
             init = f", initial={'-' if op == 'jnp.max' and is_float(dt) else ''}{big}"
         e = f"{op}({x.name}{ax_s}{', keepdims=True' if keep else ''}{init})"
         dims = [("1" if keep else None) if i in red else d for i, d in enumerate(x.dims)]
