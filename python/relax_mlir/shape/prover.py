@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 from relax_mlir.shape.expr import (
     _CALLS, _INF, Expr, _as_expr, _atom_expr, _call_interval, _pmul, _substitute, _terms_interval,
-    floordiv, sym,
+    floordiv, max_, min_, sym,
 )
 
 __all__ = ["Facts"]
@@ -129,7 +129,45 @@ class Facts:
             return True
         if any(_proportional(d, r) for r in self._residuals):
             return True
-        return self._nonneg(d) and self._nonneg(-d)
+        if self._nonneg(d) and self._nonneg(-d):
+            return True
+        # min / max nodes whose order the facts decide, resolved bottom-up (jax's clamped slice
+        # sizes: max(-min(a, max(-a*min(0, a - min(1, a)), 0)) + min(a, min(1, a)), 0) for a >= 0
+        # is min(1, a); seed 2351420); each replacement is proved, so the result is equal
+        sa, sb = self._resolve_minmax(a, 0), self._resolve_minmax(b, 0)
+        if sa is a and sb is b:
+            return False
+        sd = self._reduce(sa - sb)
+        return not sd._t or (not sd.is_const and self._nonneg(sd) and self._nonneg(-sd))
+
+    def _resolve_minmax(self, e: Expr, depth: int) -> Expr:
+        """e with every min / max node whose arguments the facts order replaced by the argument
+        it takes (arguments resolved first); e itself when nothing changes."""
+        if depth > 8:
+            return e
+        repl: dict = {}
+        changed = False
+        for m, _ in e._t:
+            for at in m:
+                info = _CALLS.get(at)
+                if info is None or at in repl or info.kind not in ("min", "max"):
+                    continue
+                args = [self._resolve_minmax(x, depth + 1) for x in info.args]
+                def better(y, x, is_min=info.kind == "min"):  # y provably wins over x
+                    diff = self._reduce(x - y if is_min else y - x)
+                    return self._search(diff, _BUDGET, True)
+                keep = []
+                for i, x in enumerate(args):  # drop x when another argument provably wins over it
+                    if not any(j != i and better(y, x) and (j < i or not better(x, y))
+                               for j, y in enumerate(args)):
+                        keep.append(x)
+                if not keep:
+                    keep = args[:1]
+                node = keep[0] if len(keep) == 1 else (min_(*keep) if info.kind == "min" else max_(*keep))
+                if len(keep) < len(info.args) or any(x is not y for x, y in zip(args, info.args)):
+                    changed = True
+                repl[at] = node
+        return _substitute(e, repl, {}) if changed else e
 
     # -- bounds ------------------------------------------------------------------------------------
 
@@ -224,7 +262,7 @@ class Facts:
             memo[d] = r
         return r
 
-    def _search(self, d: Expr, budget: int) -> bool:
+    def _search(self, d: Expr, budget: int, minmax_first: bool = False) -> bool:
         t = d._t
         if not t:
             return True
@@ -240,7 +278,10 @@ class Facts:
             for a in m:
                 if a in _CALLS:
                     where.setdefault(a, []).append((m, k))
-        for a, occ in where.items():
+        items = list(where.items())
+        if minmax_first:  # relax min / max nodes before floordiv's inexact bounds lose their link
+            items.sort(key=lambda kv: _CALLS[kv[0]].kind not in ("min", "max"))
+        for a, occ in items:
             info = _CALLS[a]
             kind = info.kind
             lone = occ[0][1] if len(occ) == 1 and occ[0][0] == (a,) else None
@@ -248,14 +289,14 @@ class Facts:
                 x, y = info.args
                 exact = _substitute(d, {a: x - y * floordiv(x, y)}, {})
                 if lone is None or self._iv(y)[0] < 0:
-                    return self._search(exact, budget)
+                    return self._search(exact, budget, minmax_first)
                 rest = d - _atom_expr(a) * lone
                 if lone > 0:  # mod(x, y) >= 0 for y > 0
-                    return self._search(rest, budget) or self._search(exact, budget)
+                    return self._search(rest, budget, minmax_first) or self._search(exact, budget, minmax_first)
                 # mod(x, y) <= y - 1, and mod(x, y) <= x when x >= 0
-                return (self._search(rest + (y - 1) * lone, budget)
-                        or (self._iv(x)[0] >= 0 and self._search(rest + x * lone, budget))
-                        or self._search(exact, budget))
+                return (self._search(rest + (y - 1) * lone, budget, minmax_first)
+                        or (self._iv(x)[0] >= 0 and self._search(rest + x * lone, budget, minmax_first))
+                        or self._search(exact, budget, minmax_first))
             if kind == "floordiv":
                 x, y = info.args
                 if lone is None:
@@ -263,20 +304,20 @@ class Facts:
                 if not y.is_const:
                     if lone < 0 and self._iv(x)[0] >= 0 and self._iv(y)[0] >= 0:
                         # floordiv(x, y) <= x for x >= 0, y >= 1
-                        return self._search(d - _atom_expr(a) * lone + x * lone, budget)
+                        return self._search(d - _atom_expr(a) * lone + x * lone, budget, minmax_first)
                     continue
                 c = y.value
                 rest = (d - _atom_expr(a) * lone) * c
                 # c*floordiv(x, c) lies in [x - c + 1, x]; use the end that bounds d from below
-                return self._search(rest + (x * lone if lone < 0 else (x - (c - 1)) * lone), budget)
+                return self._search(rest + (x * lone if lone < 0 else (x - (c - 1)) * lone), budget, minmax_first)
             args = info.args
             if lone is not None:
                 rest = d - _atom_expr(a) * lone
                 branches = (rest + arg * lone for arg in args)
                 if (kind == "min") == (lone < 0):  # d >= rest + lone*arg for every arg
-                    return any(self._search(b, budget) for b in branches)
-                return all(self._search(b, budget) for b in branches)
-            return all(self._search(_substitute(d, {a: arg}, {}), budget) for arg in args)
+                    return any(self._search(b, budget, minmax_first) for b in branches)
+                return all(self._search(b, budget, minmax_first) for b in branches)
+            return all(self._search(_substitute(d, {a: arg}, {}), budget, minmax_first) for arg in args)
         return False
 
 

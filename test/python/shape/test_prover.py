@@ -214,3 +214,19 @@ def test_trivial_relations_of_random_exprs():
         assert f.prove_eq(e + e, 2 * e)
     assert const(3) == 3 and f.prove_eq(floordiv(sym("n") * 6, 3), 2 * sym("n"))
     assert f.prove_lt(mod(sym("n"), 5), 5)
+
+
+def test_eq_resolves_min_max_the_facts_order():
+    """jax's clamped slice sizes nest min / max over one value (seed 2351420: the size of
+    `a1[:-1:3][:1]` as jax computes it, against min(1, a) from the slice's own rule); with a >= 0
+    each node's order is provable, and the two are equal. Nodes the facts do not order stay."""
+    f = Facts(lower={"n": 1})
+    a = "floordiv(n + 1, 3)"
+    jax_size = P(f"max(-min({a}, max(-{a}*min(0, {a} - min(1, {a})) + min(0, {a} - min(1, {a})), 0))"
+                 f" + min({a}, min(0, {a} - min(1, {a})) + min(1, {a})), 0)")
+    assert f.prove_eq(jax_size, P(f"min(1, {a})"))
+    assert not f.prove_eq(jax_size, P(f"min(2, {a})"))
+    assert not f.prove_eq(jax_size, P(a))
+    assert not f.prove_eq(P("min(n, m)"), P("n"))
+    assert not f.prove_eq(P("min(n, 2)"), P("min(n, 3)"))
+    assert f.prove_eq(P("min(n + 1, n)"), P("n"))
