@@ -315,9 +315,14 @@ class Facts:
                 rest = d - _atom_expr(a) * lone
                 branches = (rest + arg * lone for arg in args)
                 if (kind == "min") == (lone < 0):  # d >= rest + lone*arg for every arg
-                    return any(self._search(b, budget, minmax_first) for b in branches)
-                return all(self._search(b, budget, minmax_first) for b in branches)
-            return all(self._search(_substitute(d, {a: arg}, {}), budget, minmax_first) for arg in args)
+                    ok = any(self._search(b, budget, minmax_first) for b in branches)
+                else:
+                    ok = all(self._search(b, budget, minmax_first) for b in branches)
+            else:
+                ok = all(self._search(_substitute(d, {a: arg}, {}), budget, minmax_first) for arg in args)
+            if ok or not minmax_first:
+                return ok
+            # minmax_first: another min / max node may still decide it (each attempt is sound)
         return False
 
 

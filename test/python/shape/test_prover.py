@@ -230,3 +230,12 @@ def test_eq_resolves_min_max_the_facts_order():
     assert not f.prove_eq(P("min(n, m)"), P("n"))
     assert not f.prove_eq(P("min(n, 2)"), P("min(n, 3)"))
     assert f.prove_eq(P("min(n + 1, n)"), P("n"))
+
+
+def test_eq_resolves_a_max_over_a_difference_of_min_max():
+    """max(0, b - min(1, b)) == b - min(1, b) for b = max(0, n - 2) (seed 2351906: the size of
+    `v[1:-1][1:]`): the outer max needs the inner min relaxed, whichever node comes first."""
+    f = Facts(lower={"n": 1})
+    x = P("max(0, n - 2) - min(1, max(0, n - 2))")
+    assert f.prove_eq(max_(const(0), x), x)
+    assert not f.prove_eq(max_(const(1), x), x)
