@@ -14,6 +14,7 @@ cases. It never proves a false statement; it may fail to prove a true one.
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import Iterable, Mapping
 
@@ -26,6 +27,8 @@ __all__ = ["Facts"]
 
 _BUDGET = 3  # node eliminations per proof attempt
 _MEMO_MAX = 1 << 16
+_RESIDUE_MAX = 12  # cases of a proof by residue classes
+_RANGE_CUTS = 4  # cuts of a symbol's range in a proof by cases
 
 Operand = "Expr | int | str"
 
@@ -150,9 +153,14 @@ class Facts:
         for m, _ in e._t:
             for at in m:
                 info = _CALLS.get(at)
-                if info is None or at in repl or info.kind not in ("min", "max"):
+                if info is None or at in repl:
                     continue
                 args = [self._resolve_minmax(x, depth + 1) for x in info.args]
+                if info.kind not in ("min", "max"):  # floordiv / mod: their operands resolved
+                    if any(x is not y for x, y in zip(args, info.args)):
+                        changed = True
+                        repl[at] = floordiv(*args) if info.kind == "floordiv" else args[0] % args[1]
+                    continue
                 def better(y, x, is_min=info.kind == "min"):  # y provably wins over x
                     diff = self._reduce(x - y if is_min else y - x)
                     return self._search(diff, _BUDGET, True)
@@ -246,7 +254,7 @@ class Facts:
             return _terms_interval(acc.items(), self._shifted_atom_iv)
         return _terms_interval(t, self._atom_iv)
 
-    def _nonneg(self, d: Expr) -> bool:
+    def _nonneg(self, d: Expr, split: bool = True) -> bool:
         t = d._t
         if not t:
             return True
@@ -258,17 +266,97 @@ class Facts:
             if len(memo) >= _MEMO_MAX:
                 memo.clear()
             red = self._reduce(d)
-            r = self._search(red, _BUDGET) or (red is not d and self._iv(d)[0] >= 0)
+            r = (self._search(red, _BUDGET) or (red is not d and self._iv(d)[0] >= 0)
+                 or (split and (self._by_residue(red) or self._by_ranges(red))))
             memo[d] = r
         return r
 
-    def _search(self, d: Expr, budget: int, minmax_first: bool = False) -> bool:
+    def _by_residue(self, d: Expr) -> bool:
+        """Proof by cases on the residue of a symbol that d divides by constants: with c the lcm
+        of the divisors (at most _RESIDUE_MAX), every s = c*q + r for r in 0..c-1 makes each
+        floordiv(s + k, c') and mod(s + k, c') a polynomial in q, and each case is proved alone
+        (jax's SAME padding of an avg_pool gradient whose stride exceeds its window:
+        -3*floordiv(h + max(0, 3*floordiv(h, 3) - h + 3*min(1, mod(h, 3)) - 1) + 1, 3) + h + 2
+        is mod(h + 2, 3) in each residue class of h, never negative)."""
+        divisors: dict = {}
+        for info in _nodes(d):
+            if info.kind in ("floordiv", "mod") and info.args[1].is_const and info.args[1].value > 1:
+                for x in info.args[0].symbols():
+                    divisors.setdefault(x, set()).add(info.args[1].value)
+        if not divisors:
+            return False
+        s = min(divisors)
+        c = math.lcm(*divisors[s])
+        if c > _RESIDUE_MAX:
+            return False
+        names = d.symbols() | set(self._lower_in) | set(self._upper_in)
+        q = f"{s}_res{c}"
+        while q in names:
+            q += "_"
+        lo, hi = self._lo.get(s, 0), self._hi.get(s, _INF)
+        for r in range(c):
+            if r > hi:
+                continue
+            lower = {k: v for k, v in self._lower_in.items() if k != s}
+            upper = {k: v for k, v in self._upper_in.items() if k != s}
+            lower[q] = max(0, -((r - lo) // c))  # c*q + r >= lo
+            if hi.__class__ is not float:
+                upper[q] = (hi - r) // c
+            m = {s: sym(q) * c + r}
+            eqs = [(_substitute(a, m, {}), _substitute(b, m, {})) for a, b in self._equalities]
+            if not Facts(lower, upper, eqs)._nonneg(_substitute(d, m, {}), split=False):
+                return False
+        return True
+
+    def _by_ranges(self, d: Expr) -> bool:
+        """Proof by cases on a symbol's range, split where a min / max node's arguments cross:
+        min(a, b) with a - b = c*s + k is a below s = -k/c and b above, so each piece resolves the
+        node (h - min(2, h) - max(0, h - 2) == 0: jax's size of a VALID max_pool's gradient
+        window, which no bound on the nodes alone shows).  Up to _RANGE_CUTS cuts of one symbol."""
+        cuts: dict = {}
+        for info in _nodes(d):
+            if info.kind not in ("min", "max"):
+                continue
+            args = info.args
+            for i in range(len(args)):
+                for j in range(i + 1, len(args)):
+                    diff = args[i] - args[j]
+                    lin = _linear_in_one(diff)
+                    if lin is not None:
+                        x, c, k = lin  # c*x + k == 0 at x = -k/c: x <= floor, x >= ceil
+                        cuts.setdefault(x, set()).add((-k) // c)
+        if not cuts:
+            return False
+        s = min(cuts)
+        lo, hi = self._lo.get(s, 0), self._hi.get(s, _INF)
+        points = sorted(t for t in cuts[s] if lo <= t < hi)[:_RANGE_CUTS]
+        if not points:
+            return False
+        bounds = [lo] + [t + 1 for t in points]
+        for i, start in enumerate(bounds):
+            end = points[i] if i < len(points) else hi
+            lower = dict(self._lower_in)
+            upper = dict(self._upper_in)
+            lower[s] = start
+            if end.__class__ is not float:
+                upper[s] = end
+            if not Facts(lower, upper, self._equalities)._nonneg(d, split=False):
+                return False
+        return True
+
+    def _search(self, d: Expr, budget: int, minmax_first: bool = False, scale: int = 1) -> bool:
+        """True only if d > -scale at every binding the facts allow.  The caller's claim is
+        d0 >= 0 for an integer-valued d0 with d <= scale*d0 (d0 itself, scale 1, at the start);
+        then d > -scale gives d0 > -1, so d0 >= 0.  Replacing c*floordiv(x, c) by its lower end
+        x - c + 1 multiplies the scale by c: floordiv(h + 1, 2) + floordiv(h, 2) - h >= 0 is
+        2*... >= -1 after both floordivs, which only the integrality of d0 closes."""
         t = d._t
+        floor = 1 - scale  # d >= floor is what to show (d is integer-valued)
         if not t:
             return True
         if len(t) == 1 and not t[0][0]:
-            return t[0][1] >= 0
-        if self._iv(d)[0] >= 0:
+            return t[0][1] >= floor
+        if self._iv(d)[0] >= floor:
             return True
         if budget <= 0:
             return False
@@ -279,8 +367,13 @@ class Facts:
                 if a in _CALLS:
                     where.setdefault(a, []).append((m, k))
         items = list(where.items())
-        if minmax_first:  # relax min / max nodes before floordiv's inexact bounds lose their link
-            items.sort(key=lambda kv: _CALLS[kv[0]].kind not in ("min", "max"))
+        # mod nodes first: their exact form x - y*floordiv(x, y) links them to the floordiv nodes
+        # of the same operands before floordiv's inexact bounds would lose the link
+        # (2*floordiv(h, 2) + 2*mod(h, 2) >= 1 for h >= 1: the rounded-up half of h)
+        if minmax_first:  # and min / max nodes before both
+            items.sort(key=lambda kv: _ORDER_MINMAX_FIRST.get(_CALLS[kv[0]].kind, 2))
+        else:
+            items.sort(key=lambda kv: _CALLS[kv[0]].kind != "mod")
         for a, occ in items:
             info = _CALLS[a]
             kind = info.kind
@@ -289,14 +382,14 @@ class Facts:
                 x, y = info.args
                 exact = _substitute(d, {a: x - y * floordiv(x, y)}, {})
                 if lone is None or self._iv(y)[0] < 0:
-                    return self._search(exact, budget, minmax_first)
+                    return self._search(exact, budget, minmax_first, scale)
                 rest = d - _atom_expr(a) * lone
                 if lone > 0:  # mod(x, y) >= 0 for y > 0
-                    return self._search(rest, budget, minmax_first) or self._search(exact, budget, minmax_first)
+                    return self._search(rest, budget, minmax_first, scale) or self._search(exact, budget, minmax_first, scale)
                 # mod(x, y) <= y - 1, and mod(x, y) <= x when x >= 0
-                return (self._search(rest + (y - 1) * lone, budget, minmax_first)
-                        or (self._iv(x)[0] >= 0 and self._search(rest + x * lone, budget, minmax_first))
-                        or self._search(exact, budget, minmax_first))
+                return (self._search(rest + (y - 1) * lone, budget, minmax_first, scale)
+                        or (self._iv(x)[0] >= 0 and self._search(rest + x * lone, budget, minmax_first, scale))
+                        or self._search(exact, budget, minmax_first, scale))
             if kind == "floordiv":
                 x, y = info.args
                 if lone is None:
@@ -304,26 +397,62 @@ class Facts:
                 if not y.is_const:
                     if lone < 0 and self._iv(x)[0] >= 0 and self._iv(y)[0] >= 0:
                         # floordiv(x, y) <= x for x >= 0, y >= 1
-                        return self._search(d - _atom_expr(a) * lone + x * lone, budget, minmax_first)
+                        return self._search(d - _atom_expr(a) * lone + x * lone, budget, minmax_first, scale)
                     continue
                 c = y.value
                 rest = (d - _atom_expr(a) * lone) * c
                 # c*floordiv(x, c) lies in [x - c + 1, x]; use the end that bounds d from below
-                return self._search(rest + (x * lone if lone < 0 else (x - (c - 1)) * lone), budget, minmax_first)
+                return self._search(rest + (x * lone if lone < 0 else (x - (c - 1)) * lone), budget,
+                                    minmax_first, scale * c)
             args = info.args
             if lone is not None:
                 rest = d - _atom_expr(a) * lone
                 branches = (rest + arg * lone for arg in args)
                 if (kind == "min") == (lone < 0):  # d >= rest + lone*arg for every arg
-                    ok = any(self._search(b, budget, minmax_first) for b in branches)
+                    ok = any(self._search(b, budget, minmax_first, scale) for b in branches)
                 else:
-                    ok = all(self._search(b, budget, minmax_first) for b in branches)
+                    ok = all(self._search(b, budget, minmax_first, scale) for b in branches)
             else:
-                ok = all(self._search(_substitute(d, {a: arg}, {}), budget, minmax_first) for arg in args)
+                ok = all(self._search(_substitute(d, {a: arg}, {}), budget, minmax_first, scale) for arg in args)
             if ok or not minmax_first:
                 return ok
             # minmax_first: another min / max node may still decide it (each attempt is sound)
         return False
+
+
+def _nodes(e: Expr):
+    """The min / max / floordiv / mod nodes of e, nested ones included, each once."""
+    seen: set = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        for m, _ in x._t:
+            for a in m:
+                info = _CALLS.get(a)
+                if info is not None and a not in seen:
+                    seen.add(a)
+                    yield info
+                    stack.extend(info.args)
+
+
+def _linear_in_one(e: Expr):
+    """(symbol, c, k) when e == c*symbol + k for a bare symbol and c != 0, else None."""
+    t = e._t
+    sym_term = None
+    k = 0
+    for m, v in t:
+        if not m:
+            k = v
+        elif len(m) == 1 and m[0] not in _CALLS and sym_term is None:
+            sym_term = (m[0], v)
+        else:
+            return None
+    if sym_term is None:
+        return None
+    return sym_term[0], sym_term[1], k
+
+
+_ORDER_MINMAX_FIRST = {"min": 0, "max": 0, "mod": 1}
 
 
 def _proportional(d: Expr, r: Expr) -> bool:

@@ -204,6 +204,39 @@ def refused_by_target(e: Exception, target: str) -> bool:
         and "internal error" not in msg and "failed to legalize" not in msg
 
 
+_WIDER = {"float16": np.float32, "bfloat16": np.float32, "float32": np.float64}
+
+
+def _wider_reference(jitted, args, want) -> list | None:
+    """jax.jit's results on the float inputs widened one step, cast back to `want`'s dtypes; None
+    when there is no wider float input, or the program does not run on them."""
+    wide_args, widened = [], False
+    for a in args:
+        t = _WIDER.get(str(np.asarray(a).dtype))
+        widened |= t is not None
+        wide_args.append(np.asarray(a).astype(t) if t is not None else a)
+    if not widened:
+        return None
+    try:
+        out = [np.asarray(w) for w in as_list(jitted(*wide_args))]
+    except Exception:
+        return None
+    if len(out) != len(want) or any(o.shape != w.shape or (o.dtype.kind == "f") != (w.dtype.kind == "f")
+                                    for o, w in zip(out, want)):
+        return None
+    return [o.astype(w.dtype) for o, w in zip(out, want)]
+
+
+def _same_non_finite(got, want) -> bool:
+    """NaN where want has NaN, and want's infinities with their signs, nowhere else."""
+    g, w = np.asarray(got), np.asarray(want)
+    if g.dtype.kind != "f" and str(g.dtype) != "bfloat16":
+        return bool(np.array_equal(g, w))
+    gf, wf = g.astype(np.float64), w.astype(np.float64)
+    return bool(np.array_equal(np.isnan(gf), np.isnan(wf))
+                and np.array_equal(np.where(np.isinf(gf), gf, 0.0), np.where(np.isinf(wf), wf, 0.0)))
+
+
 def check_program(prog: gen.Program, target: str, var_list, stop_early=False) -> dict:
     """Export, import, compile each variant once, run every binding, compare. Returns
     {"status": ok|fail|unsupported|refused|generator, "failures": [...], ...}; "refused": the
@@ -314,6 +347,19 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
                         m is None or compare(got[i], eager[i], exact[i], precision[i], summed[i], unit[i]) is None
                         for i, m in enumerate(msgs)):
                     res.setdefault("xla_fusion_only", []).append({"variant": vname, "binding": env})
+                    msgs = []
+            if any(m is not None for m in msgs):
+                # the same program on inputs one float width wider (f16 / bf16 -> f32, f32 -> f64):
+                # a result that matches it, with jax.jit's NaN and Inf where jax.jit has them, is
+                # more accurate than jax.jit, not wrong (seed 2352569: a float16 reverse cumsum
+                # of 33 sorted terms that cancels, accumulated in float16 by XLA: erf of it
+                # -0.309, ours -0.3608, the exact value -0.36084)
+                wide = _wider_reference(jitted, args, want)
+                if wide is not None and all(
+                        m is None or (_same_non_finite(got[i], want[i])
+                                      and compare(got[i], wide[i], exact[i], precision[i], summed[i], unit[i]) is None)
+                        for i, m in enumerate(msgs)):
+                    res.setdefault("more_accurate_than_xla", []).append({"variant": vname, "binding": env})
                     msgs = []
             for i, msg in enumerate(msgs):
                 if msg is not None:

@@ -441,3 +441,29 @@ def test_select_and_scatter_with_a_huge_window_is_refused():
     fn = _pool_grad(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 9, 9), (1, 9, 9), "VALID"))
     with pytest.raises(UnsupportedOpError, match="select_and_scatter window of 81 elements"):
         from_jax(fn, jax.ShapeDtypeStruct((B, 18, 18), np.float32))
+
+
+# Pooling gradients over a symbolic image size: jax pads the cotangent back with a dynamic_pad
+# whose amounts are floordiv / mod expressions of h (interior padding by the stride - 1, edges that
+# may crop where the stride exceeds the window); the prover has to show their signs.
+POOL_GRADS_SYMBOLIC = [
+    ("max", (3, 3), (2, 2), "SAME"),
+    ("avg", (3, 3), (2, 2), "SAME"),
+    ("avg", (2, 2), (3, 3), "SAME"),
+    ("avg", (2, 2), (3, 3), ((1, 0), (0, 2))),
+    ("max", (2, 3), (2, 1), "VALID"),
+]
+
+
+@pytest.mark.parametrize("kind, window, strides, padding", POOL_GRADS_SYMBOLIC,
+                         ids=[f"{c[0]}_{c[1][0]}x{c[1][1]}_s{c[2][0]}{c[2][1]}_{c[3] if isinstance(c[3], str) else 'explicit'}"
+                              for c in POOL_GRADS_SYMBOLIC])
+def test_pool_gradient_over_a_symbolic_image_size(kind, window, strides, padding):
+    nn = pytest.importorskip("flax.linen")
+    pool = nn.max_pool if kind == "max" else nn.avg_pool
+    fn = _pool_grad(lambda x: pool(x, window, strides=strides, padding=padding))
+    (b, h) = jax.export.symbolic_shape("b, h")
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((b, h + 2, h, 2), np.float32)))
+    for bb, n in ((1, 1), (2, 7), (1, 16)):
+        x = rnd((bb, n + 2, n, 2)).astype(np.float32)
+        np.testing.assert_allclose(np.asarray(exe(x)), np.asarray(jax.jit(fn)(x)), rtol=1e-5, atol=1e-6)

@@ -239,3 +239,43 @@ def test_eq_resolves_a_max_over_a_difference_of_min_max():
     x = P("max(0, n - 2) - min(1, max(0, n - 2))")
     assert f.prove_eq(max_(const(0), x), x)
     assert not f.prove_eq(max_(const(1), x), x)
+
+
+def test_integrality_closes_a_sum_of_floordivs():
+    """floordiv(h + 1, 2) + floordiv(h, 2) == h: after both floordivs are bounded the sum is only
+    known to be > -1, which for an integer means >= 0 (the padding jax computes for the
+    gradient of a strided SAME pooling over a symbolic image size)."""
+    f = Facts(lower={"h": 1})
+    h = sym("h")
+    d = floordiv(h + 1, 2) + floordiv(h, 2) - h + mod(h, 2)
+    assert f.prove_ge(d, 0) and f.prove_eq(d, mod(h, 2))
+    assert not f.prove_ge(2 * floordiv(h + 1, 3) + floordiv(h, 3) - h, 0)  # h = 1: -1
+    assert f.prove_ge(2 * floordiv(h, 2) + 2 * mod(h, 2), 1)  # mod linked to its floordiv first
+    assert f.prove_ge(2 * floordiv(h, 2) + 2 * mod(h, 2), 2) and not f.prove_ge(2 * floordiv(h, 2) + 2 * mod(h, 2), 3)
+
+
+def test_eq_resolves_min_max_under_floordiv():
+    """min / max nodes inside a floordiv's operand are resolved too (the pooled size of a
+    max_pool gradient, SAME padding, stride 2: both forms are ceil(h / 2))."""
+    f = Facts(lower={"h": 1})
+    t2 = P("2*floordiv(h, 2) + 2*mod(h, 2)")
+    m = min_(const(1), t2)
+    h = sym("h")
+    jax_form = floordiv(min_(t2 + 1, max_(-t2 * m + 4 * floordiv(h, 2) + 4 * mod(h, 2) - m, const(0))) + 1, 2)
+    assert f.prove_eq(jax_form, floordiv(max_(const(0), t2 - 1) + 1, 2))
+    assert not f.prove_eq(jax_form, floordiv(h, 2))
+
+
+def test_proof_by_residue_classes():
+    """Relations that hold in every residue class of a symbol modulo the constants it is divided
+    by, and that no bound on the nodes shows."""
+    h = sym("h")
+    f = Facts(lower={"h": 4})
+    m = max_(const(0), 3 * floordiv(h, 3) - h + 3 * min_(const(1), mod(h, 3)) - 1)
+    pad = -3 * floordiv(h + m + 1, 3) + floordiv(m, 2) + h + 2  # avg_pool (2, 2) stride 3 SAME, grad
+    assert f.prove_ge(pad, 0) and not f.prove_le(pad, 0) and f.prove_eq(pad, mod(h + 2, 3))
+    assert not f.prove_ge(pad, 1)
+    assert Facts().prove_eq(floordiv(h + 2, 3) + floordiv(h + 1, 3) + floordiv(h, 3), h)
+    assert Facts().prove_ge(mod(h, 4) - mod(h, 2), 0) and not Facts().prove_ge(mod(h, 2) - mod(h, 4), 0)
+    assert not Facts(upper={"h": 2}).prove_ge(mod(h, 4) - 3, 0)  # residues beyond the bound skipped
+    assert Facts(lower={"h": 3}, upper={"h": 3}).prove_eq(mod(h, 4), 3)

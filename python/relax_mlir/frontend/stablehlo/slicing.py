@@ -145,8 +145,9 @@ def _pad_impl(im, x, pv, lo: list[int], hi: list[int], it: list[int], rdims, dt)
 
 def _dynamic_pad(im, op, ins):
     """stablehlo.dynamic_pad (jnp.pad by an amount computed from a symbolic dim): relax.pad where
-    the amounts are constants; symbolic amounts (no interior padding, each provably >= 0) pad by
-    concatenating pad-value blocks before and after the operand along each dim."""
+    the amounts are constants; symbolic edge amounts (each provably >= 0; constant interior
+    amounts padded first) pad by concatenating pad-value blocks before and after the operand along
+    each dim."""
     x, pv, lo_v, hi_v, it_v = ins
     rdims, dt = _res(op)
     if not _known_ok([lo_v, hi_v, it_v]):
@@ -158,30 +159,53 @@ def _dynamic_pad(im, op, ins):
         raise ValueError(f"padding operands must have {r} entries (the operand's rank)")
     if all(e.is_const for e in lo + hi + it):
         return _pad_impl(im, x, pv, [e.value for e in lo], [e.value for e in hi], [e.value for e in it], rdims, dt)
-    if any(not (e.is_const and e.value == 0) for e in it):
-        raise ValueError(f"interior padding {[str(e) for e in it]} with symbolic edge padding is not supported")
+    if not all(e.is_const for e in it):
+        raise ValueError(f"symbolic interior padding {[str(e) for e in it]} is not supported")
     facts = im.int_facts()
-    for e in lo + hi:
-        if not facts.prove_ge(e, 0):
-            raise ValueError(f"symbolic edge padding {e} is not provably >= 0 (negative padding crops)")
+    # each edge as (pad, crop) amounts, both >= 0: e itself where its sign is provable, else
+    # max(e, 0) and max(-e, 0) (e = mod(h, 3) - 1: jax.grad of an avg_pool whose stride exceeds
+    # its window); the result's dim is n + lo + hi either way
+    edges = {}
+    for a in range(r):
+        for e, after in ((lo[a], False), (hi[a], True)):
+            if e == const(0) or facts.prove_ge(e, 0):
+                edges[a, after] = (e, const(0))
+            elif facts.prove_le(e, 0):
+                edges[a, after] = (const(0), -e)
+            else:
+                edges[a, after] = (max_(e, const(0)), max_(-e, const(0)))
     cur = x
+    if any(e.value for e in it):  # interior first (constant amounts), then the symbolic edges
+        # (jax.grad of a strided avg_pool with SAME padding over a symbolic image size)
+        cur = _pad_impl(im, x, pv, [0] * r, [0] * r, [e.value for e in it], [None] * r, dt)
     for a in range(r):
         if lo[a] == const(0) and hi[a] == const(0):
             continue
         if any(d is None for d in cur.dims):
             raise ValueError("symbolic padding of an operand with an unknown dim")
-        block = im.reshape(pv, [const(1)] * r)
-        parts = []
-        for amount, after in ((lo[a], False), (hi[a], True)):
-            if amount == const(0):
-                continue
+        n = cur.dims[a]
+        pads = [(edges[a, after][0], after) for after in (False, True) if edges[a, after][0] != const(0)]
+        if pads:
+            block = im.reshape(pv, [const(1)] * r)
+            parts = []
+            for amount, after in pads:
+                dims = list(cur.dims)
+                dims[a] = amount
+                parts.append((after, im.broadcast(block, dims)))
+            pieces = [p for after, p in parts if not after] + [cur] + [p for after, p in parts if after]
             dims = list(cur.dims)
-            dims[a] = amount
-            parts.append((after, im.broadcast(block, dims)))
-        pieces = [p for after, p in parts if not after] + [cur] + [p for after, p in parts if after]
-        dims = list(cur.dims)
-        dims[a] = cur.dims[a] + lo[a] + hi[a]
-        cur = im.emit("relax_v.concat", pieces, r, dt, {"axis": a}, dims=dims)
+            dims[a] = n + sum((amount for amount, _ in pads), const(0))
+            cur = im.emit("relax_v.concat", pieces, r, dt, {"axis": a}, dims=dims)
+        crop_lo, crop_hi = edges[a, False][1], edges[a, True][1]
+        if crop_lo != const(0) or crop_hi != const(0):  # negative padding crops: a slice
+            begin, end = crop_lo, cur.dims[a] - crop_hi
+            if not facts.prove_le(begin, end):
+                raise ValueError(f"edge padding {lo[a]}, {hi[a]} is not provably within the {n} elements of "
+                                 f"dim {a} (negative padding crops)")
+            dims = list(cur.dims)
+            dims[a] = n + lo[a] + hi[a]
+            cur = im.emit("relax.strided_slice", [cur], r, dt,
+                          {"axes": [a], "begin": [begin], "end": [end], "strides": [1]}, dims=dims)
     return cur
 
 
