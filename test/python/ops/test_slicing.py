@@ -223,13 +223,18 @@ def test_pad_by_symbolic_amounts():
     assert '!relax.tensor<["2*b + 2"], i32>' in t and '"relax.pad"' in t  # constant amounts: relax.pad
 
 
-def test_pad_by_symbolic_amounts_refusals():
+def test_pad_by_symbolic_amounts_interior_and_crops():
+    """Constant interior padding beside symbolic edges, and edges that crop: provably negative
+    (1 - x.shape[0]), or of either sign (2 - n: pads at n = 1, crops from n = 3), which pads by
+    max(e, 0) and crops max(-e, 0); symbolic interior padding stays a located refusal."""
     from relax_mlir.frontend.stablehlo import UnsupportedOpError
 
-    with pytest.raises(UnsupportedOpError, match=r"dynamic_pad.*interior padding"):
-        from_jax(lambda x: lax.pad(x, 0.0, [(x.shape[0], 0, 1)]), S((b,)))
-    with pytest.raises(UnsupportedOpError, match=r"dynamic_pad.*not provably >= 0"):
-        from_jax(lambda x: lax.pad(x, 0.0, [(2 - x.shape[0], 0, 0)]), S((b,)))
+    def f(x):
+        n = x.shape[0]
+        return (lax.pad(x, 0.5, [(n, 0, 1)]), lax.pad(x, -1.0, [(2 - n, 1, 2)]), lax.pad(x, 7.0, [(0, 1 - n, 0)]))
+    check(f, [S((b,))], lambda n: [(rnd(n),)], sizes=(1, 2, 3, 7, 40))
+    with pytest.raises(UnsupportedOpError, match=r"dynamic_pad.*symbolic interior padding"):
+        from_jax(lambda x: lax.pad(x, 0.0, [(0, 0, x.shape[0])]), S((b,)))
 
 
 def test_flip():
