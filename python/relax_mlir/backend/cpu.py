@@ -51,6 +51,7 @@ from relax_mlir import knobs
 from relax_mlir.backend.common import (LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs,
                                        verify, walk)
 from relax_mlir.backend.cpu_engine import SplitEngine
+from relax_mlir.backend.cpu_outline import outline_host_loops
 from relax_mlir.backend.cpu_profile import instrument as instrument_for_profile
 from relax_mlir.passes import ModulePass
 
@@ -1540,7 +1541,10 @@ def _copy_inexact_layout_casts(op: ir.Operation) -> None:
 
 
 def stage_parallelize(module, options: CPUOptions) -> None:
-    """Parallel loops onto the async runtime's thread pool (or plain loops for one thread)."""
+    """Parallel loops onto the async runtime's thread pool (or plain loops for one thread); first,
+    the loop nests that inlined kernels left in the entries become one shared kernel per distinct
+    nest (backend/cpu_outline.py: a KV-cache update otherwise compiles once per layer)."""
+    outline_host_loops(as_op(module), lambda f: not _is_private(f) and not _is_declaration(f))
     pipeline = _parallelize_pipeline(options)
     _run_module(module, pipeline, "parallelize")
     verify(module, "parallelize", pipeline)

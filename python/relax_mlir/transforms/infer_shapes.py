@@ -175,6 +175,7 @@ class _Checker:
         self.module = module
         self.infer = infer
         self.types: dict = {}  # value -> deduced type (verify mode leaves the IR untouched)
+        self.deduced: dict = {}  # (op name, facts, operand types, result types, attributes) -> deduction
         self.signatures: dict[str, tuple[list[RelaxType], list[RelaxType]]] = {}
         self.kernels: dict[str, ir.Operation] = {}
         for op in module.regions[0].blocks[0].operations:
@@ -262,11 +263,21 @@ class _Checker:
             return
         if name.startswith("relax_v."):
             self.check_arity(op, spec)
-        info = OpInfo(op, self.facts, [self.type_of(v) for v in op.operands])
-        try:
-            deduced = spec.deduce(info)
-        except DeduceError as e:
-            raise PassError(op, f"'{name}' op {e}") from None
+        operand_types = [self.type_of(v) for v in op.operands]
+        info = OpInfo(op, self.facts, operand_types)
+        # A deduction depends on the op's name, operand types, declared result types, attributes
+        # and the facts in force, nothing else: equal ops (every layer of a model repeats its
+        # ops with the same types) are deduced once per check
+        key = (name, self.facts, tuple(operand_types), tuple(r.type for r in op.results),
+               tuple((a, op.attributes[a]) for a in op.attributes))
+        deduced = self.deduced.get(key)
+        if deduced is None:
+            try:
+                deduced = spec.deduce(info)
+            except DeduceError as e:
+                raise PassError(op, f"'{name}' op {e}") from None
+            self.deduced[key] = deduced
+        deduced = list(deduced)
         if name == "relax.match_cast":
             self.match_cast(op, info.operand_types[0], deduced[0])
         elif name == "relax_v.call_tir":

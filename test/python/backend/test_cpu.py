@@ -941,3 +941,40 @@ def test_inexact_layout_casts_become_copies_or_are_refused():
         assert out.count("memref.copy %subview, %alloc") == 2, out
         assert "strided<[128, 1]>> to memref<1x128xi8>" in out and out.count("memref.cast") == 1, out
         assert module.operation.verify()
+
+
+def test_host_loop_nests_of_inlined_updates_share_one_kernel():
+    """In-place cache updates (`lax.dynamic_update_slice` of donated caches) are inlined into the
+    entry; the loop nests they leave there are outlined into one shared kernel, called once per
+    update, not compiled once per call site (backend/cpu_outline.py); the results still match
+    jax at several sizes and clamped positions from one compile."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax import lax
+
+    import relax_mlir
+    from relax_mlir.backend.cpu_outline import PREFIX
+    from relax_mlir.frontend.jax import from_jax
+
+    layers = 4
+
+    def f(upd, pos, *caches):
+        return [lax.dynamic_update_slice(c, upd * (i + 1.0), (0, pos, 0, 0)) for i, c in enumerate(caches)]
+    b, t = jax.export.symbolic_shape("b, t")
+    specs = [jax.ShapeDtypeStruct((b, 2, 4, 64), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32)] + \
+        [jax.ShapeDtypeStruct((b, t + 2, 4, 64), jnp.float32)] * layers
+    donate = tuple(range(2, 2 + layers))
+    upstream = str(relax_mlir.run_passes(from_jax(f, *specs, donate_argnums=donate), relax_mlir.OPTIMIZE_PIPELINE))
+    text = stage_ir(upstream, "parallelize")
+    defs = [ln for ln in text.splitlines() if f"func.func private @{PREFIX}" in ln]
+    calls = [ln for ln in text.splitlines() if f"call @{PREFIX}" in ln]
+    assert len(defs) >= 1 and len(calls) >= layers and len(defs) < len(calls), (defs, calls)
+    exe = relax_mlir.compile(from_jax(f, *specs, donate_argnums=donate))
+    rng = np.random.default_rng(0)
+    for bb, tt, p in ((1, 3, 0), (2, 7, 4), (3, 16, 20), (1, 13, -3)):
+        upd = rng.standard_normal((bb, 2, 4, 64)).astype(np.float32)
+        caches = [rng.standard_normal((bb, tt, 4, 64)).astype(np.float32) for _ in range(layers)]
+        want = jax.jit(f)(upd, np.int32(p), *caches)
+        got = exe(upd, np.int32(p), *[c.copy() for c in caches])
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
