@@ -73,6 +73,22 @@ _SCATTER_KIND = {"stablehlo.add": "add", "stablehlo.multiply": "mul", "stablehlo
                  "stablehlo.minimum": "min", "stablehlo.or": "add", "stablehlo.and": "mul"}
 
 
+def scatter_kind(op, region: int, dt: str, what: str) -> str:
+    """The combiner of an update computation (region `region` of `op`, of element type `dt`):
+    "replace" (return the update), or add / mul / max / min (or / and on i1 as add / mul);
+    ValueError naming `what` otherwise."""
+    args = list(op.regions[region].blocks[0].arguments)
+    body = _body_ops(op, region)
+    if len(body) == 1 and body[0].operands[0] == args[1]:
+        return "replace"
+    if (len(body) == 2 and body[0].name in _SCATTER_KIND and body[1].operands[0] == body[0].results[0]
+            and {body[0].operands[0], body[0].operands[1]} == {args[0], args[1]}
+            and (body[0].name not in ("stablehlo.or", "stablehlo.and") or dt == "i1")):
+        return _SCATTER_KIND[body[0].name]
+    raise ValueError(f"{what} {[o.name for o in body[:-1]]} is not one of replace, add, multiply, maximum, "
+                     f"minimum")
+
+
 def _scatter(im, op, ins):
     """stablehlo.scatter of one input with an update computation that is replace (return the
     update), add, multiply, maximum or minimum."""
@@ -82,21 +98,7 @@ def _scatter(im, op, ins):
     rdims, dt = _res(op)
     from jax._src.lib.mlir.dialects import hlo
 
-    block = op.regions[0].blocks[0]
-    body = _body_ops(op)
-    args = list(block.arguments)
-    ret = body[-1]
-    kind = None
-    if len(body) == 1 and ret.operands[0] == args[1]:
-        kind = "replace"
-    elif len(body) == 2 and body[0].name in _SCATTER_KIND and ret.operands[0] == body[0].results[0] \
-            and {body[0].operands[0], body[0].operands[1]} == {args[0], args[1]} \
-            and (body[0].name not in ("stablehlo.or", "stablehlo.and") or dt == "i1"):
-        kind = _SCATTER_KIND[body[0].name]
-    if kind is None:
-        names = [o.name for o in body[:-1]]
-        raise ValueError(f"scatter update computation {names} is not one of replace, add, multiply, maximum, "
-                         f"minimum")
+    kind = scatter_kind(op, 0, dt, "scatter update computation")
     dn = hlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
     attrs = {"update_window_dims": list(dn.update_window_dims), "inserted_window_dims": list(dn.inserted_window_dims),
              "input_batching_dims": list(dn.input_batching_dims),

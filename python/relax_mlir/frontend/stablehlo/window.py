@@ -7,7 +7,7 @@ from mlir import ir
 
 from relax_mlir.frontend.stablehlo.common import (Val, _body_ops, _cmp_info, _dtype_attr, _ints, _merge_dims, _res,
                                                   _splat_value, _string)
-from relax_mlir.frontend.stablehlo.indexing import _SCATTER_KIND
+from relax_mlir.frontend.stablehlo.indexing import scatter_kind
 from relax_mlir.frontend.stablehlo.reduce import _REDUCE_COMBINE, _is_identity
 from relax_mlir.frontend.stablehlo.unsigned import signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
@@ -162,20 +162,6 @@ def _select_direction(op) -> str:
                      f"comparison of its two arguments")
 
 
-def _scatter_kind(op, dt: str) -> str:
-    block = op.regions[1].blocks[0]
-    args = list(block.arguments)
-    body = _body_ops(op, 1)
-    if len(body) == 1 and body[0].operands[0] == args[1]:
-        return "replace"
-    if (len(body) == 2 and body[0].name in _SCATTER_KIND and body[1].operands[0] == body[0].results[0]
-            and {body[0].operands[0], body[0].operands[1]} == {args[0], args[1]}
-            and (body[0].name not in ("stablehlo.or", "stablehlo.and") or dt == "i1")):
-        return _SCATTER_KIND[body[0].name]
-    raise ValueError(f"select_and_scatter scatter computation {[o.name for o in body[:-1]]} is not one of "
-                     f"replace, add, multiply, maximum, minimum")
-
-
 def _select_and_scatter(im, op, ins):
     """stablehlo.select_and_scatter (the gradient of max / min pooling): for each window of the
     padded operand, the element `select` keeps over the window's valid (non-padding) elements in
@@ -212,7 +198,7 @@ def _select_and_scatter(im, op, ins):
     if any(d is None for d in x.dims):
         raise ValueError("select_and_scatter with an operand dim of unknown size")
     direction = _select_direction(op)
-    kind = _scatter_kind(op, dt)
+    kind = scatter_kind(op, 1, dt, "select_and_scatter scatter computation")
     facts = im.int_facts()
     # the window positions (source's dims, which the importer may not have carried)
     odims = [window_out(n, const(lo[i]), const(hi[i]), 1, const(win[i]), 1, strides[i], facts)
