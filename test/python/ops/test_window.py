@@ -467,3 +467,42 @@ def test_pool_gradient_over_a_symbolic_image_size(kind, window, strides, padding
     for bb, n in ((1, 1), (2, 7), (1, 16)):
         x = rnd((bb, n + 2, n, 2)).astype(np.float32)
         np.testing.assert_allclose(np.asarray(exe(x)), np.asarray(jax.jit(fn)(x)), rtol=1e-5, atol=1e-6)
+
+
+def test_cnn_training_step_over_a_symbolic_image_size():
+    """value_and_grad of a small flax CNN (conv, max_pool, conv, strided SAME avg_pool, mean,
+    dense, cross-entropy) with a symbolic batch and image size: one compile, equal to jax at
+    h = 1, 7, 13, 16 (before, the pooling gradients' padding stopped the import)."""
+    nn = pytest.importorskip("flax.linen")
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Conv(8, (3, 3), padding="SAME")(x))
+            x = nn.max_pool(x, (2, 2), strides=(2, 2), padding="SAME")
+            x = nn.relu(nn.Conv(16, (3, 3), padding="SAME")(x))
+            x = nn.avg_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            return nn.Dense(10)(jnp.mean(x, axis=(1, 2)))
+
+    model = CNN()
+    flat, tree = jax.tree_util.tree_flatten(model.init(jax.random.PRNGKey(0), jnp.zeros((1, 8, 8, 3))))
+    flat = [np.asarray(a) for a in flat]
+
+    def step(x, y, *leaves):
+        def loss(params):
+            logp = jax.nn.log_softmax(model.apply(params, x))
+            return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+        return jax.value_and_grad(loss)(jax.tree_util.tree_unflatten(tree, leaves))
+    (b, h) = jax.export.symbolic_shape("b, h")
+    exe = relax_mlir.compile(from_jax(step, jax.ShapeDtypeStruct((b, h, h, 3), np.float32),
+                                      jax.ShapeDtypeStruct((b,), np.int32),
+                                      *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in flat]))
+    rng = np.random.default_rng(0)
+    for bb, n in ((1, 1), (3, 7), (5, 13), (2, 16)):
+        x = rng.standard_normal((bb, n, n, 3)).astype(np.float32)
+        y = rng.integers(0, 10, bb).astype(np.int32)
+        got = jax.tree_util.tree_leaves(exe(x, y, *flat))
+        want = jax.tree_util.tree_leaves(jax.jit(step)(x, y, *flat))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
