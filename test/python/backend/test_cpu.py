@@ -978,3 +978,44 @@ def test_host_loop_nests_of_inlined_updates_share_one_kernel():
         got = exe(upd, np.int32(p), *[c.copy() for c in caches])
         for g, w in zip(got, want):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_outlined_host_loops_are_shared_only_when_structurally_equal():
+    """Nests equal up to the values they use share one function (called with each nest's own
+    values); a different static offset or a different constant bound makes another function;
+    constants are rematerialized inside (static bounds stay static)."""
+    from relax_mlir.backend.cpu_outline import PREFIX, outline_host_loops
+
+    text = """
+    func.func @main(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %x: f32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c3 = arith.constant 3 : index
+      %sa = memref.subview %a[2, 0] [4, 8] [1, 1] : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 16>>
+      scf.for %i = %c0 to %c4 step %c1 {
+        memref.store %x, %sa[%i, %c0] : memref<4x8xf32, strided<[8, 1], offset: 16>>
+      }
+      %sb = memref.subview %b[2, 0] [4, 8] [1, 1] : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 16>>
+      scf.for %i = %c0 to %c4 step %c1 {
+        memref.store %x, %sb[%i, %c0] : memref<4x8xf32, strided<[8, 1], offset: 16>>
+      }
+      scf.for %i = %c0 to %c3 step %c1 {
+        memref.store %x, %sb[%i, %c0] : memref<4x8xf32, strided<[8, 1], offset: 16>>
+      }
+      scf.for %i = %c0 to %c4 step %c1 {
+        memref.store %x, %sb[%i, %c1] : memref<4x8xf32, strided<[8, 1], offset: 16>>
+      }
+      return
+    }
+    """
+    with ir.Context():
+        module = ir.Module.parse(text)
+        n = outline_host_loops(module.operation, lambda f: ir.StringAttr(f.attributes["sym_name"]).value == "main")
+        module.operation.verify()
+        out = str(module)
+    assert n == 4
+    assert out.count(f"func.func private @{PREFIX}_") == 3  # the 2nd nest reuses the 1st's
+    assert out.count(f"call @{PREFIX}_0(") == 2
+    assert "scf.for" not in out.split("func.func @main")[1].split("return")[0]
+    assert "arith.constant 3 : index" in out.split(f"@{PREFIX}_1(")[1]  # the bound stays a constant
