@@ -73,7 +73,7 @@ def variants(seed: int, target: str, all_variants: bool) -> list[str | None]:
 # -- comparison --------------------------------------------------------------------------------
 
 def compare(got, want, exact: bool, precision: str | None = None, order_dependent: bool = False,
-            unit_scale: bool = False, magnitude=None) -> str | None:
+            unit_scale: bool = False, magnitude=None, unstable=None) -> str | None:
     """None if `got` matches the jax.jit result `want`, else a description of the mismatch.
     `precision`: the coarsest float dtype the value went through (its tolerance, when coarser).
     `order_dependent`: the value went through a float sum of many terms, whose NaN or the sign of
@@ -85,7 +85,10 @@ def compare(got, want, exact: bool, precision: str | None = None, order_dependen
     absolute values, elementwise the size of the terms a sum added (a sum that cancels 1e30 against
     -1e30 is any value within an ulp of 1e30 of the exact one, in any summation order: seed
     2301102, a bf16 sum of 33 terms, 1.46 here and -0.14 in jax.jit, exact 65540); a finite
-    element within the tolerance of that size matches."""
+    element within the tolerance of that size matches.
+    `unstable` (inexact values only): a boolean mask of the elements whose jax.jit value moves
+    beyond the tolerance when the float inputs move by a few ulps (_perturbed_reference); a finite
+    element there matches any finite value."""
     g, w = np.asarray(got), np.asarray(want)
     if g.shape != w.shape:
         return f"shape {g.shape}, want {w.shape}"
@@ -124,6 +127,8 @@ def compare(got, want, exact: bool, precision: str | None = None, order_dependen
                     mag = np.abs(np.asarray(magnitude).astype(np.float64))
                     if mag.shape == wf.shape:
                         off &= ~(np.abs(gf - wf) <= tol * np.where(np.isfinite(mag), mag, np.inf))
+                if unstable is not None and np.shape(unstable) == wf.shape:
+                    off &= ~np.asarray(unstable, bool)
                 bad |= fin & off
     if not bad.any():
         return None
@@ -225,6 +230,45 @@ def _wider_reference(jitted, args, want) -> list | None:
                                     for o, w in zip(out, want)):
         return None
     return [o.astype(w.dtype) for o, w in zip(out, want)]
+
+
+_ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+
+
+def _perturbed_reference(jitted, args, want) -> list | None:
+    """jax.jit's results with every float input scaled by 1 + 4 ulps of its dtype; None when
+    there is no float input or the program does not run on them."""
+    moved, any_float = [], False
+    for a in args:
+        arr = np.asarray(a)
+        u = _ULP.get(str(arr.dtype))
+        if u is None or arr.size == 0:
+            moved.append(a)
+            continue
+        any_float = True
+        moved.append((arr.astype(np.float64) * (1 + 4 * u)).astype(arr.dtype))
+    if not any_float:
+        return None
+    try:
+        out = [np.asarray(w) for w in as_list(jitted(*moved))]
+    except Exception:
+        return None
+    if len(out) != len(want) or any(o.shape != np.asarray(w).shape for o, w in zip(out, want)):
+        return None
+    return out
+
+
+def _moved_elements(moved, want, precision, unit_scale) -> np.ndarray | None:
+    """Finite elements of `want` that moved beyond compare()'s tolerance under the perturbation."""
+    w = np.asarray(want)
+    if w.dtype.kind in "biu":
+        return None
+    mf, wf = np.asarray(moved).astype(np.float64), w.astype(np.float64)
+    fin = np.isfinite(mf) & np.isfinite(wf)
+    scale = float(np.max(np.abs(wf[fin]), initial=1.0 if unit_scale else 0.0))
+    tol = max(RTOL[str(w.dtype)], RTOL.get(precision, 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        return fin & (np.abs(mf - wf) > tol * (np.abs(wf) + scale))
 
 
 def _same_non_finite(got, want) -> bool:
@@ -361,6 +405,19 @@ def check_program(prog: gen.Program, target: str, var_list, stop_early=False) ->
                         for i, m in enumerate(msgs)):
                     res.setdefault("more_accurate_than_xla", []).append({"variant": vname, "binding": env})
                     msgs = []
+            if any(m is not None and not exact[i] for i, m in enumerate(msgs)):
+                # elements jax.jit's own answer does not pin down: its value moves beyond the
+                # tolerance when the float inputs move by a few ulps (seed 2353059: sin of a
+                # row's variance, 1.26e8 in float32 where one ulp is 8: jax -0.995, ours -0.332,
+                # sin of the exact variance 0.990; both variances within 2 ulps of the exact one)
+                moved = _perturbed_reference(jitted, args, want)
+                if moved is not None:
+                    msgs = [m if m is None or exact[i] else
+                            compare(got[i], want[i], exact[i], precision[i], summed[i], unit[i],
+                                    unstable=_moved_elements(moved[i], want[i], precision[i], unit[i]))
+                            for i, m in enumerate(msgs)]
+                    if not any(msgs):
+                        res.setdefault("ill_conditioned_only", []).append({"variant": vname, "binding": env})
             for i, msg in enumerate(msgs):
                 if msg is not None:
                     res["failures"].append({"variant": vname, "binding": env, "kind": "mismatch",

@@ -261,6 +261,34 @@ def test_xla_fusion_deviations_are_judged_op_by_op():
     assert res[0].get("xla_fusion_only")
 
 
+def test_values_jax_does_not_pin_down_and_more_accurate_results():
+    """Two oracle fallbacks, each with its seed: an element whose jax.jit value moves beyond the
+    tolerance when the float inputs move by 4 ulps matches any finite value (seed 2353059: sin of
+    a float32 variance of 1.26e8), while a well-conditioned element that differs still fails; a
+    result that matches the program run one float width wider, with jax.jit's NaN and Inf, is
+    more accurate than jax.jit (seed 2352569: a float16 cumsum XLA accumulates in float16)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    f = jax.jit(lambda x: (jnp.sin(jnp.var(x, axis=1)), jnp.mean(x, axis=1)))
+    x = np.float32([[0.0, 1.0, 2.0, 3.0], [-2.3, 65504.0, 1.0, 7.0]])
+    want = [np.asarray(w) for w in f(x)]
+    moved = campaign._perturbed_reference(f, [x], want)
+    unstable = campaign._moved_elements(moved[0], want[0], None, False)
+    assert unstable.tolist() == [False, True]
+    got = want[0].copy()
+    got[1] = -want[0][1]  # the ill-conditioned element: any finite value
+    assert campaign.compare(got, want[0], exact=False)
+    assert campaign.compare(got, want[0], exact=False, unstable=unstable) is None
+    got[0] += 0.5  # a well-conditioned element that differs
+    assert campaign.compare(got, want[0], exact=False, unstable=unstable)
+    assert not campaign._moved_elements(moved[1], want[1], None, False).any()
+    res = campaign.run_batch([2353059, 2352569], "cpu", do_minimize=False)
+    assert [r["status"] for r in res] == ["ok", "ok"], [campaign.describe(r) for r in res]
+    assert res[0].get("ill_conditioned_only") and res[1].get("more_accurate_than_xla")
+
+
 def test_vulkan_type_refusal_is_a_clean_refusal():
     """Vulkan's refusal of i16 buffers beside f16 values (seed 2301122: a clipped f16 cast to i16)
     is a located CompileError saying "not supported on Vulkan", which the campaign counts as a
