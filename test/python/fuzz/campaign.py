@@ -212,24 +212,36 @@ def refused_by_target(e: Exception, target: str) -> bool:
 _WIDER = {"float16": np.float32, "bfloat16": np.float32, "float32": np.float64}
 
 
+def _reference_on(jitted, args, want, change) -> list | None:
+    """jax.jit's results with each input `a` replaced by `change(a)` where that is not None; None
+    when nothing changed, the program does not run on the changed inputs, or a result's shape
+    or float-ness differs from `want`'s."""
+    changed, any_change = [], False
+    for a in args:
+        c = change(np.asarray(a))
+        any_change |= c is not None
+        changed.append(a if c is None else c)
+    if not any_change:
+        return None
+    try:
+        out = [np.asarray(w) for w in as_list(jitted(*changed))]
+    except Exception:
+        return None
+    if len(out) != len(want) or any(o.shape != np.asarray(w).shape
+                                    or (o.dtype.kind == "f") != (np.asarray(w).dtype.kind == "f")
+                                    for o, w in zip(out, want)):
+        return None
+    return out
+
+
 def _wider_reference(jitted, args, want) -> list | None:
     """jax.jit's results on the float inputs widened one step, cast back to `want`'s dtypes; None
     when there is no wider float input, or the program does not run on them."""
-    wide_args, widened = [], False
-    for a in args:
-        t = _WIDER.get(str(np.asarray(a).dtype))
-        widened |= t is not None
-        wide_args.append(np.asarray(a).astype(t) if t is not None else a)
-    if not widened:
-        return None
-    try:
-        out = [np.asarray(w) for w in as_list(jitted(*wide_args))]
-    except Exception:
-        return None
-    if len(out) != len(want) or any(o.shape != w.shape or (o.dtype.kind == "f") != (w.dtype.kind == "f")
-                                    for o, w in zip(out, want)):
-        return None
-    return [o.astype(w.dtype) for o, w in zip(out, want)]
+    def widen(a):
+        t = _WIDER.get(str(a.dtype))
+        return None if t is None else a.astype(t)
+    out = _reference_on(jitted, args, want, widen)
+    return None if out is None else [o.astype(np.asarray(w).dtype) for o, w in zip(out, want)]
 
 
 _ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
@@ -238,24 +250,10 @@ _ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "fl
 def _perturbed_reference(jitted, args, want) -> list | None:
     """jax.jit's results with every float input scaled by 1 + 4 ulps of its dtype; None when
     there is no float input or the program does not run on them."""
-    moved, any_float = [], False
-    for a in args:
-        arr = np.asarray(a)
-        u = _ULP.get(str(arr.dtype))
-        if u is None or arr.size == 0:
-            moved.append(a)
-            continue
-        any_float = True
-        moved.append((arr.astype(np.float64) * (1 + 4 * u)).astype(arr.dtype))
-    if not any_float:
-        return None
-    try:
-        out = [np.asarray(w) for w in as_list(jitted(*moved))]
-    except Exception:
-        return None
-    if len(out) != len(want) or any(o.shape != np.asarray(w).shape for o, w in zip(out, want)):
-        return None
-    return out
+    def scale(a):
+        u = _ULP.get(str(a.dtype))
+        return None if u is None or a.size == 0 else (a.astype(np.float64) * (1 + 4 * u)).astype(a.dtype)
+    return _reference_on(jitted, args, want, scale)
 
 
 def _moved_elements(moved, want, precision, unit_scale) -> np.ndarray | None:
