@@ -51,6 +51,7 @@ from relax_mlir import knobs
 from relax_mlir.backend.common import (LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs,
                                        verify, walk)
 from relax_mlir.backend.cpu_engine import SplitEngine
+from relax_mlir.backend.cpu_masks import row_masks_as_bounds
 from relax_mlir.backend.cpu_outline import outline_host_loops
 from relax_mlir.backend.cpu_profile import instrument as instrument_for_profile
 from relax_mlir.passes import ModulePass
@@ -62,6 +63,7 @@ __all__ = [
     "CPUCallsPass",
     "CPULowerPass",
     "CPUParallelizePass",
+    "CPURowMasksPass",
     "CPUToLLVMPass",
     "CPUVectorizePass",
     "JitModule",
@@ -90,7 +92,11 @@ def _default_num_threads() -> int:
 class CPUOptions:
     """Options of the CPU backend; hashable, so usable as a compile-cache key."""
 
-    opt_level: int = 3
+    # LLVM's optimization and code-generation level. 2, not 3: on an idle machine the kernels ran
+    # as fast at O2 as at O3 (MLP, transformer block, the 12-layer LLM's prefill and decode, the
+    # host loops of bench/scan.py: 0.95-1.07 of O3's time, within run-to-run noise) and a 12-layer
+    # LLM prefill compiled 0.5 s faster (BENCHMARKS.md, "Session 13").
+    opt_level: int = 2
     num_threads: int = field(default_factory=_default_num_threads)
     vectorize: bool = True
     # Bytes of one SIMD register (AVX2: 32). A vector tile is `vector_bytes // elem_bytes`
@@ -919,16 +925,17 @@ def _has_static_zero_extent(kernel: ir.Operation) -> bool:
     return False
 
 
-def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
-    """Schedule every linalg op of one kernel in place; returns one label per op."""
+def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> tuple[_Scratch | None, list[str]]:
+    """Schedule every linalg op of one kernel on a copy of it: (the scheduled copy, one label per
+    op), or (None, labels) when the kernel stays as it is; `_adopt` puts the copy in its place."""
     kname = _sym_name(kernel)
     if _has_static_zero_extent(kernel):
-        return ["empty"]
+        return None, ["empty"]
     scratch = _Scratch(kernel)
     whole = _try_kernel_schedule(scratch, options, kname)
     if whole is not None:
         scratch, label = whole
-        return _adopt(kernel, scratch, [label])
+        return scratch, [label]
     names = {op.operation.name for op in _linalg_ops(scratch.func)}
     gen = _generalize_sequence(n for n in names if n not in ("linalg.generic",) + _MATMUL_NAMES)
     if gen is not None:
@@ -961,21 +968,20 @@ def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
         trial = _try_sequence(scratch, _finish_sequence(), f"@{kname} cleanup")
         if trial is not None:
             try:
-                trial.run("func.func(loop-invariant-subset-hoisting,canonicalize,cse)")
+                trial.run(_HOIST)
                 scratch = trial
             except LoweringError as e:
                 _log.debug("@%s: hoisting failed: %s", kname, e.diagnostics)
-    return _adopt(kernel, scratch, labels)
+    return scratch, labels
 
 
-def _adopt(kernel: ir.OpView, scratch: _Scratch, labels: list[str]) -> list[str]:
+def _adopt(kernel: ir.OpView, scratch: _Scratch, labels: list[str]) -> None:
     """Replace `kernel` by the scheduled function of `scratch`, labelled with its schedules."""
     walk(scratch.func, _strip_schedule_attrs)
     scratch.func.attributes["relax_cpu.schedules"] = ir.ArrayAttr.get(
         [ir.StringAttr.get(lbl, kernel.context) for lbl in labels], kernel.context)
     scratch.func.clone(ip=ir.InsertionPoint(kernel))
     kernel.operation.erase()
-    return labels
 
 
 def _try_kernel_schedule(scratch: _Scratch, options: CPUOptions, kname: str):
@@ -1129,6 +1135,7 @@ _BUFFERIZE_CHECK = ("func.func(lower-affine),canonicalize,one-shot-bufferize{buf
                     "allow-return-allocs-from-loops "
                     "function-boundary-type-conversion=identity-layout-map "
                     "unknown-type-conversion=identity-layout-map}")
+_HOIST = "func.func(loop-invariant-subset-hoisting,canonicalize,cse)"
 
 
 def _parallelize_pipeline(options: CPUOptions) -> str:
@@ -1357,8 +1364,10 @@ def stage_vectorize(module, options: CPUOptions) -> None:
     for kernel in _kernels(op):
         if "relax.library" in kernel.attributes:  # a library call (backend/cpu_library.py)
             continue
-        labels = _schedule_kernel(kernel, options)
-        _log.debug("scheduled: %s", labels)
+        scratch, labels = _schedule_kernel(kernel, options)
+        _log.debug("scheduled @%s: %s", _sym_name(kernel), labels)
+        if scratch is not None:
+            _adopt(kernel, scratch, labels)
 
 
 def stage_calls(module, options: CPUOptions) -> None:
@@ -1566,6 +1575,7 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
     """Lower everything to the LLVM dialect; entry signatures are kept as a module attribute."""
     op = as_op(module)
     _record_entry_signatures(op)
+    row_masks_as_bounds(op)
     _run_module(op, _TO_LLVM_LOOPS, "to-llvm")
     if _has_bf16(op):  # after linalg became loops (an expansion inside a linalg body breaks it)
         _run_module(op, _BF16_CONVERT, "to-llvm")
@@ -1726,6 +1736,17 @@ class CPUParallelizePass(_CPUStagePass):
 
 
 @dataclass(frozen=True)
+class CPURowMasksPass(ModulePass):
+    """Masks of partial tiles that only bound a slice's rows become bounds checks (cpu_masks.py;
+    the first step of relax-cpu-to-llvm)."""
+
+    name: ClassVar[str] = "relax-cpu-row-masks"
+
+    def run(self, module: ir.Operation) -> None:
+        row_masks_as_bounds(module)
+
+
+@dataclass(frozen=True)
 class CPUToLLVMPass(_CPUStagePass):
     """Lower to the LLVM dialect."""
 
@@ -1744,7 +1765,7 @@ class CPULowerPass(_CPUStagePass):
 
 
 CPU_PASSES = (CPUVectorizePass, CPUCallsPass, CPUBufferizePass, CPUParallelizePass,
-              CPUToLLVMPass, CPULowerPass)
+              CPURowMasksPass, CPUToLLVMPass, CPULowerPass)
 
 
 # --------------------------------------------------------------------------------------------

@@ -144,12 +144,13 @@ def _library(upstream, path: str, cpu: str | None, options, name: str) -> list[s
             f.write(llvm_dialect)
         ll, bc, obj = (os.path.join(tmp, "kernels." + e) for e in ("ll", "bc", "o"))
         _run_tool([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir", src, "-o", ll], "mlir-translate")
-        # The same split the JIT does: the O3 middle end (opt), then code generation (llc) for the
-        # target CPU. Without opt, llc alone spends minutes on the unoptimized IR and its code is
-        # ~4x slower; without -mcpu it targets baseline x86-64 (no AVX).
+        # The same split the JIT does: the middle end (opt) at the options' level, then code
+        # generation (llc) for the target CPU. Without opt, llc alone spends minutes on the
+        # unoptimized IR and its code is ~4x slower; without -mcpu it targets baseline x86-64 (no AVX).
         target = [f"-mcpu={cpu}"] if cpu else []
-        _run_tool([_tool("llvm", "opt"), "-O3", *target, ll, "-o", bc], "opt")
-        _run_tool([_tool("llvm", "llc"), "-O3", *target, "-filetype=obj", "-relocation-model=pic", bc, "-o", obj],
+        level = f"-O{options.opt_level}"
+        _run_tool([_tool("llvm", "opt"), level, *target, ll, "-o", bc], "opt")
+        _run_tool([_tool("llvm", "llc"), level, *target, "-filetype=obj", "-relocation-model=pic", bc, "-o", obj],
                   "llc")
         cc = shutil.which("cc") or "cc"
         undefined = _undefined(obj)
