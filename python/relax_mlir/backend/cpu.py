@@ -1552,7 +1552,11 @@ def _copy_inexact_layout_casts(op: ir.Operation) -> None:
 def stage_parallelize(module, options: CPUOptions) -> None:
     """Parallel loops onto the async runtime's thread pool (or plain loops for one thread); first,
     the loop nests that inlined kernels left in the entries become one shared kernel per distinct
-    nest (backend/cpu_outline.py: a KV-cache update otherwise compiles once per layer)."""
+    nest (backend/cpu_outline.py: a KV-cache update otherwise compiles once per layer). Before
+    anything, masks that are bounds checks become bounds checks (backend/cpu_masks.py), while the
+    sizes they are checked against are still visible beside them (parallel bodies take them as
+    arguments once outlined)."""
+    row_masks_as_bounds(as_op(module))
     outline_host_loops(as_op(module), lambda f: not _is_private(f) and not _is_declaration(f))
     pipeline = _parallelize_pipeline(options)
     _run_module(module, pipeline, "parallelize")
@@ -1575,7 +1579,6 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
     """Lower everything to the LLVM dialect; entry signatures are kept as a module attribute."""
     op = as_op(module)
     _record_entry_signatures(op)
-    row_masks_as_bounds(op)
     _run_module(op, _TO_LLVM_LOOPS, "to-llvm")
     if _has_bf16(op):  # after linalg became loops (an expansion inside a linalg body breaks it)
         _run_module(op, _BF16_CONVERT, "to-llvm")
@@ -1737,8 +1740,8 @@ class CPUParallelizePass(_CPUStagePass):
 
 @dataclass(frozen=True)
 class CPURowMasksPass(ModulePass):
-    """Masks of partial tiles that only bound a slice's rows become bounds checks (cpu_masks.py;
-    the first step of relax-cpu-to-llvm)."""
+    """Masks of partial tiles that only bound an access by its buffer's size become bounds checks
+    (cpu_masks.py; the first step of relax-cpu-parallelize)."""
 
     name: ClassVar[str] = "relax-cpu-row-masks"
 
@@ -1764,8 +1767,8 @@ class CPULowerPass(_CPUStagePass):
         lower(module, _options_from(self))
 
 
-CPU_PASSES = (CPUVectorizePass, CPUCallsPass, CPUBufferizePass, CPUParallelizePass,
-              CPURowMasksPass, CPUToLLVMPass, CPULowerPass)
+CPU_PASSES = (CPUVectorizePass, CPUCallsPass, CPUBufferizePass, CPURowMasksPass, CPUParallelizePass,
+              CPUToLLVMPass, CPULowerPass)
 
 
 # --------------------------------------------------------------------------------------------

@@ -714,7 +714,7 @@ def test_passes_are_registered_and_run_in_a_pass_manager():
 
     names = [p.name for p in cpu.CPU_PASSES]
     assert names == ["relax-cpu-vectorize", "relax-cpu-calls", "relax-cpu-bufferize",
-                     "relax-cpu-parallelize", "relax-cpu-row-masks", "relax-cpu-to-llvm", "relax-cpu-lower"]
+                     "relax-cpu-row-masks", "relax-cpu-parallelize", "relax-cpu-to-llvm", "relax-cpu-lower"]
     with ir.Context():
         module = ir.Module.parse(ADD_RELU)
         pm = PassManager()
