@@ -8,7 +8,7 @@ cache length ("jax exact"), and with the cache padded to the maximum context beh
 HF's Flax generate does ("jax padded"). Calls are interleaved (one of each implementation per
 round) and the median of the rounds is reported.
 
-    python bench/llm.py [--layers 12] [--d 1024] [--contexts 16,128,512,2048] [--prompts 16,128]
+    python bench/llm.py [--layers 12] [--d 1024] [--contexts 16,128,512,2048] [--prompts 13,16,50,128]
                         [--package DIR]   (also the saved package, loaded here: threaded and one-thread)
     python bench/llm.py --rss-only [--out-of-process | --package DIR]   (peak RSS, relax-mlir alone; with
                         --package also a serving process: load the package, prefill, decode at max context)
@@ -77,7 +77,8 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--max-context", type=int, default=2048)
     ap.add_argument("--contexts", default="16,128,512,2048")
-    ap.add_argument("--prompts", default="16,128")
+    # 13 and 50: between tile multiples, where partial register tiles run (16 and 128 are not)
+    ap.add_argument("--prompts", default="13,16,50,128")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--before", action="store_true",
                     help="also relax-mlir without the run-time library's pool, interleaved (this session's baseline)")

@@ -8,13 +8,14 @@ or all-false (`select(i < rows, splat true, splat false)`): eight `vmaskmov`s pe
 most of LLVM's instruction selection time in a Llama's matmul kernels (X86 DAG->DAG selection took
 2.05 of llc's 4.47 s on a 12-layer prefill, most of it in these kernels).
 
-Such a mask says no more than the buffer's bounds do: a dimension masked by exactly the room left in
-the buffer from the access on (the slice's own size from its row 0; `size - i` from row i, or that
-clamped by a `minsi` to at least the vector's length, as the A panel's reads of the same tiles
-are) is the out-of-bounds check `in_bounds = false` (a read fills the rows past the end with the
-padding value, as the mask does; a write skips them). Rewritten so, `convert-vector-to-scf` guards
-each row with an `scf.if` around a plain vector load or store, as it already does for the unmasked
-writes of the same tiles. Only those exact forms are rewritten: every other mask stays as it is.
+Such a mask says no more than the slice's bounds do: a dimension masked by exactly the slice's own
+size, starting at index 0, is the out-of-bounds check `in_bounds = false` (a read fills the rows
+past the end with the padding value, as the mask does; a write skips them). Rewritten so,
+`convert-vector-to-scf` guards each row with an `scf.if` around a plain vector load or store, as it
+already does for the unmasked writes of the same tiles. Only that exact form is rewritten: every
+other mask stays as it is. (The A panel's reads, masked by `min(rows - i, 4)` from row i, were
+rewritten likewise for a while: 5-12% slower prefills at 8 and 16 tokens, where the tiles are full
+and the masked loads cost nothing, and no gain elsewhere.)
 Besides compile time, the masked-off rows of such an access lie past the end of the buffer, where
 a masked access costs microcode assists when that memory is on another page: a 12-layer LLM's
 prefill of 13 tokens ran at 74 tokens/s with the masks, 251 without.
@@ -95,36 +96,10 @@ def _subview_sizes(base: ir.Value) -> list[ir.Value | int] | None:
     return out
 
 
-def _is_size(v: ir.Value, base: ir.Value, d: int) -> bool:
-    """Whether `v` is the size of `base` along dimension `d`: the subview's own size operand, a
-    `memref.dim` of `base`, or the constant of a static size."""
-    shape = ir.MemRefType(base.type).shape
-    if shape[d] != ir.ShapedType.get_dynamic_size():
-        return _const_index(v) == shape[d]
+def _is_slice_size(v: ir.Value, base: ir.Value, d: int) -> bool:
+    """Whether `v` is the size of the slice `base` (a `memref.subview`) along dimension `d`."""
     sizes = _subview_sizes(base)
-    if sizes is not None and len(sizes) == len(shape) and isinstance(sizes[d], ir.Value) and v == sizes[d]:
-        return True
-    dim = _defining(v, "memref.dim")
-    return dim is not None and dim.operands[0] == base and _const_index(dim.operands[1]) == d
-
-
-def _is_bounds_check(bound: ir.Value, base: ir.Value, d: int, index: ir.Value, lanes: int) -> bool:
-    """Whether masking lane r of dimension `d` by `r < bound` is the same as checking `index + r`
-    against `base`'s size there: bound = size - index (size itself at index 0), or that clamped by
-    `minsi` to at least `lanes` (no lane reaches the clamp)."""
-    if _const_index(index) == 0 and _is_size(bound, base, d):
-        return True
-    sub = _defining(bound, "arith.subi")
-    if sub is not None and sub.operands[1] == index and _is_size(sub.operands[0], base, d):
-        return True
-    low = _defining(bound, "arith.minsi")
-    if low is not None:
-        a, b = low.operands
-        for x, c in ((a, b), (b, a)):
-            k = _const_index(c)
-            if k is not None and k >= lanes and _is_bounds_check(x, base, d, index, lanes):
-                return True
-    return False
+    return sizes is not None and isinstance(sizes[d], ir.Value) and v == sizes[d]
 
 
 def _bounds_instead_of_mask(op: ir.Operation) -> list[bool] | None:
@@ -137,21 +112,26 @@ def _bounds_instead_of_mask(op: ir.Operation) -> list[bool] | None:
         return None
     vtype = ir.VectorType(mask.type)
     rank = vtype.rank
-    if vtype.scalable or len(indices) != rank or ir.MemRefType(base.type).rank != rank:
+    if vtype.scalable or len(indices) != rank:
+        return None
+    sizes = _subview_sizes(base)
+    if sizes is None or len(sizes) != rank:  # the slice must keep every dimension
         return None
     pmap = ir.AffineMapAttr(op.attributes["permutation_map"]).value
     if pmap != ir.AffineMap.get_minor_identity(rank, rank):
         return None
     flags = [ir.BoolAttr(a).value for a in ir.ArrayAttr(op.attributes["in_bounds"])]
     bounds = list(create.operands)
+    if rank == 0 or len(bounds) != rank or len(flags) != rank:
+        return None
     new = []
     for d in range(rank):
         lanes = vtype.shape[d]
         c = _const_index(bounds[d])
         if c is not None and c >= lanes:
             new.append(flags[d])  # every lane of this dim is on: the mask adds nothing here
-        elif _is_bounds_check(bounds[d], base, d, indices[d], lanes):
-            new.append(False)  # masked exactly where the access would leave `base`
+        elif _is_slice_size(bounds[d], base, d) and _const_index(indices[d]) == 0:
+            new.append(False)  # masked by the slice's own size from its start: a bounds check
         else:
             return None
     return new
