@@ -289,6 +289,25 @@ def test_values_jax_does_not_pin_down_and_more_accurate_results():
     assert res[0].get("ill_conditioned_only") and res[1].get("more_accurate_than_xla")
 
 
+def test_an_overflow_jax_misses_by_rounding_early_is_more_accurate():
+    """A float16 reverse cumsum whose exact value, 65526.3, rounds to inf in float16 (seed
+    2342893): ours is inf, XLA's (every partial sum rounded to float16) 65504, the program on
+    float32 inputs cast back inf. An Inf jax.jit does not have passes when the wider result has it
+    too, and only then; jax.jit's own NaN and Inf must still be kept."""
+    import numpy as np
+
+    want = np.float16([65504.0, 1.0, np.inf, np.nan])
+    wide = np.float16([np.inf, 1.0, np.inf, np.nan])
+    ours = np.float16([np.inf, 1.0, np.inf, np.nan])
+    assert campaign._keeps_non_finite(ours, want) and campaign.compare(ours, wide, exact=False) is None
+    assert not campaign._keeps_non_finite(np.float16([np.inf, 1.0, 5.0, np.nan]), want)  # lost jax's inf
+    assert not campaign._keeps_non_finite(np.float16([np.inf, 1.0, np.inf, 2.0]), want)  # lost jax's NaN
+    assert campaign.compare(np.float16([-np.inf, 1.0, np.inf, np.nan]), wide, exact=False)  # wrong sign
+    (res,) = campaign.run_batch([2342893], "cpu", do_minimize=False)
+    assert res["status"] == "ok", campaign.describe(res)
+    assert res.get("more_accurate_than_xla")
+
+
 def test_vulkan_type_refusal_is_a_clean_refusal():
     """Vulkan's refusal of i16 buffers beside f16 values (seed 2301122: a clipped f16 cast to i16)
     is a located CompileError saying "not supported on Vulkan", which the campaign counts as a
