@@ -1918,13 +1918,15 @@ class JitModule:
         resolved: dict[str, ctypes.c_void_p] = {}
         missing = []
         for s in externals:
-            if hasattr(_PROCESS, s):
-                continue
+            # The libraries chosen above first, then the process: once any engine has loaded
+            # MLIR's async runtime globally (`cpu_matmul.compile_matmul` hands it `shared_libs`),
+            # the process defines `mlirAsyncRuntime*` too, and the parallel loops would run there
+            # instead of on the run-time library's pool (test_native_rt failed by test order).
             lib = next((lib for lib in loaded if hasattr(lib, s)), None)
-            if lib is None:
-                missing.append(s)
-            else:
+            if lib is not None:
                 resolved[s] = ctypes.cast(getattr(lib, s), ctypes.c_void_p)
+            elif not hasattr(_PROCESS, s):
+                missing.append(s)
         if missing:
             raise LoweringError("jit", "ExecutionEngine", "unresolved external symbols: "
                                 + ", ".join(missing))
