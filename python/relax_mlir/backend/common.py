@@ -10,7 +10,8 @@ from mlir.passmanager import PassManager
 
 from relax_mlir.core.diagnostics import CompileError
 
-__all__ = ["LoweringError", "as_op", "run_pipeline", "run_stages", "split_pipeline", "top_funcs", "verify", "walk"]
+__all__ = ["LoweringError", "as_op", "const_int", "run_pipeline", "run_stages", "split_pipeline", "top_funcs", "verify",
+           "walk"]
 
 
 class LoweringError(CompileError):
@@ -32,6 +33,18 @@ def as_op(module: ir.Module | ir.Operation | ir.OpView) -> ir.Operation:
     if isinstance(module, ir.OpView):
         return module.operation
     return module
+
+
+def const_int(v: ir.Value) -> int | None:
+    """The value of `v` when an `arith.constant` of an integer or index defines it, else None."""
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        return None
+    op = owner.operation if isinstance(owner, ir.OpView) else owner
+    if op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    return attr.value if isinstance(attr, ir.IntegerAttr) else None
 
 
 def split_pipeline(pipeline: str) -> list[str]:

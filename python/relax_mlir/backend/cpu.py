@@ -925,17 +925,16 @@ def _has_static_zero_extent(kernel: ir.Operation) -> bool:
     return False
 
 
-def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> tuple[_Scratch | None, list[str]]:
-    """Schedule every linalg op of one kernel on a copy of it: (the scheduled copy, one label per
-    op), or (None, labels) when the kernel stays as it is; `_adopt` puts the copy in its place."""
+def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
+    """Schedule every linalg op of one kernel in place; returns one label per op."""
     kname = _sym_name(kernel)
     if _has_static_zero_extent(kernel):
-        return None, ["empty"]
+        return ["empty"]
     scratch = _Scratch(kernel)
     whole = _try_kernel_schedule(scratch, options, kname)
     if whole is not None:
         scratch, label = whole
-        return scratch, [label]
+        return _adopt(kernel, scratch, [label])
     names = {op.operation.name for op in _linalg_ops(scratch.func)}
     gen = _generalize_sequence(n for n in names if n not in ("linalg.generic",) + _MATMUL_NAMES)
     if gen is not None:
@@ -968,20 +967,21 @@ def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> tuple[_Scratch |
         trial = _try_sequence(scratch, _finish_sequence(), f"@{kname} cleanup")
         if trial is not None:
             try:
-                trial.run(_HOIST)
+                trial.run("func.func(loop-invariant-subset-hoisting,canonicalize,cse)")
                 scratch = trial
             except LoweringError as e:
                 _log.debug("@%s: hoisting failed: %s", kname, e.diagnostics)
-    return scratch, labels
+    return _adopt(kernel, scratch, labels)
 
 
-def _adopt(kernel: ir.OpView, scratch: _Scratch, labels: list[str]) -> None:
+def _adopt(kernel: ir.OpView, scratch: _Scratch, labels: list[str]) -> list[str]:
     """Replace `kernel` by the scheduled function of `scratch`, labelled with its schedules."""
     walk(scratch.func, _strip_schedule_attrs)
     scratch.func.attributes["relax_cpu.schedules"] = ir.ArrayAttr.get(
         [ir.StringAttr.get(lbl, kernel.context) for lbl in labels], kernel.context)
     scratch.func.clone(ip=ir.InsertionPoint(kernel))
     kernel.operation.erase()
+    return labels
 
 
 def _try_kernel_schedule(scratch: _Scratch, options: CPUOptions, kname: str):
@@ -1135,7 +1135,6 @@ _BUFFERIZE_CHECK = ("func.func(lower-affine),canonicalize,one-shot-bufferize{buf
                     "allow-return-allocs-from-loops "
                     "function-boundary-type-conversion=identity-layout-map "
                     "unknown-type-conversion=identity-layout-map}")
-_HOIST = "func.func(loop-invariant-subset-hoisting,canonicalize,cse)"
 
 
 def _parallelize_pipeline(options: CPUOptions) -> str:
@@ -1364,10 +1363,8 @@ def stage_vectorize(module, options: CPUOptions) -> None:
     for kernel in _kernels(op):
         if "relax.library" in kernel.attributes:  # a library call (backend/cpu_library.py)
             continue
-        scratch, labels = _schedule_kernel(kernel, options)
-        _log.debug("scheduled @%s: %s", _sym_name(kernel), labels)
-        if scratch is not None:
-            _adopt(kernel, scratch, labels)
+        labels = _schedule_kernel(kernel, options)
+        _log.debug("scheduled: %s", labels)
 
 
 def stage_calls(module, options: CPUOptions) -> None:

@@ -1,4 +1,5 @@
-"""Masks that are bounds checks, turned back into bounds checks (CPU backend, before `to-llvm`).
+"""Masks that are bounds checks, turned back into bounds checks (CPU backend, the first step of
+`relax-cpu-parallelize`).
 
 A register tile over a dynamic dimension reads and writes its partial tiles masked: the schedule
 takes a slice of `rows` rows (`memref.subview ... [%rows, 64]`) and transfers a `vector<4x64xf32>`
@@ -12,17 +13,20 @@ Such a mask says no more than the slice's bounds do: a dimension masked by exact
 size, starting at index 0, is the out-of-bounds check `in_bounds = false` (a read fills the rows
 past the end with the padding value, as the mask does; a write skips them). Rewritten so,
 `convert-vector-to-scf` guards each row with an `scf.if` around a plain vector load or store, as it
-already does for the unmasked writes of the same tiles. Only that exact form is rewritten: every
-other mask stays as it is. (The A panel's reads, masked by `min(rows - i, 4)` from row i, were
-rewritten likewise for a while: 5-12% slower prefills at 8 and 16 tokens, where the tiles are full
-and the masked loads cost nothing, and no gain elsewhere.)
-Besides compile time, the masked-off rows of such an access lie past the end of the buffer, where
-a masked access costs microcode assists when that memory is on another page: a 12-layer LLM's
-prefill of 13 tokens ran at 74 tokens/s with the masks, 251 without.
+already does for the unmasked writes of the same tiles. Besides compile time, the masked-off rows
+of such an access lie past the end of the buffer, where a masked access costs microcode assists
+when that memory is on another page: a 12-layer LLM's prefill of 13 tokens ran at 74 tokens/s with
+the masks, 251 without.
+
+Only that exact form is rewritten: every other mask stays as it is. (The A panel's reads, masked
+by `min(rows - i, 4)` from row i, were rewritten likewise for a while: 5-12% slower prefills at 8
+and 16 tokens, where the tiles are full and the masked loads cost nothing, and no gain elsewhere.)
 """
 from __future__ import annotations
 
 from mlir import ir
+
+from relax_mlir.backend.common import const_int
 
 __all__ = ["row_masks_as_bounds"]
 
@@ -48,25 +52,17 @@ def row_masks_as_bounds(module_op: ir.Operation) -> int:
     return n
 
 
-def _operand_groups(op: ir.Operation) -> tuple[list[ir.Value], ir.Value, list[ir.Value], ir.Value | None]:
-    """(leading operands, base, indices, mask) of a transfer op, from its operand segments."""
+def _base_indices_mask(op: ir.Operation) -> tuple[ir.Value, list[ir.Value], ir.Value | None]:
+    """(base, indices, mask) of a transfer op, from its operand segments (read: base, indices,
+    padding, mask; write: value, base, indices, mask)."""
     sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     ops = list(op.operands)
     groups, k = [], 0
-    for s in sizes:
-        groups.append(ops[k:k + s])
-        k += s
-    if op.name == "vector.transfer_read":  # base, indices, padding, mask
-        base, indices, _padding, mask = groups
-        return [], base[0], indices, (mask[0] if mask else None)
-    value, base, indices, mask = groups  # write: value, base, indices, mask
-    return value, base[0], indices, (mask[0] if mask else None)
-
-
-def _const_index(v: ir.Value) -> int | None:
-    const = _defining(v, "arith.constant")
-    attr = const.attributes["value"] if const is not None else None
-    return attr.value if isinstance(attr, ir.IntegerAttr) else None
+    for n in sizes:
+        groups.append(ops[k:k + n])
+        k += n
+    base, indices = (groups[0], groups[1]) if op.name == "vector.transfer_read" else (groups[1], groups[2])
+    return base[0], indices, (groups[3][0] if groups[3] else None)
 
 
 def _defining(v: ir.Value, name: str) -> ir.Operation | None:
@@ -96,15 +92,9 @@ def _subview_sizes(base: ir.Value) -> list[ir.Value | int] | None:
     return out
 
 
-def _is_slice_size(v: ir.Value, base: ir.Value, d: int) -> bool:
-    """Whether `v` is the size of the slice `base` (a `memref.subview`) along dimension `d`."""
-    sizes = _subview_sizes(base)
-    return sizes is not None and isinstance(sizes[d], ir.Value) and v == sizes[d]
-
-
 def _bounds_instead_of_mask(op: ir.Operation) -> list[bool] | None:
     """The transfer's new in_bounds flags when its mask is only a bounds check, else None."""
-    _, base, indices, mask = _operand_groups(op)
+    base, indices, mask = _base_indices_mask(op)
     if mask is None:
         return None
     create = _defining(mask, "vector.create_mask")
@@ -127,10 +117,10 @@ def _bounds_instead_of_mask(op: ir.Operation) -> list[bool] | None:
     new = []
     for d in range(rank):
         lanes = vtype.shape[d]
-        c = _const_index(bounds[d])
+        c = const_int(bounds[d])
         if c is not None and c >= lanes:
             new.append(flags[d])  # every lane of this dim is on: the mask adds nothing here
-        elif _is_slice_size(bounds[d], base, d) and _const_index(indices[d]) == 0:
+        elif isinstance(sizes[d], ir.Value) and bounds[d] == sizes[d] and const_int(indices[d]) == 0:
             new.append(False)  # masked by the slice's own size from its start: a bounds check
         else:
             return None

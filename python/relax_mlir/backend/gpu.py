@@ -52,7 +52,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from relax_mlir.backend.common import LoweringError, as_op, run_pipeline, run_stages
+from relax_mlir.backend.common import LoweringError, as_op, const_int, run_pipeline, run_stages
 from relax_mlir.backend.cpu import (
     CPUOptions,
     legalize_i1_memory,
@@ -173,19 +173,6 @@ def _outermost_parallel_loops(module_op: ir.Operation) -> list[ir.Operation]:
     return found
 
 
-def _const_index_value(v: ir.Value) -> int | None:
-    owner = v.owner
-    if isinstance(owner, ir.Block) or not hasattr(owner, "name"):
-        return None
-    if owner.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
-    try:
-        return ir.IntegerAttr(attr).value
-    except ValueError:
-        return None
-
-
 def _mapping_attr(rank: int, level: str) -> ir.Attribute:
     """Innermost dim -> x, then y, z; further (outer) dims sequential."""
     procs = []
@@ -214,7 +201,7 @@ def _tile_parallel(ploop: ir.Operation, sizes: list[int]) -> None:
         zero = const(0)
         tile_steps = []
         for s, t in zip(steps, sizes):
-            sc = _const_index_value(s)
+            sc = const_int(s)
             tile_steps.append(const(sc * t) if sc is not None else
                               make_op("arith.muli", [idx], [s, const(t)]).results[0])
         outer = scf.ParallelOp([], lbs, ubs, tile_steps, [])
@@ -228,7 +215,7 @@ def _tile_parallel(ploop: ir.Operation, sizes: list[int]) -> None:
             for k in range(n):
                 iv = make_op("arith.addi", [idx], [ib.arguments[k], ob.arguments[k]]).results[0]
                 ivs.append(iv)
-                if sizes[k] == 1 and _const_index_value(steps[k]) == 1:
+                if sizes[k] == 1 and const_int(steps[k]) == 1:
                     continue  # the tile loop alone covers this dim exactly
                 c = make_op("arith.cmpi", [ir.IntegerType.get_signless(1)], [iv, ubs[k]],
                             {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 6)}).results[0]  # ult

@@ -38,7 +38,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from relax_mlir.backend.common import LoweringError, as_op, run_pipeline, run_stages, top_funcs, walk
+from relax_mlir.backend.common import LoweringError, as_op, const_int, run_pipeline, run_stages, top_funcs, walk
 from relax_mlir.backend.gpu_kernels import (
     INLINE,
     OUTLINE,
@@ -252,16 +252,6 @@ def stage_loops(module, options: SPIRVOptions) -> None:
     run_pipeline(op, _loops_pipeline(options), "loops")
 
 
-def _const_value(v: ir.Value):
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return None
-    o = owner.operation if hasattr(owner, "operation") else owner
-    if o.name == "arith.constant" and isinstance(o.attributes["value"], ir.IntegerAttr):
-        return ir.IntegerAttr(o.attributes["value"]).value
-    return None
-
-
 _PROCS = {"block": ("block_x", "block_y", "block_z"), "thread": ("thread_x", "thread_y", "thread_z")}
 
 
@@ -275,9 +265,9 @@ def _map_loop(par: ir.Operation, options: SPIRVOptions) -> None:
     assigned = [None] * rank
     threads, prod = 0, 1
     for i in reversed(range(rank)):
-        ub = _const_value(ubs[i])
-        if (threads < 3 and ub is not None and ub > 0 and _const_value(lbs[i]) == 0
-                and _const_value(steps[i]) == 1 and prod * ub <= 1024):
+        ub = const_int(ubs[i])
+        if (threads < 3 and ub is not None and ub > 0 and const_int(lbs[i]) == 0
+                and const_int(steps[i]) == 1 and prod * ub <= 1024):
             assigned[i] = _PROCS["thread"][threads]
             threads += 1
             prod *= ub
@@ -433,7 +423,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
     for o in accesses:
         if o.name == "memref.dim":
             m = o.operands[0]
-            d = _const_value(o.operands[1])
+            d = const_int(o.operands[1])
             if d is None or not _defined_outside(m, launch):
                 raise LoweringError("flatten", "flatten buffers", "memref.dim of a non-constant dim in a kernel")
             _, dims = flat_of(m)
