@@ -95,12 +95,19 @@ class ProdOp(ReduceOp):
 
 # --- the reduction kernels (also used by ops/nn.py) -------------------------------------------
 
-_INIT = {"sum": zero_literal, "mean": zero_literal, "prod": one_literal, "max": lowest_literal, "min": highest_literal}
+_INIT = {"sum": zero_literal, "mean": zero_literal, "prod": one_literal, "max": lowest_literal, "min": highest_literal,
+         "logaddexp": lowest_literal}
 
 
 def combine(kind: str, dtype: str, a: str, b: str, r: str) -> list[str]:
     """Lines computing r = a <kind> b. i1: max is or, min is and (false < true); integer max/min are
     a compare and a select (`arith.maxsi` reaches Vulkan as a signedness-dependent SMax)."""
+    if kind == "logaddexp":  # jax's: select(isnan(a - b), a + b, max(a, b) + log1p(exp(-|a - b|)))
+        return [f"{r}_m = arith.maximumf {a}, {b} : {dtype}", f"{r}_d = arith.subf {a}, {b} : {dtype}",
+                f"{r}_n = arith.cmpf uno, {r}_d, {r}_d : {dtype}", f"{r}_s = arith.addf {a}, {b} : {dtype}",
+                f"{r}_a = math.absf {r}_d : {dtype}", f"{r}_g = arith.negf {r}_a : {dtype}",
+                f"{r}_e = math.exp {r}_g : {dtype}", f"{r}_l = math.log1p {r}_e : {dtype}",
+                f"{r}_v = arith.addf {r}_m, {r}_l : {dtype}", f"{r} = arith.select {r}_n, {r}_s, {r}_v : {dtype}"]
     if dtype in FLOAT_DTYPES:
         op = {"sum": "arith.addf", "mean": "arith.addf", "prod": "arith.mulf", "max": "arith.maximumf",
               "min": "arith.minimumf"}[kind]

@@ -15,7 +15,7 @@ from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map
 from relax_mlir.ops.reduce import _INIT, combine
 from relax_mlir.shape import Expr, Facts, const, floordiv, max_, parse
 
-KINDS = ("sum", "max", "min", "prod")
+KINDS = ("sum", "max", "min", "prod", "logaddexp")
 
 
 # --- shape algebra shared with ops/conv.py -------------------------------------------------------
@@ -222,10 +222,10 @@ def pad_values(k: Kernel, pads: Sequence[Expr], syms: list[Expr], facts: Facts) 
 @relax_op
 class ReduceWindowOp(OpSpec):
     """Reduce every window of x (StableHLO reduce_window with the reduction's identity as init).
-    Attributes: kind ("sum", "max", "min", "prod"), window (dims: int or expression), strides,
+    Attributes: kind ("sum", "max", "min", "prod", "logaddexp": jax's log(exp(a) + exp(b)) on floats), window (dims: int or expression), strides,
     base_dilation, window_dilation (positive ints, default 1), pad_lo, pad_hi (dims, default 0;
     negative constants cut). Padding and holes hold the identity: -inf / +inf / the integer
-    extremes for max / min, 0 for sum, 1 for prod. NaN propagates through max and min."""
+    extremes for max / min, 0 for sum, 1 for prod, -inf for logaddexp. NaN propagates through max and min."""
 
     name = "relax.reduce_window"
     x = operand(TENSOR)
@@ -279,6 +279,8 @@ class ReduceWindowOp(OpSpec):
         kind, win, strides, bdil, wdil, lo, hi = cls.params(op, len(d))
         if x.dtype == "i1" and kind in ("sum", "prod"):
             raise DeduceError("cannot sum booleans; cast with relax.astype first")
+        if kind == "logaddexp" and x.dtype not in ("f16", "bf16", "f32", "f64"):
+            raise DeduceError(f"logaddexp needs a float operand, got {x.dtype}")
         out = []
         for i, n in enumerate(d):
             if n is None:
@@ -332,7 +334,7 @@ def _scan_kernel(kind: str, x: TensorType, r: TensorType, axis: int, reverse: bo
         return Legalized(k, [k.out(0)])
     rank = len(x.dims)
     # f16/bf16 sums and products run in f32, each prefix rounded once (no error growing along n)
-    wide = x.dtype in ("f16", "bf16") and kind in ("sum", "prod")
+    wide = x.dtype in ("f16", "bf16") and kind in ("sum", "prod", "logaddexp")
     # Each step's slice keeps the scanned axis as a dim of 1: a rank-reducing slice of a tensor
     # with another static dim of 1 ([1, n, m, k] scanned along m) is ambiguous to MLIR's memref
     # folds (which dim was dropped, guessed from dynamic strides), and the canonicalizer then

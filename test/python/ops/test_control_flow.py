@@ -75,6 +75,17 @@ def test_carried_dim_is_an_expression():
     check(f, [f32(N, 4)], lambda n: [rnd(n, 4)])
 
 
+def test_loop_in_a_called_function_with_no_whole_dim():
+    """jax.random.gamma: threefry runs in a called function whose values are all `3*n` long, with
+    a fori_loop that rebuilds shapes from n; no value there has n as a whole dim, so the importer
+    makes one (arange(n)) to bind n in the loop's functions. Also beta and dirichlet on top."""
+    def f(key, a):
+        k1, k2, k3 = jax.random.split(jax.random.wrap_key_data(key), 3)
+        return jax.random.gamma(k1, a), jax.random.beta(k2, a, a + 1.0), jax.random.dirichlet(k3, a + 0.5)
+    check(f, [jax.ShapeDtypeStruct((2,), jnp.uint32), f32(N, 3)],
+          lambda n: [np.array([3, n], np.uint32), np.abs(rnd(n, 3)) + 0.2])
+
+
 def test_fori_loop_data_dependent_trip_count_zero_iterations():
     def f(k, x):
         return lax.fori_loop(0, k, lambda i, c: c * 2.0 + 1.0, x)

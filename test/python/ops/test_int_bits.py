@@ -204,3 +204,27 @@ def test_bitcast_results_do_not_share_storage():
         a = rng.integers(-128, 128, n).astype(np.int8)
         for g, w in zip(exe(a), jax.jit(fn)(a)):
             np.testing.assert_array_equal(g, np.asarray(w))
+
+
+def test_bitcast_between_widths_splits_and_joins_elements_lowest_bits_first():
+    """bitcast_convert_type to a narrower type adds a minor axis of W/w elements, lowest bits
+    first (jax on CPU); to a wider type it takes that axis away. Floats, bf16, unsigned and signed
+    parts (a negative narrow part must not sign-extend into its neighbours), NaN and Inf bits."""
+    def fn(x, u, i8):
+        return (lax.bitcast_convert_type(x, jnp.uint16), lax.bitcast_convert_type(x, jnp.int8),
+                lax.bitcast_convert_type(u, jnp.float32), lax.bitcast_convert_type(i8, jnp.int32),
+                lax.bitcast_convert_type(i8[:, :2], jnp.bfloat16),
+                lax.bitcast_convert_type(x.astype(jnp.float16), jnp.uint8),
+                lax.bitcast_convert_type(lax.bitcast_convert_type(x, jnp.int8), jnp.float32))
+    specs = [jax.ShapeDtypeStruct((B,), jnp.float32), jax.ShapeDtypeStruct((B, 2), jnp.uint16),
+             jax.ShapeDtypeStruct((B, 4), jnp.int8)]
+    exe = relax_mlir.compile(from_jax(fn, *specs))
+    r = np.random.default_rng(5)
+    for n in (1, 7, 130):
+        x = (r.standard_normal(n) * 1e5).astype(np.float32)
+        x[: min(n, 3)] = [np.nan, -np.inf, -0.0][: min(n, 3)]
+        args = [x, r.integers(0, 2**16, (n, 2)).astype(np.uint16), r.integers(-128, 128, (n, 4)).astype(np.int8)]
+        for i, (g, w) in enumerate(zip(exe(*args), jax.jit(fn)(*args))):
+            w = np.asarray(w)
+            assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, g.shape, w.dtype, w.shape)
+            np.testing.assert_array_equal(np.asarray(g).view(np.uint8), w.view(np.uint8), err_msg=f"result {i}, n={n}")

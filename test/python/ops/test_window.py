@@ -222,6 +222,35 @@ def test_cumsum_nan():
     check(lambda x: jnp.cumsum(x, axis=1), [S((2, N))], args)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumlogsumexp_and_logaddexp_windows(reverse):
+    """lax.cumlogsumexp (a reduce_window whose body is jax's logaddexp) and a logaddexp pool:
+    NaN, +-Inf and a row of -inf (logaddexp(-inf, -inf) = -inf, not NaN) as jax has them."""
+    def args(n):
+        x = rnd((3, n)) * 5
+        x[2, :] = -np.inf
+        if n > 4:
+            x[0, 2], x[1, 1], x[1, 3] = np.nan, -np.inf, np.inf
+        return [x]
+    text = check(lambda x: (lax.cumlogsumexp(x, axis=1, reverse=reverse), lax.cumlogsumexp(x, axis=0),
+                            lax.reduce_window(x, -jnp.inf, jnp.logaddexp, (1, 3), (1, 1), "SAME")),
+                 [S((B, N))], args, sizes=(1, 7, 300)).text
+    assert 'kind = "logaddexp"' in text
+
+
+def test_cumlogsumexp_half_precision_is_at_least_as_accurate_as_jax():
+    """f16: the running value stays f32 (each output rounded once), jax rounds every step; both
+    against float64's logaddexp.accumulate."""
+    fn = lambda x: lax.cumlogsumexp(x, axis=1)  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((B, N), np.float16)))
+    for n in (1, 7, 300):
+        x = (rnd((3, n)) * 3).astype(np.float16)
+        exact = np.logaddexp.accumulate(x.astype(np.float64), axis=1)
+        ours = np.abs(exe(x).astype(np.float64) - exact).max()
+        theirs = np.abs(np.asarray(jax.jit(fn)(x)).astype(np.float64) - exact).max()
+        assert ours <= max(theirs, 2 ** -10 * np.abs(exact).max()), (n, ours, theirs)
+
+
 def test_symbolic_output_dim_is_deduced():
     text = check(pool(lax.max, -jnp.inf, (1, 3), (1, 2), [(0, 0), (1, 1)]), [S((B, N))],
                  lambda n: [rnd((2, n))]).text

@@ -9,6 +9,7 @@ from mlir import ir
 from relax_mlir.frontend.stablehlo.common import _NP_DTYPES, _dtype_attr, _elt, _ints, _merge_dims, _res, _splat
 from relax_mlir.frontend.stablehlo.elementwise import _binary, _logic, _unary
 from relax_mlir.frontend.stablehlo.registry import register_converters
+from relax_mlir.shape import const
 
 
 def _bitwise(bool_name, int_name):
@@ -53,10 +54,70 @@ def _bitcast_convert(im, op, ins):
     (x,) = ins
     dims, dt = _res(op)
     if len(dims) != len(x.dims):
-        raise ValueError("bitcast_convert between element types of different bit widths")
+        return _bitcast_resize(im, x, dims, dt)
     if dt == x.dtype:
         return x
     return im.emit("relax.bitcast", [x], len(dims), dt, {"dtype": _dtype_attr(dt)}, dims=_merge_dims(dims, x.dims))
+
+
+_WIDTH = {"i1": 8, "bf16": 16, "f16": 16, "f32": 32, "f64": 64}
+
+
+def _width(dt: str) -> int:
+    return _WIDTH.get(dt) or int(dt.lstrip("ui"))
+
+
+def _bitcast_resize(im, x, dims, dt):
+    """bitcast_convert between widths, as jax defines it on CPU (little-endian): a wide element
+    becomes k = W/w narrow ones along a new minor axis, lowest bits first, and back. Built from
+    same-width bitcasts, shifts, integer conversions and a concatenation."""
+    wx, wr = _width(x.dtype), _width(dt)
+    if "i1" in (x.dtype, dt) or max(wx, wr) % min(wx, wr):
+        raise ValueError(f"bitcast_convert from {x.dtype} to {dt}")
+
+    def as_int(v, w):  # same-width bitcast to the signless integer type
+        t = f"i{w}"
+        return v if v.dtype == t else im.emit("relax.bitcast", [v], len(v.dims), t, {"dtype": _dtype_attr(t)},
+                                              dims=v.dims)
+
+    def scalar(w, value):
+        return im.emit("relax.constant", [], 0, f"i{w}", {"value": _splat([], f"i{w}", value)}, dims=[])
+
+    def cast(v, t, out_dims):
+        return v if v.dtype == t else im.emit("relax.bitcast", [v], len(out_dims), t, {"dtype": _dtype_attr(t)},
+                                              dims=out_dims)
+
+    if wx > wr:  # [..., ] -> [..., k]
+        k = wx // wr
+        xi = as_int(x, wx)
+        out_dims = _merge_dims(dims, list(x.dims) + [const(k)])
+        parts = []
+        for j in range(k):
+            v = xi if j == 0 else im.emit("relax.right_shift_logical", [xi, scalar(wx, j * wr)], len(x.dims),
+                                          f"i{wx}", dims=x.dims)
+            v = im.emit("relax.astype", [v], len(x.dims), f"i{wr}", {"dtype": _dtype_attr(f"i{wr}")}, dims=x.dims)
+            parts.append(im.reshape(v, list(x.dims) + [const(1)]))
+        cat = im.emit("relax_v.concat", parts, len(out_dims), f"i{wr}", {"axis": len(x.dims)}, dims=out_dims)
+        return cast(cat, dt, out_dims)
+    k = wr // wx  # [..., k] -> [..., ]
+    if x.dims[-1] is None or not (x.dims[-1].is_const and x.dims[-1].value == k):
+        raise ValueError(f"bitcast_convert from {x.dtype} to {dt} needs a minor dimension of {k}")
+    xi = as_int(x, wx)
+    lead = list(x.dims[:-1])
+    out_dims = _merge_dims(dims, lead)
+    acc = None
+    mask = scalar(wr, (1 << wx) - 1)
+    r = len(x.dims) - 1
+    for j in range(k):
+        v = im.emit("relax.strided_slice", [xi], r + 1, f"i{wx}",
+                    {"axes": [r], "begin": [j], "end": [j + 1], "strides": [1]}, dims=lead + [const(1)])
+        v = im.reshape(v, lead)
+        v = im.emit("relax.astype", [v], r, f"i{wr}", {"dtype": _dtype_attr(f"i{wr}")}, dims=lead)
+        v = im.emit("relax.bitwise_and", [v, mask], r, f"i{wr}", dims=lead)  # the sign extension undone
+        if j:
+            v = im.emit("relax.left_shift", [v, scalar(wr, j * wx)], r, f"i{wr}", dims=lead)
+        acc = v if acc is None else im.emit("relax.bitwise_or", [acc, v], r, f"i{wr}", dims=lead)
+    return cast(acc, dt, out_dims)
 
 
 CONVERTERS = register_converters({

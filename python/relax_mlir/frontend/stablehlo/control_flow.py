@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from relax_mlir.frontend.stablehlo.common import Val, _merge_dims, _qtype
+from relax_mlir.frontend.stablehlo.common import Val, _dtype_attr, _merge_dims, _qtype
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.importer import Importer
 from relax_mlir.frontend.stablehlo.registry import register_converters
+from relax_mlir.shape import const, sym
 
 
 def _region_free_values(regions) -> list:
@@ -51,6 +52,13 @@ def _region_free_values(regions) -> list:
     return free
 
 
+class _Witness:
+    """The environment key of a value made only to bind symbol `name` in region functions."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 def _cf_captures(im: Importer, regions, carried: list[Val] = ()) -> tuple[list, list[Val], dict]:
     """(passed jax values, their outer Vals, env entries for the re-materialized ones). A known
     capture is re-materialized only where its symbols are bound in the region function (a bare
@@ -78,6 +86,16 @@ def _cf_captures(im: Importer, regions, carried: list[Val] = ()) -> tuple[list, 
                     vals.append(w)
                 bound |= {str(d) for d in w.dims if d is not None and d.is_symbol}
                 break
+        else:
+            # No value of this function has the symbol as a whole dim (jax's threefry inside a
+            # called function sees only `3*b`-long keys): make one, arange(s), outside the region.
+            w = im.emit("relax.arange", [], 1, "i32", {"start": const(0), "end": sym(s), "dtype": _dtype_attr("i32")},
+                        dims=[sym(s)])
+            key = _Witness(s)
+            im.env[key] = w
+            passed.append(key)
+            vals.append(w)
+            bound.add(s)
     remat = {}
     for v, outer in known:
         if set().union(*(e.symbols() for e in outer.known)) <= bound:

@@ -22,7 +22,50 @@ _WINDOW_KIND_I1 = {"stablehlo.or": "max", "stablehlo.add": "max", "stablehlo.max
 _WINDOW_RELAX = {"sum": "relax.sum", "max": "relax.max", "min": "relax.min", "prod": "relax.prod"}
 
 
+def _is_logaddexp(body_ops) -> bool:
+    """Whether a two-argument body computes jax's logaddexp (lax.cumlogsumexp):
+    select(isnan(a - b), a + b, max(a, b) + log1p(exp(-|a - b|)))."""
+    if not body_ops or body_ops[-1].operation.name not in ("stablehlo.return", "func.return"):
+        return False
+    ret = body_ops[-1].operation
+    blk = ret.block
+    if len(ret.operands) != 1 or len(blk.arguments) != 2:
+        return False
+    a, b = blk.arguments[0], blk.arguments[1]
+
+    def op_of(v, name, n):
+        o = v.owner
+        o = getattr(o, "operation", o)
+        if getattr(o, "name", None) != name or len(o.operands) != n:
+            return None
+        return o
+
+    def pair(o):
+        return o is not None and {o.operands[0], o.operands[1]} == {a, b} and o.operands[0] != o.operands[1]
+
+    sel = op_of(ret.operands[0], "stablehlo.select", 3)
+    if sel is None:
+        return False
+    cmp_, plain, stable = (op_of(sel.operands[0], "stablehlo.compare", 2), op_of(sel.operands[1], "stablehlo.add", 2),
+                           op_of(sel.operands[2], "stablehlo.add", 2))
+    if cmp_ is None or _cmp_info(cmp_)[0] != "NE" or cmp_.operands[0] != cmp_.operands[1] or not pair(plain):
+        return False
+    delta = op_of(cmp_.operands[0], "stablehlo.subtract", 2)
+    if delta is None or not pair(delta) or stable is None:
+        return False
+    for mx_v, l_v in ((stable.operands[0], stable.operands[1]), (stable.operands[1], stable.operands[0])):
+        mx, l1p = op_of(mx_v, "stablehlo.maximum", 2), op_of(l_v, "stablehlo.log_plus_one", 1)
+        if pair(mx) and l1p is not None:
+            ex = op_of(l1p.operands[0], "stablehlo.exponential", 1)
+            ng = ex and op_of(ex.operands[0], "stablehlo.negate", 1)
+            ab = ng and op_of(ng.operands[0], "stablehlo.abs", 1)
+            return ab is not None and ab.operands[0] == delta.results[0]
+    return False
+
+
 def _window_kind(body_ops, dt: str) -> str:
+    if dt in ("f16", "bf16", "f32", "f64") and _is_logaddexp(body_ops):
+        return "logaddexp"
     kinds = [o.operation.name for o in body_ops if o.operation.name not in ("stablehlo.return", "func.return")]
     table = _WINDOW_KIND_I1 if dt == "i1" else _WINDOW_KIND
     if len(kinds) != 1 or kinds[0] not in table:
@@ -61,6 +104,12 @@ def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window
     rdims = _merge_dims(rdims, [None if n is None else window_out(n, lo[i], hi[i], bdil[i], window[i], wdil[i],
                                                                   strides[i], facts)
                                 for i, n in enumerate(x.dims)])
+    if kind == "logaddexp":  # -inf is its identity; another init would be one more term
+        if init_value is None or not (init_value == float("-inf")):
+            raise ValueError("reduce_window logaddexp with an init value other than -inf is not supported")
+        return im.emit("relax.reduce_window", [x], r, dt, {"kind": ir.StringAttr.get(kind), "window": list(window),
+                       "strides": list(strides), "base_dilation": list(bdil), "window_dilation": list(wdil),
+                       "pad_lo": list(lo), "pad_hi": list(hi)}, dims=rdims)
     identity = _is_identity(_WINDOW_RELAX[kind], dt, init_value)
     holes = any(p != const(0) for p in list(lo) + list(hi)) or any(d != 1 for d in bdil)
     if not identity and kind in ("sum", "prod") and holes:
