@@ -7,6 +7,7 @@ with "?" dims is filled in; one that contradicts the deduction is an error at th
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar, Iterable
 
@@ -604,6 +605,36 @@ class _Checker:
             result.append(TensorType(dims, ts[0].dtype))
         self.set_results(op, result)
 
+    def hoist_requirements(self, f: ir.Operation, back: dict[str, Expr]):
+        """A region function has no error channel, so a shape relation it needs (a slice size
+        against a dim our facts do not bound) moves to the function that holds its op, in that
+        function's symbols, when they are all bound there (the region's parameter shapes are the
+        same at every iteration): checked at its entry before any kernel, or moved on again. Such a
+        check also runs when the loop would take no iteration or the branch is not taken (a
+        ValueError where jax might compute). A relation over symbols bound inside the body stays
+        (and is refused when lowered)."""
+        if REQUIRES not in f.attributes or not self.infer:
+            return
+        keep = []
+        for a in ir.ArrayAttr(f.attributes[REQUIRES]):
+            d = ir.DictAttr(a)
+            lhs = parse_expr(ir.StringAttr(d["lhs"]).value).subs(back)
+            rhs = parse_expr(ir.StringAttr(d["rhs"]).value).subs(back)
+            if not (lhs.symbols() | rhs.symbols()) <= self.bound:
+                keep.append(a)
+                continue
+            if not self.facts.prove_le(lhs, rhs):
+                msg = ir.StringAttr(d["message"]).value
+                for name, e in back.items():  # the region's fresh symbols, named as the caller has them
+                    msg = re.sub(rf"\b{re.escape(name)}\b", str(e), msg)
+                _add_requirement(self.func, ir.DictAttr.get({
+                    "lhs": ir.StringAttr.get(str(lhs)), "rhs": ir.StringAttr.get(str(rhs)),
+                    "message": ir.StringAttr.get(msg)}))
+        if keep:
+            f.attributes[REQUIRES] = ir.ArrayAttr.get(keep)
+        else:
+            del f.attributes[REQUIRES]
+
     def same_type(self, a: RelaxType, b: RelaxType) -> bool:
         if not (isinstance(a, TensorType) and isinstance(b, TensorType)) or a.dtype != b.dtype:
             return a == b
@@ -654,6 +685,7 @@ class _Checker:
             self.function(f, inner)
         finally:
             self.facts, self.bound, self.func, self.returned = state
+        self.hoist_requirements(f, {str(v): k for k, v in fresh.items()})
         results = self.signatures[name][1]
         if len(results) != n:
             raise PassError(op, f"'{op.name}' op: {what} @{name} returns {len(results)} values, expected {n}")

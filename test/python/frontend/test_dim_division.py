@@ -80,7 +80,7 @@ def test_two_b_with_a_b_argument(b_first):
 
 def test_two_b_odd_and_short_lengths_are_refused():
     c = check(TWO_B["sum_halves"], [spec((2 * B, 8))], lambda b: [rnd(2 * b, 8)], sizes=(2,))
-    assert _symbol_lower(c.module) == "{arg0_dim0 = 2 : i64}"  # b >= 1
+    assert _symbol_lower(c.module) == "{arg0_dim0 = 2 : i64, b = 1 : i64}"  # b >= 1, and b itself (bound inside)
     for n in (3, 9, 75):
         with pytest.raises(ValueError, match=r"argument #0 \(dim 0 = 2\*b\).*the pattern requires 2\*b"):
             c.exe(rnd(n, 8))
@@ -111,7 +111,7 @@ def test_five_k_plus_15(name):
 def test_five_k_plus_15_bad_lengths_are_refused():
     c = check(FIVE_K["head"], [spec((5 * K + 15,))], lambda k: [rnd(5 * k + 15)], sizes=(3,))
     assert '!relax.tensor<["k"], f32>' in str(c.module)
-    assert _symbol_lower(c.module) == "{arg0_dim0 = 20 : i64}"  # k >= 1
+    assert _symbol_lower(c.module) == "{arg0_dim0 = 20 : i64, k = 1 : i64}"  # k >= 1, and k itself (bound inside)
     for n in (21, 24, 26, 101):
         with pytest.raises(ValueError, match=r"argument #0 \(dim 0 = 5\*k \+ 15\)"):
             c.exe(rnd(n))

@@ -360,3 +360,35 @@ def test_gpu_targets_refuse_control_flow(target):
     mod = from_jax(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x), f32(N, 4))
     with pytest.raises(relax_mlir.CompileError, match=r"does not support control flow yet \('relax_v.while'"):
         relax_mlir.compile(mod, target=target)
+
+
+def test_shape_relation_of_a_branch_is_checked_at_entry():
+    """A branch slices 4 elements from a dim of n + 1, which n >= 1 does not bound: the relation
+    moves from the region function (no error channel) to @main's entry, named in @main's symbols;
+    both branches run where it holds (dynamic_slice clamps the start into [0, n + 1 - 4])."""
+    import pathlib
+    text = (pathlib.Path(__file__).parents[2] / "transforms" / "infer-shapes-region-requirements.mlir").read_text()
+    exe = relax_mlir.compile(text)
+    for n in (3, 4, 9, 100):
+        x = rnd(n)
+        y = np.concatenate([x, x])[: n + 1]
+        start = min(1, n + 1 - 4)
+        for p in (True, False):
+            got = exe(np.array(p), x, np.array(1, np.int32))
+            want = y[start:start + 4] if p else np.exp(y[start:start + 4])
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+    for n in (1, 2):
+        with pytest.raises(ValueError, match=r"slice size 4 of dim 0 exceeds the operand's dim n \+ 1"):
+            exe(np.array(True), rnd(n), np.array(1, np.int32))
+
+
+def test_scan_over_a_dim_bound_from_an_argument_expression():
+    """x has 2*s rows (jax names the dim by an expression; the module binds s inside @main) and a
+    stride-2 conv gives s positions that a scan walks: s >= 1 must reach the loop's functions (it
+    did not: each step's slice of 1 needed a check inside the body, a compile error)."""
+    (b, s) = export.symbolic_shape("b, s")
+
+    def f(x):
+        y = lax.conv_general_dilated(x, jnp.ones((3, 3, 4)), (2,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"))
+        return lax.scan(lambda c, v: (c * 0.5 + v, c), jnp.zeros((y.shape[0], 4)), jnp.swapaxes(y, 0, 1))
+    check(f, [f32(b, 2 * s, 3)], lambda n: [rnd(2, 2 * n, 3)])

@@ -218,7 +218,13 @@ class Importer:
         for _, sdims, _ in params:
             for d in sdims:
                 sig |= d.subs(mapping).symbols()
-        lower = {n: 1 for n in sorted({self.renames.get(n, n) for n in self.dim_vars} & sig)}
+        # jax's dimension variables are >= 1, also those bound inside main from an argument dim
+        # given as an expression (k of a 5*k + 15 dim: its own lower bound and the run-time check
+        # of the dim against the expression imply k >= 1): region functions inherit the facts
+        bound_inside = set()
+        for _, e in getattr(self, "dim_exprs", {}).values():
+            bound_inside |= e.subs(mapping).symbols()
+        lower = {n: 1 for n in sorted({self.renames.get(n, n) for n in self.dim_vars} & (sig | bound_inside))}
         lower.update({n: v for n, v in self.extra_lower.items() if n in sig})
         if lower:
             i64 = ir.IntegerType.get_signless(64)
