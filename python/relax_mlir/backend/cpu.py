@@ -967,11 +967,63 @@ def _schedule_kernel(kernel: ir.OpView, options: CPUOptions) -> list[str]:
         trial = _try_sequence(scratch, _finish_sequence(), f"@{kname} cleanup")
         if trial is not None:
             try:
-                trial.run("func.func(loop-invariant-subset-hoisting,canonicalize,cse)")
+                if _may_hoist_subsets(trial.func):
+                    trial.run("func.func(loop-invariant-subset-hoisting,canonicalize,cse)")
                 scratch = trial
             except LoweringError as e:
                 _log.debug("@%s: hoisting failed: %s", kname, e.diagnostics)
     return _adopt(kernel, scratch, labels)
+
+
+_EXTRACTIONS = ("tensor.extract_slice", "vector.transfer_read")
+_INSERTIONS = ("tensor.insert_slice", "vector.transfer_write", "tensor.parallel_insert_slice")
+
+
+def _may_hoist_subsets(func: ir.Operation) -> bool:
+    """Whether `loop-invariant-subset-hoisting` can change `func`: some loop carries a tensor whose
+    every use along its chain of insertions is a subset extraction or insertion, one of each with
+    all their position operands defined outside the loop (the pass's own preconditions). The pass
+    proves subsets equal or disjoint with value-bounds constraint sets, which on the fused
+    attention kernels (33 loops, ~870 ops) took 0.27 s per kernel to change nothing."""
+    loops = []
+    walk(func, lambda o: loops.append(o) if o.name in ("scf.for", "scf.forall") else None)
+
+    def inside(v, loop) -> bool:
+        o = v.owner.owner if isinstance(v, ir.BlockArgument) else v.owner
+        while o is not None:
+            o = getattr(o, "operation", o)
+            if o == loop:
+                return True
+            if o.name == "func.func":
+                return False
+            o = o.parent
+        return False
+
+    def invariant(op, skip: int, loop) -> bool:
+        return all(not inside(v, loop) for i, v in enumerate(op.operands) if i != skip and i != 0)
+
+    for loop in loops:
+        args = loop.regions[0].blocks[0].arguments
+        for a in args:
+            if not isinstance(a.type, ir.RankedTensorType):
+                continue
+            chain, ok, ext, ins = [a], True, False, False
+            while chain and ok:
+                v = chain.pop()
+                for use in v.uses:
+                    u = use.owner
+                    u = getattr(u, "operation", u)
+                    if u.name in _EXTRACTIONS and use.operand_number == 0:
+                        ext = ext or invariant(u, 0, loop)
+                    elif u.name in _INSERTIONS and use.operand_number == 1:
+                        ins = ins or invariant(u, 1, loop)
+                        chain.extend(u.results)
+                    elif u.name not in ("scf.yield", "scf.forall.in_parallel"):
+                        ok = False
+                        break
+            if ok and ext and ins:
+                return True
+    return False
 
 
 def _adopt(kernel: ir.OpView, scratch: _Scratch, labels: list[str]) -> list[str]:
