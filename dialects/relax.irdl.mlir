@@ -833,6 +833,14 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
+  // LAPACK trsm, left side: X with op(A) X = B for each matrix of a ([..., m, m]) and b
+  irdl.operation @triangular_solve {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(a: %0, b: %1)
+    irdl.results(result: %2)
+  }
   // cond ? x : y with numpy broadcasting of all three.
   irdl.operation @where {
     %0 = irdl.base @relax::@tensor

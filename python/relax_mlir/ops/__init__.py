@@ -4,3 +4,4 @@ from relax_mlir.ops import bits, create, cross_level, elementwise, indexing, man
 from relax_mlir.ops import window, conv  # noqa: F401
 from relax_mlir.ops import collective  # noqa: F401
 from relax_mlir.ops import attention  # noqa: F401
+from relax_mlir.ops import linear_algebra  # noqa: F401

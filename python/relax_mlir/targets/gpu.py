@@ -61,3 +61,12 @@ def _refuse_control_flow(op: ir.Operation, target: str) -> None:
     for f in op.regions[0].blocks[0].operations:
         if f.operation.name == "func.func" and "relax.kernel" not in f.attributes:
             walk(f.operation)
+        elif f.operation.name == "func.func" and ir.StringAttr(f.attributes["relax.kernel"]).value in _SEQUENTIAL:
+            kind = ir.StringAttr(f.attributes["relax.kernel"]).value
+            raise ValueError(f"the {target} target does not support {_SEQUENTIAL[kind]} yet (a kernel of "
+                             f"sequential scalar loops, CPU only: @{ir.StringAttr(f.attributes['sym_name']).value})")
+
+
+# Kernels that are one sequential loop nest over scalars (ops/linear_algebra.py): no GPU mapping
+# (on Vulkan the first try ran and returned NaN).
+_SEQUENTIAL = {"cholesky": "relax_v.cholesky", "trsm": "relax.triangular_solve", "lu": "relax_v.lu"}

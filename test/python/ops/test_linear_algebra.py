@@ -1,0 +1,152 @@
+"""Dense linear algebra through jax's LAPACK custom calls (potrf / trsm / getrf): cholesky (both
+triangles), cho_solve, solve_triangular (every side / triangle / transpose / unit diagonal), solve,
+inv, det, slogdet and lu (pivots and permutation bit for bit), exported with a symbolic batch or a
+symbolic matrix size, compiled once, run at several bindings against jax.jit; failures as jax has
+them (a matrix that is not positive definite gives NaN, a singular one det 0 and Inf/NaN solves)."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+import jax.scipy.linalg as jsl  # noqa: E402
+from jax import export, lax  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+
+import jaxcheck  # noqa: E402
+
+B, N = export.symbolic_shape("b, n")
+check = functools.partial(jaxcheck.check, sizes=(1, 4, 9), rtol=2e-4, atol=2e-5)
+
+
+def rnd(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def spd(b, m, seed=0):
+    a = rnd(b, m, m, seed=seed)
+    return a @ a.transpose(0, 2, 1) + m * np.eye(m, dtype=np.float32)
+
+
+def leaves(f):
+    """f with its results as a flat tuple (slogdet and lu return named tuples)."""
+    return lambda *a: tuple(jax.tree.leaves(f(*a)))
+
+
+def S(*dims):
+    return jax.ShapeDtypeStruct(dims, jnp.float32)
+
+
+def test_cholesky_and_cho_solve_over_a_symbolic_batch():
+    def f(a, x):
+        return (jnp.linalg.cholesky(a), jsl.cholesky(a, lower=False),
+                jsl.cho_solve(jsl.cho_factor(a, lower=True), x), jsl.cho_solve(jsl.cho_factor(a, lower=False), x))
+    check(f, [S(B, 5, 5), S(B, 5, 3)], lambda b: [spd(b, 5, seed=b), rnd(b, 5, 3, seed=b + 1)])
+
+
+def test_cholesky_of_a_symbolic_size_and_of_one_matrix():
+    """[n, n] without a batch (info is a scalar), n = 1, 4, 9."""
+    check(lambda a: jnp.linalg.cholesky(a), [S(N, N)], lambda n: [spd(1, n, seed=n)[0]])
+
+
+def test_cholesky_of_matrices_that_are_not_positive_definite_is_nan():
+    """jax masks the whole factor with NaN where LAPACK's info is not 0: a negative pivot in the
+    first, middle or last column; a NaN on the diagonal is not reported by jax's LAPACK (OpenBLAS
+    checks pivot <= 0) and propagates from its column on; a positive definite matrix beside them."""
+    def args(b):
+        a = spd(5, 4, seed=b)
+        a[0, 0, 0] = -1.0
+        a[1, 2, 2] = -50.0
+        a[2, 3, 3] = -50.0
+        a[3, 1, 1] = np.nan
+        return [a]
+    c = check(lambda a: jnp.linalg.cholesky(a), [S(5, 4, 4)], args, sizes=(1,))
+    got = c.exe(*args(1))
+    lower = np.tril(np.ones((4, 4), bool))
+    assert np.isnan(got[:3][:, lower]).all() and not np.isnan(got[3][:, 0]).any() and np.isnan(got[3][1:, 1:]).any()
+    assert not np.isnan(got[4]).any()
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular_left(lower, trans, unit):
+    def f(a, x):
+        return jsl.solve_triangular(a, x, lower=lower, trans=trans, unit_diagonal=unit)
+    check(f, [S(B, 6, 6), S(B, 6, 2)], lambda b: [rnd(b, 6, 6, seed=b) + 6 * np.eye(6, dtype=np.float32),
+                                                 rnd(b, 6, 2, seed=b + 1)])
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [False, True])
+def test_triangular_solve_right_side(lower, transpose_a):
+    """lax.linalg.triangular_solve(left_side=False): X op(A) = B, a symbolic number of rows of B."""
+    def f(a, x):
+        return lax.linalg.triangular_solve(a, x, left_side=False, lower=lower, transpose_a=transpose_a)
+    check(f, [S(4, 4), S(N, 4)], lambda n: [rnd(4, 4, seed=n) + 4 * np.eye(4, dtype=np.float32), rnd(n, 4, seed=n + 1)])
+
+
+def test_solve_inv_det_slogdet():
+    def f(a, x):
+        return jnp.linalg.solve(a, x), jnp.linalg.inv(a), jnp.linalg.det(a), jnp.linalg.slogdet(a)
+    check(leaves(f), [S(B, 5, 5), S(B, 5, 2)], lambda b: [rnd(b, 5, 5, seed=b), rnd(b, 5, 2, seed=b + 3)], rtol=1e-3,
+          atol=1e-4)
+
+
+def test_lu_pivots_and_permutation_bit_for_bit():
+    """lax.linalg.lu of wide, tall and square matrices: the pivots and the permutation as LAPACK
+    chooses them (the first row of largest magnitude), ties included (integer-valued matrices)."""
+    def f(a, w, t):
+        return lax.linalg.lu(a), lax.linalg.lu(w), lax.linalg.lu(t)
+
+    def args(b):
+        r = np.random.default_rng(b)
+        return [r.integers(-3, 4, (b, 5, 5)).astype(np.float32), rnd(b, 3, 6, seed=b), rnd(b, 6, 3, seed=b + 1)]
+    check(leaves(f), [S(B, 5, 5), S(B, 3, 6), S(B, 6, 3)], args, rtol=1e-4, atol=1e-5)
+
+
+def test_singular_matrices_as_jax_has_them():
+    """A zero column (LAPACK's info > 0, the factorization completed): det 0, slogdet (0, -inf),
+    solve and inv Inf/NaN where jax has them."""
+    def f(a, x):
+        return jnp.linalg.det(a), jnp.linalg.slogdet(a), jnp.linalg.solve(a, x)
+
+    def args(b):
+        a = rnd(b, 4, 4, seed=b)
+        a[:, :, 1] = 0.0
+        return [a, rnd(b, 4, 1, seed=b + 1)]
+    check(leaves(f), [S(B, 4, 4), S(B, 4, 1)], args, sizes=(1, 3))
+
+
+def test_float64_and_a_least_squares_program():
+    """The d* custom calls (jax_enable_x64), and the normal equations of a least squares fit
+    through cholesky + two triangular solves over a symbolic number of observations."""
+    jax.config.update("jax_enable_x64", True)
+    try:
+        def fit(x, y):
+            g = x.T @ x + 1e-3 * jnp.eye(x.shape[1], dtype=x.dtype)
+            c = jnp.linalg.cholesky(g)
+            z = jsl.solve_triangular(c, x.T @ y, lower=True)
+            return jsl.solve_triangular(c.T, z, lower=False)
+        spec = [jax.ShapeDtypeStruct((N, 3), jnp.float64), jax.ShapeDtypeStruct((N,), jnp.float64)]
+        exe = relax_mlir.compile(from_jax(fit, *spec))
+        for n in (3, 17, 200):
+            r = np.random.default_rng(n)
+            x, y = r.standard_normal((n, 3)), r.standard_normal(n)
+            np.testing.assert_allclose(exe(x, y), np.asarray(jax.jit(fit)(x, y)), rtol=1e-10, atol=1e-12)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+@pytest.mark.parametrize("target", ["cuda", "vulkan", "webgpu"])
+def test_gpu_targets_refuse_the_sequential_kernels(target):
+    """The kernels are sequential scalar loops with no GPU mapping: a located refusal at compile
+    time (a first Vulkan run returned NaN for a positive definite matrix)."""
+    mod = from_jax(lambda a: jnp.linalg.cholesky(a), S(B, 3, 3))
+    with pytest.raises(relax_mlir.CompileError, match=rf"the {target} target does not support relax_v.cholesky yet"):
+        relax_mlir.compile(mod, target=target)
