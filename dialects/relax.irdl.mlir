@@ -405,6 +405,14 @@ irdl.dialect @relax {
     irdl.operands(lhs: %0, rhs: %1)
     irdl.results(result: %2)
   }
+  // LAPACK orgqr (unblocked org2r's order): the first n columns of Q = H(0) H(1) ... H(k-1)
+  irdl.operation @householder_product {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base @relax::@tensor
+    irdl.operands(a: %0, tau: %1)
+    irdl.results(result: %2)
+  }
   // True where x is neither inf nor nan, elementwise.
   irdl.operation @isfinite {
     %0 = irdl.base @relax::@tensor

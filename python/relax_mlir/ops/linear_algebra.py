@@ -339,4 +339,199 @@ class LuOp(_Factorization):
         return Legalized(k, loops.close(["%cj#0", "%cj#1", "%I2"]))
 
 
-__all__ = ["CholeskyOp", "TriangularSolveOp", "LuOp"]
+def _apply_reflector(k: Kernel, M: str, T: str, bi: str, i: str, c_lo: str, n: str, m: str, tau: str, dt: str) -> str:
+    """Lines applying H = I - tau v v^T (v = [1, M[i+1:m, i]]) from the left to M[i:m, c_lo:n],
+    as LAPACK's larf: w = M^T v per column, then M[q, c] += v[q] * (-tau * w) (ger's order)."""
+    c1 = k.const_index(1)
+    r = k.fresh("hr")
+    k.emit(f"{r} = scf.for {r}_c = {c_lo} to {n} step {c1} iter_args({r}_H = {M}) -> ({T}) {{")
+    k.emit(f"  {r}_hi0 = tensor.extract {r}_H[{bi}{i}, {r}_c] : {T}")
+    k.emit(f"  {r}_ip1 = arith.addi {i}, {c1} : index")
+    k.emit(f"  {r}_w = scf.for {r}_q = {r}_ip1 to {m} step {c1} iter_args({r}_acc = {r}_hi0) -> ({dt}) {{")
+    k.emit(f"    {r}_vq = tensor.extract {r}_H[{bi}{r}_q, {i}] : {T}")
+    k.emit(f"    {r}_hq = tensor.extract {r}_H[{bi}{r}_q, {r}_c] : {T}")
+    k.emit(f"    {r}_pq = arith.mulf {r}_vq, {r}_hq : {dt}")
+    k.emit(f"    {r}_acc2 = arith.addf {r}_acc, {r}_pq : {dt}")
+    k.emit(f"    scf.yield {r}_acc2 : {dt}")
+    k.emit("  }")
+    k.emit(f"  {r}_ntau = arith.negf {tau} : {dt}")
+    k.emit(f"  {r}_tw = arith.mulf {r}_ntau, {r}_w : {dt}")
+    k.emit(f"  {r}_top = arith.addf {r}_hi0, {r}_tw : {dt}")
+    k.emit(f"  {r}_H1 = tensor.insert {r}_top into {r}_H[{bi}{i}, {r}_c] : {T}")
+    k.emit(f"  {r}_H2 = scf.for {r}_q = {r}_ip1 to {m} step {c1} iter_args({r}_G = {r}_H1) -> ({T}) {{")
+    k.emit(f"    {r}_vq = tensor.extract {r}_G[{bi}{r}_q, {i}] : {T}")
+    k.emit(f"    {r}_gq = tensor.extract {r}_G[{bi}{r}_q, {r}_c] : {T}")
+    k.emit(f"    {r}_up = arith.mulf {r}_vq, {r}_tw : {dt}")
+    k.emit(f"    {r}_gn = arith.addf {r}_gq, {r}_up : {dt}")
+    k.emit(f"    {r}_G2 = tensor.insert {r}_gn into {r}_G[{bi}{r}_q, {r}_c] : {T}")
+    k.emit(f"    scf.yield {r}_G2 : {T}")
+    k.emit("  }")
+    k.emit(f"  scf.yield {r}_H2 : {T}")
+    k.emit("}")
+    return r
+
+
+@relax_op
+class QrOp(_Factorization):
+    """LAPACK geqrf (unblocked geqr2's order): x ([..., m, n], f32 or f64) = Q R with Q a product
+    of k = min(m, n) Householder reflectors H(i) = I - tau[i] v v^T (v[i] = 1, v[:i] = 0). Results:
+    R on and above the diagonal and the v's below it, in one [..., m, n] tensor; tau ([..., k]).
+    Each reflector is larfg's: beta = -sign(alpha) |(alpha, ||x||)|, tau = (beta - alpha) / beta,
+    and tau = 0 (H = I) where the column below the diagonal is already 0."""
+
+    name = "relax_v.qr"
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = _matrices(x, "operand")
+        r = min_(d[-2], d[-1]) if d[-2] is not None and d[-1] is not None else None
+        return [TensorType(d, x.dtype), TensorType(d[:-2] + (r,), x.dtype)]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x = op.tensor(0)
+        a_t, t_t = op.result_types
+        rank, dt = len(x.dims), x.dtype
+        k = Kernel("geqrf", [x], [a_t, t_t])
+        c0, c1 = k.const_index(0), k.const_index(1)
+        m, n = k.dim(k.inp(0), x, rank - 2), k.dim(k.inp(0), x, rank - 1)
+        A = _copy(k, k.inp(0), k.out(0), a_t)
+        Tau = k.fill("0.0", k.out(1), t_t)
+        T, TT = k.ty(a_t), k.ty(t_t)
+        loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], [(A, T), (Tau, TT)])
+        Ab, Tb = loops.open()
+        bi = "".join(f"{v}, " for v in loops.ivs)
+        k.emit(f"%zf = arith.constant 0.0 : {dt}")
+        k.emit(f"%one = arith.constant 1.0 : {dt}")
+        k.emit(f"%r = arith.minsi {m}, {n} : index")
+        k.emit(f"%ci:2 = scf.for %i = {c0} to %r step {c1} iter_args(%A = {Ab}, %Tv = {Tb}) -> ({T}, {TT}) {{")
+        k.emit(f"  %alpha = tensor.extract %A[{bi}%i, %i] : {T}")
+        k.emit(f"  %i1 = arith.addi %i, {c1} : index")
+        k.emit(f"  %ss = scf.for %q = %i1 to {m} step {c1} iter_args(%acc = %zf) -> ({dt}) {{")
+        k.emit(f"    %xq = tensor.extract %A[{bi}%q, %i] : {T}")
+        k.emit(f"    %x2 = arith.mulf %xq, %xq : {dt}")
+        k.emit(f"    %acc2 = arith.addf %acc, %x2 : {dt}")
+        k.emit(f"    scf.yield %acc2 : {dt}")
+        k.emit("  }")
+        k.emit(f"  %xn = math.sqrt %ss : {dt}")
+        k.emit(f"  %isz = arith.cmpf oeq, %xn, %zf : {dt}")
+        # |(alpha, xnorm)| as lapy2: w sqrt(1 + (z / w)^2), w the larger magnitude
+        k.emit(f"  %aa = math.absf %alpha : {dt}")
+        k.emit(f"  %w = arith.maximumf %aa, %xn : {dt}")
+        k.emit(f"  %z = arith.minimumf %aa, %xn : {dt}")
+        k.emit(f"  %zw = arith.divf %z, %w : {dt}")
+        k.emit(f"  %zw2 = arith.mulf %zw, %zw : {dt}")
+        k.emit(f"  %op = arith.addf %one, %zw2 : {dt}")
+        k.emit(f"  %sq = math.sqrt %op : {dt}")
+        k.emit(f"  %h = arith.mulf %w, %sq : {dt}")
+        k.emit(f"  %sh = math.copysign %h, %alpha : {dt}")
+        k.emit(f"  %beta = arith.negf %sh : {dt}")
+        k.emit(f"  %bma = arith.subf %beta, %alpha : {dt}")
+        k.emit(f"  %tau0 = arith.divf %bma, %beta : {dt}")
+        k.emit(f"  %tau = arith.select %isz, %zf, %tau0 : {dt}")
+        k.emit(f"  %amb = arith.subf %alpha, %beta : {dt}")
+        k.emit(f"  %scl = arith.divf %one, %amb : {dt}")
+        k.emit(f"  %top = arith.select %isz, %alpha, %beta : {dt}")
+        k.emit(f"  %A1 = tensor.insert %top into %A[{bi}%i, %i] : {T}")
+        k.emit(f"  %A2 = scf.for %q = %i1 to {m} step {c1} iter_args(%S = %A1) -> ({T}) {{")
+        k.emit(f"    %xq = tensor.extract %S[{bi}%q, %i] : {T}")
+        k.emit(f"    %xs = arith.mulf %xq, %scl : {dt}")
+        k.emit(f"    %xv = arith.select %isz, %xq, %xs : {dt}")
+        k.emit(f"    %S2 = tensor.insert %xv into %S[{bi}%q, %i] : {T}")
+        k.emit(f"    scf.yield %S2 : {T}")
+        k.emit("  }")
+        k.emit(f"  %Tv2 = tensor.insert %tau into %Tv[{bi}%i] : {TT}")
+        A3 = _apply_reflector(k, "%A2", T, bi, "%i", "%i1", n, m, "%tau", dt)
+        k.emit(f"  scf.yield {A3}, %Tv2 : {T}, {TT}")
+        k.emit("}")
+        return Legalized(k, loops.close(["%ci#0", "%ci#1"]))
+
+
+@relax_op
+class HouseholderProductOp(OpSpec):
+    """LAPACK orgqr (unblocked org2r's order): the first n columns of Q = H(0) H(1) ... H(k-1)
+    for each matrix a ([..., m, n], the reflectors' v below the diagonal of its first k columns, as
+    relax_v.qr leaves them) and tau ([..., k], k <= n <= m). f32 or f64."""
+
+    name = "relax.householder_product"
+    a = operand(TENSOR)
+    tau = operand(TENSOR)
+    result = result_(TENSOR)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        a, t = op.tensor(0), op.tensor(1)
+        d, td = _matrices(a, "operand 'a'"), require_rank(t, "operand 'tau'")
+        if t.dtype != a.dtype:
+            raise DeduceError(f"operands have different element types {a.dtype} and {t.dtype}")
+        if len(td) != len(d) - 1 or any(not dims_equal(x, y, op.facts) for x, y in zip(td[:-1], d[:-2])):
+            raise DeduceError(f"'tau' must have the batch dims of 'a' and one more, got {len(td)} dims")
+        for lo, hi, what in ((td[-1], d[-1], "k <= n"), (d[-1], d[-2], "n <= m")):
+            if lo is not None and hi is not None and lo.is_const and hi.is_const and lo.value > hi.value:
+                raise DeduceError(f"needs {what}, got {fmt(lo)} > {fmt(hi)}")
+        return [TensorType(d, a.dtype)]
+
+    @classmethod
+    def requirements(cls, op: OpInfo):
+        a, t = op.tensor(0), op.tensor(1)
+        d, k = a.dims, t.dims[-1]
+        out = []
+        if k is not None and d[-1] is not None:
+            out.append((k, d[-1], f"the reflector count {fmt(k)} exceeds the columns {fmt(d[-1])}"))
+        if d[-1] is not None and d[-2] is not None:
+            out.append((d[-1], d[-2], f"the columns {fmt(d[-1])} exceed the rows {fmt(d[-2])}"))
+        return out
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        a, t = op.tensor(0), op.tensor(1)
+        r = op.result_types[0]
+        rank, dt = len(a.dims), a.dtype
+        k = Kernel("orgqr", [a, t], [r])
+        c0, c1 = k.const_index(0), k.const_index(1)
+        m, n = k.dim(k.inp(0), a, rank - 2), k.dim(k.inp(0), a, rank - 1)
+        kk = k.dim(k.inp(1), t, rank - 2)
+        Q = _copy(k, k.inp(0), k.out(0), r)
+        T, TT = k.ty(r), k.ty(t)
+        loops = _Loops(k, [k.dim(k.inp(0), a, d) for d in range(rank - 2)], [(Q, T)])
+        (Qb,) = loops.open()
+        bi = "".join(f"{v}, " for v in loops.ivs)
+        k.emit(f"%zf = arith.constant 0.0 : {dt}")
+        k.emit(f"%one = arith.constant 1.0 : {dt}")
+        # columns k..n-1: those of the unit matrix
+        k.emit(f"%Qu = scf.for %c = {kk} to {n} step {c1} iter_args(%U = {Qb}) -> ({T}) {{")
+        k.emit(f"  %Uc = scf.for %q = {c0} to {m} step {c1} iter_args(%V = %U) -> ({T}) {{")
+        k.emit("    %diag = arith.cmpi eq, %q, %c : index")
+        k.emit(f"    %e = arith.select %diag, %one, %zf : {dt}")
+        k.emit(f"    %V2 = tensor.insert %e into %V[{bi}%q, %c] : {T}")
+        k.emit(f"    scf.yield %V2 : {T}")
+        k.emit("  }")
+        k.emit(f"  scf.yield %Uc : {T}")
+        k.emit("}")
+        k.emit(f"%km1 = arith.subi {kk}, {c1} : index")
+        k.emit(f"%cq = scf.for %t = {c0} to {kk} step {c1} iter_args(%Q = %Qu) -> ({T}) {{")
+        k.emit("  %i = arith.subi %km1, %t : index")
+        k.emit(f"  %i1 = arith.addi %i, {c1} : index")
+        k.emit(f"  %tau = tensor.extract {k.inp(1)}[{bi}%i] : {TT}")
+        k.emit(f"  %Q1 = tensor.insert %one into %Q[{bi}%i, %i] : {T}")
+        Q2 = _apply_reflector(k, "%Q1", T, bi, "%i", "%i1", n, m, "%tau", dt)
+        k.emit(f"  %ntau = arith.negf %tau : {dt}")
+        k.emit(f"  %Q3 = scf.for %q = %i1 to {m} step {c1} iter_args(%S = {Q2}) -> ({T}) {{")
+        k.emit(f"    %sq = tensor.extract %S[{bi}%q, %i] : {T}")
+        k.emit(f"    %sv = arith.mulf %ntau, %sq : {dt}")
+        k.emit(f"    %S2 = tensor.insert %sv into %S[{bi}%q, %i] : {T}")
+        k.emit(f"    scf.yield %S2 : {T}")
+        k.emit("  }")
+        k.emit(f"  %omt = arith.subf %one, %tau : {dt}")
+        k.emit(f"  %Q4 = tensor.insert %omt into %Q3[{bi}%i, %i] : {T}")
+        k.emit(f"  %Q5 = scf.for %q = {c0} to %i step {c1} iter_args(%S = %Q4) -> ({T}) {{")
+        k.emit(f"    %S2 = tensor.insert %zf into %S[{bi}%q, %i] : {T}")
+        k.emit(f"    scf.yield %S2 : {T}")
+        k.emit("  }")
+        k.emit(f"  scf.yield %Q5 : {T}")
+        k.emit("}")
+        return Legalized(k, loops.close(["%cq"]))
+
+
+__all__ = ["CholeskyOp", "TriangularSolveOp", "LuOp", "QrOp", "HouseholderProductOp"]

@@ -150,3 +150,25 @@ def test_gpu_targets_refuse_the_sequential_kernels(target):
     mod = from_jax(lambda a: jnp.linalg.cholesky(a), S(B, 3, 3))
     with pytest.raises(relax_mlir.CompileError, match=rf"the {target} target does not support relax_v.cholesky yet"):
         relax_mlir.compile(mod, target=target)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)], ids=["tall", "wide", "square"])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(shape, mode):
+    """jnp.linalg.qr (geqrf + orgqr): Householder signs as LAPACK's larfg chooses them, so Q and R
+    equal jax's, not only up to signs; a column already zero below the diagonal (tau = 0) and a zero
+    matrix among the batch."""
+    def args(b):
+        a = rnd(b + 1, *shape, seed=b)
+        a[0, 1:, 0] = 0.0
+        a[-1] = 0.0
+        return [a]
+    check(leaves(lambda a: jnp.linalg.qr(a, mode=mode)), [S(B, *shape)], args)
+
+
+def test_qr_least_squares_over_a_symbolic_number_of_rows():
+    def f(x, y):
+        q, r = jnp.linalg.qr(x)
+        return jsl.solve_triangular(r, q.T @ y, lower=False)
+    check(f, [S(N + 3, 3), S(N + 3, 2)], lambda n: [rnd(n + 3, 3, seed=n), rnd(n + 3, 2, seed=n + 1)], rtol=1e-3,
+          atol=1e-4)

@@ -1,5 +1,6 @@
-"""jax's LAPACK custom calls on the CPU (`lapack_{s,d}potrf_ffi`, `..trsm_ffi`, `..getrf_ffi`)
--> relax_v.cholesky, relax.triangular_solve, relax_v.lu (ops/linear_algebra.py).
+"""jax's LAPACK custom calls on the CPU (`lapack_{s,d}potrf_ffi`, `..trsm_ffi`, `..getrf_ffi`,
+`..geqrf_ffi`, `..orgqr_ffi`) -> relax_v.cholesky, relax.triangular_solve, relax_v.lu, relax_v.qr,
+relax.householder_product (ops/linear_algebra.py).
 
 The matrices have LAPACK's column-major layout in the custom call (operand_layouts), which does
 not change what they mean: `uplo = L` is the logical lower triangle. Trailing operands are shape
@@ -67,15 +68,29 @@ def _getrf(im, op, ins):
                                                 (_merge_dims(idims, x.dims[:-2]), "i32")], {})
 
 
+def _geqrf(im, op, ins):
+    x = ins[0]
+    (ad, adt), (td, _) = _res(op, 0), _res(op, 1)
+    return _emit_multi(im, "relax_v.qr", [x], [(_merge_dims(ad, x.dims), adt), (td, adt)], {})
+
+
+def _orgqr(im, op, ins):
+    a, tau = ins[0], ins[1]
+    dims, dt = _res(op)
+    return [im.emit("relax.householder_product", [a, tau], len(dims), dt, dims=_merge_dims(dims, a.dims))]
+
+
+_KINDS = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf, "orgqr": _orgqr}
+
+
 def _lapack(kind):
-    return {f"lapack_{p}{kind}_ffi": conv for p in ("s", "d")
-            for conv in [{"potrf": _potrf, "trsm": _trsm, "getrf": _getrf}[kind]]}
+    return {f"lapack_{p}{kind}_ffi": _KINDS[kind] for p in ("s", "d")}
 
 
 def _register():
     from relax_mlir.frontend.stablehlo.registry import register_custom_calls
     table = {}
-    for kind in ("potrf", "trsm", "getrf"):
+    for kind in _KINDS:
         table.update(_lapack(kind))
     return register_custom_calls(table)
 
