@@ -26,6 +26,12 @@ def _matrices(t: TensorType, what: str) -> tuple:
     return d
 
 
+def _min_side(op: OpInfo):
+    """min(m, n) of the operand's matrices ("?" when either is)."""
+    d = op.tensor(0).dims
+    return min_(d[-2], d[-1]) if d[-2] is not None and d[-1] is not None else None
+
+
 class _Loops:
     """Nested scf.for loops over the batch dims, carrying the output tensors."""
 
@@ -248,8 +254,7 @@ class LuOp(_Factorization):
     @classmethod
     def deduce(cls, op: OpInfo):
         x = op.tensor(0)
-        d = _matrices(x, "operand")
-        r = min_(d[-2], d[-1]) if d[-2] is not None and d[-1] is not None else None
+        d, r = _matrices(x, "operand"), _min_side(op)
         return [TensorType(d, x.dtype), TensorType(d[:-2] + (r,), "i32"), TensorType(d[:-2], "i32")]
 
     @classmethod
@@ -384,8 +389,7 @@ class QrOp(_Factorization):
     @classmethod
     def deduce(cls, op: OpInfo):
         x = op.tensor(0)
-        d = _matrices(x, "operand")
-        r = min_(d[-2], d[-1]) if d[-2] is not None and d[-1] is not None else None
+        d, r = _matrices(x, "operand"), _min_side(op)
         return [TensorType(d, x.dtype), TensorType(d[:-2] + (r,), x.dtype)]
 
     @classmethod
