@@ -19,7 +19,7 @@ from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
 from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, dims_differ, dims_equal,
                                    normalize_axis, product)
 from relax_mlir.passes import ModulePass, PassError, where
-from relax_mlir.shape import Expr, Facts, min_, parse as parse_expr, sym
+from relax_mlir.shape import Expr, Facts, ShapeParseError, min_, parse as parse_expr, sym
 
 
 # --- symbol facts on functions -----------------------------------------------------------------
@@ -189,6 +189,7 @@ class _Checker:
                 self.function(f)
 
     def function(self, f: ir.Operation, region_params: list[RelaxType] | None = None):
+        requirement_entries(f)  # one from the input must be well-formed
         self.facts = function_facts(f)
         ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
         try:
@@ -616,12 +617,14 @@ class _Checker:
         if REQUIRES not in f.attributes or not self.infer:
             return
         keep = []
-        for a in ir.ArrayAttr(f.attributes[REQUIRES]):
-            d = ir.DictAttr(a)
+        for d in requirement_entries(f):
+            if "rhs" not in d:  # against a '?' dim of the region's own parameter: stays
+                keep.append(d)
+                continue
             lhs = parse_expr(ir.StringAttr(d["lhs"]).value).subs(back)
             rhs = parse_expr(ir.StringAttr(d["rhs"]).value).subs(back)
             if not (lhs.symbols() | rhs.symbols()) <= self.bound:
-                keep.append(a)
+                keep.append(d)
                 continue
             if not self.facts.prove_le(lhs, rhs):
                 msg = ir.StringAttr(d["message"]).value
@@ -706,12 +709,45 @@ def _reason(spec) -> str:
     return "the op's kernel reads the operand at that size"
 
 
+def requirement_entries(func: ir.Operation) -> list[ir.DictAttr]:
+    """The function's `relax.requires` entries, checked (the attribute may come from the input):
+    dictionaries of a shape-expression string `lhs`, a string `message`, and a shape-expression
+    string `rhs` or an [parameter, dim] pair `rhs_dim`; a located PassError otherwise."""
+    if REQUIRES not in func.attributes:
+        return []
+    a = func.attributes[REQUIRES]
+    what = ("'func.func' op attribute 'relax.requires' must be an array of dictionaries {lhs, rhs or rhs_dim, "
+            "message} (shape expression strings, an [parameter, dim] pair of integers, a string)")
+    if not isinstance(a, ir.ArrayAttr):
+        raise PassError(func, what)
+    out = []
+    for e in a:
+        if not isinstance(e, ir.DictAttr) or not all(k in e and isinstance(e[k], ir.StringAttr) for k in ("lhs", "message")):
+            raise PassError(func, what)
+        if "rhs" in e:
+            exprs = [e["lhs"], e["rhs"]]
+            if not isinstance(e["rhs"], ir.StringAttr):
+                raise PassError(func, what)
+        elif "rhs_dim" in e and isinstance(e["rhs_dim"], ir.ArrayAttr) and len(e["rhs_dim"]) == 2 and all(
+                isinstance(x, ir.IntegerAttr) for x in e["rhs_dim"]):
+            exprs = [e["lhs"]]
+        else:
+            raise PassError(func, what)
+        for x in exprs:
+            try:
+                parse_expr(ir.StringAttr(x).value)
+            except ShapeParseError as err:
+                raise PassError(func, f"'func.func' op attribute 'relax.requires': {err}") from None
+        out.append(e)
+    return out
+
+
 def _add_requirement(func: ir.Operation, req: ir.DictAttr) -> None:
     """Record `lhs <= rhs` (symbolic; `rhs_dim` = [parameter, dim] for a '?' dim) on the function,
     for relax-lower-shapes to check at entry; once per message."""
-    have = list(ir.ArrayAttr(func.attributes[REQUIRES])) if REQUIRES in func.attributes else []
+    have = requirement_entries(func)
     msg = ir.StringAttr(req["message"]).value
-    if any(ir.StringAttr(ir.DictAttr(a)["message"]).value == msg for a in have):
+    if any(ir.StringAttr(a["message"]).value == msg for a in have):
         return
     func.attributes[REQUIRES] = ir.ArrayAttr.get(have + [req])
 

@@ -21,7 +21,7 @@ from relax_mlir.passes import ModulePass, PassError, where
 from relax_mlir.shape import Expr, parse as parse_expr
 from relax_mlir.shape.expr import _CALLS
 from relax_mlir.transforms.infer_shapes import (REQUIRES, check_module, function_facts, graph_functions,
-                                                param_bindings)
+                                                param_bindings, requirement_entries)
 
 
 class Materializer:
@@ -178,11 +178,14 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
         walk(block)
         # Requirements recorded by relax-infer-shapes (lhs <= rhs), now that every symbol has a value.
         if REQUIRES in f.attributes:
-            for req in ir.ArrayAttr(f.attributes[REQUIRES]):
-                req = ir.DictAttr(req)
+            for req in requirement_entries(f):
                 lhs = m.expr(parse_expr(ir.StringAttr(req["lhs"]).value))
                 if "rhs_dim" in req:
                     i, j = (ir.IntegerAttr(a).value for a in ir.ArrayAttr(req["rhs_dim"]))
+                    pt = view(block.arguments[i].type) if 0 <= i < len(block.arguments) else None
+                    if not (isinstance(pt, TensorType) and pt.dims is not None and 0 <= j < len(pt.dims)):
+                        raise PassError(f, f"'func.func' op attribute 'relax.requires': rhs_dim [{i}, {j}] names no "
+                                           f"dim of a parameter")
                     rhs = dim_of(block.arguments[i], j)
                 else:
                     rhs = m.expr(parse_expr(ir.StringAttr(req["rhs"]).value))
