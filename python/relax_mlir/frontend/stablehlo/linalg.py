@@ -9,6 +9,7 @@ values (`indices_of_shape_operands`), not read here.
 from __future__ import annotations
 
 from relax_mlir.frontend.stablehlo.common import Val, _emit_multi, _merge_dims, _res
+from relax_mlir.frontend.stablehlo.registry import register_custom_calls
 
 _L, _U, _N, _T, _C = ord("L"), ord("U"), ord("N"), ord("T"), ord("C")
 
@@ -87,12 +88,4 @@ def _lapack(kind):
     return {f"lapack_{p}{kind}_ffi": _KINDS[kind] for p in ("s", "d")}
 
 
-def _register():
-    from relax_mlir.frontend.stablehlo.registry import register_custom_calls
-    table = {}
-    for kind in _KINDS:
-        table.update(_lapack(kind))
-    return register_custom_calls(table)
-
-
-CUSTOM_CALLS = _register()
+CUSTOM_CALLS = register_custom_calls({name: conv for kind in _KINDS for name, conv in _lapack(kind).items()})
