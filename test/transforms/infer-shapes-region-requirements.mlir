@@ -2,10 +2,10 @@
 // RUN: relax-opt %s --relax-infer-shapes --relax-legalize --relax-to-upstream | FileCheck %s --check-prefix=LOWER
 // A region function has no error channel: the shape relation its body needs (a slice of 4 from a
 // dim of n, which the facts n >= 1 do not bound) moves to the function holding the op, in its
-// symbols (the branch's fresh symbol for n + 1 maps back to n + 1), and is checked at its entry.
+// symbols (the branch's fresh symbol t_s0 for n + 1 maps back to n + 1), and is checked at its entry.
 
 // CHECK-LABEL: func.func @main
-// CHECK-SAME: relax.requires = [{lhs = "4", message = "'relax.dynamic_slice' op at {{.*}}: the slice size 4 of dim 0 exceeds the operand's dim n + 1", rhs = "n + 1"}, {lhs = "4", message = "'relax.dynamic_slice' op at {{.*}}", rhs = "n + 1"}]
+// CHECK-SAME: relax.requires = [{lhs = "4", message = "'relax.dynamic_slice' op at {{.*}}: the slice size 4 of dim 0 exceeds the operand's dim t_s0 (checked at the caller's entry: 4 <= n + 1)", rhs = "n + 1"}, {lhs = "4", message = "'relax.dynamic_slice' op at {{.*}}", rhs = "n + 1"}]
 // CHECK-LABEL: func.func private @t
 // CHECK-NOT: relax.requires
 // CHECK-SAME: relax.region

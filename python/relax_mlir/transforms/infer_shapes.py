@@ -7,7 +7,6 @@ with "?" dims is filled in; one that contradicts the deduction is an error at th
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import ClassVar, Iterable
 
@@ -627,9 +626,8 @@ class _Checker:
                 keep.append(d)
                 continue
             if not self.facts.prove_le(lhs, rhs):
-                msg = ir.StringAttr(d["message"]).value
-                for name, e in back.items():  # the region's fresh symbols, named as the caller has them
-                    msg = re.sub(rf"\b{re.escape(name)}\b", str(e), msg)
+                # the op's message names the region's symbols; the relation in the caller's follows
+                msg = f"{ir.StringAttr(d['message']).value} (checked at the caller's entry: {lhs} <= {rhs})"
                 _add_requirement(self.func, ir.DictAttr.get({
                     "lhs": ir.StringAttr.get(str(lhs)), "rhs": ir.StringAttr.get(str(rhs)),
                     "message": ir.StringAttr.get(msg)}))

@@ -378,7 +378,8 @@ def test_shape_relation_of_a_branch_is_checked_at_entry():
             want = y[start:start + 4] if p else np.exp(y[start:start + 4])
             np.testing.assert_allclose(got, want, rtol=1e-6)
     for n in (1, 2):
-        with pytest.raises(ValueError, match=r"slice size 4 of dim 0 exceeds the operand's dim n \+ 1"):
+        with pytest.raises(ValueError, match=r"slice size 4 of dim 0 exceeds the operand's dim t_s0 "
+                                             r"\(checked at the caller's entry: 4 <= n \+ 1\)"):
             exe(np.array(True), rnd(n), np.array(1, np.int32))
 
 
