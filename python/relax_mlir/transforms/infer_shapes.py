@@ -743,9 +743,10 @@ def requirement_entries(func: ir.Operation) -> list[ir.DictAttr]:
 def _add_requirement(func: ir.Operation, req: ir.DictAttr) -> None:
     """Record `lhs <= rhs` (symbolic; `rhs_dim` = [parameter, dim] for a '?' dim) on the function,
     for relax-lower-shapes to check at entry; once per message."""
-    have = requirement_entries(func)
+    # (checked once by requirement_entries when the function's check began)
+    have = list(ir.ArrayAttr(func.attributes[REQUIRES])) if REQUIRES in func.attributes else []
     msg = ir.StringAttr(req["message"]).value
-    if any(ir.StringAttr(a["message"]).value == msg for a in have):
+    if any(ir.StringAttr(ir.DictAttr(a)["message"]).value == msg for a in have):
         return
     func.attributes[REQUIRES] = ir.ArrayAttr.get(have + [req])
 
