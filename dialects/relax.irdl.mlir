@@ -633,6 +633,27 @@ irdl.dialect @relax {
     irdl.operands(x: %0)
     irdl.results(result: %1)
   }
+  // Bitwise and over axes (integers, booleans; the identity: all bits set). Attributes: axes
+  irdl.operation @reduce_bitwise_and {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // Bitwise or over axes (integers, booleans). Attributes: axes (array, default all), keepdims
+  irdl.operation @reduce_bitwise_or {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
+  // Bitwise xor over axes (integers, booleans: parity). Attributes: axes (array, default all),
+  irdl.operation @reduce_bitwise_xor {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+  }
   // x rounded to a float format of `exponent_bits` and `mantissa_bits` and back (StableHLO
   irdl.operation @reduce_precision {
     %0 = irdl.base @relax::@tensor

@@ -54,6 +54,16 @@ def profile() -> bool:
     return os.environ.get("RELAX_MLIR_PROFILE", "") not in ("", "0")
 
 
+def flush_denormals() -> bool:
+    """RELAX_MLIR_DENORMALS=keep|flush: compiled CPU code runs in its caller's floating-point mode
+    (IEEE denormals, numpy's and StableHLO's results; the default) or flushes denormal floats to
+    zero (FTZ and DAZ, as XLA on CPU runs jax.jit's code)."""
+    v = os.environ.get("RELAX_MLIR_DENORMALS", "keep") or "keep"
+    if v not in ("flush", "keep"):
+        raise ValueError(f"RELAX_MLIR_DENORMALS must be 'keep' or 'flush', got {v!r}")
+    return v == "flush"
+
+
 def use_library() -> str:
     """RELAX_MLIR_LIBRARY=auto|always|never: library dispatch of matmuls (default auto)."""
     return os.environ.get("RELAX_MLIR_LIBRARY", "auto")

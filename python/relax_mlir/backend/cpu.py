@@ -51,6 +51,7 @@ from relax_mlir import knobs
 from relax_mlir.backend.common import (LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs,
                                        verify, walk)
 from relax_mlir.backend.cpu_engine import SplitEngine
+from relax_mlir.backend.cpu_fpmode import flush_denormals, host_supports_flush
 from relax_mlir.backend.cpu_masks import row_masks_as_bounds
 from relax_mlir.backend.cpu_outline import outline_host_loops
 from relax_mlir.backend.cpu_profile import instrument as instrument_for_profile
@@ -115,6 +116,9 @@ class CPUOptions:
     # register tile (m, n, k) and rows of one parallel task.
     matmul_tile: tuple[int, int, int] = (4, 16, 1)
     matmul_parallel_rows: int = 32
+    # Denormal floats flushed to zero while the code runs (XLA's CPU mode; cpu_fpmode.py); else
+    # the code runs in its caller's mode (IEEE unless the caller changed it).
+    flush_denormals: bool = field(default_factory=knobs.flush_denormals)
 
     def __post_init__(self):
         if self.num_threads < 1:
@@ -1636,6 +1640,11 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
     _internal_linkage(op)
     _keep_parallel_bodies_outlined(op)
     _inline_entries_into_wrappers(op)
+    if options.flush_denormals and host_supports_flush():
+        bodies = [f for f in op.regions[0].blocks[0].operations if f.operation.name == "llvm.func"
+                  and len(f.regions[0].blocks) > 0
+                  and ir.StringAttr(f.attributes["sym_name"]).value.startswith(_PARALLEL_BODY)]
+        flush_denormals(op, [w for _e, w in entry_wrapper_pairs(op)], bodies)
     verify(op, "to-llvm", _TO_LLVM)
 
 

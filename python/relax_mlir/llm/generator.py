@@ -233,9 +233,11 @@ class Generator:
         t0 = time.perf_counter()
         out = self.prefill_step(ids, mask, pos)
         cache.load(list(out[1:1 + lm.layers]), list(out[1 + lm.layers:]))
+        # The logits are part of the prefill's time: the reference backend (jax) returns before
+        # its work is done, and its cache stays on its device, so only reading them waits for it.
+        logits = np.asarray(out[0])
         t_prefill = time.perf_counter() - t0
         t_decode, steps = 0.0, 0
-        logits = np.asarray(out[0])
         try:
             for t in range(max_new):
                 tokens = sampler(logits, rng)

@@ -283,6 +283,7 @@ def _bits(dt: str) -> int:
 SIGN_AGNOSTIC = frozenset({
     "relax.broadcast_to", "relax.permute_dims", "relax.strided_slice", "relax_v.concat", "relax_v.split",
     "relax.arange", "relax.zeros", "relax.ones", "relax.sum", "relax.prod", "relax.take", "relax.where",
+    "relax.reduce_bitwise_and", "relax.reduce_bitwise_or", "relax.reduce_bitwise_xor",
     # data movement (indices are signed: the importer widens unsigned ones, bits.signed_index)
     "relax.reverse", "relax.pad", "relax.gather", "relax.dynamic_slice", "relax.dynamic_update_slice",
 })

@@ -1,4 +1,4 @@
-"""Reductions over axes: sum, mean, max, min, prod."""
+"""Reductions over axes: sum, mean, max, min, prod; bitwise and / or / xor of integers."""
 from __future__ import annotations
 
 from typing import ClassVar
@@ -33,6 +33,8 @@ class ReduceOp(OpSpec):
             raise DeduceError(f"mean needs a floating-point element type, got {x.dtype}")
         if x.dtype == "i1" and cls.kind in ("sum", "prod"):
             raise DeduceError("cannot sum booleans; cast with relax.astype first")
+        if cls.kind in _BITWISE and x.dtype in FLOAT_DTYPES:
+            raise DeduceError(f"{cls.name} needs an integer or boolean element type, got {x.dtype}")
         axes = set(cls.reduced_axes(op, len(d)))
         keep = bool(op.attr("keepdims", False))
         dims = tuple(ONE if i in axes else s for i, s in enumerate(d) if keep or i not in axes)
@@ -93,10 +95,44 @@ class ProdOp(ReduceOp):
     kind = "prod"
 
 
+@relax_op
+class ReduceBitwiseAndOp(ReduceOp):
+    """Bitwise and over axes (integers, booleans; the identity: all bits set). Attributes: axes
+    (array, default all), keepdims (bool)."""
+
+    name = "relax.reduce_bitwise_and"
+    kind = "and"
+
+
+@relax_op
+class ReduceBitwiseOrOp(ReduceOp):
+    """Bitwise or over axes (integers, booleans). Attributes: axes (array, default all), keepdims
+    (bool)."""
+
+    name = "relax.reduce_bitwise_or"
+    kind = "or"
+
+
+@relax_op
+class ReduceBitwiseXorOp(ReduceOp):
+    """Bitwise xor over axes (integers, booleans: parity). Attributes: axes (array, default all),
+    keepdims (bool)."""
+
+    name = "relax.reduce_bitwise_xor"
+    kind = "xor"
+
+
 # --- the reduction kernels (also used by ops/nn.py) -------------------------------------------
 
+_BITWISE = {"and": "arith.andi", "or": "arith.ori", "xor": "arith.xori"}
+
+
+def _all_bits(dtype: str) -> str:
+    return "true" if dtype == "i1" else "-1"
+
+
 _INIT = {"sum": zero_literal, "mean": zero_literal, "prod": one_literal, "max": lowest_literal, "min": highest_literal,
-         "logaddexp": lowest_literal}
+         "logaddexp": lowest_literal, "and": _all_bits, "or": zero_literal, "xor": zero_literal}
 
 
 def combine(kind: str, dtype: str, a: str, b: str, r: str) -> list[str]:
@@ -108,6 +144,8 @@ def combine(kind: str, dtype: str, a: str, b: str, r: str) -> list[str]:
                 f"{r}_a = math.absf {r}_d : {dtype}", f"{r}_g = arith.negf {r}_a : {dtype}",
                 f"{r}_e = math.exp {r}_g : {dtype}", f"{r}_l = math.log1p {r}_e : {dtype}",
                 f"{r}_v = arith.addf {r}_m, {r}_l : {dtype}", f"{r} = arith.select {r}_n, {r}_s, {r}_v : {dtype}"]
+    if kind in _BITWISE:
+        return [f"{r} = {_BITWISE[kind]} {a}, {b} : {dtype}"]
     if dtype in FLOAT_DTYPES:
         op = {"sum": "arith.addf", "mean": "arith.addf", "prod": "arith.mulf", "max": "arith.maximumf",
               "min": "arith.minimumf"}[kind]

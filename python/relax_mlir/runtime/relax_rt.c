@@ -100,6 +100,7 @@ struct job {
   int trans_v; /* sgemv: the CBLAS transpose of the chunked matrix */
   long dim, step; /* split dimension and chunk size along it */
   long n_chunks;
+  unsigned fp; /* the caller's FP control bits */
 };
 
 static struct job job;
@@ -161,6 +162,24 @@ static void futex_wake_all(atomic_uint *addr) {
 
 static int run_one_task(void);
 
+/* The floating-point control bits (x86 MXCSR: rounding, exception masks, FTZ and DAZ; not the
+   sticky status flags) of the thread that submits a product or a task travel with it: a worker runs
+   chunks and tasks as their caller would (the caller's own mode, or denormals flushed to zero with
+   RELAX_MLIR_DENORMALS=flush: backend/cpu_fpmode.py), so a threaded build computes as the
+   one-thread build. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define FP_CONTROL 0xffc0u
+static unsigned fp_control(void) { return _mm_getcsr() & FP_CONTROL; }
+static void fp_adopt(unsigned want) {
+  unsigned csr = _mm_getcsr();
+  if ((csr & FP_CONTROL) != want) _mm_setcsr((csr & ~FP_CONTROL) | want);
+}
+#else
+static unsigned fp_control(void) { return 0; }
+static void fp_adopt(unsigned want) { (void)want; }
+#endif
+
 /* New work (a product's chunks or a task): wake the sleeping workers. */
 static void publish(void) {
   atomic_fetch_add(&pub_gen, 1);
@@ -195,6 +214,7 @@ static void *worker_main(void *arg) {
     seen = g;
     uint32_t job_gen = (uint32_t)(atomic_load_explicit(&claim_word, memory_order_acquire) >> 32);
     long i;
+    fp_adopt(job.fp);
     while ((i = claim(job_gen)) >= 0) {
       run_chunk(&job, i);
       atomic_fetch_add_explicit(&st_worker_chunks, 1, memory_order_relaxed);
@@ -454,6 +474,7 @@ void relax_rt_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
     job.step = chunks_for(job.dim, work, job.split_rows ? 16 : 64);
   }
   job.n_chunks = (job.dim + job.step - 1) / job.step;
+  job.fp = fp_control();
   if (job.n_chunks < 2) {
     atomic_store(&busy, 0);
     atomic_fetch_add_explicit(&st_serial, 1, memory_order_relaxed);
@@ -591,6 +612,7 @@ struct task {
   struct task *next;
   void *handle;
   coro_resume_t resume;
+  unsigned fp; /* the submitter's FP control bits */
 };
 
 static pthread_mutex_t task_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -650,6 +672,7 @@ static int run_one_task(void) {
   if (!t) return 0;
   void *handle = t->handle;
   coro_resume_t resume = t->resume;
+  fp_adopt(t->fp);
   pthread_mutex_lock(&task_mu);
   t->next = task_free;
   task_free = t;
@@ -673,6 +696,7 @@ void mlirAsyncRuntimeExecute(void *handle, coro_resume_t resume) {
     abort();
   t->handle = handle;
   t->resume = resume;
+  t->fp = fp_control();
   t->next = NULL;
   if (task_tail)
     task_tail->next = t;

@@ -1,4 +1,4 @@
-"""stablehlo.reduce: one add/max/min/mul/and/or body as a relax reduction (plus the init value
+"""stablehlo.reduce: one add/max/min/mul/and/or/xor body as a relax reduction (plus the init value
 where it is not the identity); jax's argmax/argmin variadic form as relax.argmax/argmin
 (ops/reduce.py, ops/indexing.py).
 """
@@ -12,17 +12,20 @@ from relax_mlir.shape import const
 
 
 _REDUCE_KIND = {"stablehlo.add": "relax.sum", "stablehlo.maximum": "relax.max", "stablehlo.minimum": "relax.min",
-                "stablehlo.multiply": "relax.prod", "stablehlo.or": "relax.max", "stablehlo.and": "relax.min"}
+                "stablehlo.multiply": "relax.prod", "stablehlo.or": "relax.reduce_bitwise_or",
+                "stablehlo.and": "relax.reduce_bitwise_and", "stablehlo.xor": "relax.reduce_bitwise_xor"}
 
 
 # On i1 (StableHLO): add is or, multiply is and; relax.max / relax.min on i1 are or / and.
 _REDUCE_KIND_I1 = {"stablehlo.add": "relax.max", "stablehlo.maximum": "relax.max", "stablehlo.or": "relax.max",
-                   "stablehlo.multiply": "relax.min", "stablehlo.minimum": "relax.min", "stablehlo.and": "relax.min"}
+                   "stablehlo.multiply": "relax.min", "stablehlo.minimum": "relax.min", "stablehlo.and": "relax.min",
+                   "stablehlo.xor": "relax.reduce_bitwise_xor"}
 
 
 # The elementwise op that combines the init value with the reduced value.
 _REDUCE_COMBINE = {"relax.sum": "relax.add", "relax.prod": "relax.multiply", "relax.max": "relax.maximum",
-                   "relax.min": "relax.minimum"}
+                   "relax.min": "relax.minimum", "relax.reduce_bitwise_and": "relax.bitwise_and",
+                   "relax.reduce_bitwise_or": "relax.bitwise_or", "relax.reduce_bitwise_xor": "relax.bitwise_xor"}
 
 
 def _is_identity(kind: str, dt: str, v) -> bool:
@@ -36,6 +39,10 @@ def _is_identity(kind: str, dt: str, v) -> bool:
         return v == 0
     if kind == "relax.prod":
         return v == 1
+    if kind in ("relax.reduce_bitwise_or", "relax.reduce_bitwise_xor"):
+        return v == 0
+    if kind == "relax.reduce_bitwise_and":
+        return v == -1 or (dt.startswith("ui") and v == (1 << int(dt[2:])) - 1) or (dt == "i1" and bool(v))
     lo = kind == "relax.max"
     if dt in ("f16", "bf16", "f32", "f64"):
         return math.isinf(v) and (v < 0) == lo
@@ -53,9 +60,9 @@ def _reduce(im, op, ins):
     kinds = [o.operation.name for o in body if o.operation.name != "stablehlo.return"]
     table = _REDUCE_KIND_I1 if x.dtype == "i1" else _REDUCE_KIND
     if len(kinds) != 1 or kinds[0] not in table:
-        raise ValueError(f"reduce body {kinds} is not a single add/max/min/mul/and/or")
-    if kinds[0] in ("stablehlo.and", "stablehlo.or") and x.dtype != "i1":
-        raise ValueError(f"reduce with {kinds[0]} on {x.dtype} (bitwise) is not supported")
+        raise ValueError(f"reduce body {kinds} is not a single add/max/min/mul/and/or/xor")
+    if kinds[0] in ("stablehlo.and", "stablehlo.or", "stablehlo.xor") and x.dtype in _FLOATS:
+        raise ValueError(f"reduce with {kinds[0]} on {x.dtype}: bitwise ops need integers")
     axes = _ints(op.attributes["dimensions"])
     rdims, dt = _res(op)
     dims = [d for i, d in enumerate(x.dims) if i not in axes]
