@@ -82,6 +82,14 @@ def test_top_k_special_floats_and_ties(k):
     check_against_jax(lambda x: lax.top_k(x, k), (S((n, 8), jnp.float32),), lambda b: (special((b, 8)),), BIND)
 
 
+def test_partition_over_a_symbolic_axis():
+    """jnp.partition / argpartition along a symbolic axis: top_k with a k computed from the dim
+    (jax's `stablehlo.dynamic_top_k` custom call) next to the static one."""
+    b, v = export.symbolic_shape("b, v")
+    f = lambda x: (jnp.partition(x, 2, axis=-1), jnp.argpartition(x, 2, axis=-1), jnp.partition(x, 0, axis=-1))  # noqa: E731
+    check_against_jax(f, (S((b, v + 3), jnp.float32),), lambda n: (special((n % 5 + 1, n + 3)),), BIND)
+
+
 def test_top_k_integers():
     (n,) = export.symbolic_shape("n")
     check_against_jax(lambda x: lax.top_k(x, 2), (S((n, 5), jnp.int32),),

@@ -34,6 +34,26 @@ def _custom_call(im, op, ins):
     return handler(im, op, ins)
 
 
+def _top_k(im, op, x, k):
+    """The `k` (an int or a shape expression) largest along the last axis, as jax's top_k: a
+    descending IEEE-total-order stable sort and a slice (the composite's decomposition)."""
+    axis = len(x.dims) - 1
+    (vd, vdt), (idims, idt) = _res(op, 0), _res(op, 1)
+    if x.dims[axis] is None:
+        raise ValueError("top_k along an unknown dim")
+    kk = const(k) if isinstance(k, int) else k
+    iota = _iota_impl(im, x.dims, idt, axis)
+    vals, idx = _emit_multi(im, "relax_v.sort", [x, iota], [(x.dims, x.dtype), (x.dims, idt)],
+                            {"axis": axis, "num_keys": 1, "descending": [1],
+                             "total_order": [int(x.dtype in _FLOATS)]})
+    out = []
+    for v, (d, dt) in ((vals, (vd, vdt)), (idx, (idims, idt))):
+        out.append(im.emit("relax.strided_slice", [v], len(d), dt,
+                           {"axes": [axis], "begin": [0], "end": [kk], "strides": [1]},
+                           dims=_merge_dims(d, x.dims[:axis] + [kk])))
+    return out
+
+
 def _composite(im, op, ins):
     """stablehlo.composite: chlo.top_k as a descending IEEE-total-order stable sort and a slice (its
     decomposition's semantics); any other composite runs its decomposition function."""
@@ -41,28 +61,22 @@ def _composite(im, op, ins):
 
     name = _string(op.attributes["name"])
     if name == "chlo.top_k" and len(ins) == 1:
-        x = ins[0]
-        k = jir.IntegerAttr(jir.DictAttr(op.attributes["composite_attributes"])["k"]).value
-        axis = len(x.dims) - 1
-        (vd, vdt), (idims, idt) = _res(op, 0), _res(op, 1)
-        if x.dims[axis] is None:
-            raise ValueError("top_k along an unknown dim")
-        iota = _iota_impl(im, x.dims, idt, axis)
-        vals, idx = _emit_multi(im, "relax_v.sort", [x, iota], [(x.dims, x.dtype), (x.dims, idt)],
-                                {"axis": axis, "num_keys": 1, "descending": [1],
-                                 "total_order": [int(x.dtype in _FLOATS)]})
-        out = []
-        for v, (d, dt) in ((vals, (vd, vdt)), (idx, (idims, idt))):
-            out.append(im.emit("relax.strided_slice", [v], len(d), dt,
-                               {"axes": [axis], "begin": [0], "end": [k], "strides": [1]},
-                               dims=_merge_dims(d, x.dims[:axis] + [const(k)])))
-        return out
+        return _top_k(im, op, ins[0], jir.IntegerAttr(jir.DictAttr(op.attributes["composite_attributes"])["k"]).value)
     callee = _string(op.attributes["decomposition"])
     f = im.funcs.get(callee)
     if f is None:
         raise ValueError(f"composite {name}: unknown decomposition @{callee}")
     outs, _ = im.run_func(f, list(ins))
     return outs
+
+
+def _dynamic_top_k(im, op, ins):
+    """jax's top_k with a k computed from symbolic dims (`jnp.partition` over a symbolic axis): k
+    must be a known shape computation; the slice's end is checked against the dim as any slice's."""
+    x, k = ins
+    if k.known is None or len(k.known) != 1:
+        raise ValueError("dynamic_top_k: k is not a known shape computation")
+    return _top_k(im, op, x, k.known[0])
 
 
 CONVERTERS = register_converters({
@@ -75,4 +89,5 @@ CONVERTERS = register_converters({
 CUSTOM_CALLS = register_custom_calls({
     "shape_assertion": lambda im, op, ins: [],  # the executable checks the signature's symbols itself
     "cu_threefry2x32": "GPU random bits (jax.random on a GPU export); export for the CPU platform",
+    "stablehlo.dynamic_top_k": _dynamic_top_k,
 })
