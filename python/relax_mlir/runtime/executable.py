@@ -747,7 +747,8 @@ class Function:
         naming it. Nothing is copied here: a huge broadcast view is refused by the shape and
         bound checks before `__call__` makes it contiguous. An ndarray subclass is read through
         a base-class view (np.matrix, a user subclass); a masked array is refused (its masked
-        entries hold arbitrary values)."""
+        entries hold arbitrary values). Lists, scalars and array-likes (`__array__`: a jax array)
+        are converted, except for a donated argument."""
         sig, p, dt = self.sig, self.sig.params[i], self._np[i]
         name = sig.arg_names[i]
         if isinstance(a, np.ma.MaskedArray):
@@ -755,7 +756,8 @@ class Function:
         if isinstance(a, np.ndarray):
             if type(a) is not np.ndarray:
                 a = a.view(np.ndarray)
-        elif isinstance(a, (list, tuple, int, float, bool, np.generic)):
+        elif isinstance(a, (list, tuple, int, float, bool, np.generic)) or hasattr(a, "__array__"):
+            # (objects with `__array__`: jax arrays on the CPU, read through numpy without a copy)
             if i in self._donate:
                 raise ValueError(f"@{sig.name}: {name} is donated (result #{self._donate[i]} is written into it): "
                                  f"pass a numpy array, got {type(a).__name__}")

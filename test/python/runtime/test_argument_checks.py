@@ -61,3 +61,18 @@ def test_masked_array_is_refused_by_name(exe):
 def test_ragged_list_is_a_value_error(exe):
     with pytest.raises(ValueError, match=r"argument #0 cannot be made a numpy array"):
         exe([[1.0, 2.0], [3.0]])
+
+
+def test_array_likes_are_read_through_numpy(exe):
+    """An object with `__array__` (a jax array) is converted like a list; its dtype is still checked."""
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)
+    np.testing.assert_allclose(exe(x), np.exp(np.asarray(x)), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"argument #0 has dtype int32, expected float32"):
+        exe(jnp.zeros((2, 4), jnp.int32))
+
+    class Opaque:
+        pass
+
+    with pytest.raises(ValueError, match=r"argument #0 must be a numpy array, got Opaque"):
+        exe(Opaque())
