@@ -221,8 +221,10 @@ func.func public @main(%x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<i32> {
   %0:2 = stablehlo.reduce(%x init: %z), (%y init: %zi) across dimensions = [0] : (tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
    reducer(%a: tensor<f32>, %c: tensor<f32>) (%ai: tensor<i32>, %ci: tensor<i32>) {
     %s = stablehlo.add %a, %c : tensor<f32>
+    %f = stablehlo.convert %ci : (tensor<i32>) -> tensor<f32>
+    %m = stablehlo.add %s, %f : tensor<f32>
     %si = stablehlo.add %ai, %ci : tensor<i32>
-    stablehlo.return %s, %si : tensor<f32>, tensor<i32>
+    stablehlo.return %m, %si : tensor<f32>, tensor<i32>
   } loc("pair_sum_here")
   return %0#1 : tensor<i32>
 }

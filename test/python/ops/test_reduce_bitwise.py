@@ -46,3 +46,26 @@ def test_float_operand_is_a_located_error():
     }"""
     with pytest.raises(CompileError, match="relax.reduce_bitwise_xor needs an integer or boolean element type"):
         relax_mlir.parse(text)
+
+
+def test_variadic_reduce_of_independent_pairs():
+    """lax.reduce over a tuple whose body combines each operand on its own: one reduction each; a
+    body that mixes the operands is refused by name. (With a non-identity init, StableHLO leaves
+    the result implementation-defined: XLA on CPU drops it here, relax-mlir combines it once.)"""
+    b, s = jax.export.symbolic_shape("b, s")
+
+    def f(x, i, u):
+        body = lambda a, c: (jnp.maximum(a[0], c[0]), a[1] + c[1], a[2] ^ c[2])  # noqa: E731
+        return lax.reduce((x, i, u), (np.float32(-np.inf), np.int32(0), np.uint8(0)), body, (1,))
+
+    def make(n):
+        rng = np.random.default_rng(n)
+        return [rng.standard_normal((n % 3 + 1, n)).astype(np.float32), rng.integers(-9, 9, (n % 3 + 1, n), dtype=np.int32),
+                rng.integers(0, 256, (n % 3 + 1, n), dtype=np.uint8)]
+    check(f, [spec((b, s)), spec((b, s), jnp.int32), spec((b, s), jnp.uint8)], make, [1, 13, 200])
+
+    from relax_mlir.frontend.jax import from_jax
+    from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
+    mixed = lambda x, y: lax.reduce((x, y), (np.float32(0), np.float32(0)), lambda a, c: (a[0] + c[1], a[1] * c[0]), (0,))  # noqa: E731
+    with pytest.raises(UnsupportedOpError, match="stablehlo.reduce.*variadic reduce"):
+        from_jax(mixed, spec((s,)), spec((s,)))

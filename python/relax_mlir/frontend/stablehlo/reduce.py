@@ -55,20 +55,25 @@ def _is_identity(kind: str, dt: str, v) -> bool:
 def _reduce(im, op, ins):
     if len(op.results) != 1:
         return _variadic_reduce(im, op, ins)
-    x, init = ins[0], ins[1]
     body = [o for o in op.regions[0].blocks[0].operations]
     kinds = [o.operation.name for o in body if o.operation.name != "stablehlo.return"]
-    table = _REDUCE_KIND_I1 if x.dtype == "i1" else _REDUCE_KIND
+    table = _REDUCE_KIND_I1 if ins[0].dtype == "i1" else _REDUCE_KIND
     if len(kinds) != 1 or kinds[0] not in table:
         raise ValueError(f"reduce body {kinds} is not a single add/max/min/mul/and/or/xor")
-    if kinds[0] in ("stablehlo.and", "stablehlo.or", "stablehlo.xor") and x.dtype in _FLOATS:
-        raise ValueError(f"reduce with {kinds[0]} on {x.dtype}: bitwise ops need integers")
+    return _reduce_one(im, op, 0, ins[0], ins[1], kinds[0])
+
+
+def _reduce_one(im, op, i, x, init, body_op: str):
+    """Result `i` of `op`: operand `x` reduced with the combiner `body_op` from `init`."""
+    table = _REDUCE_KIND_I1 if x.dtype == "i1" else _REDUCE_KIND
+    if body_op in ("stablehlo.and", "stablehlo.or", "stablehlo.xor") and x.dtype in _FLOATS:
+        raise ValueError(f"reduce with {body_op} on {x.dtype}: bitwise ops need integers")
     axes = _ints(op.attributes["dimensions"])
-    rdims, dt = _res(op)
-    dims = [d for i, d in enumerate(x.dims) if i not in axes]
+    rdims, dt = _res(op, i)
+    dims = [d for k, d in enumerate(x.dims) if k not in axes]
     dims = _merge_dims(rdims, dims)
-    kind = table[kinds[0]]
-    identity = _is_identity(kind, dt, _splat_value(op.operands[1]))
+    kind = table[body_op]
+    identity = _is_identity(kind, dt, _splat_value(op.operands[len(op.results) + i]))
     if dt.startswith("ui") and kind in ("relax.max", "relax.min"):
         # unsigned max / min: on the values mapped onto the signed order (unsigned.signed_order)
         sdt = dt[1:]
@@ -83,10 +88,37 @@ def _reduce(im, op, ins):
     return im.emit(_REDUCE_COMBINE[kind], [r, init], len(rdims), dt, dims=dims)
 
 
-def _variadic_reduce(im, op, ins):
-    """A reduce of (values, iota) pairs with jax's argmax/argmin body -> relax.argmax/argmin."""
+def _independent_pairs(op) -> list[str] | None:
+    """The combiners of a variadic reduce whose body combines each pair (a_i, b_i) on its own with
+    one add/max/min/mul/and/or/xor (`lax.reduce((x, y), ..., lambda a, b: (max(a0, b0), a1 + b1))`),
+    else None."""
     n = len(op.results)
-    why = "variadic reduce: only jax's argmax/argmin form (values, iota along the axis) is supported"
+    body = _body_ops(op)
+    args = list(op.regions[0].blocks[0].arguments)
+    ret = body[-1]
+    if len(body) != n + 1 or len(ret.operands) != n:
+        return None
+    kinds = []
+    for i, v in enumerate(ret.operands):
+        owner = _owner(v)
+        dt = str(args[i].type)
+        table = _REDUCE_KIND_I1 if dt.endswith("i1>") else _REDUCE_KIND
+        if owner is None or owner.name not in table or set(owner.operands) != {args[i], args[n + i]} \
+                or len(owner.operands) != 2:
+            return None
+        kinds.append(owner.name)
+    return kinds
+
+
+def _variadic_reduce(im, op, ins):
+    """A reduce of (values, iota) pairs with jax's argmax/argmin body -> relax.argmax/argmin; a
+    body that combines each operand on its own -> one reduction each."""
+    n = len(op.results)
+    pairs = _independent_pairs(op)
+    if pairs is not None:
+        return [_reduce_one(im, op, i, ins[i], ins[n + i], k) for i, k in enumerate(pairs)]
+    why = ("variadic reduce: only jax's argmax/argmin form (values, iota along the axis) and bodies "
+           "combining each operand on its own are supported")
     axes = _ints(op.attributes["dimensions"])
     if n != 2 or len(axes) != 1:
         raise ValueError(why)
