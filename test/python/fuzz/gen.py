@@ -358,6 +358,8 @@ V2_FIRST_SEED = 2_310_000
 # arg-reductions.
 FAMILIES_V3 = FAMILIES_V2 + (("bitwise", 5), ("sort", 4))
 V3_FIRST_SEED = 2_350_000
+# From V4_FIRST_SEED on: bitwise and / or / xor reductions of integers and booleans (the V3 table).
+V4_FIRST_SEED = 2_360_000
 
 
 class _Gen:
@@ -366,6 +368,7 @@ class _Gen:
         self.r = random.Random(seed)
         self.v2 = seed >= V2_FIRST_SEED
         self.v3 = seed >= V3_FIRST_SEED
+        self.v4 = seed >= V4_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -754,10 +757,11 @@ class _Gen:
         red = list(range(x.rank)) if axes is None else list(axes)
         empty = any(0 in x.fp(i) for i in red)
         dt = x.dtype
+        bitwise = ["jnp.bitwise_and.reduce", "jnp.bitwise_or.reduce", "jnp.bitwise_xor.reduce"] if self.v4 else []
         if dt == "bool":
-            ops = ["jnp.any", "jnp.all", "jnp.sum"]
+            ops = ["jnp.any", "jnp.all", "jnp.sum"] + bitwise
         elif is_int(dt):
-            ops = ["jnp.sum", "jnp.prod", "jnp.max", "jnp.min"]
+            ops = ["jnp.sum", "jnp.prod", "jnp.max", "jnp.min"] + bitwise
         else:
             ops = ["jnp.sum", "jnp.prod", "jnp.max", "jnp.min", "jnp.mean"]
         if any(0 in (x.fp(i) if i < x.rank else ()) for i in red) and any(d.isdigit() and d == "0"
@@ -766,6 +770,8 @@ class _Gen:
             ops = [o for o in ops if o not in ("jnp.max", "jnp.min")]
         op = self.r.choice(ops)
         ax_s = "" if axes is None else f", axis={axes[0] if len(axes) == 1 else axes}"
+        if axes is None and op.endswith(".reduce"):
+            ax_s = ", axis=None"  # (a ufunc's reduce defaults to axis 0)
         init = ""
         if op in ("jnp.max", "jnp.min") and any(not (d.isdigit() or d in SYMBOLS) for d in (x.dims[i] for i in red)):
             # jax.export cannot prove a derived dim (n - 1) non-empty: give max/min an initial value

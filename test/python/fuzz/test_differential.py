@@ -14,6 +14,8 @@ Settings (`make fuzz` runs the same code with larger values):
     RELAX_MLIR_FUZZ_V3_PROGRAMS  CPU programs from seed gen.V3_FIRST_SEED, whose generator adds
                                  unsigned integers, bitwise ops and shifts, sorting and
                                  arg-reductions (default 50)
+    RELAX_MLIR_FUZZ_V4_PROGRAMS  CPU programs from seed gen.V4_FIRST_SEED, whose generator adds
+                                 bitwise and / or / xor reductions (default 25)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 60)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -30,6 +32,7 @@ from fuzz import campaign  # noqa: E402
 PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_PROGRAMS", "200"))
 V2_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V2_PROGRAMS", "100"))
 V3_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V3_PROGRAMS", "50"))
+V4_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V4_PROGRAMS", "25"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "60"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -51,6 +54,12 @@ def _v3_first():
     from fuzz import gen
 
     return gen.V3_FIRST_SEED
+
+
+def _v4_first():
+    from fuzz import gen
+
+    return gen.V4_FIRST_SEED
 
 
 def _check(seeds, target):
@@ -77,7 +86,7 @@ def _check(seeds, target):
 
 
 @pytest.mark.parametrize("seeds", _batches(PROGRAMS) + _batches(V2_PROGRAMS, _v2_first())
-                         + _batches(V3_PROGRAMS, _v3_first()),
+                         + _batches(V3_PROGRAMS, _v3_first()) + _batches(V4_PROGRAMS, _v4_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
