@@ -69,6 +69,21 @@ def test_conv_integer():
           lambda n: [rnd((2, n, 4, 2), np.int32), rnd((3, 3, 2, 3), np.int32)], rtol=0, atol=0)
 
 
+def test_conv_mixed_element_types():
+    """preferred_element_type: i8 x i8 -> i32 (a quantized conv: exact, wrapping as XLA) and
+    bf16 x bf16 -> f32, the operands converted to the result type first, as a dot_general's."""
+    fn = lambda x, w, t: lax.conv_general_dilated(x, w, (2,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"),  # noqa: E731
+                                                  preferred_element_type=t)
+    i8 = functools.partial(fn, t=jnp.int32)
+    check(i8, [S((B, N, 4), jnp.int8), S((3, 4, 5), jnp.int8)],
+          lambda n: [rng.integers(-128, 128, (2, n, 4)).astype(np.int8), rng.integers(-128, 128, (3, 4, 5)).astype(np.int8)],
+          rtol=0, atol=0)
+    bf = functools.partial(fn, t=jnp.float32)
+    check(bf, [S((B, N, 4), jnp.bfloat16), S((3, 4, 5), jnp.bfloat16)],
+          lambda n: [np.asarray(jnp.asarray(rnd((2, n, 4)), jnp.bfloat16)), np.asarray(jnp.asarray(rnd((3, 4, 5)), jnp.bfloat16))],
+          rtol=1e-6, atol=1e-6)
+
+
 def test_conv_nan_and_inf_propagate():
     fn = conv((1,), "SAME", ("NCH", "OIH", "NCH"))
 

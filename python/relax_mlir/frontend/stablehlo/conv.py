@@ -3,7 +3,8 @@
 """
 from __future__ import annotations
 
-from relax_mlir.frontend.stablehlo.common import _bools, _ints, _res
+from relax_mlir.frontend.stablehlo.common import _bools, _dtype_attr, _ints, _res
+from relax_mlir.frontend.stablehlo.manipulate import _dot_operands
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import const
 
@@ -13,8 +14,10 @@ def _convolution(im, op, ins):
 
     lhs, rhs = ins[0], ins[1]
     rdims, dt = _res(op)
-    if lhs.dtype != rhs.dtype or lhs.dtype != dt:
-        raise ValueError(f"mixed element types in convolution ({lhs.dtype} x {rhs.dtype} -> {dt})")
+    try:  # i8 x i8 -> i32, bf16 x bf16 -> f32 (preferred_element_type): as a dot_general's operands
+        lhs, rhs, ct = _dot_operands(im, lhs, rhs, dt)
+    except ValueError:
+        raise ValueError(f"mixed element types in convolution ({lhs.dtype} x {rhs.dtype} -> {dt})") from None
     a = op.attributes
     dn = hlo.ConvDimensionNumbers(a["dimension_numbers"])
     ib, if_, isp = dn.input_batch_dimension, dn.input_feature_dimension, list(dn.input_spatial_dimensions)
@@ -45,7 +48,9 @@ def _convolution(im, op, ins):
     attrs = {"strides": ints("window_strides", 1), "lhs_dilation": ints("lhs_dilation", 1),
              "rhs_dilation": ints("rhs_dilation", 1), "pad_lo": pads[0::2], "pad_hi": pads[1::2],
              "feature_group_count": fgc, "batch_group_count": bgc}
-    c = im.emit("relax.conv", [x, w], ns + 2, dt, attrs, dims=canon)
+    c = im.emit("relax.conv", [x, w], ns + 2, ct, attrs, dims=canon)
+    if ct != dt:
+        c = im.emit("relax.astype", [c], ns + 2, dt, {"dtype": _dtype_attr(dt)}, dims=canon)
     inv = [order.index(j) for j in range(ns + 2)]
     return im.permute(c, inv)
 
