@@ -50,6 +50,26 @@ def test_every_unsupported_op_at_once():
         "a.py:6:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_sgetrf"]
 
 
+TWO_TARGETS = """
+func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = stablehlo.custom_call @lapack_ssyevd_ffi(%arg0) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":1:1)
+  %1 = stablehlo.custom_call @lapack_sgesdd_ffi(%0) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":2:1)
+  %2 = stablehlo.custom_call @lapack_sgesdd_ffi(%1) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":3:1)
+  return %2 : tensor<4x4xf32>
+}
+"""
+
+
+def test_each_custom_call_target_is_named():
+    """Unsupported custom calls are grouped per call target, each named with its own locations."""
+    with pytest.raises(UnsupportedOpsError) as info:
+        import_stablehlo(TWO_TARGETS)
+    assert render_error(info.value, "in.mlir").splitlines() == [
+        "a.py:1:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_ssyevd_ffi",
+        "a.py:2:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_sgesdd_ffi "
+        "(2 occurrences; also at a.py:3:1)"]
+
+
 SHARDED = """
 module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["x"=1]>

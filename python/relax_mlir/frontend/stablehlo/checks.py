@@ -59,10 +59,10 @@ def check_supported_ops(module, spmd: bool = False) -> None:
             funcs[_string(op.attributes["sym_name"])] = op
         elif name.startswith("sdy."):
             notes[name] = notes.get(name, 0) + 1
-    groups: dict[str, tuple[str, list[str]]] = {}
+    groups: dict[tuple[str, str], list[str]] = {}  # (op name, reason: a custom_call's target) -> locations
 
-    def bad(key, why, loc):
-        groups.setdefault(key, (why, []))[1].append(str(loc))
+    def bad(name, why, loc):
+        groups.setdefault((name, why), []).append(str(loc))
 
     def note_attrs(op):
         for key in ("arg_attrs", "res_attrs"):
@@ -117,7 +117,7 @@ def check_supported_ops(module, spmd: bool = False) -> None:
         seen.add(fname)
         visit(funcs[fname])
     if groups:
-        raise UnsupportedOpsError([(k, why, locs) for k, (why, locs) in groups.items()])
+        raise UnsupportedOpsError([(name, why, locs) for (name, why), locs in groups.items()])
     if notes and not spmd:
         what = ", ".join(f"{n} x{c}" for n, c in sorted(notes.items()))
         _log.warning("relax-mlir: sharding annotations dropped (%s): the module is compiled for one device", what)
