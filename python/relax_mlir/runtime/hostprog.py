@@ -89,11 +89,12 @@ def _elem(t) -> str:
 
 
 class _Extractor:
-    def __init__(self, module_op, target: str):
+    def __init__(self, module_op, target: str, platform: str | None = None):
         from mlir import ir
 
         self.ir = ir
         self.target = target
+        self.platform = platform or {"cuda": "CUDA", "vulkan": "Vulkan"}.get(target, target)
         self.module_op = module_op
         self.globals: dict[str, dict] = {}
         self.global_ops = {}
@@ -247,8 +248,7 @@ class _Extractor:
         else:
             # what the backend left on the host is index arithmetic, copies and launches; an op on
             # elements here is a kernel it did not map onto the device (a sort along a dynamic axis)
-            where = {"cuda": "CUDA", "vulkan": "Vulkan"}.get(self.target, self.target)
-            raise HostError(f"'{n}' in the host program is not supported on {where} (the host program runs "
+            raise HostError(f"'{n}' in the host program is not supported on {self.platform} (the host program runs "
                             f"index arithmetic, copies and kernel launches only)")
 
     def affine(self, e) -> list:
@@ -329,17 +329,18 @@ class _Extractor:
         return {"kind": "scalar", "type": s, "pack": _SCALAR_PACK[s]}
 
 
-def extract(module_op, target: str) -> dict:
+def extract(module_op, target: str, platform: str | None = None) -> dict:
     """The host side of every public entry of a lowered module, as a JSON-able program.
 
     `target` is "vulkan" (after backend/spirv.py's `to-spirv` stage) or "cuda" (after
-    backend/gpu.py's `map` stage): it decides the kernel-argument ABI and the index width."""
+    backend/gpu.py's `map` stage): it decides the kernel-argument ABI and the index width.
+    `platform` names the platform in errors (WebGPU runs the Vulkan ABI); default: the target's."""
     from mlir import ir
 
     if target not in ("vulkan", "cuda"):
         raise ValueError(f"unknown host-program target {target!r}")
     op = module_op.operation if hasattr(module_op, "operation") else module_op
-    ex = _Extractor(op, target)
+    ex = _Extractor(op, target, platform)
     entries = {}
     with op.context:
         for f in op.regions[0].blocks[0].operations:

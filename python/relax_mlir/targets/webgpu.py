@@ -62,7 +62,7 @@ def compile_webgpu(module, options: spirv.SPIRVOptions | None = None):
                 raise
             raise LoweringError(e.stage, e.pipeline, e.diagnostics.replace("on Vulkan", "on WebGPU")) from None
         sigs = entry_signatures(op)
-        program = json.loads(json.dumps(extract(op, "vulkan")))  # the Vulkan ABI: index as i32
+        program = json.loads(json.dumps(extract(op, "vulkan", "WebGPU")))  # the Vulkan ABI: index as i32
         program["target"] = "webgpu"
         kernels = webgpu_kernels(op, program)
 

@@ -144,9 +144,10 @@ def test_sort_on_vulkan_static_axis_runs_symbolic_axis_is_refused():
     from toolchecks import vulkan_adapter
 
     (n,) = export.symbolic_shape("n")
-    with pytest.raises(CompileError, match="is not supported on Vulkan"):
-        relax_mlir.compile(relax_mlir.from_jax(lambda x: jnp.sort(x, axis=0), S((n, 3), jnp.float32)),
-                           target="vulkan")
+    for target, name in (("vulkan", "Vulkan"), ("webgpu", "WebGPU")):
+        with pytest.raises(CompileError, match=f"is not supported on {name}"):
+            relax_mlir.compile(relax_mlir.from_jax(lambda x: jnp.sort(x, axis=0), S((n, 3), jnp.float32)),
+                               target=target)
     f = lambda x: jnp.sort(x, axis=1)  # noqa: E731
     exe = relax_mlir.compile(relax_mlir.from_jax(f, S((n, 6), jnp.float32)), target="vulkan")
     if not vulkan_adapter():
