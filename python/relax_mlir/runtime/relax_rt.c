@@ -672,12 +672,14 @@ static int run_one_task(void) {
   if (!t) return 0;
   void *handle = t->handle;
   coro_resume_t resume = t->resume;
-  fp_adopt(t->fp);
+  unsigned fp = t->fp, mine = fp_control(); /* an awaiting caller may run another caller's task */
   pthread_mutex_lock(&task_mu);
   t->next = task_free;
   task_free = t;
   pthread_mutex_unlock(&task_mu);
+  fp_adopt(fp);
   run_task(handle, resume);
+  fp_adopt(mine);
   return 1;
 }
 
