@@ -123,6 +123,12 @@ def check_supported_ops(module, spmd: bool = False) -> None:
         _log.warning("relax-mlir: sharding annotations dropped (%s): the module is compiled for one device", what)
 
 
+_COMPLEX = frozenset({"complex<f32>", "complex<f64>"})
+_COMPLEX_BOUNDARY = ("complex arguments and results are not supported; pass the real and imaginary parts "
+                     "(z.real, z.imag) and combine them inside the function (jax.lax.complex(re, im)), return "
+                     "z.real and z.imag")
+
+
 _SHARDING_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
 
 
@@ -137,25 +143,46 @@ def _element_type(t) -> str | None:
 def check_element_types(module) -> None:
     """Raise UnsupportedTypesError naming every op (with its location) whose operands or results
     have an element type relax does not support (ui64, i4, complex, f8 ...), all at once."""
+    from relax_mlir.frontend.stablehlo.complex import COMPLEX_CONVERTERS
+
     items: list[UnsupportedOpError] = []
     supported = ", ".join(sorted(_DTYPES))
+
+    def complex_ok(t) -> bool:  # complex values inside the function are pairs of real parts
+        return _element_type(t) in _COMPLEX
 
     def visit(op):
         name = op.operation.name
         if name == "func.func":
+            main = _string(op.attributes["sym_name"]) == "main"
             for r in op.regions:
                 for b in r.blocks:
                     for i, a in enumerate(b.arguments):
                         dt = _element_type(a.type)
-                        if dt is not None and dt not in _DTYPES:
+                        if main and dt in _COMPLEX:
+                            items.append(UnsupportedOpError(name, str(op.location), f"argument #{i} has element type "
+                                                                                     f"{dt}: {_COMPLEX_BOUNDARY}"))
+                        elif dt is not None and dt not in _DTYPES and not complex_ok(a.type):
                             items.append(UnsupportedOpError(name, str(op.location), f"argument #{i} has element type "
                                                                                      f"{dt} (supported: {supported})"))
+            if main:
+                for i, t in enumerate(op.type.results):
+                    if complex_ok(t):
+                        items.append(UnsupportedOpError(name, str(op.location), f"result #{i} has element type "
+                                                                                 f"{_element_type(t)}: {_COMPLEX_BOUNDARY}"))
         else:
+            cplx = False
             for i, r in enumerate(op.results):
                 dt = _element_type(r.type)
-                if dt is not None and dt not in _DTYPES:
+                if complex_ok(r.type):
+                    cplx = True
+                elif dt is not None and dt not in _DTYPES:
                     items.append(UnsupportedOpError(name, str(op.location), f"result #{i} has element type {dt} "
                                                                              f"(supported: {supported})"))
+            cplx = cplx or any(complex_ok(o.type) for o in op.operands)
+            if cplx and name not in COMPLEX_CONVERTERS and name not in _STRUCTURAL:
+                items.append(UnsupportedOpError(name, str(op.location), "on complex numbers (supported: "
+                                                + ", ".join(sorted(n.split(".")[-1] for n in COMPLEX_CONVERTERS)) + ")"))
         for r in op.regions:
             for b in r.blocks:
                 for inner in b.operations:

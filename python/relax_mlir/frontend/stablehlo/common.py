@@ -25,10 +25,17 @@ def _is_name(s: str) -> bool:
     return s.isascii() and s.isidentifier()
 
 
+# Set while a converter runs on the real and imaginary parts of complex values (complex.py): a
+# complex element type then reads as its part's type.
+_REAL_PARTS = [False]
+
+
 def _jax_dtype(t) -> str:
     """The relax dtype name of a jax-MLIR element type, or the type's text when relax has none."""
     from jax._src.lib.mlir import ir as jir
 
+    if _REAL_PARTS[0] and isinstance(t, jir.ComplexType):
+        t = jir.ComplexType(t).element_type
     if isinstance(t, jir.IntegerType):
         if t.is_signless and t.width in (1, 8, 16, 32, 64):
             return f"i{t.width}"
@@ -170,6 +177,37 @@ class Val:
         self.dtype = dtype
         self.dims = list(dims)
         self.known = known
+
+
+class CVal:
+    """An imported complex value: its real and imaginary parts, two real `Val`s of one shape."""
+
+    __slots__ = ("re", "im")
+
+    def __init__(self, re: Val, im: Val):
+        self.re = re
+        self.im = im
+
+    @property
+    def dims(self) -> list:
+        return self.re.dims
+
+    @property
+    def dtype(self) -> str:
+        return f"complex<{self.re.dtype}>"
+
+    known = None
+
+
+def complex_part_type(t) -> str | None:
+    """The part type ("f32", "f64") of a jax-MLIR complex tensor or element type, else None."""
+    from jax._src.lib.mlir import ir as jir
+
+    if isinstance(t, jir.ShapedType):
+        t = t.element_type
+    if not isinstance(t, jir.ComplexType):
+        return None
+    return _jax_dtype(jir.ComplexType(t).element_type)
 
 
 def _jax_ttype(t):

@@ -13,8 +13,9 @@ from relax_mlir.core.module import Module
 from relax_mlir.core.pipeline import run_pipeline
 from relax_mlir.core.session import Session
 from relax_mlir.frontend.stablehlo.checks import check_element_types, check_supported_ops
-from relax_mlir.frontend.stablehlo.common import (Val, _DTYPES, _attr, _dtype_attr, _elt, _is_name, _is_symbolic,
+from relax_mlir.frontend.stablehlo.common import (CVal, Val, _DTYPES, _attr, _dtype_attr, _elt, _is_name, _is_symbolic,
                                                   _jax_ttype, _qtype, _scalar_attr, _splat, _string, _subs, _ttype)
+from relax_mlir.frontend.stablehlo.complex import convert_complex, touches_complex
 from relax_mlir.frontend.stablehlo.errors import StableHLOParseError, UnsupportedOpError, _file_position
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
@@ -302,19 +303,22 @@ class Importer:
             self.scope = env  # what a converter of an op with regions (stablehlo.while) sees
             try:
                 outs = None
-                if self.spmd is not None:  # a data op on sharded global views (sharding.py)
-                    outs = self.spmd.partition(self, op, ins)
-                if outs is None:
-                    outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
-                if outs is None:
-                    outs = fold_known(self, op, ins) or conv(self, op, ins)
+                if touches_complex(op, ins):  # complex values as pairs of real parts (complex.py)
+                    outs = convert_complex(self, op, ins)
+                else:
+                    if self.spmd is not None:  # a data op on sharded global views (sharding.py)
+                        outs = self.spmd.partition(self, op, ins)
+                    if outs is None:
+                        outs = _fold_shape_scalar(self, op, ins)  # a known dim computation (jax's d // k)
+                    if outs is None:
+                        outs = fold_known(self, op, ins) or conv(self, op, ins)
             except UnsupportedOpError:
                 raise
             except (ValueError, KeyError, IndexError, TypeError) as e:
                 raise UnsupportedOpError(name, str(op.location), str(e)) from e
             if outs is None:
                 outs = []
-            if isinstance(outs, Val):
+            if isinstance(outs, (Val, CVal)):
                 outs = [outs]
             for r, v in zip(op.results, outs):
                 env[r] = v

@@ -1,0 +1,156 @@
+"""Complex numbers inside a function (frontend/stablehlo/complex.py: pairs of real parts): the FFT
+family against jax.jit over a symbolic batch at several sizes from one compile (table lengths, a
+prime, lengths split by Cooley-Tukey), arithmetic on every pair of special values (signed zeros,
+infinities, NaN) as XLA computes it, products and sums of complex tensors, and the refusals:
+complex arguments / results, and ops without a complex form, named all at once."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+from jaxcheck import check, spec  # noqa: E402
+
+import relax_mlir  # noqa: E402
+from relax_mlir.frontend.jax import from_jax  # noqa: E402
+from relax_mlir.frontend.stablehlo import UnsupportedOpError  # noqa: E402
+
+
+def _parts(*zs):
+    out = []
+    for z in zs:
+        out += [z.real, z.imag] if jnp.iscomplexobj(z) else [z]
+    return tuple(out)
+
+
+def _rows(shape):
+    return lambda n: [np.random.default_rng(n).standard_normal((n,) + shape).astype(np.float32)]
+
+
+def test_fft_family_matches_jax():
+    (b,) = jax.export.symbolic_shape("b")
+
+    def f(x):
+        z = x.astype(jnp.complex64) * (1 + 0.5j)
+        return _parts(jnp.fft.fft(x), jnp.fft.ifft(z, axis=1), jnp.fft.rfft(x), jnp.fft.irfft(jnp.fft.rfft(x), n=16),
+                      jnp.fft.irfft(z[..., :9], n=16, norm="ortho"), jnp.fft.irfft(z[..., :4], n=7),
+                      jnp.fft.fft2(z), jnp.fft.ifft2(z, norm="forward"), jnp.fft.rfft2(x), jnp.fft.irfft2(z[..., :9]),
+                      jnp.fft.fftn(z, axes=(1, 2)), jnp.fft.rfft(x[..., :7]), jnp.fft.fft(z[:, :5], axis=1))
+    check(f, [spec((b, 6, 16))], _rows((6, 16)), [1, 7, 33], rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("n", [600, 1031, 1024])
+def test_fft_long_lengths(n):
+    """600 = 24 x 25 and 1024 = 32 x 32 are split (Cooley-Tukey), the prime 1031 is one table."""
+    (b,) = jax.export.symbolic_shape("b")
+
+    def f(x):
+        return _parts(jnp.fft.fft(x), jnp.fft.rfft(x), jnp.fft.irfft(jnp.fft.rfft(x) * 1j, n=n), jnp.fft.ifft(x))
+    check(f, [spec((b, n))], _rows((n,)), [1, 3], rtol=1e-4, atol=2e-4)
+
+
+def test_fft_empty_batch():
+    check(lambda x: _parts(jnp.fft.rfft(x), jnp.fft.fft(x)), [spec((0, 8))], lambda n: [np.zeros((0, 8), np.float32)],
+          [1], rtol=0, atol=0)
+
+
+def test_fft_convolution_and_spectral_layer():
+    """What users write: a long convolution by FFT (S4 / Hyena) and an FNO-style spectral layer
+    whose complex weights are built inside from real parameters."""
+    b, s = jax.export.symbolic_shape("b, s")
+
+    def conv(x, k):
+        n = 2 * 32
+        return jnp.fft.irfft(jnp.fft.rfft(x, n=n) * jnp.fft.rfft(k, n=n), n=n)[..., :32]
+
+    def spectral(x, wr, wi):
+        w = lax.complex(wr, wi)
+        xf = jnp.fft.rfft(x, axis=-1)[..., :6]
+        yf = jnp.einsum("bci,coi->boi", xf, w)
+        return jnp.fft.irfft(yf, n=x.shape[-1], axis=-1)
+
+    rng = np.random.default_rng(0)
+    k = rng.standard_normal(32).astype(np.float32)
+    check(conv, [spec((b, 32)), spec((32,))], lambda n: [rng.standard_normal((n, 32)).astype(np.float32), k],
+          [1, 5, 64], rtol=1e-4, atol=1e-4)
+    wr, wi = (rng.standard_normal((3, 4, 6)).astype(np.float32) for _ in range(2))
+    check(spectral, [spec((b, 3, 20)), spec((3, 4, 6)), spec((3, 4, 6))],
+          lambda n: [rng.standard_normal((n, 3, 20)).astype(np.float32), wr, wi], [1, 2, 9], rtol=1e-4, atol=1e-4)
+
+
+_SPECIAL = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 1e-30, 7.0, 0.1], np.float32)
+
+
+def test_arithmetic_on_special_values_as_xla():
+    """Every pair of special values: products (XLA's FMA leaves a rounding residue where the exact
+    result cancels to 0: within atol), quotients (Smith's algorithm and its NaN recoveries), abs,
+    exp, log, sqrt, sign, compare, conj, angle; NaN positions and infinities exactly."""
+    (n,) = jax.export.symbolic_shape("n")
+
+    def f(ar, ai, br, bi):
+        a, b = lax.complex(ar, ai), lax.complex(br, bi)
+        return _parts(a * b, a / b, jnp.abs(a), jnp.exp(a), jnp.log(a), jnp.sqrt(a), jnp.sign(a), a == b, a != b,
+                      jnp.conj(a), jnp.angle(a), a + b, a - b, -a)
+    re, im = (g.reshape(-1) for g in np.meshgrid(_SPECIAL, _SPECIAL, indexing="ij"))
+    i, k = np.repeat(np.arange(re.size), re.size), np.tile(np.arange(re.size), re.size)
+    args = [re[i], im[i], re[k], im[k]]
+    exe = relax_mlir.compile(from_jax(f, *[spec((n,))] * 4))
+    want = [np.asarray(w) for w in jax.jit(f)(*args)]
+    got = exe(*args)
+    assert len(got) == len(want)
+    for j, (g, w) in enumerate(zip(got, want)):
+        g = np.asarray(g)
+        assert g.dtype == w.dtype and g.shape == w.shape, j
+        if w.dtype == bool:
+            np.testing.assert_array_equal(g, w, err_msg=f"result {j}")
+            continue
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"result {j}: NaN positions")
+        inf = np.isinf(w)
+        np.testing.assert_array_equal(g[inf], w[inf], err_msg=f"result {j}: infinities")
+        np.testing.assert_allclose(g[~inf], w[~inf], rtol=1e-5, atol=1e-7, err_msg=f"result {j}")
+
+
+def test_products_sums_and_structure():
+    b, s = jax.export.symbolic_shape("b, s")
+
+    def f(xr, xi, w):
+        z = lax.complex(xr, xi)
+        m = z @ (w + 2j * w.T)
+        y = jnp.concatenate([z, z[:, ::-1] * 1j], axis=1).reshape(-1, 2, 4).transpose(0, 2, 1)
+        sel = jnp.where(xr > 0, z, jnp.conj(z))
+        return _parts(m, y, sel, z.sum(axis=1), z.mean(), jnp.pad(z, ((0, 0), (1, 2))), z[:, 1:3] / (z[:, :2] + 3),
+                      jnp.abs(m), (z * z.conj()).real, jnp.einsum("bi,bj->bij", z, z.conj()),
+                      jnp.prod(z, axis=1), jnp.sin(z), jnp.cos(z), z.astype(jnp.complex64) == z[:, ::-1])
+
+    def make(n):
+        rng = np.random.default_rng(n)
+        return [rng.standard_normal((n, 4)).astype(np.float32), rng.standard_normal((n, 4)).astype(np.float32),
+                rng.standard_normal((4, 4)).astype(np.float32)]
+    check(f, [spec((b, 4)), spec((b, 4)), spec((4, 4))], make, [1, 7, 40], rtol=1e-5, atol=1e-5)
+
+
+def test_complex128_under_x64():
+    (b,) = jax.export.symbolic_shape("b")
+    with jax.enable_x64(True):
+        check(lambda x: _parts(jnp.fft.fft(x), jnp.exp(1j * x) / (x + 1j)), [spec((b, 12), jnp.float64)],
+              lambda n: [np.random.default_rng(n).standard_normal((n, 12))], [1, 5], rtol=1e-12, atol=1e-12)
+
+
+def test_complex_arguments_and_unsupported_ops_are_refused_by_name():
+    (b,) = jax.export.symbolic_shape("b")
+    with pytest.raises(UnsupportedOpError) as e:
+        from_jax(lambda z: z * 2, spec((b, 4), jnp.complex64))
+    assert "argument #0 has element type complex<f32>" in str(e.value) and "real and imaginary parts" in str(e.value)
+    with pytest.raises(UnsupportedOpError) as e:
+        from_jax(lambda x: jnp.fft.fft(x), spec((b, 4)))
+    assert "result #0 has element type complex<f32>" in str(e.value)
+    with pytest.raises(UnsupportedOpError) as e:
+        from_jax(lambda x: _parts(jnp.tanh(x * 1j), jnp.cumsum(x * 1j, axis=1), jnp.sqrt(x + 0j)), spec((b, 4)))
+    assert [i.op_name for i in e.value.items] == ["stablehlo.tanh", "stablehlo.reduce_window"], str(e.value)
+    assert all("on complex numbers" in i.why for i in e.value.items), str(e.value)
+    with pytest.raises(UnsupportedOpError, match="a complex product over dim b"):
+        from_jax(lambda x: _parts(jnp.prod(x * 1j, axis=0)), spec((b, 4)))
