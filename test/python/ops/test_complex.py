@@ -69,9 +69,11 @@ def test_fft_convolution_and_spectral_layer():
 
     def spectral(x, wr, wi):
         w = lax.complex(wr, wi)
-        xf = jnp.fft.rfft(x, axis=-1)[..., :6]
-        yf = jnp.einsum("bci,coi->boi", xf, w)
-        return jnp.fft.irfft(yf, n=x.shape[-1], axis=-1)
+        xf = jnp.fft.rfft(x, axis=-1)
+        out = jnp.zeros((x.shape[0], 4, x.shape[-1] // 2 + 1), jnp.complex64)
+        out = out.at[:, :, :6].set(jnp.einsum("bci,coi->boi", xf[..., :6], w))  # a scatter of complex values
+        y, xf = lax.optimization_barrier((jnp.fft.irfft(out, n=x.shape[-1], axis=-1), xf))
+        return y, jnp.abs(xf).sum(-1)
 
     rng = np.random.default_rng(0)
     k = rng.standard_normal(32).astype(np.float32)
@@ -131,6 +133,23 @@ def test_products_sums_and_structure():
         return [rng.standard_normal((n, 4)).astype(np.float32), rng.standard_normal((n, 4)).astype(np.float32),
                 rng.standard_normal((4, 4)).astype(np.float32)]
     check(f, [spec((b, 4)), spec((b, 4)), spec((4, 4))], make, [1, 7, 40], rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_set_and_add():
+    (b,) = jax.export.symbolic_shape("b")
+
+    def f(xr, xi, i):
+        z = lax.complex(xr, xi)
+        return _parts(jnp.zeros((6,), jnp.complex64).at[i].set(z[:, 0]), jnp.ones((6,), jnp.complex64).at[i].add(z[:, 1]))
+
+    def make(n):
+        rng = np.random.default_rng(n)
+        return [rng.standard_normal((n, 3)).astype(np.float32), rng.standard_normal((n, 3)).astype(np.float32),
+                rng.permutation(max(n, 6))[:n].astype(np.int32) % 6]
+    check(f, [spec((b, 3)), spec((b, 3)), spec((b,), jnp.int32)], make, [1, 5, 6], rtol=1e-6, atol=1e-6)
+    with pytest.raises(UnsupportedOpError, match="only scatters that set or add"):
+        from_jax(lambda x, i: _parts(jnp.ones((6,), jnp.complex64).at[i].multiply(x * 1j)), spec((b,)),
+                 spec((b,), jnp.int32))
 
 
 def test_complex128_under_x64():

@@ -51,7 +51,8 @@ def _on_parts(im, op, ins):
         imag = conv(im, op, _part(ins, 1))
     if isinstance(re, Val):
         return CVal(re, imag)
-    return [CVal(a, b) for a, b in zip(re, imag)]
+    # several results (optimization_barrier): a real result is its real-part run's
+    return [CVal(a, b) if complex_part_type(r.type) is not None else a for a, b, r in zip(re, imag, op.results)]
 
 
 class _Emit:
@@ -349,6 +350,18 @@ def _body_op(op) -> str | None:
     return ops[0].operation.name
 
 
+def _scatter(im, op, ins):
+    """A scatter that replaces (`x.at[i].set(z)`) or adds (`.add`): each part on its own."""
+    block = op.regions[0].blocks[0]
+    ops = list(block.operations)
+    replaces = (len(ops) == 1 and len(block.arguments) == 2
+                and [str(o.get_name()) for o in ops[0].operands] == [str(block.arguments[1].get_name())])
+    if len(op.results) != 1 or not (replaces or _body_op(op) == "stablehlo.add"):
+        raise UnsupportedOpError(op.operation.name, str(op.location),
+                                 "on complex numbers only scatters that set or add are supported")
+    return _on_parts(im, op, ins)
+
+
 _UNROLL_MAX = 64  # the most factors of a complex product reduction unrolled
 
 
@@ -617,6 +630,7 @@ COMPLEX_CONVERTERS.update({
     "stablehlo.constant": _constant,
     "stablehlo.dot_general": _dot_general,
     "stablehlo.reduce": _reduce,
+    "stablehlo.scatter": _scatter,
     "stablehlo.fft": _fft,
 })
 
