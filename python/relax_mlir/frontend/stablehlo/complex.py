@@ -407,7 +407,7 @@ def _reduce(im, op, ins):
 
 # --- discrete Fourier transforms ------------------------------------------------------------
 
-_DENSE_MAX = 512  # the largest length transformed by one table product (two n x n tables)
+_DENSE_MAX = 64  # the largest length transformed by one table product (512 was 1.5-3x slower: bench/fft.py)
 _PRIME_MAX = 4096  # the largest length without a factor to split on (tables of 64 MiB in f32)
 
 
