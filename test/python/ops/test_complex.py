@@ -152,6 +152,31 @@ def test_scatter_set_and_add():
                  spec((b,), jnp.int32))
 
 
+def test_control_flow_and_windows_carry_complex_values():
+    """A scan whose carry is complex (a diagonal linear recurrence, as S4D / LRU), a while loop that
+    captures a complex value, cond / switch returning complex values, cumsum and a summing window."""
+    b, s = jax.export.symbolic_shape("b, s")
+
+    def f(x, k):
+        z = jnp.fft.rfft(x)
+
+        def step(h, zt):
+            h = h * (0.5 + 0.25j) + zt
+            return h, (jnp.abs(h), h)
+        last, (mags, hs) = lax.scan(step, jnp.zeros(z.shape[:1], jnp.complex64), z.T)
+        acc = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + (z * c[0]).real.sum()), (0, x.sum()))[1]
+        y = x * (1 + 2j)
+        r = lax.cond(k[0] > 0, lambda: y * 2, lambda: jnp.conj(y))
+        r = lax.switch(k[0] % 3, [lambda a: a, lambda a: a * 1j, lambda a: a + x], r)
+        w = lax.reduce_window(y, 0j, lax.add, (1, 3), (1, 1), "SAME")
+        return _parts(last, mags, hs, acc, r, jnp.cumsum(y, axis=1), w)
+
+    def make(n):
+        rng = np.random.default_rng(n)
+        return [[rng.standard_normal((n, 8)).astype(np.float32), np.int32([k])] for k in (1, -1, 2)]
+    check(f, [spec((b, 8)), spec((1,), jnp.int32)], make, [1, 3, 20], rtol=1e-5, atol=1e-5, cases=True)
+
+
 def test_complex128_under_x64():
     (b,) = jax.export.symbolic_shape("b")
     with jax.enable_x64(True):
@@ -168,8 +193,10 @@ def test_complex_arguments_and_unsupported_ops_are_refused_by_name():
         from_jax(lambda x: jnp.fft.fft(x), spec((b, 4)))
     assert "result #0 has element type complex<f32>" in str(e.value)
     with pytest.raises(UnsupportedOpError) as e:
-        from_jax(lambda x: _parts(jnp.tanh(x * 1j), jnp.cumsum(x * 1j, axis=1), jnp.sqrt(x + 0j)), spec((b, 4)))
-    assert [i.op_name for i in e.value.items] == ["stablehlo.tanh", "stablehlo.reduce_window"], str(e.value)
+        from_jax(lambda x: _parts(jnp.tanh(x * 1j), (x + 1j) ** (x * 1j), jnp.sqrt(x + 0j)), spec((b, 4)))
+    assert [i.op_name for i in e.value.items] == ["stablehlo.tanh", "stablehlo.power"], str(e.value)
     assert all("on complex numbers" in i.why for i in e.value.items), str(e.value)
     with pytest.raises(UnsupportedOpError, match="a complex product over dim b"):
         from_jax(lambda x: _parts(jnp.prod(x * 1j, axis=0)), spec((b, 4)))
+    with pytest.raises(UnsupportedOpError, match="only windows that add"):
+        from_jax(lambda x: _parts(jnp.cumprod(x * 1j, axis=1)), spec((b, 4)))

@@ -183,6 +183,8 @@ class CVal:
     """An imported complex value: its real and imaginary parts, two real `Val`s of one shape."""
 
     __slots__ = ("re", "im")
+    value = None  # never a single relax value
+    known = None
 
     def __init__(self, re: Val, im: Val):
         self.re = re
@@ -195,8 +197,6 @@ class CVal:
     @property
     def dtype(self) -> str:
         return f"complex<{self.re.dtype}>"
-
-    known = None
 
 
 def complex_part_type(t) -> str | None:
@@ -243,8 +243,8 @@ def _splat_value(v):
     """The Python value of a splat stablehlo.constant defining `v`, or None."""
     from jax._src.lib.mlir import ir
     owner = v.owner
-    if getattr(owner, "name", None) != "stablehlo.constant":
-        return None
+    if getattr(owner, "name", None) != "stablehlo.constant" or complex_part_type(v.type) is not None:
+        return None  # (jax's bindings cannot read a complex elements attribute)
     attr = owner.attributes["value"]
     if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
         return None

@@ -362,6 +362,32 @@ def _scatter(im, op, ins):
     return _on_parts(im, op, ins)
 
 
+def _constant_parts(v) -> tuple[float, float] | None:
+    """(re, im) of the complex splat constant behind jax value `v` (through scalar broadcasts and
+    reshapes), or None."""
+    while getattr(v.owner, "name", None) in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
+        v = v.owner.operands[0]
+    if getattr(v.owner, "name", None) != "stablehlo.constant":
+        return None
+    vals = _literal_values(v.owner.get_asm(enable_debug_info=False), complex_part_type(v.type))
+    if not len(vals) or (vals != vals[0]).any():
+        return None
+    return float(vals[0][0]), float(vals[0][1])
+
+
+def _window_sum(im, op, ins):
+    """A reduce_window that adds (cumsum, sum pooling): each part on its own, from its part of the
+    init (padding holds it)."""
+    from relax_mlir.frontend.stablehlo.window import _reduce_window
+
+    if len(op.results) != 1 or len(ins) != 2 or _body_op(op) != "stablehlo.add":
+        raise UnsupportedOpError(op.operation.name, str(op.location),
+                                 "on complex numbers only windows that add are supported")
+    (x, init), parts = ins, _constant_parts(op.operands[1]) or (None, None)
+    with real_parts():
+        return CVal(_reduce_window(im, op, [x.re, init.re], parts[0]), _reduce_window(im, op, [x.im, init.im], parts[1]))
+
+
 _UNROLL_MAX = 64  # the most factors of a complex product reduction unrolled
 
 
@@ -614,6 +640,12 @@ _GENERIC = ("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim", 
 # StableHLO op -> converter of the op on complex operands or results (the importer dispatches here
 # whenever an operand is a CVal or a result type is complex).
 COMPLEX_CONVERTERS = {name: _on_parts for name in _GENERIC}
+# control flow carries, captures and returns complex values as their parts (control_flow.py)
+def _as_real_converter(im, op, ins):
+    return CONVERTERS[op.operation.name](im, op, ins)
+
+
+COMPLEX_CONVERTERS.update({name: _as_real_converter for name in ("stablehlo.while", "stablehlo.if", "stablehlo.case")})
 COMPLEX_CONVERTERS.update({
     "stablehlo.multiply": _multiply,
     "stablehlo.divide": _divide,
@@ -631,6 +663,7 @@ COMPLEX_CONVERTERS.update({
     "stablehlo.dot_general": _dot_general,
     "stablehlo.reduce": _reduce,
     "stablehlo.scatter": _scatter,
+    "stablehlo.reduce_window": _window_sum,
     "stablehlo.fft": _fft,
 })
 

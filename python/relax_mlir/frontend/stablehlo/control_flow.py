@@ -5,17 +5,33 @@ Each region of a StableHLO while / if / case becomes a private graph function ma
 then the outer values the region uses (captures). A capture that the importer knows symbolically
 (a small integer shape computation, such as jax's dimension-variable argument) is not passed: it
 is re-materialized inside the function where used. Parameter types are left unknown ("?") here;
-relax-infer-shapes gives each region function the types of its op's operands.
+relax-infer-shapes gives each region function the types of its op's operands. A complex value
+(`CVal`, complex.py) is carried, captured and returned as its two parts.
 """
 from __future__ import annotations
 
 from mlir import ir
 
-from relax_mlir.frontend.stablehlo.common import Val, _dtype_attr, _merge_dims, _qtype
+from relax_mlir.frontend.stablehlo.common import CVal, Val, _dtype_attr, _merge_dims, _qtype, complex_part_type
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.importer import Importer
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import const, sym
+
+
+def _flat(vals) -> list[Val]:
+    """Values with each complex one as its two parts."""
+    out = []
+    for v in vals:
+        out += [v.re, v.im] if isinstance(v, CVal) else [v]
+    return out
+
+
+def _unflat(results, like: list) -> list:
+    """Values shaped as `like` (complex where `like` is) from the flat MLIR `results`."""
+    it = iter(results)
+    return [CVal(Val(next(it), v.re.dtype, v.dims), Val(next(it), v.im.dtype, v.dims)) if isinstance(v, CVal)
+            else Val(next(it), v.dtype, v.dims) for v in like]
 
 
 def _region_free_values(regions) -> list:
@@ -121,7 +137,7 @@ def _cf_outline(im: Importer, kind: str, region, params: list[Val], passed: list
         raise UnsupportedOpError(f"stablehlo.{kind}", "", "a region with more than one block")
     block = region.blocks[0]
     name = kind
-    types = [_qtype(len(v.dims), v.dtype) for v in params]
+    types = [_qtype(len(v.dims), v.dtype) for v in _flat(params)]
     loc = im.loc
     with ir.InsertionPoint(im.relax_module.body):
         f = ir.Operation.create("func.func", regions=1, loc=loc, attributes={
@@ -131,8 +147,7 @@ def _cf_outline(im: Importer, kind: str, region, params: list[Val], passed: list
     fblock = f.regions[0].blocks.append(*types, arg_locs=[loc] * len(types))
     # fresh Vals per region: materializing one emits its op in this region's function
     env = {k: Val(None, v.dtype, v.dims, list(v.known)) for k, v in remat.items()}
-    for i, (a, v) in enumerate(zip(fblock.arguments, params)):
-        inner = Val(a, v.dtype, v.dims)  # a carried value changes from iteration to iteration
+    for i, inner in enumerate(_unflat(fblock.arguments, params)):  # a carried value changes each iteration
         if i < n_block_args:
             env[block.arguments[i]] = inner
         else:
@@ -140,7 +155,7 @@ def _cf_outline(im: Importer, kind: str, region, params: list[Val], passed: list
     with ir.InsertionPoint(fblock):
         outs, ret_loc = im.run_block(block, env)
         im.loc = ret_loc
-        rets = [im.use(o) for o in outs]
+        rets = [im.use(o) for o in _flat(outs)]
         ir.Operation.create("func.return", operands=rets, loc=ret_loc)
     im.loc = loc
     f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(types, [r.type for r in rets]))
@@ -159,7 +174,8 @@ def _cf_result_dims(branch_outs: list[list[Val]], i: int, rank: int) -> list:
 def _while(im, op, ins):
     n = len(ins)
     cond_r, body_r = op.regions[0], op.regions[1]
-    carried = [Val(None, v.dtype, v.dims) for v in ins]
+    carried = [CVal(Val(None, v.re.dtype, v.dims), Val(None, v.im.dtype, v.dims)) if isinstance(v, CVal)
+               else Val(None, v.dtype, v.dims) for v in ins]
     passed, cap_vals, remat = _cf_captures(im, [cond_r, body_r], carried)
     params = carried + cap_vals
     prefix = _cf_name(im, "while")
@@ -167,12 +183,13 @@ def _while(im, op, ins):
     body, outs = _cf_outline(im, f"{prefix}_body", body_r, params, passed, remat, n)
     if len(outs) != n:
         raise UnsupportedOpError("stablehlo.while", str(op.location), f"the body returns {len(outs)} values for {n} carried")
-    operands = [im.use(v) for v in ins] + [im.use(v) for v in cap_vals]
-    w = ir.Operation.create("relax_v.while", results=[_qtype(len(v.dims), v.dtype) for v in ins], operands=operands,
+    flat = _flat(ins)
+    operands = [im.use(v) for v in flat] + [im.use(v) for v in _flat(cap_vals)]
+    w = ir.Operation.create("relax_v.while", results=[_qtype(len(v.dims), v.dtype) for v in flat], operands=operands,
                             attributes={"cond": ir.FlatSymbolRefAttr.get(cond), "body": ir.FlatSymbolRefAttr.get(body),
-                                        "carried": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n)},
+                                        "carried": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(flat))},
                             loc=im.loc)
-    return [Val(r, v.dtype, v.dims) for r, v in zip(w.results, ins)]
+    return _unflat(w.results, ins)
 
 
 def _branches(im, op, selector: Val, opname: str, kinds: list[str], attrs_of):
@@ -185,12 +202,16 @@ def _branches(im, op, selector: Val, opname: str, kinds: list[str], attrs_of):
                                      f"a branch returns {len(o)} values, the op has {len(op.results)} results")
         names.append(nm)
         outs.append(o)
-    rtypes = [im.ttype(r.type) for r in op.results]
-    operands = [im.use(selector)] + [im.use(v) for v in cap_vals]
-    c = ir.Operation.create(opname, results=[_qtype(len(d), dt) for d, dt in rtypes], operands=operands,
+    like = []
+    for i, r in enumerate(op.results):
+        d, dt = im.ttype(r.type)
+        d = _merge_dims(d, _cf_result_dims(outs, i, len(d)))
+        part = complex_part_type(r.type)
+        like.append(CVal(Val(None, part, d), Val(None, part, d)) if part else Val(None, dt, d))
+    operands = [im.use(selector)] + [im.use(v) for v in _flat(cap_vals)]
+    c = ir.Operation.create(opname, results=[_qtype(len(v.dims), v.dtype) for v in _flat(like)], operands=operands,
                             attributes=attrs_of(names), loc=im.loc)
-    return [Val(r, dt, _merge_dims(d, _cf_result_dims(outs, i, len(d))))
-            for i, (r, (d, dt)) in enumerate(zip(c.results, rtypes))]
+    return _unflat(c.results, like)
 
 
 def _case(im, op, ins):

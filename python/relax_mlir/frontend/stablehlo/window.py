@@ -128,7 +128,8 @@ def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window
     return unsigned_from_order(im, res, udt) if flip else res
 
 
-def _reduce_window(im, op, ins):
+def _reduce_window(im, op, ins, init_value=None):
+    """`init_value`: the init's value where the caller knows it (a part of a complex constant)."""
     if len(op.results) != 1 or len(ins) != 2:
         raise ValueError("variadic reduce_window (several operands) is not supported")
     x, init = ins
@@ -141,7 +142,9 @@ def _reduce_window(im, op, ins):
 
     window = [const(v) for v in _ints(a["window_dimensions"])]
     pads = _ints(a["padding"]) if "padding" in a else [0] * (2 * r)
-    return _emit_reduce_window(im, op, x, init, _init_value(op.operands[1]), kind, window,
+    if init_value is None:
+        init_value = _init_value(op.operands[1])
+    return _emit_reduce_window(im, op, x, init, init_value, kind, window,
                                ints("window_strides", 1), ints("base_dilations", 1), ints("window_dilations", 1),
                                [const(p) for p in pads[0::2]], [const(p) for p in pads[1::2]])
 
