@@ -33,6 +33,10 @@ _RANGE_CUTS = 4  # cuts of a symbol's range in a proof by cases
 Operand = "Expr | int | str"
 
 
+class ContradictoryFacts(ValueError):
+    """Equalities no assignment of the symbols satisfies (2*s == 2*q + 1)."""
+
+
 class Facts:
     """Bounds and equalities over shape symbols (immutable); proves relations between Exprs."""
 
@@ -304,7 +308,11 @@ class Facts:
                 upper[q] = (hi - r) // c
             m = {s: sym(q) * c + r}
             eqs = [(_substitute(a, m, {}), _substitute(b, m, {})) for a, b in self._equalities]
-            if not Facts(lower, upper, eqs)._nonneg(_substitute(d, m, {}), split=False):
+            try:
+                case = Facts(lower, upper, eqs)
+            except ContradictoryFacts:  # no value in this residue class meets the equalities
+                continue  # (a dim 2*s taken mod 2: the odd class): nothing to prove there
+            if not case._nonneg(_substitute(d, m, {}), split=False):
                 return False
         return True
 
@@ -475,7 +483,7 @@ def _orient(eqs: tuple) -> tuple[dict, list]:
         if not d._t:
             continue
         if d.is_const:
-            raise ValueError(f"contradictory shape facts: {a0} == {b0}")
+            raise ContradictoryFacts(f"contradictory shape facts: {a0} == {b0}")
         x = _pick(a, b, d)
         if x is None:
             residuals.append(-d if d._t[0][1] < 0 else d)
@@ -490,7 +498,7 @@ def _orient(eqs: tuple) -> tuple[dict, list]:
             r = _substitute(r, one, {}) if x in r.symbols() else r
             if r.is_const:
                 if r._t:
-                    raise ValueError(f"contradictory shape facts: {a0} == {b0}")
+                    raise ContradictoryFacts(f"contradictory shape facts: {a0} == {b0}")
                 continue
             kept.append(r)
         residuals = kept

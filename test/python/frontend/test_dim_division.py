@@ -146,3 +146,12 @@ def test_b_3s_matmul_and_bad_lengths():
         c.exe(rnd(2, 7), rnd(3, 4))
     with pytest.raises(ValueError, match=r"symbol arg0_dim1 = 0 .* below its lower bound 3"):
         c.exe(rnd(2, 0), rnd(3, 4))
+
+
+def test_roll_over_an_even_dim():
+    """jnp.roll by 3 over a dim 2*s: jax computes -3 mod 2s at run time; proving the slice sizes
+    splits s's dim by residue mod 2, and the odd class contradicts dim == 2*s: a case with nothing
+    to prove, which was a 'contradictory shape facts' CompileError."""
+    b, s = jax.export.symbolic_shape("b, s")
+    check(lambda x: (jnp.roll(x, 3, axis=1), jnp.roll(x, -5, axis=1)), [spec((b, 2 * s))],
+          lambda n: [rnd(2, 2 * n)], [1, 2, 7])
