@@ -177,6 +177,19 @@ def test_control_flow_and_windows_carry_complex_values():
     check(f, [spec((b, 8)), spec((1,), jnp.int32)], make, [1, 3, 20], rtol=1e-5, atol=1e-5, cases=True)
 
 
+def test_scipy_signal_spectra():
+    """jax.scipy.signal's stft / istft / welch: framing, complex FFTs, and welch's one-sided
+    scaling, a complex scatter that multiplies at unique indices."""
+    import jax.scipy.signal as sig
+    (b,) = jax.export.symbolic_shape("b")
+
+    def f(x):
+        _, _, z = sig.stft(x, nperseg=16, noverlap=8)
+        return _parts(z, sig.istft(z, nperseg=16, noverlap=8)[1], sig.welch(x, nperseg=16)[1],
+                      sig.csd(x, x[:, ::-1], nperseg=16)[1])
+    check(f, [spec((b, 64))], _rows((64,)), [1, 7, 33], rtol=1e-4, atol=1e-5)
+
+
 def test_complex128_under_x64():
     (b,) = jax.export.symbolic_shape("b")
     with jax.enable_x64(True):

@@ -90,6 +90,21 @@ def test_partition_over_a_symbolic_axis():
     check_against_jax(f, (S((b, v + 3), jnp.float32),), lambda n: (special((n % 5 + 1, n + 3)),), BIND)
 
 
+def test_approx_top_k_is_exact_on_the_cpu():
+    """`lax.approx_max_k` / `approx_min_k` (custom_call @ApproxTopK, whose CPU fallback sorts):
+    exact, ties in index order; float16 too. Floats without NaN: XLA sorts them with a plain `<`,
+    which orders nothing when NaN is present (see the converter)."""
+    (n,) = export.symbolic_shape("n")
+
+    def floats(b):
+        pool = np.array([np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, 2.5], np.float32)
+        return (pool[rng.integers(0, len(pool), (b, 16))] + rng.integers(0, 3, (b, 16)).astype(np.float32),)
+    f = lambda x: (*lax.approx_max_k(x, 3), *lax.approx_min_k(x, 5), *lax.approx_max_k(x, 2, recall_target=0.5))  # noqa: E731
+    check_against_jax(f, (S((n, 16), jnp.float32),), floats, BIND)
+    check_against_jax(lambda x: lax.approx_min_k(x, 4), (S((n, 9), jnp.float16),),
+                      lambda b: (rng.integers(-3, 3, (b, 9)).astype(np.float16),), BIND)
+
+
 def test_top_k_integers():
     (n,) = export.symbolic_shape("n")
     check_against_jax(lambda x: lax.top_k(x, 2), (S((n, 5), jnp.int32),),

@@ -351,15 +351,31 @@ def _body_op(op) -> str | None:
 
 
 def _scatter(im, op, ins):
-    """A scatter that replaces (`x.at[i].set(z)`) or adds (`.add`): each part on its own."""
+    """A scatter that replaces (`x.at[i].set(z)`) or adds (`.add`): each part on its own. One that
+    multiplies with `unique_indices` (welch's `.at[..., 1:].multiply(2)`): the factors scattered
+    into ones (three real scatters: the parts, and where an index hit), multiplied in where hit."""
     block = op.regions[0].blocks[0]
     ops = list(block.operations)
     replaces = (len(ops) == 1 and len(block.arguments) == 2
                 and [str(o.get_name()) for o in ops[0].operands] == [str(block.arguments[1].get_name())])
-    if len(op.results) != 1 or not (replaces or _body_op(op) == "stablehlo.add"):
-        raise UnsupportedOpError(op.operation.name, str(op.location),
-                                 "on complex numbers only scatters that set or add are supported")
-    return _on_parts(im, op, ins)
+    body = _body_op(op)
+    if len(op.results) == 1 and (replaces or body == "stablehlo.add"):
+        return _on_parts(im, op, ins)
+    unique = "unique_indices" in op.attributes and str(op.attributes["unique_indices"]) == "true"
+    if len(op.results) != 1 or body != "stablehlo.multiply" or not unique or len(ins) != 3:
+        raise UnsupportedOpError(op.operation.name, str(op.location), "on complex numbers only scatters that set "
+                                 "or add, or multiply at unique indices, are supported")
+    x, idx, u = ins
+    conv = CONVERTERS[op.operation.name]
+    e = _Emit(im, x.dims, x.re.dtype)
+    ones = im.broadcast(e.c(1.0), x.dims)
+    with real_parts():
+        f_re = conv(im, op, [ones, idx, u.re])  # u's real parts where hit, 1 elsewhere
+        f_im1 = conv(im, op, [ones, idx, u.im])
+        miss = conv(im, op, [ones, idx, _Emit(im, u.dims, u.re.dtype).zeros()])  # 0 where hit, 1 elsewhere
+    prod = _cmul(e, x, CVal(f_re, e.sub(f_im1, miss)))
+    hit = e.cmp("relax.equal", miss, e.c(0.0))
+    return CVal(e.where(hit, prod.re, x.re), e.where(hit, prod.im, x.im))
 
 
 def _constant_parts(v) -> tuple[float, float] | None:

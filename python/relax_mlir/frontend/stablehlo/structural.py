@@ -34,9 +34,10 @@ def _custom_call(im, op, ins):
     return handler(im, op, ins)
 
 
-def _top_k(im, op, x, k):
-    """The `k` (an int or a shape expression) largest along the last axis, as jax's top_k: a
-    descending IEEE-total-order stable sort and a slice (the composite's decomposition)."""
+def _top_k(im, op, x, k, descending: bool = True):
+    """The `k` (an int or a shape expression) largest (smallest) along the last axis, as jax's
+    top_k: a descending (ascending) IEEE-total-order stable sort and a slice (the composite's
+    decomposition)."""
     axis = len(x.dims) - 1
     (vd, vdt), (idims, idt) = _res(op, 0), _res(op, 1)
     if x.dims[axis] is None:
@@ -44,7 +45,7 @@ def _top_k(im, op, x, k):
     kk = const(k) if isinstance(k, int) else k
     iota = _iota_impl(im, x.dims, idt, axis)
     vals, idx = _emit_multi(im, "relax_v.sort", [x, iota], [(x.dims, x.dtype), (x.dims, idt)],
-                            {"axis": axis, "num_keys": 1, "descending": [1],
+                            {"axis": axis, "num_keys": 1, "descending": [int(descending)],
                              "total_order": [int(x.dtype in _FLOATS)]})
     out = []
     for v, (d, dt) in ((vals, (vd, vdt)), (idx, (idims, idt))):
@@ -79,6 +80,40 @@ def _dynamic_top_k(im, op, ins):
     return _top_k(im, op, x, k.known[0])
 
 
+def _approx_top_k(im, op, ins):
+    """`custom_call @ApproxTopK` (`lax.approx_max_k` / `approx_min_k`) as the CPU computes it: its
+    fallback (`aggregate_to_topk`) is exact, a sort by the comparator (`a > b`: the largest first,
+    `a < b`: the smallest) and the first top_k. Ours sorts in IEEE total order, stably; with NaN
+    among the values XLA's sort by a plain `<` has no defined order (jax's approx_min_k of
+    [1, NaN, 3, ...] is not sorted), ours puts NaN last (first for the largest)."""
+    from jax._src.lib.mlir import ir as jir
+    from jax._src.lib.mlir.dialects import hlo
+
+    cfg = op.attributes["mhlo.backend_config"]
+    if not isinstance(cfg, jir.DictAttr):
+        raise ValueError("ApproxTopK without its backend_config")
+
+    def get(name):
+        return cfg[name] if name in cfg else None
+    x = ins[0]
+    r = len(x.dims)
+    k, dim = jir.IntegerAttr(get("top_k")).value, jir.IntegerAttr(get("reduction_dim")).value
+    override = get("reduction_input_size_override")
+    if not jir.BoolAttr(get("aggregate_to_topk")).value or (override is not None and jir.IntegerAttr(override).value != -1):
+        raise ValueError("ApproxTopK without aggregate_to_topk (an approximate candidate set) is not supported")
+    if len(op.results) != 2 or dim % r != r - 1:
+        raise ValueError("ApproxTopK over an axis other than the last is not supported")
+    comp = im.funcs.get(_string(op.attributes["called_computations"][0]))
+    body = list(comp.regions[0].blocks[0].operations) if comp is not None else []
+    if len(body) != 2 or body[0].operation.name != "stablehlo.compare":
+        raise ValueError("ApproxTopK with a comparator other than one compare")
+    direction = hlo.ComparisonDirectionAttr(body[0].attributes["comparison_direction"]).value
+    args = list(comp.regions[0].blocks[0].arguments)
+    if list(body[0].operands) != args[:2] or direction not in ("GT", "LT"):
+        raise ValueError("ApproxTopK with a comparator other than a > b or a < b on the values")
+    return _top_k(im, op, x, k, descending=direction == "GT")
+
+
 CONVERTERS = register_converters({
     "stablehlo.get_dimension_size": _get_dimension_size,
     "stablehlo.custom_call": _custom_call,
@@ -90,4 +125,5 @@ CUSTOM_CALLS = register_custom_calls({
     "shape_assertion": lambda im, op, ins: [],  # the executable checks the signature's symbols itself
     "cu_threefry2x32": "GPU random bits (jax.random on a GPU export); export for the CPU platform",
     "stablehlo.dynamic_top_k": _dynamic_top_k,
+    "ApproxTopK": _approx_top_k,
 })
