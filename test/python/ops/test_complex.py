@@ -177,6 +177,21 @@ def test_control_flow_and_windows_carry_complex_values():
     check(f, [spec((b, 8)), spec((1,), jnp.int32)], make, [1, 3, 20], rtol=1e-5, atol=1e-5, cases=True)
 
 
+def test_jnp_complex_api():
+    """What jnp builds on complex values: composites (their decompositions run on the parts), dims
+    of complex values, vdot / norm / conj products, sinh / cos (jax's real decompositions)."""
+    (b,) = jax.export.symbolic_shape("b")
+
+    def f(x):
+        z = lax.complex(x, x[:, ::-1])
+        y = jnp.fft.fft(z)
+        return _parts(jnp.abs(y).max(1), (y * jnp.conj(y)).real, jnp.vdot(z[0], z[-1]), jnp.matmul(z, z.T.conj()),
+                      jnp.linalg.norm(z, axis=1), jnp.sqrt(z), jnp.sign(z), z / (z + 1.0), jnp.mean(z, axis=0),
+                      jnp.where(x > 0, z, 0), jnp.roll(z, 2, axis=1), jnp.stack([z, z]).sum(0), jnp.cos(z), jnp.sinh(z),
+                      jnp.square(z), z ** 2, jnp.reciprocal(z + 3), jnp.fft.fftshift(y, axes=1))
+    check(f, [spec((b, 8))], _rows((8,)), [1, 7, 33], rtol=1e-4, atol=1e-5)
+
+
 def test_scipy_signal_spectra():
     """jax.scipy.signal's stft / istft / welch: framing, complex FFTs, and welch's one-sided
     scaling, a complex scatter that multiplies at unique indices."""

@@ -656,12 +656,14 @@ _GENERIC = ("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim", 
 # StableHLO op -> converter of the op on complex operands or results (the importer dispatches here
 # whenever an operand is a CVal or a result type is complex).
 COMPLEX_CONVERTERS = {name: _on_parts for name in _GENERIC}
-# control flow carries, captures and returns complex values as their parts (control_flow.py)
+# control flow carries, captures and returns complex values as their parts (control_flow.py); a
+# composite runs its decomposition
 def _as_real_converter(im, op, ins):
     return CONVERTERS[op.operation.name](im, op, ins)
 
 
-COMPLEX_CONVERTERS.update({name: _as_real_converter for name in ("stablehlo.while", "stablehlo.if", "stablehlo.case")})
+COMPLEX_CONVERTERS.update({name: _as_real_converter for name in ("stablehlo.while", "stablehlo.if", "stablehlo.case",
+                                                             "stablehlo.composite", "stablehlo.get_dimension_size")})
 COMPLEX_CONVERTERS.update({
     "stablehlo.multiply": _multiply,
     "stablehlo.divide": _divide,
