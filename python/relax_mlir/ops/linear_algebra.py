@@ -1,6 +1,9 @@
 """Dense linear algebra: Cholesky, triangular solve and LU with partial pivoting, as LAPACK's
 potrf / trsm / getrf define them (what jax's CPU lowering calls: `jnp.linalg.cholesky`, `solve`,
-`inv`, `det`, `slogdet`, `jax.scipy.linalg.solve_triangular`, `cho_solve`, `lu`).
+`inv`, `det`, `slogdet`, `jax.scipy.linalg.solve_triangular`, `cho_solve`, `lu`), and the
+eigenvalues of symmetric matrices and singular values by Jacobi rotations (`eigvalsh`, `svdvals`,
+`norm(x, 2)`, `cond`, `matrix_rank`; the vectors, whose signs are an algorithm's choice, are not
+offered).
 
 Each kernel is scalar loops (scf.for over the batch, then the columns) on tensors; the sums run in
 LAPACK's unblocked order (ascending for a forward substitution, descending for a backward one).
@@ -538,4 +541,311 @@ class HouseholderProductOp(OpSpec):
         return Legalized(k, loops.close(["%cq"]))
 
 
-__all__ = ["CholeskyOp", "TriangularSolveOp", "LuOp", "QrOp", "HouseholderProductOp"]
+_EPS = {"f32": "5.96046448E-8", "f64": "1.1102230246251565E-16"}  # LAPACK's eps (half an ulp of 1)
+_SWEEPS = 64  # Jacobi sweeps at most (a converged matrix stops rotating after a few; NaN never does)
+
+
+def _scale_down(k: Kernel, M: str, T: str, bi: str, rows: str, cols: str, dt: str) -> tuple[str, str, str]:
+    """M divided by its largest magnitude (no overflow in squares), that magnitude (1 when it is 0
+    or not finite, where nothing is scaled), and whether every element is finite (where not, the
+    values are NaN, as jax's for LAPACK's failure)."""
+    c0, c1 = k.const_index(0), k.const_index(1)
+    s = k.fresh("sc")
+    k.emit(f"{s}_m = scf.for %i = {c0} to {rows} step {c1} iter_args(%jq_acc = %zf) -> ({dt}) {{")
+    k.emit(f"  %jq_r = scf.for %j = {c0} to {cols} step {c1} iter_args(%jq_a2 = %jq_acc) -> ({dt}) {{")
+    k.emit(f"    %jq_v = tensor.extract {M}[{bi}%i, %j] : {T}")
+    k.emit(f"    %jq_av = math.absf %jq_v : {dt}")
+    k.emit(f"    %jq_mx = arith.maximumf %jq_a2, %jq_av : {dt}")
+    k.emit(f"    scf.yield %jq_mx : {dt}")
+    k.emit("  }")
+    k.emit(f"  scf.yield %jq_r : {dt}")
+    k.emit("}")
+    k.emit(f"{s}_pos = arith.cmpf ogt, {s}_m, %zf : {dt}")
+    k.emit(f"{s}_inf = arith.constant 0x{'7F800000' if dt == 'f32' else '7FF0000000000000'} : {dt}")
+    k.emit(f"{s}_fin = arith.cmpf olt, {s}_m, {s}_inf : {dt}")
+    k.emit(f"{s}_ok = arith.andi {s}_pos, {s}_fin : i1")
+    k.emit(f"{s} = arith.select {s}_ok, {s}_m, %one : {dt}")
+    k.emit(f"{s}_M = scf.for %i = {c0} to {rows} step {c1} iter_args(%jq_A = {M}) -> ({T}) {{")
+    k.emit(f"  %jq_r = scf.for %j = {c0} to {cols} step {c1} iter_args(%jq_B = %jq_A) -> ({T}) {{")
+    k.emit(f"    %jq_v = tensor.extract %jq_B[{bi}%i, %j] : {T}")
+    k.emit(f"    %jq_d = arith.divf %jq_v, {s} : {dt}")
+    k.emit(f"    %jq_B2 = tensor.insert %jq_d into %jq_B[{bi}%i, %j] : {T}")
+    k.emit(f"    scf.yield %jq_B2 : {T}")
+    k.emit("  }")
+    k.emit(f"  scf.yield %jq_r : {T}")
+    k.emit("}")
+    return f"{s}_M", s, f"{s}_fin"
+
+
+def _rotation(k: Kernel, zeta: str, dt: str) -> tuple[str, str]:
+    """c, s of the rotation that zeroes an off-diagonal pair: t = sign(zeta) / (|zeta| +
+    sqrt(zeta^2 + 1)) (1 for zeta = 0; 0 where zeta^2 overflows), c = 1 / sqrt(t^2 + 1), s = t c."""
+    r = k.fresh("rot")
+    k.emit(f"{r}_a = math.absf {zeta} : {dt}")
+    k.emit(f"{r}_z2 = arith.mulf {zeta}, {zeta} : {dt}")
+    k.emit(f"{r}_z21 = arith.addf {r}_z2, %one : {dt}")
+    k.emit(f"{r}_sq = math.sqrt {r}_z21 : {dt}")
+    k.emit(f"{r}_den = arith.addf {r}_a, {r}_sq : {dt}")
+    k.emit(f"{r}_sg = math.copysign %one, {zeta} : {dt}")
+    k.emit(f"{r}_t = arith.divf {r}_sg, {r}_den : {dt}")
+    k.emit(f"{r}_t2 = arith.mulf {r}_t, {r}_t : {dt}")
+    k.emit(f"{r}_t21 = arith.addf {r}_t2, %one : {dt}")
+    k.emit(f"{r}_st = math.sqrt {r}_t21 : {dt}")
+    k.emit(f"{r}_c = arith.divf %one, {r}_st : {dt}")
+    k.emit(f"{r}_s = arith.mulf {r}_t, {r}_c : {dt}")
+    return f"{r}_c", f"{r}_s"
+
+
+def _rotate_columns(k: Kernel, M: str, T: str, bi: str, p: str, q: str, rows: str, c: str, s: str, dt: str,
+                    rows_too: bool) -> str:
+    """Columns p, q of M (and, with `rows_too`, then rows p, q: J^T M J) rotated by (c, s)."""
+    c0, c1 = k.const_index(0), k.const_index(1)
+    r = k.fresh("rc")
+    k.emit(f"{r} = scf.for %k = {c0} to {rows} step {c1} iter_args(%jq_R = {M}) -> ({T}) {{")
+    k.emit(f"  %xp = tensor.extract %jq_R[{bi}%k, {p}] : {T}")
+    k.emit(f"  %xq = tensor.extract %jq_R[{bi}%k, {q}] : {T}")
+    k.emit(f"  %jq_cp = arith.mulf {c}, %xp : {dt}")
+    k.emit(f"  %jq_sq = arith.mulf {s}, %xq : {dt}")
+    k.emit(f"  %jq_np = arith.subf %jq_cp, %jq_sq : {dt}")
+    k.emit(f"  %jq_sp = arith.mulf {s}, %xp : {dt}")
+    k.emit(f"  %jq_cq = arith.mulf {c}, %xq : {dt}")
+    k.emit(f"  %jq_nq = arith.addf %jq_sp, %jq_cq : {dt}")
+    k.emit(f"  %jq_R1 = tensor.insert %jq_np into %jq_R[{bi}%k, {p}] : {T}")
+    k.emit(f"  %jq_R2 = tensor.insert %jq_nq into %jq_R1[{bi}%k, {q}] : {T}")
+    k.emit(f"  scf.yield %jq_R2 : {T}")
+    k.emit("}")
+    if not rows_too:
+        return r
+    r2 = k.fresh("rr")
+    k.emit(f"{r2} = scf.for %k = {c0} to {rows} step {c1} iter_args(%jq_R = {r}) -> ({T}) {{")
+    k.emit(f"  %xp = tensor.extract %jq_R[{bi}{p}, %k] : {T}")
+    k.emit(f"  %xq = tensor.extract %jq_R[{bi}{q}, %k] : {T}")
+    k.emit(f"  %jq_cp = arith.mulf {c}, %xp : {dt}")
+    k.emit(f"  %jq_sq = arith.mulf {s}, %xq : {dt}")
+    k.emit(f"  %jq_np = arith.subf %jq_cp, %jq_sq : {dt}")
+    k.emit(f"  %jq_sp = arith.mulf {s}, %xp : {dt}")
+    k.emit(f"  %jq_cq = arith.mulf {c}, %xq : {dt}")
+    k.emit(f"  %jq_nq = arith.addf %jq_sp, %jq_cq : {dt}")
+    k.emit(f"  %jq_R1 = tensor.insert %jq_np into %jq_R[{bi}{p}, %k] : {T}")
+    k.emit(f"  %jq_R2 = tensor.insert %jq_nq into %jq_R1[{bi}{q}, %k] : {T}")
+    k.emit(f"  scf.yield %jq_R2 : {T}")
+    k.emit("}")
+    return r2
+
+
+def _sweeps(k: Kernel, M: str, T: str, n: str, body) -> str:
+    """Cyclic Jacobi sweeps over the pairs p < q < n until a sweep rotates nothing (at most
+    _SWEEPS); `body(M, p, q)` emits one pair's step and returns (new M, whether it rotated)."""
+    c0, c1 = k.const_index(0), k.const_index(1)
+    k.emit(f"%jq_nsw = arith.constant {_SWEEPS} : index")
+    k.emit("%false = arith.constant false")
+    k.emit(f"%jq_sw:2 = scf.for %t = {c0} to %jq_nsw step {c1} iter_args(%jq_M0 = {M}, %jq_done = %false) -> ({T}, i1) {{")
+    k.emit(f"  %jq_swr:2 = scf.if %jq_done -> ({T}, i1) {{")
+    k.emit(f"    scf.yield %jq_M0, %jq_done : {T}, i1")
+    k.emit("  } else {")
+    k.emit(f"    %jq_pl:2 = scf.for %p = {c0} to {n} step {c1} iter_args(%jq_M1 = %jq_M0, %jq_rot1 = %false) -> ({T}, i1) {{")
+    k.emit(f"      %jq_p1 = arith.addi %p, {c1} : index")
+    k.emit(f"      %jq_ql:2 = scf.for %q = %jq_p1 to {n} step {c1} iter_args(%jq_M2 = %jq_M1, %jq_rot2 = %jq_rot1) -> ({T}, i1) {{")
+    M3, rot = body("%jq_M2", "%p", "%q")
+    k.emit(f"        %jq_rot3 = arith.ori %jq_rot2, {rot} : i1")
+    k.emit(f"        scf.yield {M3}, %jq_rot3 : {T}, i1")
+    k.emit("      }")
+    k.emit(f"      scf.yield %jq_ql#0, %jq_ql#1 : {T}, i1")
+    k.emit("    }")
+    k.emit("    %jq_still = arith.xori %jq_pl#1, %true : i1")
+    k.emit(f"    scf.yield %jq_pl#0, %jq_still : {T}, i1")
+    k.emit("  }")
+    k.emit(f"  scf.yield %jq_swr#0, %jq_swr#1 : {T}, i1")
+    k.emit("}")
+    return "%jq_sw#0"
+
+
+def _pair_step(k: Kernel, M: str, T: str, bi: str, p: str, q: str, dt: str, rows: str, symmetric: bool):
+    """One Jacobi step on the pair (p, q): two-sided on a symmetric matrix (a_pq against a_pp,
+    a_qq), one-sided on columns (their dot product against their squared norms); skipped where the
+    coupling is below eps times the geometric mean of the diagonal terms (de Rijk's test)."""
+    c0, c1 = k.const_index(0), k.const_index(1)
+    if symmetric:
+        k.emit(f"        %jq_g = tensor.extract {M}[{bi}{p}, {q}] : {T}")
+        k.emit(f"        %jq_al = tensor.extract {M}[{bi}{p}, {p}] : {T}")
+        k.emit(f"        %jq_be = tensor.extract {M}[{bi}{q}, {q}] : {T}")
+    else:
+        k.emit(f"        %jq_dots:3 = scf.for %k = {c0} to {rows} step {c1} iter_args(%jq_sa = %zf, %jq_sb = %zf, %jq_sg = %zf) "
+               f"-> ({dt}, {dt}, {dt}) {{")
+        k.emit(f"          %jq_xp = tensor.extract {M}[{bi}%k, {p}] : {T}")
+        k.emit(f"          %jq_xq = tensor.extract {M}[{bi}%k, {q}] : {T}")
+        k.emit(f"          %jq_pp = arith.mulf %jq_xp, %jq_xp : {dt}")
+        k.emit(f"          %jq_qq = arith.mulf %jq_xq, %jq_xq : {dt}")
+        k.emit(f"          %jq_pq = arith.mulf %jq_xp, %jq_xq : {dt}")
+        k.emit(f"          %jq_sa2 = arith.addf %jq_sa, %jq_pp : {dt}")
+        k.emit(f"          %jq_sb2 = arith.addf %jq_sb, %jq_qq : {dt}")
+        k.emit(f"          %jq_sg2 = arith.addf %jq_sg, %jq_pq : {dt}")
+        k.emit(f"          scf.yield %jq_sa2, %jq_sb2, %jq_sg2 : {dt}, {dt}, {dt}")
+        k.emit("        }")
+        k.emit("        %jq_al = arith.addf %jq_dots#0, %zf : " + dt)
+        k.emit("        %jq_be = arith.addf %jq_dots#1, %zf : " + dt)
+        k.emit("        %jq_g = arith.addf %jq_dots#2, %zf : " + dt)
+    k.emit(f"        %jq_ag = math.absf %jq_g : {dt}")
+    k.emit(f"        %jq_aal = math.absf %jq_al : {dt}")
+    k.emit(f"        %jq_abe = math.absf %jq_be : {dt}")
+    k.emit(f"        %jq_ral = math.sqrt %jq_aal : {dt}")
+    k.emit(f"        %jq_rbe = math.sqrt %jq_abe : {dt}")
+    k.emit(f"        %jq_gm = arith.mulf %jq_ral, %jq_rbe : {dt}")
+    k.emit(f"        %jq_thr = arith.mulf %eps, %jq_gm : {dt}")
+    k.emit(f"        %jq_small = arith.cmpf ole, %jq_ag, %jq_thr : {dt}")
+    k.emit(f"        %jq_step:2 = scf.if %jq_small -> ({T}, i1) {{")
+    k.emit(f"          scf.yield {M}, %false : {T}, i1")
+    k.emit("        } else {")
+    k.emit(f"          %jq_d = arith.subf %jq_be, %jq_al : {dt}")
+    k.emit(f"          %jq_g2 = arith.addf %jq_g, %jq_g : {dt}")
+    k.emit(f"          %jq_zeta = arith.divf %jq_d, %jq_g2 : {dt}")
+    c, s = _rotation(k, "%jq_zeta", dt)
+    R = _rotate_columns(k, M, T, bi, p, q, rows, c, s, dt, symmetric)
+    k.emit(f"          scf.yield {R}, %true : {T}, i1")
+    k.emit("        }")
+    return "%jq_step#0", "%jq_step#1"
+
+
+@relax_op
+class EigvalshOp(OpSpec):
+    """The eigenvalues of each symmetric matrix of x ([..., n, n], f32 or f64; its lower triangle
+    is read, as LAPACK syevd's uplo = L), ascending, in the second result ([..., n]); the first
+    ([..., n, n]) is the working matrix (nearly diagonal). Cyclic Jacobi rotations on the matrix
+    scaled by its largest magnitude, until a sweep rotates nothing; accurate to a few eps of the
+    matrix's norm, as LAPACK. NaN in a matrix gives NaN eigenvalues."""
+
+    name = "relax_v.eigvalsh"
+    x = operand(TENSOR)
+    results = result_(TENSOR, variadic=True)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = _matrices(x, "operand")
+        if not dims_equal(d[-1], d[-2], op.facts):
+            raise DeduceError(f"needs square matrices, got {fmt(d[-2])} x {fmt(d[-1])}")
+        return [TensorType(d, x.dtype), TensorType(d[:-1], x.dtype)]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x = op.tensor(0)
+        a_t, w_t = op.result_types
+        rank, dt = len(x.dims), x.dtype
+        k = Kernel("syevj", [x], [a_t, w_t])
+        c0, c1 = k.const_index(0), k.const_index(1)
+        n = k.dim(k.inp(0), x, rank - 1)
+        A = _copy(k, k.inp(0), k.out(0), a_t)
+        W = k.fill("0.0", k.out(1), w_t)
+        T, WT = k.ty(a_t), k.ty(w_t)
+        loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], [(A, T), (W, WT)])
+        Ab, Wb = loops.open()
+        bi = "".join(f"{v}, " for v in loops.ivs)
+        k.emit(f"%zf = arith.constant 0.0 : {dt}")
+        k.emit(f"%one = arith.constant 1.0 : {dt}")
+        k.emit(f"%eps = arith.constant {_EPS[dt]} : {dt}")
+        k.emit(f"%jq_nan = arith.constant 0x{'7FC00000' if dt == 'f32' else '7FF8000000000000'} : {dt}")
+        k.emit("%true = arith.constant true")
+        # the upper triangle from the lower one
+        k.emit(f"%jq_sy = scf.for %i = {c0} to {n} step {c1} iter_args(%jq_S = {Ab}) -> ({T}) {{")
+        k.emit(f"  %jq_i1 = arith.addi %i, {c1} : index")
+        k.emit(f"  %jq_r = scf.for %j = %jq_i1 to {n} step {c1} iter_args(%jq_S2 = %jq_S) -> ({T}) {{")
+        k.emit(f"    %jq_v = tensor.extract %jq_S2[{bi}%j, %i] : {T}")
+        k.emit(f"    %jq_S3 = tensor.insert %jq_v into %jq_S2[{bi}%i, %j] : {T}")
+        k.emit(f"    scf.yield %jq_S3 : {T}")
+        k.emit("  }")
+        k.emit(f"  scf.yield %jq_r : {T}")
+        k.emit("}")
+        M, scale, finite = _scale_down(k, "%jq_sy", T, bi, n, n, dt)
+        D = _sweeps(k, M, T, n, lambda m, p, q: _pair_step(k, m, T, bi, p, q, dt, n, True))
+        k.emit(f"%jq_wv = scf.for %i = {c0} to {n} step {c1} iter_args(%jq_V = {Wb}) -> ({WT}) {{")
+        k.emit(f"  %jq_d = tensor.extract {D}[{bi}%i, %i] : {T}")
+        k.emit(f"  %jq_d0 = arith.mulf %jq_d, {scale} : {dt}")
+        k.emit(f"  %jq_ds = arith.select {finite}, %jq_d0, %jq_nan : {dt}")
+        k.emit(f"  %jq_V2 = tensor.insert %jq_ds into %jq_V[{bi}%i] : {WT}")
+        k.emit(f"  scf.yield %jq_V2 : {WT}")
+        k.emit("}")
+        return Legalized(k, loops.close([D, "%jq_wv"]))
+
+
+@relax_op
+class SvdvalsOp(OpSpec):
+    """The singular values of each matrix of x ([..., m, n], m >= n, f32 or f64), in the second
+    result ([..., n], unsorted: the importer sorts them descending); the first is the working
+    matrix (orthogonal columns). One-sided Jacobi (Hestenes) rotations of column pairs on the
+    matrix scaled by its largest magnitude until a sweep rotates nothing; the values are the
+    columns' norms (high relative accuracy, as LAPACK gesdd's)."""
+
+    name = "relax_v.svdvals"
+    x = operand(TENSOR)
+    results = result_(TENSOR, variadic=True)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = _matrices(x, "operand")
+        m, n = d[-2], d[-1]
+        if m is not None and n is not None and m.is_const and n.is_const and m.value < n.value:
+            raise DeduceError(f"needs rows >= columns, got {fmt(m)} x {fmt(n)} (transpose it)")
+        return [TensorType(d, x.dtype), TensorType(d[:-2] + (n,), x.dtype)]
+
+    @classmethod
+    def requirements(cls, op: OpInfo):
+        d = op.tensor(0).dims
+        if d[-1] is None or d[-2] is None:
+            return []
+        return [(d[-1], d[-2], f"the columns {fmt(d[-1])} exceed the rows {fmt(d[-2])}")]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x = op.tensor(0)
+        a_t, w_t = op.result_types
+        rank, dt = len(x.dims), x.dtype
+        k = Kernel("gesvj", [x], [a_t, w_t])
+        c0, c1 = k.const_index(0), k.const_index(1)
+        m, n = k.dim(k.inp(0), x, rank - 2), k.dim(k.inp(0), x, rank - 1)
+        A = _copy(k, k.inp(0), k.out(0), a_t)
+        W = k.fill("0.0", k.out(1), w_t)
+        T, WT = k.ty(a_t), k.ty(w_t)
+        loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], [(A, T), (W, WT)])
+        Ab, Wb = loops.open()
+        bi = "".join(f"{v}, " for v in loops.ivs)
+        k.emit(f"%zf = arith.constant 0.0 : {dt}")
+        k.emit(f"%one = arith.constant 1.0 : {dt}")
+        k.emit(f"%eps = arith.constant {_EPS[dt]} : {dt}")
+        k.emit(f"%jq_nan = arith.constant 0x{'7FC00000' if dt == 'f32' else '7FF8000000000000'} : {dt}")
+        k.emit("%true = arith.constant true")
+        M, scale, finite = _scale_down(k, Ab, T, bi, m, n, dt)
+        D = _sweeps(k, M, T, n, lambda mm, p, q: _pair_step(k, mm, T, bi, p, q, dt, m, False))
+        k.emit(f"%jq_wv = scf.for %j = {c0} to {n} step {c1} iter_args(%jq_V = {Wb}) -> ({WT}) {{")
+        k.emit(f"  %jq_ss = scf.for %i = {c0} to {m} step {c1} iter_args(%jq_acc = %zf) -> ({dt}) {{")
+        k.emit(f"    %jq_v = tensor.extract {D}[{bi}%i, %j] : {T}")
+        k.emit(f"    %jq_v2 = arith.mulf %jq_v, %jq_v : {dt}")
+        k.emit(f"    %jq_acc2 = arith.addf %jq_acc, %jq_v2 : {dt}")
+        k.emit(f"    scf.yield %jq_acc2 : {dt}")
+        k.emit("  }")
+        k.emit(f"  %jq_nrm = math.sqrt %jq_ss : {dt}")
+        k.emit(f"  %jq_n0 = arith.mulf %jq_nrm, {scale} : {dt}")
+        k.emit(f"  %jq_ns = arith.select {finite}, %jq_n0, %jq_nan : {dt}")
+        k.emit(f"  %jq_V2 = tensor.insert %jq_ns into %jq_V[{bi}%j] : {WT}")
+        k.emit(f"  scf.yield %jq_V2 : {WT}")
+        k.emit("}")
+        return Legalized(k, loops.close([D, "%jq_wv"]))
+
+
+@relax_op
+class UnavailableOp(OpSpec):
+    """A result the importer does not compute (jax's eigenvectors and singular vectors): the
+    importer erases it when nothing uses it; otherwise shape deduction refuses it with `message`
+    at its location."""
+
+    name = "relax_v.unavailable"
+    message = attr("str", optional=False, doc="why the value is not computed")
+    result = result_(TENSOR)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        raise DeduceError(op.attr("message"))
+
+
+__all__ = ["CholeskyOp", "TriangularSolveOp", "LuOp", "QrOp", "HouseholderProductOp", "EigvalshOp", "SvdvalsOp",
+           "UnavailableOp"]

@@ -70,4 +70,5 @@ def _refuse_control_flow(op: ir.Operation, target: str) -> None:
 # Kernels that are one sequential loop nest over scalars (ops/linear_algebra.py): no GPU mapping
 # (on Vulkan the first try ran and returned NaN).
 _SEQUENTIAL = {"cholesky": "relax_v.cholesky", "trsm": "relax.triangular_solve", "lu": "relax_v.lu",
-               "geqrf": "relax_v.qr", "orgqr": "relax.householder_product"}
+               "geqrf": "relax_v.qr", "orgqr": "relax.householder_product", "syevj": "relax_v.eigvalsh",
+               "gesvj": "relax_v.svdvals"}

@@ -52,9 +52,9 @@ def test_every_unsupported_op_at_once():
 
 TWO_TARGETS = """
 func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  %0 = stablehlo.custom_call @lapack_ssyevd_ffi(%arg0) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":1:1)
-  %1 = stablehlo.custom_call @lapack_sgesdd_ffi(%0) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":2:1)
-  %2 = stablehlo.custom_call @lapack_sgesdd_ffi(%1) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":3:1)
+  %0 = stablehlo.custom_call @lapack_sgeev_ffi(%arg0) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":1:1)
+  %1 = stablehlo.custom_call @lapack_sgees_ffi(%0) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":2:1)
+  %2 = stablehlo.custom_call @lapack_sgees_ffi(%1) : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("a.py":3:1)
   return %2 : tensor<4x4xf32>
 }
 """
@@ -65,8 +65,8 @@ def test_each_custom_call_target_is_named():
     with pytest.raises(UnsupportedOpsError) as info:
         import_stablehlo(TWO_TARGETS)
     assert render_error(info.value, "in.mlir").splitlines() == [
-        "a.py:1:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_ssyevd_ffi",
-        "a.py:2:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_sgesdd_ffi "
+        "a.py:1:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_sgeev_ffi",
+        "a.py:2:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_sgees_ffi "
         "(2 occurrences; also at a.py:3:1)"]
 
 

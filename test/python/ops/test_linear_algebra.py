@@ -143,6 +143,51 @@ def test_float64_and_a_least_squares_program():
         jax.config.update("jax_enable_x64", False)
 
 
+def _symmetric(b, m, seed=0, spread=1.0):
+    a = rnd(b, m, m, seed=seed)
+    return (a + a.transpose(0, 2, 1)) * spread
+
+
+def test_eigenvalues_and_singular_values():
+    """syevd / gesdd whose vectors are unused (eigvalsh, svd(compute_uv=False), the 2-norm, cond,
+    matrix_rank): Jacobi rotations, sorted as LAPACK's (ascending / descending); tall, wide and
+    square matrices, a repeated eigenvalue, a rank-deficient and a zero matrix in the batch."""
+    def f(s, a, w):
+        return (jnp.linalg.eigvalsh(s), jnp.linalg.eigvalsh(s, UPLO="U"), jnp.linalg.svd(a, compute_uv=False),
+                jnp.linalg.svd(w, compute_uv=False), jnp.linalg.norm(a, 2, axis=(1, 2)), jnp.linalg.cond(s + 9 * np.eye(5)),
+                jnp.linalg.matrix_rank(a), jnp.linalg.norm(w, "nuc", axis=(1, 2)))
+
+    def args(b):
+        s, a, w = _symmetric(b + 1, 5, seed=b), rnd(b + 1, 6, 4, seed=b + 1), rnd(b + 1, 3, 7, seed=b + 2)
+        s[0] = np.diag([2.0, -1.0, 2.0, 0.5, 2.0])  # a triple eigenvalue
+        a[0, :, 3] = a[0, :, 1] + a[0, :, 2]  # rank 3
+        a[-1] = 0.0
+        return [s, a, w]
+    check(f, [S(B, 5, 5), S(B, 6, 4), S(B, 3, 7)], args)
+
+
+def test_eigenvalues_of_a_symbolic_size_wide_ranges_and_non_finite():
+    """n symbolic (1, 4, 9, 40); entries from 1e-20 to 1e20 (scaled before rotating: no overflow of
+    the squares); a NaN or an infinity gives NaN values, as jax's for LAPACK's failure."""
+    check(lambda s: jnp.linalg.eigvalsh(s), [S(N, N)], lambda n: [_symmetric(1, n, seed=n)[0]], sizes=(1, 4, 9, 40),
+          rtol=5e-4, atol=5e-5)
+    f = lambda s: (jnp.linalg.eigvalsh(s), jnp.linalg.svd(s, compute_uv=False))  # noqa: E731
+    for spread in (1e-20, 1e20):
+        check(f, [S(B, 4, 4)], lambda b: [_symmetric(b, 4, seed=b, spread=spread)], rtol=2e-4, atol=0.0)
+    bad = _symmetric(3, 4)
+    bad[0, 1, 2] = bad[0, 2, 1] = np.nan
+    bad[1, 3, 3] = np.inf
+    check(f, [S(B, 4, 4)], lambda b: [bad], sizes=(3,))
+
+
+def test_eigenvectors_and_singular_vectors_are_refused_where_used():
+    """The vectors are an algorithm's (LAPACK's signs): a use of them is refused by name; the same
+    custom call used for its values alone compiles."""
+    for f, what in ((lambda s: jnp.linalg.eigh(s)[1], "eigenvectors"), (lambda a: jnp.linalg.svd(a)[0], "singular vectors")):
+        with pytest.raises(relax_mlir.CompileError, match=f"{what} .* are not supported .*; the values alone are"):
+            from_jax(f, S(B, 3, 3))
+
+
 @pytest.mark.parametrize("target", ["cuda", "vulkan", "webgpu"])
 def test_gpu_targets_refuse_the_sequential_kernels(target):
     """The kernels are sequential scalar loops with no GPU mapping: a located refusal at compile

@@ -1,6 +1,8 @@
 """jax's LAPACK custom calls on the CPU (`lapack_{s,d}potrf_ffi`, `..trsm_ffi`, `..getrf_ffi`,
 `..geqrf_ffi`, `..orgqr_ffi`) -> relax_v.cholesky, relax.triangular_solve, relax_v.lu, relax_v.qr,
-relax.householder_product (ops/linear_algebra.py).
+relax.householder_product (ops/linear_algebra.py); `..syevd_ffi` and `..gesdd_ffi` where only the
+eigenvalues / singular values are used -> relax_v.eigvalsh / relax_v.svdvals, sorted (the vectors
+are refused: their signs are LAPACK's algorithm's, which a different algorithm cannot reproduce).
 
 The matrices have LAPACK's column-major layout in the custom call (operand_layouts), which does
 not change what they mean: `uplo = L` is the logical lower triangle. Trailing operands are shape
@@ -8,7 +10,9 @@ values (`indices_of_shape_operands`), not read here.
 """
 from __future__ import annotations
 
-from relax_mlir.frontend.stablehlo.common import Val, _emit_multi, _merge_dims, _res
+from mlir import ir
+
+from relax_mlir.frontend.stablehlo.common import Val, _emit_multi, _merge_dims, _res, _splat
 from relax_mlir.frontend.stablehlo.registry import register_custom_calls
 
 _L, _U, _N, _T, _C = ord("L"), ord("U"), ord("N"), ord("T"), ord("C")
@@ -81,7 +85,57 @@ def _orgqr(im, op, ins):
     return [im.emit("relax.householder_product", [a, tau], len(dims), dt, dims=_merge_dims(dims, a.dims))]
 
 
-_KINDS = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf, "orgqr": _orgqr}
+def _unavailable(im, op, i: int, what: str) -> Val:
+    """Result i, which is not computed: a relax_v.unavailable that the importer erases when unused
+    (jax's eigvalsh selects on the vectors too, then drops them) and that is refused by name when
+    used."""
+    dims, dt = _res(op, i)
+    return im.emit("relax_v.unavailable", [], len(dims), dt, {"message": ir.StringAttr.get(
+        f"{what} are not supported (their signs are LAPACK's algorithm's choice); the values alone are: "
+        f"jnp.linalg.eigvalsh, svd(compute_uv=False), norm(x, 2), cond, matrix_rank")}, dims=dims)
+
+
+def _sorted_values(im, w: Val, dims, dt, descending: bool) -> Val:
+    """w sorted along its last axis (ascending eigenvalues, descending singular values)."""
+    (out,) = _emit_multi(im, "relax_v.sort", [w], [(dims, dt)],
+                         {"axis": len(dims) - 1, "num_keys": 1, "descending": [int(descending)], "total_order": [0]})
+    return out
+
+
+def _syevd(im, op, ins):
+    """The eigenvalues (results: vectors, values, info; the vectors unused), ascending; info 0."""
+    x = ins[0]
+    uplo = _config(op).get("uplo", _L)
+    if uplo not in (_L, _U):
+        raise ValueError(f"syevd with uplo {uplo!r}")
+    (vd, vdt), (wd, wdt), (idims, idt) = _res(op, 0), _res(op, 1), _res(op, 2)
+    a = x if uplo == _L else _swap_last(im, x)
+    _, w = _emit_multi(im, "relax_v.eigvalsh", [a], [(_merge_dims(vd, a.dims), vdt),
+                                                         (_merge_dims(wd, a.dims[:-1]), wdt)], {})
+    info = im.broadcast(im.emit("relax.constant", [], 0, idt, {"value": _splat([], idt, 0)}, dims=[]),
+                        _merge_dims(idims, a.dims[:-2]))
+    return [_unavailable(im, op, 0, "eigenvectors (jnp.linalg.eigh)"), _sorted_values(im, w, w.dims, wdt, False), info]
+
+
+def _gesdd(im, op, ins):
+    """The singular values (results: a, s, u, vt, info; u and vt unused), descending; info 0. A
+    matrix with more columns than rows is transposed (the same values)."""
+    x = ins[0]
+    (ad, adt), (sd, sdt), (idims, idt) = _res(op, 0), _res(op, 1), _res(op, 4)
+    m, n = x.dims[-2], x.dims[-1]
+    a = x
+    if m is not None and n is not None and m.is_const and n.is_const and m.value < n.value:
+        a = _swap_last(im, x)
+    _, s = _emit_multi(im, "relax_v.svdvals", [a], [(a.dims, adt), (_merge_dims(sd, a.dims[:-2] + [a.dims[-1]]), sdt)],
+                          {})
+    info = im.broadcast(im.emit("relax.constant", [], 0, idt, {"value": _splat([], idt, 0)}, dims=[]),
+                        _merge_dims(idims, a.dims[:-2]))
+    uv = [_unavailable(im, op, i, "singular vectors (jnp.linalg.svd)") for i in (2, 3)]
+    return [_unavailable(im, op, 0, "the factored matrix of gesdd"), _sorted_values(im, s, s.dims, sdt, True), *uv, info]
+
+
+_KINDS = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf, "orgqr": _orgqr,
+          "syevd": _syevd, "gesdd": _gesdd}
 
 
 def _lapack(kind):
