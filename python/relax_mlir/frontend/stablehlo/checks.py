@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from relax_mlir.frontend.stablehlo.common import _DTYPES, _jax_dtype, _string
+from relax_mlir.frontend.stablehlo.complex import COMPLEX_CONVERTERS
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError, UnsupportedOpsError, UnsupportedTypesError
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS, CUSTOM_CALL_TARGETS
 
@@ -143,8 +144,6 @@ def _element_type(t) -> str | None:
 def check_element_types(module) -> None:
     """Raise UnsupportedTypesError naming every op (with its location) whose operands or results
     have an element type relax does not support (ui64, i4, complex, f8 ...), all at once."""
-    from relax_mlir.frontend.stablehlo.complex import COMPLEX_CONVERTERS
-
     items: list[UnsupportedOpError] = []
     supported = ", ".join(sorted(_DTYPES))
 

@@ -24,6 +24,7 @@ from relax_mlir.frontend.stablehlo.common import (CVal, Val, _REAL_PARTS, _dtype
                                                   _splat, complex_part_type)
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS, register_converters
+from relax_mlir.ops.common import product
 from relax_mlir.shape import const
 
 
@@ -394,12 +395,11 @@ def _constant_parts(v) -> tuple[float, float] | None:
 def _window_sum(im, op, ins):
     """A reduce_window that adds (cumsum, sum pooling): each part on its own, from its part of the
     init (padding holds it)."""
-    from relax_mlir.frontend.stablehlo.window import _reduce_window
-
     if len(op.results) != 1 or len(ins) != 2 or _body_op(op) != "stablehlo.add":
         raise UnsupportedOpError(op.operation.name, str(op.location),
                                  "on complex numbers only windows that add are supported")
     (x, init), parts = ins, _constant_parts(op.operands[1]) or (None, None)
+    _reduce_window = CONVERTERS[op.operation.name]  # window.py's, which takes the init's value
     with real_parts():
         return CVal(_reduce_window(im, op, [x.re, init.re], parts[0]), _reduce_window(im, op, [x.im, init.im], parts[1]))
 
@@ -592,8 +592,6 @@ def _split(n: int) -> tuple[int, int] | None:
 
 def _along(im, x, axis: int, f, n_out: int):
     """Apply `f` ([M, n] parts -> [M, n_out] parts) along `axis` of x (Val or CVal)."""
-    from relax_mlir.ops.common import product
-
     dims = list(x.dims)
     r = len(dims)
     perm = [i for i in range(r) if i != axis] + [axis]
