@@ -35,6 +35,8 @@ def functions():
         "solve (8 rhs)": (lambda a, b: jnp.linalg.solve(a, b), lambda m: [gen(m, 4), gen(m, 5, 8)]),
         "inv": (lambda a: jnp.linalg.inv(a), lambda m: [gen(m, 6)]),
         "slogdet": (lambda a: jnp.linalg.slogdet(a)[1], lambda m: [gen(m, 7)]),
+        "eigvalsh": (lambda a: jnp.linalg.eigvalsh(a), lambda m: [spd(m, 8)]),
+        "svdvals": (lambda a: jnp.linalg.svd(a, compute_uv=False), lambda m: [gen(m, 9)]),
     }
 
 
