@@ -320,8 +320,9 @@ def _constant(im, op, ins):
     out = []
     for k in range(2):
         arr = np.ascontiguousarray(vals[:, k]).reshape(shape)
-        if n == 1 or np.all(arr == arr.reshape(-1)[0]) and not np.isnan(arr.reshape(-1)[0]):
-            attr = _splat(shape, part, float(arr.reshape(-1)[0]) if n else 0.0)
+        flat = arr.reshape(-1)
+        if n == 0 or n == 1 or (np.all(flat == flat[0]) and not np.isnan(flat[0])):
+            attr = _splat(shape, part, float(flat[0]) if n else 0.0)
         else:
             attr = ir.DenseElementsAttr.get(arr, type=_elt(part))
         out.append(im.emit("relax.constant", [], len(shape), part, {"value": attr}, dims=dims))
