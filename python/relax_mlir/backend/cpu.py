@@ -1234,7 +1234,93 @@ _TO_LLVM_CONVERT = (
     "convert-ub-to-llvm,"
     "reconcile-unrealized-casts"
 )
-_TO_LLVM = f"{_TO_LLVM_LOOPS},[legalize i1 memory],{_TO_LLVM_CONVERT}"
+_TO_LLVM = f"{_TO_LLVM_LOOPS},[bf16 moves through f32],[legalize i1 memory],{_TO_LLVM_CONVERT},[bf16 vector memory as i16]"
+
+
+def move_bf16_through_f32(module_op: ir.Operation) -> int:
+    """Ops that only move bf16 values (`vector.broadcast`, `vector.splat`, `arith.select`, scalar
+    or vector) on the values widened to f32, rounded back (exact: every bf16 value is an f32 one;
+    a NaN stays NaN): x86 LLVM cannot legalize the `scalar_to_vector` that a bf16 broadcast, or the
+    widening of an odd-length bf16 select, becomes and aborts the process ("Do not know how to soft
+    promote this operator's operand"; fuzz seed 2,361,236: a clip of a bf16 tensor reads its bound
+    broadcast from a [1, 1] tensor), and LLVM's own vectorizers make such vectors of a loop of
+    scalar selects. Moving the bits as i16 does not last: InstCombine moves the bitcasts back out
+    of selects and shuffles. Runs before the bf16 conversions become integer operations (arith-expand),
+    which LLVM does not fold back. Returns the number of ops rewritten."""
+    todo = []
+
+    def visit(o):
+        if o.name in ("vector.broadcast", "vector.splat", "arith.select"):
+            t = o.results[0].type
+            et = t.element_type if isinstance(t, ir.VectorType) else t
+            if isinstance(et, ir.BF16Type) and (o.name == "arith.select" or isinstance(t, ir.VectorType)):
+                todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if not todo:
+        return 0
+    with module_op.context, ir.Location.unknown():
+        f32 = ir.F32Type.get()
+
+        def wide(t: ir.Type) -> ir.Type:
+            return ir.VectorType.get(t.shape, f32) if isinstance(t, ir.VectorType) else f32
+
+        def ext(v: ir.Value) -> ir.Value:
+            return ir.Operation.create("arith.extf", results=[wide(v.type)], operands=[v]).results[0]
+
+        for o in todo:
+            rt = o.results[0].type
+            with ir.InsertionPoint(o), o.location:
+                if o.name == "arith.select":
+                    c, x, y = o.operands
+                    moved = ir.Operation.create("arith.select", results=[wide(rt)], operands=[c, ext(x), ext(y)])
+                else:
+                    moved = ir.Operation.create("vector.broadcast", results=[wide(rt)], operands=[ext(o.operands[0])])
+                back = ir.Operation.create("arith.truncf", results=[rt], operands=[moved.results[0]]).results[0]
+            o.results[0].replace_all_uses_with(back)
+            o.erase()
+    return len(todo)
+
+
+def bf16_vector_memory_as_i16(module_op: ir.Operation) -> int:
+    """`llvm.load` / `llvm.store` of bf16 vectors as i16 vectors (bitcasts around them, which
+    LLVM folds away where the value is only moved): on an x86 CPU with AVX-512 the selection DAG
+    splits an odd-length bf16 vector (a copy kernel's vector<25xbf16>) into pieces it cannot
+    legalize and aborts the process ("Do not know how to soft promote this operator's operand").
+    Returns the number of accesses rewritten."""
+    todo = []
+
+    def bf16_vector(t) -> bool:
+        return isinstance(t, ir.VectorType) and isinstance(t.element_type, ir.BF16Type)
+
+    def visit(o):
+        if (o.name == "llvm.load" and bf16_vector(o.results[0].type)) or \
+                (o.name == "llvm.store" and bf16_vector(o.operands[0].type)):
+            todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if not todo:
+        return 0
+    with module_op.context, ir.Location.unknown():
+        i16 = ir.IntegerType.get_signless(16)
+        for o in todo:
+            attrs = {name: o.attributes[name] for name in o.attributes}
+            with ir.InsertionPoint(o), o.location:
+                if o.name == "llvm.load":
+                    t = o.results[0].type
+                    wide = ir.VectorType.get(t.shape, i16)
+                    load = ir.Operation.create("llvm.load", results=[wide], operands=list(o.operands), attributes=attrs)
+                    back = ir.Operation.create("llvm.bitcast", results=[t], operands=[load.results[0]])
+                    o.results[0].replace_all_uses_with(back.results[0])
+                else:
+                    v, ptr = o.operands[0], o.operands[1]
+                    bits = ir.Operation.create("llvm.bitcast", results=[ir.VectorType.get(v.type.shape, i16)],
+                                               operands=[v])
+                    ir.Operation.create("llvm.store", results=[], operands=[bits.results[0], ptr], attributes=attrs)
+            o.erase()
+    return len(todo)
 
 
 def legalize_i1_memory(module_op: ir.Operation) -> None:
@@ -1634,9 +1720,12 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
     _record_entry_signatures(op)
     _run_module(op, _TO_LLVM_LOOPS, "to-llvm")
     if _has_bf16(op):  # after linalg became loops (an expansion inside a linalg body breaks it)
+        move_bf16_through_f32(op)
         _run_module(op, _BF16_CONVERT, "to-llvm")
     legalize_i1_memory(op)
     _run_module(op, _TO_LLVM_CONVERT, "to-llvm")
+    if _has_bf16(op):
+        bf16_vector_memory_as_i16(op)
     _internal_linkage(op)
     bodies = _keep_parallel_bodies_outlined(op)
     _inline_entries_into_wrappers(op)
