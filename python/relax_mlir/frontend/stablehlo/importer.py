@@ -304,6 +304,8 @@ class Importer:
             try:
                 outs = None
                 if touches_complex(op, ins):  # complex values as pairs of real parts (complex.py)
+                    if self.spmd is not None:
+                        raise UnsupportedOpError(name, str(op.location), "complex numbers in a sharded program")
                     outs = convert_complex(self, op, ins)
                 else:
                     if self.spmd is not None:  # a data op on sharded global views (sharding.py)
