@@ -5,6 +5,9 @@ infinities, NaN) as XLA computes it, products and sums of complex tensors, and t
 complex arguments / results, and ops without a complex form, named all at once."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -13,6 +16,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
+import toolchecks  # noqa: E402
 from jaxcheck import check, spec  # noqa: E402
 
 import relax_mlir  # noqa: E402
@@ -228,3 +232,28 @@ def test_complex_arguments_and_unsupported_ops_are_refused_by_name():
         from_jax(lambda x: _parts(jnp.prod(x * 1j, axis=0)), spec((b, 4)))
     with pytest.raises(UnsupportedOpError, match="only windows that add"):
         from_jax(lambda x: _parts(jnp.cumprod(x * 1j, axis=1)), spec((b, 4)))
+
+
+_VULKAN_FFT = """
+import jax, jax.numpy as jnp, numpy as np, relax_mlir
+from relax_mlir.frontend.jax import from_jax
+(b,) = jax.export.symbolic_shape("b")
+f = lambda x, k: jnp.fft.irfft(jnp.fft.rfft(x) * jnp.fft.rfft(k, n=16), n=16)
+exe = relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((b, 16), jnp.float32), jax.ShapeDtypeStruct((5,), jnp.float32)),
+                         target="vulkan")
+k = np.random.default_rng(0).standard_normal(5).astype(np.float32)
+for n in (1, 7, 33):
+    x = np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)
+    np.testing.assert_allclose(exe(x, k), np.asarray(jax.jit(f)(x, k)), rtol=1e-4, atol=1e-5)
+print("ok")
+"""
+
+
+def test_fft_convolution_on_vulkan():
+    """The parts are real tensors, so GPU targets take complex programs as they are: an FFT
+    convolution on Vulkan (lavapipe), in a child process (a lavapipe device breaks the CPU JIT of
+    later tests)."""
+    if not toolchecks.vulkan_adapter():
+        pytest.skip("no Vulkan adapter (lavapipe)")
+    out = subprocess.run([sys.executable, "-c", _VULKAN_FFT], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
