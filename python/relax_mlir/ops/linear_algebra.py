@@ -600,37 +600,24 @@ def _rotate_columns(k: Kernel, M: str, T: str, bi: str, p: str, q: str, rows: st
                     rows_too: bool) -> str:
     """Columns p, q of M (and, with `rows_too`, then rows p, q: J^T M J) rotated by (c, s)."""
     c0, c1 = k.const_index(0), k.const_index(1)
-    r = k.fresh("rc")
-    k.emit(f"{r} = scf.for %k = {c0} to {rows} step {c1} iter_args(%jq_R = {M}) -> ({T}) {{")
-    k.emit(f"  %xp = tensor.extract %jq_R[{bi}%k, {p}] : {T}")
-    k.emit(f"  %xq = tensor.extract %jq_R[{bi}%k, {q}] : {T}")
-    k.emit(f"  %jq_cp = arith.mulf {c}, %xp : {dt}")
-    k.emit(f"  %jq_sq = arith.mulf {s}, %xq : {dt}")
-    k.emit(f"  %jq_np = arith.subf %jq_cp, %jq_sq : {dt}")
-    k.emit(f"  %jq_sp = arith.mulf {s}, %xp : {dt}")
-    k.emit(f"  %jq_cq = arith.mulf {c}, %xq : {dt}")
-    k.emit(f"  %jq_nq = arith.addf %jq_sp, %jq_cq : {dt}")
-    k.emit(f"  %jq_R1 = tensor.insert %jq_np into %jq_R[{bi}%k, {p}] : {T}")
-    k.emit(f"  %jq_R2 = tensor.insert %jq_nq into %jq_R1[{bi}%k, {q}] : {T}")
-    k.emit(f"  scf.yield %jq_R2 : {T}")
-    k.emit("}")
-    if not rows_too:
-        return r
-    r2 = k.fresh("rr")
-    k.emit(f"{r2} = scf.for %k = {c0} to {rows} step {c1} iter_args(%jq_R = {r}) -> ({T}) {{")
-    k.emit(f"  %xp = tensor.extract %jq_R[{bi}{p}, %k] : {T}")
-    k.emit(f"  %xq = tensor.extract %jq_R[{bi}{q}, %k] : {T}")
-    k.emit(f"  %jq_cp = arith.mulf {c}, %xp : {dt}")
-    k.emit(f"  %jq_sq = arith.mulf {s}, %xq : {dt}")
-    k.emit(f"  %jq_np = arith.subf %jq_cp, %jq_sq : {dt}")
-    k.emit(f"  %jq_sp = arith.mulf {s}, %xp : {dt}")
-    k.emit(f"  %jq_cq = arith.mulf {c}, %xq : {dt}")
-    k.emit(f"  %jq_nq = arith.addf %jq_sp, %jq_cq : {dt}")
-    k.emit(f"  %jq_R1 = tensor.insert %jq_np into %jq_R[{bi}{p}, %k] : {T}")
-    k.emit(f"  %jq_R2 = tensor.insert %jq_nq into %jq_R1[{bi}{q}, %k] : {T}")
-    k.emit(f"  scf.yield %jq_R2 : {T}")
-    k.emit("}")
-    return r2
+    out = M
+    for at in ([lambda i: f"%k, {i}"] + ([lambda i: f"{i}, %k"] if rows_too else [])):
+        r = k.fresh("rot")
+        k.emit(f"{r} = scf.for %k = {c0} to {rows} step {c1} iter_args(%jq_R = {out}) -> ({T}) {{")
+        k.emit(f"  %jq_xp = tensor.extract %jq_R[{bi}{at(p)}] : {T}")
+        k.emit(f"  %jq_xq = tensor.extract %jq_R[{bi}{at(q)}] : {T}")
+        k.emit(f"  %jq_cp = arith.mulf {c}, %jq_xp : {dt}")
+        k.emit(f"  %jq_sq = arith.mulf {s}, %jq_xq : {dt}")
+        k.emit(f"  %jq_np = arith.subf %jq_cp, %jq_sq : {dt}")
+        k.emit(f"  %jq_sp = arith.mulf {s}, %jq_xp : {dt}")
+        k.emit(f"  %jq_cq = arith.mulf {c}, %jq_xq : {dt}")
+        k.emit(f"  %jq_nq = arith.addf %jq_sp, %jq_cq : {dt}")
+        k.emit(f"  %jq_R1 = tensor.insert %jq_np into %jq_R[{bi}{at(p)}] : {T}")
+        k.emit(f"  %jq_R2 = tensor.insert %jq_nq into %jq_R1[{bi}{at(q)}] : {T}")
+        k.emit(f"  scf.yield %jq_R2 : {T}")
+        k.emit("}")
+        out = r
+    return out
 
 
 def _sweeps(k: Kernel, M: str, T: str, n: str, body) -> str:

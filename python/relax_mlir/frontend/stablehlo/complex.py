@@ -489,9 +489,7 @@ class _Dft:
 
     def complex_dft(self, z: CVal, n: int, inverse: bool) -> CVal:
         """Y_k = sum_j z_j w^(jk), w = e^(-+2 pi i / n); the inverse scaled by 1 / n."""
-        if n <= _DENSE_MAX or _split(n) is None:
-            if n > _PRIME_MAX:
-                raise ValueError(f"an FFT of length {n} (a prime above {_PRIME_MAX}) is not supported")
+        if _one_table(n):
             c, s = _twiddles(n, n, n, 1.0 / n if inverse else 1.0)
             if not inverse:
                 s = -s
@@ -539,9 +537,7 @@ class _Dft:
 
     def rfft(self, x: Val, n: int) -> CVal:
         h = n // 2 + 1
-        if n <= _DENSE_MAX or _split(n) is None:
-            if n > _PRIME_MAX:
-                raise ValueError(f"an FFT of length {n} (a prime above {_PRIME_MAX}) is not supported")
+        if _one_table(n):
             c, s = _twiddles(n, h, n)
             return CVal(self.mm(x, self.table(c)), self.mm(x, self.table(-s)))
         zero = _Emit(self.im, x.dims, self.dt).zeros()
@@ -553,9 +549,7 @@ class _Dft:
         where the conjugate term k' = n - k is implied; the imaginary parts of the zero (and, for
         even n, the middle) term do not contribute, as numpy and XLA."""
         h = n // 2 + 1
-        if n <= _DENSE_MAX or _split(n) is None:
-            if n > _PRIME_MAX:
-                raise ValueError(f"an FFT of length {n} (a prime above {_PRIME_MAX}) is not supported")
+        if _one_table(n):
             c, s = _twiddles(h, n, n, 1.0 / n)
             w = np.full((h, 1), 2.0)
             w[0] = 1.0
@@ -583,6 +577,16 @@ class _Dft:
 
     def _cat(self, a: Val, b: Val, n: int) -> Val:
         return self.im.emit("relax_v.concat", [a, b], 2, self.dt, {"axis": 1}, dims=[a.dims[0], const(n)])
+
+
+def _one_table(n: int) -> bool:
+    """Whether a transform of length n is one table product (short, or a prime: nothing to split);
+    ValueError for a prime above _PRIME_MAX."""
+    if n <= _DENSE_MAX or _split(n) is not None:
+        return n <= _DENSE_MAX
+    if n > _PRIME_MAX:
+        raise ValueError(f"an FFT of length {n} (a prime above {_PRIME_MAX}) is not supported")
+    return True
 
 
 def _split(n: int) -> tuple[int, int] | None:
