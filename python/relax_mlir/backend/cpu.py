@@ -1237,6 +1237,19 @@ _TO_LLVM_CONVERT = (
 _TO_LLVM = f"{_TO_LLVM_LOOPS},[bf16 moves through f32],[legalize i1 memory],{_TO_LLVM_CONVERT},[bf16 vector memory as i16]"
 
 
+def _ops_where(module_op: ir.Operation, pred) -> list[ir.Operation]:
+    """Every op nested in `module_op` for which `pred(op)` holds, in pre-order."""
+    found = []
+
+    def visit(o):
+        if pred(o):
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 def move_bf16_through_f32(module_op: ir.Operation) -> int:
     """Ops that only move bf16 values (`vector.broadcast`, `vector.splat`, `arith.select`, scalar
     or vector) on the values widened to f32, rounded back (exact: every bf16 value is an f32 one;
@@ -1247,17 +1260,14 @@ def move_bf16_through_f32(module_op: ir.Operation) -> int:
     scalar selects. Moving the bits as i16 does not last: InstCombine moves the bitcasts back out
     of selects and shuffles. Runs before the bf16 conversions become integer operations (arith-expand),
     which LLVM does not fold back. Returns the number of ops rewritten."""
-    todo = []
+    def moves(o) -> bool:
+        if o.name not in ("vector.broadcast", "vector.splat", "arith.select"):
+            return False
+        t = o.results[0].type
+        et = t.element_type if isinstance(t, ir.VectorType) else t
+        return isinstance(et, ir.BF16Type) and (o.name == "arith.select" or isinstance(t, ir.VectorType))
 
-    def visit(o):
-        if o.name in ("vector.broadcast", "vector.splat", "arith.select"):
-            t = o.results[0].type
-            et = t.element_type if isinstance(t, ir.VectorType) else t
-            if isinstance(et, ir.BF16Type) and (o.name == "arith.select" or isinstance(t, ir.VectorType)):
-                todo.append(o)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    todo = _ops_where(module_op, moves)
     if not todo:
         return 0
     with module_op.context, ir.Location.unknown():
@@ -1289,18 +1299,11 @@ def bf16_vector_memory_as_i16(module_op: ir.Operation) -> int:
     splits an odd-length bf16 vector (a copy kernel's vector<25xbf16>) into pieces it cannot
     legalize and aborts the process ("Do not know how to soft promote this operator's operand").
     Returns the number of accesses rewritten."""
-    todo = []
-
     def bf16_vector(t) -> bool:
         return isinstance(t, ir.VectorType) and isinstance(t.element_type, ir.BF16Type)
 
-    def visit(o):
-        if (o.name == "llvm.load" and bf16_vector(o.results[0].type)) or \
-                (o.name == "llvm.store" and bf16_vector(o.operands[0].type)):
-            todo.append(o)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    todo = _ops_where(module_op, lambda o: (o.name == "llvm.load" and bf16_vector(o.results[0].type))
+                      or (o.name == "llvm.store" and bf16_vector(o.operands[0].type)))
     if not todo:
         return 0
     with module_op.context, ir.Location.unknown():

@@ -620,6 +620,27 @@ def _rotate_columns(k: Kernel, M: str, T: str, bi: str, p: str, q: str, rows: st
     return out
 
 
+def _jacobi_kernel(name: str, op: OpInfo):
+    """The start of a Jacobi kernel: the working matrix (a copy of the operand) and the values
+    (zeros) carried through the batch loops, and the constants the steps use. Returns (kernel,
+    loops, (matrix, values) inside them, their types, the batch index prefix)."""
+    x = op.tensor(0)
+    a_t, w_t = op.result_types
+    rank, dt = len(x.dims), x.dtype
+    k = Kernel(name, [x], [a_t, w_t])
+    A = _copy(k, k.inp(0), k.out(0), a_t)
+    W = k.fill("0.0", k.out(1), w_t)
+    T, WT = k.ty(a_t), k.ty(w_t)
+    loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], [(A, T), (W, WT)])
+    inside = loops.open()
+    k.emit(f"%zf = arith.constant 0.0 : {dt}")
+    k.emit(f"%one = arith.constant 1.0 : {dt}")
+    k.emit(f"%eps = arith.constant {_EPS[dt]} : {dt}")
+    k.emit(f"%jq_nan = arith.constant 0x{'7FC00000' if dt == 'f32' else '7FF8000000000000'} : {dt}")
+    k.emit("%true = arith.constant true")
+    return k, loops, inside, T, WT, "".join(f"{v}, " for v in loops.ivs)
+
+
 def _sweeps(k: Kernel, M: str, T: str, n: str, body) -> str:
     """Cyclic Jacobi sweeps over the pairs p < q < n until a sweep rotates nothing (at most
     _SWEEPS); `body(M, p, q)` emits one pair's step and returns (new M, whether it rotated)."""
@@ -715,23 +736,10 @@ class EigvalshOp(OpSpec):
 
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
-        x = op.tensor(0)
-        a_t, w_t = op.result_types
-        rank, dt = len(x.dims), x.dtype
-        k = Kernel("syevj", [x], [a_t, w_t])
+        x, dt = op.tensor(0), op.tensor(0).dtype
+        k, loops, (Ab, Wb), T, WT, bi = _jacobi_kernel("syevj", op)
         c0, c1 = k.const_index(0), k.const_index(1)
-        n = k.dim(k.inp(0), x, rank - 1)
-        A = _copy(k, k.inp(0), k.out(0), a_t)
-        W = k.fill("0.0", k.out(1), w_t)
-        T, WT = k.ty(a_t), k.ty(w_t)
-        loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], [(A, T), (W, WT)])
-        Ab, Wb = loops.open()
-        bi = "".join(f"{v}, " for v in loops.ivs)
-        k.emit(f"%zf = arith.constant 0.0 : {dt}")
-        k.emit(f"%one = arith.constant 1.0 : {dt}")
-        k.emit(f"%eps = arith.constant {_EPS[dt]} : {dt}")
-        k.emit(f"%jq_nan = arith.constant 0x{'7FC00000' if dt == 'f32' else '7FF8000000000000'} : {dt}")
-        k.emit("%true = arith.constant true")
+        n = k.dim(k.inp(0), x, len(x.dims) - 1)
         # the upper triangle from the lower one
         k.emit(f"%jq_sy = scf.for %i = {c0} to {n} step {c1} iter_args(%jq_S = {Ab}) -> ({T}) {{")
         k.emit(f"  %jq_i1 = arith.addi %i, {c1} : index")
@@ -784,23 +792,10 @@ class SvdvalsOp(OpSpec):
 
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
-        x = op.tensor(0)
-        a_t, w_t = op.result_types
-        rank, dt = len(x.dims), x.dtype
-        k = Kernel("gesvj", [x], [a_t, w_t])
+        x, dt = op.tensor(0), op.tensor(0).dtype
+        k, loops, (Ab, Wb), T, WT, bi = _jacobi_kernel("gesvj", op)
         c0, c1 = k.const_index(0), k.const_index(1)
-        m, n = k.dim(k.inp(0), x, rank - 2), k.dim(k.inp(0), x, rank - 1)
-        A = _copy(k, k.inp(0), k.out(0), a_t)
-        W = k.fill("0.0", k.out(1), w_t)
-        T, WT = k.ty(a_t), k.ty(w_t)
-        loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], [(A, T), (W, WT)])
-        Ab, Wb = loops.open()
-        bi = "".join(f"{v}, " for v in loops.ivs)
-        k.emit(f"%zf = arith.constant 0.0 : {dt}")
-        k.emit(f"%one = arith.constant 1.0 : {dt}")
-        k.emit(f"%eps = arith.constant {_EPS[dt]} : {dt}")
-        k.emit(f"%jq_nan = arith.constant 0x{'7FC00000' if dt == 'f32' else '7FF8000000000000'} : {dt}")
-        k.emit("%true = arith.constant true")
+        m, n = k.dim(k.inp(0), x, len(x.dims) - 2), k.dim(k.inp(0), x, len(x.dims) - 1)
         M, scale, finite = _scale_down(k, Ab, T, bi, m, n, dt)
         D = _sweeps(k, M, T, n, lambda mm, p, q: _pair_step(k, mm, T, bi, p, q, dt, m, False))
         k.emit(f"%jq_wv = scf.for %j = {c0} to {n} step {c1} iter_args(%jq_V = {Wb}) -> ({WT}) {{")
