@@ -137,9 +137,13 @@ class ConvOp(OpSpec):
                f"{k.ty(acc_r)} into {k.ty(o4_t)}")
         # loops: b, g, og, c, k_0.., q_0..: the output's last spatial dim (contiguous in the
         # output and, at stride 1, in the input) innermost, where the CPU backend vectorizes
+        # The reduction runs over the window positions, then the channels innermost, each step
+        # one fused multiply-add: XLA's convolution (an FMA dot of channels-minor patches), whose
+        # infinities and NaNs a different order or rounded products would not reproduce (a
+        # product overflowing to -inf next to an infinite partial sum).
         n = 3 + ns + 1 + ns
-        c = "d3"
-        kk = [f"d{4 + j}" for j in range(ns)]
+        kk = [f"d{3 + j}" for j in range(ns)]
+        c = f"d{3 + ns}"
         q = [f"d{4 + ns + j}" for j in range(ns)]
         sp = [_term(q[j], kk[j], strides[j], rdil[j]) for j in range(ns)]
         lmap = affine_map(n, (["d1", "d0", c] if bgc > 1 else ["d0", "d1", c]) + sp)
@@ -147,9 +151,11 @@ class ConvOp(OpSpec):
         omap = affine_map(n, ["d0", "d1", "d2"] + q)
         if half:
             body = [f"%x = arith.extf %a0 : {dt} to f32", f"%w = arith.extf %a1 : {dt} to f32",
-                    "%m = arith.mulf %x, %w : f32", "%y = arith.addf %o0, %m : f32"]
+                    "%m = arith.mulf %x, %w fastmath<contract> : f32",
+                    "%y = arith.addf %o0, %m fastmath<contract> : f32"]
         elif dt in FLOAT_DTYPES:
-            body = [f"%m = arith.mulf %a0, %a1 : {dt}", f"%y = arith.addf %o0, %m : {dt}"]
+            body = [f"%m = arith.mulf %a0, %a1 fastmath<contract> : {dt}",
+                    f"%y = arith.addf %o0, %m fastmath<contract> : {dt}"]
         else:
             body = [f"%m = arith.muli %a0, %a1 : {dt}", f"%y = arith.addi %o0, %m : {dt}"]
         gen = k.generic([(xe, l4_t, lmap), (we, w4_t, wmap)], [(oe, o4_t, omap)],

@@ -135,10 +135,12 @@ class MatmulOp(OpSpec):
             acc_t = TensorType(r.dims, "f32")
             f = k.fill("0.0", k.empty(acc_t, (k.out(0), r)), acc_t)
             body = [f"%x = arith.extf %a0 : {a.dtype} to f32", f"%y = arith.extf %a1 : {a.dtype} to f32",
-                    "%p = arith.mulf %x, %y : f32", "%s = arith.addf %o0, %p : f32"]
-        else:
+                    "%p = arith.mulf %x, %y fastmath<contract> : f32",
+                    "%s = arith.addf %o0, %p fastmath<contract> : f32"]
+        else:  # float products fused into the sum (XLA's dot), as the 2-D form's vector.contract
             acc_t, f = r, k.fill(zero_literal(a.dtype), k.out(0), r)
-            body = [f"%p = {mul} %a0, %a1 : {a.dtype}", f"%s = {add} %o0, %p : {a.dtype}"]
+            fm = " fastmath<contract>" if float_ else ""
+            body = [f"%p = {mul} %a0, %a1{fm} : {a.dtype}", f"%s = {add} %o0, %p{fm} : {a.dtype}"]
         g = k.generic([(k.inp(0), a, affine_map(nloops, amap)), (k.inp(1), b, affine_map(nloops, bmap))],
                       [(f, acc_t, affine_map(nloops, omap))], ["parallel"] * (nloops - 1) + ["reduction"], body, ["%s"])
         if half:

@@ -115,3 +115,74 @@ def _moves(cols):
         args = [rng.standard_normal((n, cols)).astype(BF16), rng.standard_normal((n, cols)).astype(BF16)]
         for g, w in zip(exe(*args), jax.jit(f)(*args)):
             np.testing.assert_array_equal(np.asarray(g).astype(np.float32), np.asarray(w).astype(np.float32))
+
+
+
+def _fma_matmul(a, b):
+    """a @ b in f32, each step of the k loop one fused multiply-add (the f32 product of two f32,
+    f16 or bf16 values is exact in f64, one rounding to f32 per step), rounded to a's type."""
+    a64, b64 = a.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(a.shape[1]):
+            acc = (a64[:, k:k + 1] * b64[k:k + 1, :] + acc).astype(np.float32)
+    return acc.astype(a.dtype)
+
+
+_BIG = {np.float16: 300.0}  # a product beyond the type's range; 1e30 for f32 and bf16
+
+
+def _special(rng, shape, dtype, with_inf):
+    big = _BIG.get(dtype, 1e30)
+    values = [big, -big, np.inf, -np.inf, 1.0] if with_inf else [big, -big, 1.0, 0.5]
+    return rng.choice(values, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16, np.float16], ids=["f32", "bf16", "f16"])
+def test_matmul_accumulates_with_fused_multiply_adds(dtype):
+    """A dot accumulates in f32 in k order, each step a fused multiply-add (f16/bf16 operands
+    computed in f32), as XLA's CPU dot: a product overflowing f32 (1e30 * -1e30) next to an
+    infinite partial sum keeps the infinity (rounding the product first gave inf - inf = NaN:
+    differential fuzz seed 2,355,453, a [33, 33] bf16 `x @ x`). Bit for bit against the FMA
+    order, NaN equal to NaN, at M = 1, 3, 33 and 64 from one compile (jax dims are >= 1)."""
+    m = jax.export.symbolic_shape("m")[0]
+    fn = lambda a, b: a @ b  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((m, 33), dtype), jax.ShapeDtypeStruct((33, 9), dtype)))
+    for seed, rows in enumerate((1, 3, 33, 64)):
+        rng = np.random.default_rng(seed)
+        a, b = _special(rng, (rows, 33), dtype, True), _special(rng, (33, 9), dtype, False)
+        got = np.asarray(exe(a, b))
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got.astype(np.float32), _fma_matmul(a, b).astype(np.float32))
+    a = np.array([[1e30, 1e30]], dtype)
+    b = np.array([[-1e30], [1e30]], dtype)
+    if dtype != np.float16:  # jax.jit's own answer on the smallest case: -inf (separate products: NaN)
+        small = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((1, 2), dtype), jax.ShapeDtypeStruct((2, 1), dtype)))
+        np.testing.assert_array_equal(np.asarray(small(a, b)).astype(np.float32),
+                                      np.asarray(jax.jit(fn)(a, b)).astype(np.float32))
+
+
+_CONVS = {
+    "conv2d": (lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME"), ("m", 3, 6, 5), (4, 3, 3, 2)),
+    "conv1d_grouped_dilated": (lambda x, w: jax.lax.conv_general_dilated(x, w, (1,), "VALID", rhs_dilation=(2,),
+                                                                         feature_group_count=2), ("m", 4, 11), (6, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16, np.float16], ids=["f32", "bf16", "f16"])
+@pytest.mark.parametrize("name", sorted(_CONVS))
+def test_convolution_accumulates_like_xla(name, dtype):
+    """A convolution accumulates over the window positions, then the channels innermost, each
+    step a fused multiply-add (XLA's convolution: an FMA dot of channels-minor patches), so
+    which infinity or NaN an overflowing product next to an infinity gives is XLA's. Bit for
+    bit against jax.jit at batch sizes 1, 3 and 8 from one compile."""
+    fn, xs, ws = _CONVS[name]
+    m = jax.export.symbolic_shape("m")[0]
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct(tuple(m if d == "m" else d for d in xs), dtype),
+                                      jax.ShapeDtypeStruct(ws, dtype)))
+    for seed, batch in enumerate((1, 3, 8)):
+        rng = np.random.default_rng(seed)
+        x, w = _special(rng, (batch, *xs[1:]), dtype, True), _special(rng, ws, dtype, False)
+        got, want = np.asarray(exe(x, w)), np.asarray(jax.jit(fn)(x, w))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))

@@ -85,16 +85,21 @@ def _concatenate(im, op, ins):
 
 
 _FLOAT_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+_HALF = ("f16", "bf16")
 _INT_WIDTH = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
 def _dot_operands(im, a, b, dt):
-    """Operands of a dot_general whose element types differ from its result's (bf16 x bf16 -> f32:
-    `preferred_element_type`; i8 x i8 -> i32), converted to the type the product is computed in,
-    and that type: the result type where it is at least as wide as both operands (exact
-    conversions, products accumulated there, as XLA's CPU backend does), else the widest operand
-    type (rounded to the result at the end). Floats and integers do not mix; signedness stays."""
-    if a.dtype == b.dtype == dt:
+    """The operands of a dot_general or convolution converted to the type the products are
+    computed in, and that type: the result type where it is at least as wide as both operands
+    (bf16 x bf16 -> f32 by `preferred_element_type`, i8 x i8 -> i32: exact conversions, products
+    accumulated there, as XLA's CPU backend does), else the widest operand type (rounded to the
+    result at the end). f16 and bf16 products are computed in f32 (XLA's CPU backend upcasts
+    them): exact there, each multiply-add an f32 FMA of the f32 kernels, so that a product that
+    overflows f32 next to an infinite partial sum keeps XLA's infinity (1e30 * -1e30 + inf = inf;
+    rounding the product first gives inf - inf = NaN). Floats and integers do not mix;
+    signedness stays."""
+    if a.dtype == b.dtype == dt and dt not in _HALF:
         return a, b, dt
     for table in (_FLOAT_WIDTH, _INT_WIDTH):
         if a.dtype in table and b.dtype in table and dt in table:
@@ -102,8 +107,9 @@ def _dot_operands(im, a, b, dt):
                 break
             wide = max((a.dtype, b.dtype, dt), key=lambda t: table[t])
             ct = dt if table[dt] >= table[wide] else wide
-            if ct in ("f16", "bf16") and {a.dtype, b.dtype} - {ct}:
+            if ct in _HALF and {a.dtype, b.dtype} - {ct}:
                 break
+            ct = "f32" if ct in _HALF else ct
 
             def up(x):
                 return x if x.dtype == ct else im.emit("relax.astype", [x], len(x.dims), ct,
