@@ -879,6 +879,15 @@ irdl.dialect @relax {
     irdl.operands(condition: %0, x: %1, y: %2)
     irdl.results(result: %3)
   }
+  // The windows of a convolution's input as rows (im2col), channels last: x [B, S..., C] ->
+  irdl.operation @window_patches {
+    %0 = irdl.base @relax::@tensor
+    %1 = irdl.base @relax::@tensor
+    %2 = irdl.base "#builtin.array"
+    irdl.operands(x: %0)
+    irdl.results(result: %1)
+    irdl.attributes {"window" = %2}
+  }
   // A tensor of zeros. Attributes: shape, dtype.
   irdl.operation @zeros {
     %0 = irdl.base @relax::@tensor

@@ -22,9 +22,9 @@ from relax_mlir.core.module import Module
 # pipelines relax-compile-cpu and relax-lower; relax_mlir.targets holds every target's).
 DEFAULT_PIPELINE = ("relax-infer-shapes", "relax-expand-attention", "relax-legalize", "relax-lower-shapes",
                     "relax-to-upstream")
-OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-canonicalize", "relax-fuse-attention", "relax-dispatch-library",
-                     "relax-multiversion", "relax-legalize", "relax-fuse-kernels", "relax-dce", "relax-plan-memory", "relax-lower-shapes",
-                     "relax-to-upstream")
+OPTIMIZE_PIPELINE = ("relax-infer-shapes", "relax-conv-to-matmul", "relax-canonicalize", "relax-fuse-attention",
+                     "relax-dispatch-library", "relax-multiversion", "relax-legalize", "relax-fuse-kernels", "relax-dce",
+                     "relax-plan-memory", "relax-lower-shapes", "relax-to-upstream")
 
 __all__ = ["CompileError", "Module", "compile", "from_jax", "parse", "run_passes"]
 

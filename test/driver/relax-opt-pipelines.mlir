@@ -15,7 +15,7 @@
 // LIST-NEXT: skip=str
 // LIST: Named pipelines:
 // LIST: --relax-compile-cpu
-// LIST: = relax-infer-shapes,relax-canonicalize,relax-fuse-attention,relax-dispatch-library,relax-
+// LIST: = relax-infer-shapes,relax-conv-to-matmul,relax-canonicalize,relax-fuse-attention,relax-
 // LIST: --relax-optimize
 // NOOPT: relax-opt: error: named pipeline 'relax-optimize' takes no options
 func.func @main(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32> {

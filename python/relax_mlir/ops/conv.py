@@ -4,7 +4,8 @@ transposes other layouts into it.
 
 The kernel dilates and pads the lhs with zeros (ops/window.py), splits the feature (or batch)
 dim into groups with `tensor.expand_shape`, and accumulates in one `linalg.generic` over
-(batch, group, out feature, out spatial..., in feature, kernel spatial...)."""
+(batch, group, out feature, kernel spatial..., in feature, out spatial...). On the CPU,
+`relax-conv-to-matmul` makes most convolutions a `relax.window_patches` (im2col) and a matmul."""
 from __future__ import annotations
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
@@ -13,7 +14,7 @@ from relax_mlir.ops.common import dims_equal, require_rank, symbols_note
 from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map, zero_literal
 from relax_mlir.ops.window import (sized_tensor, check_padded_size, dilate_pad, dims_attr, ints_attr, pad_values,
                                    window_out)
-from relax_mlir.shape import Expr, floordiv
+from relax_mlir.shape import Expr, const, floordiv
 
 
 @relax_op
@@ -205,3 +206,65 @@ def _term(o: str, w: str, stride: int, dil: int) -> str:
     b = w if dil == 1 else f"{w} * {dil}"
     return f"{a} + {b}"
 
+
+
+@relax_op
+class WindowPatchesOp(OpSpec):
+    """The windows of a convolution's input as rows (im2col), channels last: x [B, S..., C] ->
+    [B, Q..., K..., C], element (b, q..., k..., c) = x'[b, q * stride + k * rhs_dilation, c] of x'
+    the input with `lhs_dilation - 1` holes between neighbours and `pad_lo` / `pad_hi` zeros at the
+    ends of each spatial dim (negative constants cut), Q... as relax.conv's. Attributes: window
+    (the positive static window sizes K...), strides, lhs_dilation, rhs_dilation, pad_lo, pad_hi
+    as relax.conv's. `relax-conv-to-matmul` makes a convolution the product of these rows
+    (flattened to [B * Q..., K... * C]) with its kernel flattened to [K... * C, O]."""
+
+    name = "relax.window_patches"
+    x = operand(TENSOR)
+    result = result_(TENSOR)
+    window = attr("array", optional=False)
+    strides = attr("array")
+    lhs_dilation = attr("array")
+    rhs_dilation = attr("array")
+    pad_lo = attr("array")
+    pad_hi = attr("array")
+
+    @classmethod
+    def params(cls, op: OpInfo, ns: int):
+        return (ints_attr(op, "window", ns), ints_attr(op, "strides", ns), ints_attr(op, "lhs_dilation", ns),
+                ints_attr(op, "rhs_dilation", ns), dims_attr(op, "pad_lo", ns, 0), dims_attr(op, "pad_hi", ns, 0))
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        x = op.tensor(0)
+        d = require_rank(x, "x")
+        if len(d) < 3:
+            raise DeduceError(f"x must have rank >= 3 ([B, S..., C]), got rank {len(d)}")
+        ns = len(d) - 2
+        window, strides, ldil, rdil, lo, hi = cls.params(op, ns)
+        out = [d[0]]
+        for j in range(ns):
+            n = d[1 + j]
+            if n is None:
+                out.append(None)
+                continue
+            check_padded_size(n, lo[j], hi[j], ldil[j], op.facts, 1 + j)
+            out.append(window_out(n, lo[j], hi[j], ldil[j], const(window[j]), rdil[j], strides[j], op.facts))
+        return [TensorType(tuple(out + [const(w) for w in window] + [d[-1]]), x.dtype)]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        x, r = op.tensor(0), op.result_types[0]
+        ns = len(x.dims) - 2
+        window, strides, ldil, rdil, lo, hi = cls.params(op, ns)
+        k = Kernel("window_patches", [x], [r])
+        syms: list[Expr] = []
+        lows, highs = pad_values(k, lo, syms, op.facts), pad_values(k, hi, syms, op.facts)
+        k.n_syms = len(syms)
+        if any(d is not None and d.is_const and d.value == 0 for d in r.dims):
+            return Legalized(k, [k.out(0)], syms)
+        xp, xp_t, _ = dilate_pad(k, k.inp(0), x, list(range(1, 1 + ns)), lows, highs, ldil, zero_literal(x.dtype))
+        n = 2 + 2 * ns  # loops: b, q..., k..., c (the result's own order: a copy written in place)
+        spatial = [_term(f"d{1 + j}", f"d{1 + ns + j}", strides[j], rdil[j]) for j in range(ns)]
+        imap = affine_map(n, ["d0"] + spatial + [f"d{n - 1}"])
+        res = k.generic([(xp, xp_t, imap)], [(k.out(0), r, identity_map(n))], ["parallel"] * n, [], ["%a0"])
+        return Legalized(k, res, syms)

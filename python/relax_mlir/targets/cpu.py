@@ -18,9 +18,11 @@ class CPUTarget(Target):
     def optimize_pipeline(cls) -> tuple[str, ...]:
         # BLAS is a CPU library: matmuls become relax.call_library before legalization.
         base = tuple(p for p in OPTIMIZE if p != "relax-expand-attention")
-        i = base.index("relax-legalize")
         # relax-multiversion: row-count-dependent choices between BLAS and generated code.
         # relax-fuse-attention first: the chain's matmuls must not become library calls.
+        # relax-conv-to-matmul before relax-canonicalize, which folds its transposes into the importer's.
+        base = base[:1] + ("relax-conv-to-matmul",) + base[1:]
+        i = base.index("relax-legalize")
         return base[:i] + CPU_ONLY_PASSES + base[i:]
 
     def build(self, module):

@@ -176,3 +176,73 @@ def test_conv_half_accumulates_in_f32(dt):
         assert got.dtype == want.dtype
         tol = (1e-3, 1e-3) if dt == jnp.float16 else (8e-3, 1e-2)
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tol[0], atol=tol[1])
+
+
+def _patches_reference(x, window, strides, ldil, rdil, lo, hi):
+    """numpy im2col of x [B, S..., C]: the lhs-dilated, padded (negative: cut) input's windows."""
+    ns = len(window)
+    for j in range(ns):
+        if ldil[j] > 1:
+            n = x.shape[1 + j]
+            shape = list(x.shape)
+            shape[1 + j] = max((n - 1) * ldil[j] + 1, 0)
+            d = np.zeros(shape, x.dtype)
+            idx = [slice(None)] * x.ndim
+            idx[1 + j] = slice(None, None, ldil[j])
+            d[tuple(idx)] = x
+            x = d
+        pad = [(0, 0)] * x.ndim
+        pad[1 + j] = (max(lo[j], 0), max(hi[j], 0))
+        x = np.pad(x, pad)
+        idx = [slice(None)] * x.ndim
+        idx[1 + j] = slice(max(-lo[j], 0), x.shape[1 + j] - max(-hi[j], 0))
+        x = x[tuple(idx)]
+    q = [max((x.shape[1 + j] - ((window[j] - 1) * rdil[j] + 1)) // strides[j] + 1, 0) for j in range(ns)]
+    out = np.zeros((x.shape[0], *q, *window, x.shape[-1]), x.dtype)
+    for pos in np.ndindex(*q):
+        for k in np.ndindex(*window):
+            src = tuple(pos[j] * strides[j] + k[j] * rdil[j] for j in range(ns))
+            out[(slice(None), *pos, *k, slice(None))] = x[(slice(None), *src, slice(None))]
+    return out
+
+
+@pytest.mark.parametrize("window, strides, ldil, rdil, lo, hi", [
+    ((3,), (2,), (1,), (1,), (1,), (1,)),
+    ((2,), (1,), (2,), (3,), (2,), (-1,)),
+    ((2, 3), (1, 2), (1, 1), (2, 1), (0, -1), (1, 2)),
+])
+def test_window_patches_from_relax_text(window, strides, ldil, rdil, lo, hi):
+    """relax.window_patches (the im2col of relax-conv-to-matmul) written by hand, symbolic batch
+    and spatial dims, against numpy at sizes 1, 7 and 19 from one compile (a window wider than
+    the input gives an empty result)."""
+    ns = len(window)
+    xdims = ["b", "n"] + [5] * (ns - 1) + [3]
+    rt = T(["?"] * (2 * ns + 2))
+    attrs = (f"window = {list(window)}, strides = {list(strides)}, lhs_dilation = {list(ldil)}, "
+             f"rhs_dilation = {list(rdil)}, pad_lo = {list(lo)}, pad_hi = {list(hi)}")
+    src = (f"func.func @main(%x: {T(xdims)}) -> {rt} {{\n"
+           f'  %0 = "relax.window_patches"(%x) {{{attrs}}} : ({T(xdims)}) -> {rt}\n'
+           f"  return %0 : {rt}\n}}\n")
+    exe = relax_mlir.compile(src)
+    for b, n in ((1, 1), (2, 7), (3, 19)):
+        x = rnd((b, n, *[5] * (ns - 1), 3))
+        want = _patches_reference(x, window, strides, ldil, rdil, lo, hi)
+        got = exe(x)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_cpu_convolutions_run_as_patches_and_a_matmul():
+    """The CPU pipeline makes a one-group f32 convolution a window_patches and a matmul (one
+    sgemm-shaped product); the direct kernel (optimize=False) and the rewritten form both equal
+    jax.jit, at batch 1, 7 and 19 from one compile each."""
+    fn = conv((2, 1), "SAME", ("NHWC", "HWIO", "NHWC"), rhs_dil=(1, 2))
+    specs = [S((B, N, 6, 4)), S((3, 3, 4, 8))]
+    text = str(relax_mlir.run_passes(from_jax(fn, *specs), ["relax-infer-shapes", "relax-conv-to-matmul",
+                                                              "relax-canonicalize"]))
+    assert "relax.window_patches" in text and "relax.matmul" in text and '"relax.conv"' not in text
+    for optimize in (True, False):
+        exe = relax_mlir.compile(from_jax(fn, *specs), optimize=optimize)
+        for n in (1, 7, 19):
+            x, w = rnd((2, n, 6, 4)), rnd((3, 3, 4, 8))
+            np.testing.assert_allclose(exe(x, w), jax.jit(fn)(x, w), rtol=1e-4, atol=1e-4)
