@@ -124,7 +124,16 @@ _profiled: "weakref.WeakSet" = weakref.WeakSet()
 
 
 def _counters(jit):
-    """(names, seconds array, calls array) as ctypes views of one JIT build's globals, or None."""
+    """(names, seconds array, calls array) as ctypes views of one JIT build's globals, or None;
+    looked up once per build (the views stay valid while the build lives)."""
+    cached = getattr(jit, "_profile_counters", False)
+    if cached is not False:
+        return cached
+    jit._profile_counters = _lookup_counters(jit)
+    return jit._profile_counters
+
+
+def _lookup_counters(jit):
     op = jit.module.operation
     if PROFILE_ATTR not in op.attributes:
         return None
@@ -199,11 +208,20 @@ def table(exe, top: int | None = None) -> str:
 
 
 def register(exe) -> None:
-    """Print `exe`'s table at exit (RELAX_MLIR_PROFILE=1)."""
+    """Print `exe`'s table at exit (RELAX_MLIR_PROFILE=1). The exit handler is registered with the
+    first executable, after the libraries that were imported before it (jax, MLIR's bindings):
+    handlers run in reverse order, so the report reads the counters before those libraries'
+    handlers tear down LLVM's state (a lookup in the engine after them aborted the process:
+    "invalid mangling mode")."""
+    if not _profiled and not _REPORT_REGISTERED:
+        atexit.register(_report)
+        _REPORT_REGISTERED.append(True)
     _profiled.add(exe)
 
 
-@atexit.register
+_REPORT_REGISTERED: list[bool] = []
+
+
 def _report() -> None:
     for exe in list(_profiled):
         if samples(exe).get(_ENTRY_SLOT, (0.0, 0))[1]:

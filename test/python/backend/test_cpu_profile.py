@@ -76,3 +76,26 @@ def test_profiled_module_exports_and_loads(monkeypatch, tmp_path):
     for n in (1, 13):
         x = rng.standard_normal((n, 64), np.float32)
         np.testing.assert_allclose(art(x, w1, w2), np.asarray(jax.jit(_mlp)(x, w1, w2)), rtol=1e-4, atol=1e-4)
+
+
+def test_the_exit_report_does_not_crash(tmp_path):
+    """With the knob, a process that compiled and called executables prints their tables at exit
+    and exits cleanly: the report ran after jax's and MLIR's exit handlers had torn down LLVM's
+    state and aborted the process ("invalid mangling mode", SIGABRT or SIGSEGV) in the engine
+    lookup of the counters."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "profiled.py"
+    script.write_text(
+        "import numpy as np, jax, relax_mlir\n"
+        "from relax_mlir.frontend.jax import from_jax\n"
+        "x, exes = np.ones((4, 8), np.float32), []\n"
+        "for scale in (2.0, 3.0):\n"
+        "    exes.append(relax_mlir.compile(from_jax(lambda x: x * scale + 1.0, jax.ShapeDtypeStruct((4, 8), np.float32))))\n"
+        "    assert float(exes[-1](x)[0, 0]) == scale + 1.0\n")
+    env = dict(os.environ, RELAX_MLIR_PROFILE="1")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stderr.count("RELAX_MLIR_PROFILE: executable") == 2, r.stderr[-2000:]
