@@ -97,6 +97,9 @@ class Arg:
     dtype: str
     index_into: str | None = None  # a dim expression: the values are indices in [-d, d)
     index_mode: str = "in_bounds"  # or "any": indices anywhere in [-2d-1, 2d+1]
+    # Floats without NaN and infinities: a convolution's kernel, which StableHLO multiplies by the
+    # padding's zeros (0 * inf = NaN) where XLA's CPU convolution skips the padding (seed 2370018)
+    finite: bool = False
 
 
 class SpecJnp:
@@ -222,7 +225,7 @@ class Program:
                 if v is not None:
                     fam = self.families[int(name[1:])] if name in exprs else None
                     here = is_float(v.dtype) and (
-                        fam in ("dot", "norm")
+                        fam in ("dot", "norm", "conv")
                         or (fam == "reduce" and exprs[name].startswith(("jnp.sum", "jnp.prod", "jnp.mean")))
                         or (fam == "cumulative" and exprs[name].startswith(("lax.cumsum", "lax.cumprod")))
                         or (fam == "pool" and "lax.add" in exprs[name]))
@@ -339,7 +342,10 @@ def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
                 x = np.where(mask, sp[rng.integers(0, len(sp), size=shape)], x)
             dt = np.dtype("bfloat16") if a.dtype == "bfloat16" else np.dtype(a.dtype)
             with np.errstate(over="ignore"):
-                out.append(x.astype(dt))
+                x = x.astype(dt)
+            if a.finite:
+                x = np.where(np.isfinite(x.astype(np.float64)), x, np.asarray(0.5, dt))
+            out.append(x)
     return out
 
 
@@ -360,6 +366,9 @@ FAMILIES_V3 = FAMILIES_V2 + (("bitwise", 5), ("sort", 4))
 V3_FIRST_SEED = 2_350_000
 # From V4_FIRST_SEED on: bitwise and / or / xor reductions of integers and booleans (the V3 table).
 V4_FIRST_SEED = 2_360_000
+# From V5_FIRST_SEED on: convolutions (1-D and 2-D, either channel layout, depthwise).
+FAMILIES_V5 = FAMILIES_V3 + (("conv", 4),)
+V5_FIRST_SEED = 2_370_000
 
 
 class _Gen:
@@ -369,6 +378,7 @@ class _Gen:
         self.v2 = seed >= V2_FIRST_SEED
         self.v3 = seed >= V3_FIRST_SEED
         self.v4 = seed >= V4_FIRST_SEED
+        self.v5 = seed >= V5_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -390,9 +400,9 @@ class _Gen:
             return 0
         return self.r.choice((1, 1, 2, 3, 4, 5, 6))
 
-    def new_arg(self, dims, dtype, index_into=None, index_mode="in_bounds") -> Value:
+    def new_arg(self, dims, dtype, index_into=None, index_mode="in_bounds", finite=False) -> Value:
         name = f"a{len(self.args)}"
-        self.args.append(Arg(name, tuple(dims), dtype, index_into, index_mode))
+        self.args.append(Arg(name, tuple(dims), dtype, index_into, index_mode, finite))
         v = Value(name, tuple(str(d) for d in dims), dtype, True, ())
         self.values[name] = v
         self.pool.append(name)
@@ -1065,11 +1075,51 @@ class _Gen:
         return self.emit(f"{op}({x.name}, axis={ax}{', keepdims=True' if keep else ''})",
                          tuple(d for d in dims if d is not None), "int64", True, [x], "sort")
 
+    def f_conv(self):
+        """lax.conv_general_dilated of a float value read as [N, spatial..., C] or [N, C,
+        spatial...] (one or two spatial dims, the channels a static dim) with a new HWIO kernel
+        argument: windows 1-3, strides and window dilations 1-2, explicit padding (a symbolic dim
+        keeps its size, as in f_pool), one feature group or depthwise with a multiplier 1-2."""
+        def fits(v):
+            return is_float(v.dtype) and v.rank in (3, 4) and (v.dims[-1].isdigit() or v.dims[1].isdigit())
+
+        x = self.operand(fits)
+        if not fits(x):
+            dims = [self.atom() for _ in range(self.r.choice((2, 3)))] + [self.r.choice((1, 2, 3, 4))]
+            x = self.new_arg(dims, self.r.choice(FLOATS))
+        ns = x.rank - 2
+        last = x.dims[-1].isdigit() and (not x.dims[1].isdigit() or self.r.random() < 0.6)
+        c_axis = x.rank - 1 if last else 1
+        spatial = list(range(1, 1 + ns)) if last else list(range(2, 2 + ns))
+        c = int(x.dims[c_axis])
+        groups = c if c > 1 and self.r.random() < 0.25 else 1
+        o = groups * self.r.choice((1, 2)) if groups > 1 else self.r.choice((1, 2, 3, 4))
+        win, strides, dils, pads, dims = [], [], [], [], list(x.dims)
+        for ax in spatial:
+            w, st, dl = self.r.choice((1, 2, 3)), self.r.choice((1, 1, 2)), self.r.choice((1, 1, 2))
+            eff = (w - 1) * dl + 1
+            lo, hi = self.r.randint(0, eff - 1), self.r.randint(0, eff - 1)
+            if not x.dims[ax].isdigit():
+                st, hi = 1, eff - 1 - lo
+                if 0 in x.fp(ax):
+                    w, dl, eff, lo, hi = 1, 1, 1, 0, 0
+            win.append(w), strides.append(st), dils.append(dl), pads.append((lo, hi))
+            dims[ax] = f"max(0, (({x.dims[ax]}) + {lo + hi} - {eff}) // {st} + 1)"
+        dims[c_axis] = str(o)
+        kernel = self.new_arg(win + [c // groups, o], x.dtype, finite=True)
+        sp = "WH"[:ns][::-1] if ns == 2 else "W"
+        lhs = "N" + sp + "C" if last else "NC" + sp
+        e = (f"lax.conv_general_dilated({x.name}, {kernel.name}, {tuple(strides)}, {tuple(pads)}, "
+             f"rhs_dilation={tuple(dils)}, dimension_numbers=({lhs!r}, {sp + 'IO'!r}, {lhs!r}), "
+             f"feature_group_count={groups})")
+        return self.emit(e, dims, x.dtype, False, [x, kernel], "conv")
+
     def generate(self) -> Program:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
+        names, weights = zip(*(FAMILIES_V5 if self.v5 else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2
+                               else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]
             getattr(self, "f_" + fam)()

@@ -16,6 +16,8 @@ Settings (`make fuzz` runs the same code with larger values):
                                  arg-reductions (default 50)
     RELAX_MLIR_FUZZ_V4_PROGRAMS  CPU programs from seed gen.V4_FIRST_SEED, whose generator adds
                                  bitwise and / or / xor reductions (default 25)
+    RELAX_MLIR_FUZZ_V5_PROGRAMS  CPU programs from seed gen.V5_FIRST_SEED, whose generator adds
+                                 convolutions (default 25)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 60)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -33,6 +35,7 @@ PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_PROGRAMS", "200"))
 V2_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V2_PROGRAMS", "100"))
 V3_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V3_PROGRAMS", "50"))
 V4_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V4_PROGRAMS", "25"))
+V5_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V5_PROGRAMS", "25"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "60"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -62,6 +65,12 @@ def _v4_first():
     return gen.V4_FIRST_SEED
 
 
+def _v5_first():
+    from fuzz import gen
+
+    return gen.V5_FIRST_SEED
+
+
 def _check(seeds, target):
     results = campaign.run_batch(seeds, target, all_variants=ALL_VARIANTS)
     assert [r["seed"] for r in results] == list(seeds)
@@ -86,7 +95,8 @@ def _check(seeds, target):
 
 
 @pytest.mark.parametrize("seeds", _batches(PROGRAMS) + _batches(V2_PROGRAMS, _v2_first())
-                         + _batches(V3_PROGRAMS, _v3_first()) + _batches(V4_PROGRAMS, _v4_first()),
+                         + _batches(V3_PROGRAMS, _v3_first()) + _batches(V4_PROGRAMS, _v4_first())
+                         + _batches(V5_PROGRAMS, _v5_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
@@ -346,6 +356,11 @@ def test_generator_versions_keep_old_seeds():
     for s in range(gen.V2_FIRST_SEED, gen.V2_FIRST_SEED + 300):
         drawn |= set(gen.generate(s).families)
     assert new <= drawn
+    # convolutions from V5_FIRST_SEED on only, their kernels without NaN or infinities
+    assert not any("conv" in gen.generate(s).families for s in range(gen.V4_FIRST_SEED, gen.V4_FIRST_SEED + 300))
+    progs = [gen.generate(s) for s in range(gen.V5_FIRST_SEED, gen.V5_FIRST_SEED + 100)]
+    convs = [p for p in progs if "conv" in p.families]
+    assert len(convs) >= 5 and all(any(a.finite for a in p.args) for p in convs)
 
 
 def test_a_crash_of_the_reference_is_not_blamed_on_relax():

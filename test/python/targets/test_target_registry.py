@@ -71,7 +71,7 @@ def test_dump_ir(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAX_MLIR_DUMP_IR", str(tmp_path / "dump"))
     relax_mlir.compile(SRC)
     dumped = [p.name for p in (tmp_path / "dump").rglob("*.mlir")]
-    assert "4_relax-multiversion.mlir" in dumped and "5_relax-legalize.mlir" in dumped, dumped
+    assert "5_relax-multiversion.mlir" in dumped and "6_relax-legalize.mlir" in dumped, dumped
 
 
 def test_from_jax_resolves():
