@@ -3,10 +3,11 @@
 """
 from __future__ import annotations
 
-from relax_mlir.frontend.stablehlo.common import _bools, _dtype_attr, _ints, _res
+from relax_mlir.frontend.stablehlo.common import _bools, _dtype_attr, _ints, _merge_dims, _res
 from relax_mlir.frontend.stablehlo.manipulate import _dot_operands
 from relax_mlir.frontend.stablehlo.registry import register_converters
-from relax_mlir.shape import const
+from relax_mlir.ops.window import window_out
+from relax_mlir.shape import const, floordiv
 
 
 def _convolution(im, op, ins):
@@ -45,9 +46,18 @@ def _convolution(im, op, ins):
     order = [ob, of] + osp
     for j, pos in enumerate(order):
         canon[j] = rdims[pos]
-    attrs = {"strides": ints("window_strides", 1), "lhs_dilation": ints("lhs_dilation", 1),
-             "rhs_dilation": ints("rhs_dilation", 1), "pad_lo": pads[0::2], "pad_hi": pads[1::2],
-             "feature_group_count": fgc, "batch_group_count": bgc}
+    strides, ldil, rdil = ints("window_strides", 1), ints("lhs_dilation", 1), ints("rhs_dilation", 1)
+    # The result's symbolic dims now (relax.conv deduces the same later): StableHLO's type has '?'
+    # for a symbolic size, and a converter reading them (a dot_general after the conv) needs them
+    facts = im.int_facts()
+    b, o = x.dims[0], w.dims[0]
+    deduced = [b if bgc == 1 or b is None else floordiv(b, bgc), o]
+    deduced += [None if n is None or k is None else window_out(n, pads[2 * j], pads[2 * j + 1], ldil[j], k, rdil[j],
+                                                               strides[j], facts)
+                for j, (n, k) in enumerate(zip(x.dims[2:], w.dims[2:]))]
+    canon = _merge_dims(canon, deduced)
+    attrs = {"strides": strides, "lhs_dilation": ldil, "rhs_dilation": rdil, "pad_lo": pads[0::2],
+             "pad_hi": pads[1::2], "feature_group_count": fgc, "batch_group_count": bgc}
     c = im.emit("relax.conv", [x, w], ns + 2, ct, attrs, dims=canon)
     if ct != dt:
         c = im.emit("relax.astype", [c], ns + 2, dt, {"dtype": _dtype_attr(dt)}, dims=canon)
