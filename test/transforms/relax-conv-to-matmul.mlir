@@ -43,13 +43,16 @@ func.func @pointwise(%x: !relax.tensor<["n", 4, 5], f32>, %w: !relax.tensor<[6, 
 
 // -----
 
-// Kept as the direct kernel: grouped (depthwise) convolutions and bf16 ones.
+// Kept as the direct kernel: grouped (depthwise) convolutions, bf16 ones and windows of more than
+// 64 positions.
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: relax.window_patches
 // CHECK: "relax.conv"
 // CHECK: "relax.conv"
-func.func @kept(%x: !relax.tensor<["n", 4, 5], f32>, %w: !relax.tensor<[4, 1, 3], f32>, %xb: !relax.tensor<["n", 4, 5], bf16>, %wb: !relax.tensor<[2, 4, 3], bf16>) -> (!relax.tensor<["n", 4, 3], f32>, !relax.tensor<["n", 2, 3], bf16>) {
+// CHECK: "relax.conv"
+func.func @kept(%x: !relax.tensor<["n", 4, 5], f32>, %w: !relax.tensor<[4, 1, 3], f32>, %xb: !relax.tensor<["n", 4, 5], bf16>, %wb: !relax.tensor<[2, 4, 3], bf16>, %xl: !relax.tensor<["n", 4, 70], f32>, %wl: !relax.tensor<[2, 4, 65], f32>) -> (!relax.tensor<["n", 4, 3], f32>, !relax.tensor<["n", 2, 3], bf16>, !relax.tensor<["n", 2, 6], f32>) {
   %y = "relax.conv"(%x, %w) {feature_group_count = 4} : (!relax.tensor<["n", 4, 5], f32>, !relax.tensor<[4, 1, 3], f32>) -> !relax.tensor<["n", 4, 3], f32>
   %z = "relax.conv"(%xb, %wb) : (!relax.tensor<["n", 4, 5], bf16>, !relax.tensor<[2, 4, 3], bf16>) -> !relax.tensor<["n", 2, 3], bf16>
-  return %y, %z : !relax.tensor<["n", 4, 3], f32>, !relax.tensor<["n", 2, 3], bf16>
+  %l = "relax.conv"(%xl, %wl) : (!relax.tensor<["n", 4, 70], f32>, !relax.tensor<[2, 4, 65], f32>) -> !relax.tensor<["n", 2, 6], f32>
+  return %y, %z, %l : !relax.tensor<["n", 4, 3], f32>, !relax.tensor<["n", 2, 3], bf16>, !relax.tensor<["n", 2, 6], f32>
 }

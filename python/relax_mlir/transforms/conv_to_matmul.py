@@ -16,7 +16,9 @@ realistic widths here (bench/conv.py; jax's NHWC convolutions import with a tran
 side, which canonicalization cancels against these). The rows hold each window's positions in
 order, channels innermost, so each output sums its products in XLA's order (window positions,
 then channels, each step a fused multiply-add), as the direct kernel does. Other convolutions
-(groups, f16/bf16 left to the kernel's own f32 accumulation, integers) keep the direct kernel.
+(groups, windows of more than MAX_WINDOW positions, f16/bf16 left to the kernel's own f32
+accumulation, integers) keep the direct kernel. The rows are a temporary of up to MAX_WINDOW
+times the input (9 times for a 3x3 window at stride 1), as an im2col convolution has.
 """
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ from relax_mlir.passes import ModulePass
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
 
 _CONV_ATTRS = ("strides", "lhs_dilation", "rhs_dilation", "pad_lo", "pad_hi")
+# The rows hold each input element once per window position that reads it: up to this many
+# positions (8 x 8) the copy is worth it; a longer window (a 1-D convolution over 128 positions)
+# keeps the direct kernel rather than a temporary 128 times its input.
+MAX_WINDOW = 64
 
 
 def _dims_attr(dims) -> ir.ArrayAttr:
@@ -73,7 +79,11 @@ def _window(op: ir.Operation) -> list[int] | None:
         return None
     if not all(d.is_const for d in rhs.dims[1:]):  # the channels and the window: the product's K
         return None
-    return [d.value for d in rhs.dims[2:]]
+    window = [d.value for d in rhs.dims[2:]]
+    size = 1
+    for w in window:
+        size *= w
+    return window if size <= MAX_WINDOW else None
 
 
 def _is_plain(op: ir.Operation, window: list[int]) -> bool:
