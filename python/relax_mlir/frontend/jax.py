@@ -57,24 +57,32 @@ def import_exported(exported) -> Module:
     array has dim min(1, s) = 1, and broadcasts to s)."""
     names = _dim_names(exported.in_avals)
     dim_vars = {n for ns in names for n in ns if _is_var(n)}
+    upper, lower = _bounds(exported.in_avals)
     return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
-                            dim_vars=dim_vars, symbol_bounds=_upper_bounds(exported.in_avals))
+                            dim_vars=dim_vars, symbol_bounds=upper, symbol_lower=lower)
 
 
-def _upper_bounds(avals) -> dict[str, int]:
-    """symbol -> c for the `symbol <= c` constraints of the specs' symbolic scope
-    (`jax.export.symbolic_shape("s", constraints=("s <= 32",))`), which jax's shape reasoning
-    used (GPT-2 slices its causal mask to [s, s] only given s <= 32); the executable checks them.
-    Other constraints stay jax's (its shape assertions are not kept)."""
-    out: dict[str, int] = {}
+def _bounds(avals) -> tuple[dict[str, int], dict[str, int]]:
+    """(symbol -> c for the `symbol <= c`, symbol -> c for the `symbol >= c` constraints) of the
+    specs' symbolic scope (`jax.export.symbolic_shape("s", constraints=("s <= 32",))`), which
+    jax's shape reasoning used (GPT-2 slices its causal mask to [s, s] only given s <= 32;
+    BigBird's block-sparse attention concatenates slices x[:, 1:-3], x[:, 2:-2] of a length
+    given as k >= 8 blocks); the executable checks them. Other constraints (between symbols)
+    stay jax's (its shape assertions are not kept)."""
+    upper: dict[str, int] = {}
+    lower: dict[str, int] = {}
     for a in avals:
         for d in a.shape:
             scope = getattr(d, "scope", None)
             for c in getattr(scope, "_explicit_constraints", ()) or ():
                 e1, e2, cmp = getattr(c, "e1", None), getattr(c, "e2", None), str(getattr(c, "cmp", ""))
-                if cmp.endswith("GEQ") and isinstance(e1, int) and _is_var(str(e2)):
-                    out[str(e2)] = min(out.get(str(e2), e1), e1)
-    return out
+                if not cmp.endswith("GEQ"):
+                    continue
+                if isinstance(e1, int) and _is_var(str(e2)):  # c >= s
+                    upper[str(e2)] = min(upper.get(str(e2), e1), e1)
+                elif isinstance(e2, int) and _is_var(str(e1)):  # s >= c
+                    lower[str(e1)] = max(lower.get(str(e1), e2), e2)
+    return upper, lower
 
 
 def from_jax(fn, *arg_specs, donate_argnums=()) -> Module:

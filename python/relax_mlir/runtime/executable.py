@@ -316,6 +316,8 @@ def _facts_function(fn: "Function", plan: "_Plan"):
             code.assign(f"_d{n}", e)
             code.bind(s, f"_d{n}")
             derived.append(f"_d{n}")
+        for n, (s, bound, below) in enumerate(plan.derived_checks, len(plan.bound_checks)):
+            lines.append(f"if {code.names[s]} {'<' if below else '>'} {int(bound)!r}: return ({n},)")
         shapes, words, elements = [], [], []
 
         def shape_of(dims, stem):
@@ -405,6 +407,14 @@ class _Plan:
         self.upper = tuple((s, v) for s, v in sig.upper if s in per_call)
         # (symbol, bound, is_lower) in the order they are reported: every lower bound first
         self.bound_checks = tuple((s, v, True) for s, v in self.lower) + tuple((s, v, False) for s, v in self.upper)
+        # symbols derived from the bound ones (k of an argument dim given as 4*k), checked once
+        # computed: a jax `k >= 8` constraint on them, before any result shape uses them
+        derived = {s: e for s, e in sig.derived}
+        self.derived_checks = tuple((s, v, True) for s, v in sig.lower if s in derived and s not in per_call) + \
+            tuple((s, v, False) for s, v in sig.upper if s in derived and s not in per_call)
+        for s in sorted({c[0] for c in self.derived_checks}):
+            parts = ", ".join(f"{a} = {where[a]}" for a in sorted(derived[s].symbols()) if a in where)
+            where.setdefault(s, f"{derived[s]}" + (f" where {parts}" if parts else ""))
         self.donated_pos = tuple(k for k, i in enumerate(free) if i in fn._donate)
         self.bound_elements = sum(a.size for a in self.bound.values())
         # the call buffer: descriptors of params, results, workspace blocks, the error slot; then
@@ -645,7 +655,11 @@ class Function:
             f = _EnvFacts()
             f.bound_error = None
             if len(r) == 1:
-                s, bound, below = plan.bound_checks[r[0]]
+                s, bound, below = (plan.bound_checks + plan.derived_checks)[r[0]]
+                if s not in env:  # a derived symbol: its value for the message
+                    env = dict(env)
+                    for d, e in self.sig.derived:
+                        env[d] = e.evaluate(env)
                 f.bound_error = self._bound_message(plan, s, env[s], bound, below)
                 f.env, f.shapes, f.outs, f.size_vals, f.elements, f.ws = env, None, [], None, 0, None
                 f.dyn, f.deferred_ok = (), True
@@ -687,6 +701,10 @@ class Function:
             for s, e in sig.derived:
                 env[s] = e.evaluate(env)
             f.env = env
+            for s, bound, below in plan.derived_checks:
+                if (env[s] < bound) if below else (env[s] > bound):
+                    f.bound_error = self._bound_message(plan, s, env[s], bound, below)
+                    return f
             for r in sig.results:
                 if any(d is None for d in r.dims):
                     raise ValueError(f"@{sig.name}: a result has unknown ('?') dims: {r}")

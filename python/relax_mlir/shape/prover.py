@@ -118,8 +118,35 @@ class Facts:
         """True only if a == b holds under these facts."""
         a = _as_expr(a)
         b = _as_expr(b)
-        if a == b:
+        return a == b or self._prove_eq(a, b) or self._eq_by_small_values(a, b)
+
+    def _eq_by_small_values(self, a: Expr, b: Expr, count: int = 4) -> bool:
+        """a == b over one symbol x >= lo: by evaluation at x = lo .. lo + count - 1, and for
+        x >= lo + count under the facts raised to that bound, which decide more min / max nodes.
+        jax's clamped slice sizes are piecewise in the length with breaks at small constants:
+        x[:, 1:-3] and x[:, 2:-2] of a length k are both max(0, k - 4), written with
+        min(1, max(0, k - 1)) and min(1, max(0, k - 2)): equal, decided only from k >= 3
+        (BigBird's block-sparse attention concatenates them)."""
+        d = a - b
+        syms = d.symbols()
+        if len(syms) != 1 or self._equalities:
+            return False
+        (x,) = syms
+        lo, hi = self._lo.get(x, 0), self._hi.get(x)
+        try:
+            for v in range(lo, lo + count):
+                if hi is not None and v > hi:
+                    return True
+                if d.evaluate({x: v}) != 0:
+                    return False
+        except (ZeroDivisionError, ValueError):
+            return False
+        if hi is not None and lo + count > hi:
             return True
+        raised = Facts(lower={**self._lower_in, x: lo + count}, upper=self._upper_in)
+        return raised._prove_eq(a, b)
+
+    def _prove_eq(self, a: Expr, b: Expr) -> bool:
         d = self._reduce(a - b)
         if not d._t:
             return True

@@ -279,3 +279,20 @@ def test_proof_by_residue_classes():
     assert Facts().prove_ge(mod(h, 4) - mod(h, 2), 0) and not Facts().prove_ge(mod(h, 2) - mod(h, 4), 0)
     assert not Facts(upper={"h": 2}).prove_ge(mod(h, 4) - 3, 0)  # residues beyond the bound skipped
     assert Facts(lower={"h": 3}, upper={"h": 3}).prove_eq(mod(h, 4), 3)
+
+
+def test_eq_by_small_values_then_raised_bound():
+    """jax's sizes of x[:, 1:-3] and x[:, 2:-2] over a length k are both max(0, k - 4), written
+    with min(1, max(0, k - 1)) and min(1, max(0, k - 2)) (BigBird's block-sparse attention
+    concatenates them): equal from k >= 0, proved by evaluation at k = 0 .. 3 and under k >= 4,
+    which decides every min / max node. A relation false at a small value or beyond is refused."""
+    a = P("max(-min(2, k) + min(k, max(-k*min(1, max(0, k - 1)) + 2*k - 2, 0)), 0)")
+    b = P("max(0, min(k, max(-k*min(1, max(0, k - 2)) + 2*k - 3, 0)) - 1)")
+    for lo in (0, 1, 3, 8):
+        assert Facts(lower={"k": lo}).prove_eq(a, b)
+        assert not Facts(lower={"k": lo}).prove_eq(a, b + 1)
+    k = sym("k")
+    assert not Facts().prove_eq(max_(const(0), k - 4), k - 4)  # k = 0: 0 vs -4
+    assert Facts(lower={"k": 4}).prove_eq(max_(const(0), k - 4), k - 4)
+    assert not Facts().prove_eq(min_(k, const(6)), k)  # equal at 0 .. 5, not at 7
+    assert Facts(upper={"k": 2}).prove_eq(min_(k, const(6)), k)  # every allowed value evaluated

@@ -130,8 +130,12 @@ class Importer:
     # --- helpers ----------------------------------------------------------------------------
 
     def int_facts(self) -> Facts:
-        """What the integer folds may assume: jax's dimension variables are >= 1."""
-        return Facts(lower={s: 1 for s in self.dim_vars})
+        """What the integer folds may assume: jax's dimension variables are >= 1 (or their
+        `s >= c` constraints)."""
+        lower = {s: 1 for s in self.dim_vars}
+        for s, v in self.extra_lower.items():
+            lower[s] = max(lower.get(s, 1), v)
+        return Facts(lower=lower)
 
     ttype = staticmethod(_jax_ttype)
 
@@ -226,7 +230,7 @@ class Importer:
         for _, e in getattr(self, "dim_exprs", {}).values():
             bound_inside |= e.subs(mapping).symbols()
         lower = {n: 1 for n in sorted({self.renames.get(n, n) for n in self.dim_vars} & (sig | bound_inside))}
-        lower.update({n: v for n, v in self.extra_lower.items() if n in sig})
+        lower.update({n: v for n, v in self.extra_lower.items() if n in sig | bound_inside})
         if lower:
             i64 = ir.IntegerType.get_signless(64)
             func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
@@ -399,6 +403,7 @@ def _finish_region_functions(im: Importer, mapping: dict) -> None:
 
 def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
                   source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None,
+                  symbol_lower: dict[str, int] | None = None,
                   spmd: bool = False) -> Module:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
@@ -416,6 +421,9 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     with session.ctx, ir.Location.unknown():
         im = Importer(module, dim_names, unused_args, dim_vars, source_name, spmd)
         im.upper = dict(symbol_bounds or {})
+        for n, v in (symbol_lower or {}).items():
+            if v > 1:
+                im.extra_lower[n] = max(im.extra_lower.get(n, 0), v)
         op = im.run()
         if spmd:
             annotate_spmd(im, op)
@@ -427,7 +435,7 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
 
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
                      dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None,
-                     spmd: bool = False) -> Module:
+                     symbol_lower: dict[str, int] | None = None, spmd: bool = False) -> Module:
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
@@ -453,7 +461,7 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
                 module = jir.Module.create()
                 module.body.append(op.operation)
         return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
-                             symbol_bounds=symbol_bounds, spmd=spmd)
+                             symbol_bounds=symbol_bounds, symbol_lower=symbol_lower, spmd=spmd)
 
 
 class _ModuleView:

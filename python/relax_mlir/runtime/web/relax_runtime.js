@@ -527,13 +527,17 @@ export class Executable {
         }
       });
     });
+    // derived symbols (k of an argument dim 4*k) first: their bounds are checked too
+    for (const [s, e] of Object.entries(sig.derived || {})) {
+      env[s] = parseExpr(e)(env);
+      where[s] = e;
+    }
     for (const [s, lb] of Object.entries(sig.lower || {})) {
       if (s in env && env[s] < lb) throw new ValueError(`@${name}: symbol ${s} = ${env[s]} (from ${where[s]}) is below its lower bound ${lb}`);
     }
     for (const [s, ub] of Object.entries(sig.upper || {})) {
       if (s in env && env[s] > ub) throw new ValueError(`@${name}: symbol ${s} = ${env[s]} (from ${where[s]}) exceeds its upper bound ${ub}`);
     }
-    for (const [s, e] of Object.entries(sig.derived || {})) env[s] = parseExpr(e)(env);
     const outShapes = sig.results.map((r) => r.dims.map((d) => {
       if (d === null) throw new ValueError(`@${name}: a result has unknown ('?') dims`);
       return dimFn(d)(env);
