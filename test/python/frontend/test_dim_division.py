@@ -155,3 +155,22 @@ def test_roll_over_an_even_dim():
     b, s = jax.export.symbolic_shape("b, s")
     check(lambda x: (jnp.roll(x, 3, axis=1), jnp.roll(x, -5, axis=1)), [spec((b, 2 * s))],
           lambda n: [rnd(2, 2 * n)], [1, 2, 7])
+
+
+@pytest.mark.parametrize("name", ["avg_pool_valid", "floor_divide_neg", "remainder_neg"])
+def test_sizes_divided_across_zero(name):
+    """jax computes a size from a symbol that may be below a constant with its floor_divide and
+    remainder (VALID pooling over n >= 1 positions: (n - 3) // 2 + 1, the floor of a negative
+    number for n < 3): the truncating divide of a dividend of either sign is folded exactly
+    (floor plus one where a negative dividend leaves a remainder), so the size is known (the
+    pooled mean's divisor was refused: 'output_dimensions is not a known shape computation').
+    Equal to jax.jit at every n from 1 to 9 and 33, from one compile."""
+    (n,) = jax.export.symbolic_shape("n")
+    fns = {
+        "avg_pool_valid": (lambda x: lax.reduce_window(x, 0., lax.add, (1, 3, 3, 1), (1, 2, 2, 1), "VALID") / 9.,
+                           lambda k: (1, k, k, 2)),
+        "floor_divide_neg": (lambda x: jnp.zeros(((x.shape[0] - 5) // 3 + 2,)) + x.sum(), lambda k: (k,)),
+        "remainder_neg": (lambda x: jnp.zeros(((x.shape[0] - 5) % 3 + 1,)) + x.sum(), lambda k: (k,)),
+    }
+    fn, shape = fns[name]
+    check(fn, [spec(shape(n))], lambda k: [rnd(*shape(k))], sizes=(1, 2, 3, 4, 5, 6, 7, 8, 9, 33))

@@ -41,7 +41,9 @@ def _fold_divide(a: Expr, b: Expr, facts: Facts | None = None) -> Expr | None:
         return floordiv(a, b)
     if _decide(facts.prove_le, a, facts, const(0)):
         return -floordiv(-a, b)
-    return None
+    # a of either sign (jax's floor_divide of n - 3 by a VALID window's stride, n >= 1): the floor
+    # plus one where a < 0 leaves a remainder, [a < 0] * [a mod b > 0] as min / max indicators
+    return floordiv(a, b) + min_(max_(-a, const(0)), const(1)) * min_(mod(a, b), const(1))
 
 
 def _fold_remainder(a: Expr, b: Expr, facts: Facts | None = None) -> Expr | None:
@@ -56,7 +58,7 @@ def _fold_remainder(a: Expr, b: Expr, facts: Facts | None = None) -> Expr | None
             return mod(a, b)
         if _decide(facts.prove_le, a, facts, const(0)):
             return -mod(-a, b)
-        return None
+        return a - b * _fold_divide(a, b, facts)  # truncating: a - b * trunc(a / b)
     x, y = a.value, b.value
     if y == 0:
         return a
