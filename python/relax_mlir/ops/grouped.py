@@ -19,15 +19,10 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from relax_mlir.dialect.build import array_attr, matmul, permute, reshape
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import const
-
-
-def _dims_attr(dims) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d.value) if d.is_const else ir.StringAttr.get(str(d))
-                             for d in dims])
 
 
 def _tensor(v: ir.Value) -> TensorType | None:
@@ -35,39 +30,15 @@ def _tensor(v: ir.Value) -> TensorType | None:
     return t if isinstance(t, TensorType) and t.known else None
 
 
-def _reshape(x: ir.Value, dims, loc) -> ir.Value:
-    t = _tensor(x)
-    if tuple(t.dims) == tuple(dims):
-        return x
-    return ir.Operation.create("relax.reshape", results=[TensorType(tuple(dims), t.dtype).to_mlir()], operands=[x],
-                               attributes={"shape": _dims_attr(dims)}, loc=loc).results[0]
-
-
-def _permute(x: ir.Value, axes, loc) -> ir.Value:
-    t = _tensor(x)
-    i64 = ir.IntegerType.get_signless(64)
-    dims = tuple(t.dims[a] for a in axes)
-    return ir.Operation.create("relax.permute_dims", results=[TensorType(dims, t.dtype).to_mlir()], operands=[x],
-                               attributes={"axes": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in axes])},
-                               loc=loc).results[0]
-
-
-def _matmul(a: ir.Value, b: ir.Value, loc) -> ir.Value:
-    ta, tb = _tensor(a), _tensor(b)
-    dims = (*ta.dims[:-1], tb.dims[-1])
-    return ir.Operation.create("relax.matmul", results=[TensorType(dims, ta.dtype).to_mlir()], operands=[a, b],
-                               loc=loc).results[0]
-
-
 def _repeat(y: ir.Value, axis: int, r: int, dims, loc) -> ir.Value:
     """y repeated r times along `axis` (each slice r times in a row), as the importer spells it."""
     t = _tensor(y)
     one = (*t.dims[:axis + 1], _ONE, *t.dims[axis + 1:])
     wide = (*t.dims[:axis + 1], _const(r), *t.dims[axis + 1:])
-    z = _reshape(y, one, loc)
+    z = reshape(y, one, loc)
     b = ir.Operation.create("relax.broadcast_to", results=[TensorType(wide, t.dtype).to_mlir()], operands=[z],
-                            attributes={"shape": _dims_attr(wide)}, loc=loc).results[0]
-    return _reshape(b, dims, loc)
+                            attributes={"shape": array_attr(wide)}, loc=loc).results[0]
+    return reshape(b, dims, loc)
 
 
 def _const(n: int):
@@ -92,7 +63,7 @@ class Repeat:
         if isinstance(z, ir.OpResult) and z.owner.name == "relax.reshape" and len(z.owner.operands) == 1 \
                 and tuple(_tensor(z.owner.operands[0]).dims) == tuple(self.ydims):
             return z.owner.operands[0]  # the unit dim the repeat's reshape inserted, dropped again
-        return _reshape(z, self.ydims, loc)
+        return reshape(z, self.ydims, loc)
 
 
 def repeat_of(v: ir.Value) -> Repeat | None:
@@ -131,7 +102,7 @@ class RepeatBeforePermute(RewritePattern):
         axes = [a % n for a in axes]
         loc = op.location
         with rewriter.ip:
-            py = _permute(rep.source(loc), axes, loc)
+            py = permute(rep.source(loc), axes, loc)
             new = _repeat(py, axes.index(rep.axis), rep.r, rt.dims, loc)
         rewriter.replace_op(op, new.owner)
         return True
@@ -160,9 +131,9 @@ class GroupedMatmul(RewritePattern):
             g, r = rep.ydims[n - 3], rep.r
             h, m, k = ta.dims[n - 3:]
             with rewriter.ip:
-                a2 = _reshape(a, (*ta.dims[:n - 3], g, m * r, k), loc)
-                p = _matmul(a2, rep.source(loc), loc)
-                new = _reshape(p, tr.dims, loc)
+                a2 = reshape(a, (*ta.dims[:n - 3], g, m * r, k), loc)
+                p = matmul(a2, rep.source(loc), loc)
+                new = reshape(p, tr.dims, loc)
             rewriter.replace_op(op, new.owner)
             return True
         rep = repeat_of(a)
@@ -176,12 +147,12 @@ class GroupedMatmul(RewritePattern):
             with rewriter.ip:
                 # the transposed product: B^T [..., G*R, N, K] as [..., G, R*N, K] times Y^T
                 # [..., G, K, M] is [..., G, R*N, M], the result transposed
-                b2 = _reshape(_permute(b, swap, loc), (*lead, g, nn * r, k), loc)
-                p = _matmul(b2, _permute(rep.source(loc), swap, loc), loc)
+                b2 = reshape(permute(b, swap, loc), (*lead, g, nn * r, k), loc)
+                p = matmul(b2, permute(rep.source(loc), swap, loc), loc)
                 if nn.is_const and nn.value == 1:
-                    new = _reshape(p, tr.dims, loc)
+                    new = reshape(p, tr.dims, loc)
                 else:
-                    new = _permute(_reshape(p, (*lead, g * r, nn, m), loc), swap, loc)
+                    new = permute(reshape(p, (*lead, g * r, nn, m), loc), swap, loc)
             rewriter.replace_op(op, new.owner)
             return True
         return False
@@ -213,14 +184,14 @@ class ContiguousOperandTranspose(RewritePattern):
                 continue  # the product would take a transposed A, which batched dispatch lacks today
             loc = op.location
             with rewriter.ip:
-                rows = _permute(v.owner.operands[0], q, loc)
+                rows = permute(v.owner.operands[0], q, loc)
                 if _is_swap_of(other, n):
                     # both operands transposed: the transposed product of the untransposed ones
                     c = other.owner.operands[0]
-                    new = _permute(_matmul(c, rows, loc) if i == 0 else _matmul(rows, c, loc), swap, loc).owner
+                    new = permute(matmul(c, rows, loc) if i == 0 else matmul(rows, c, loc), swap, loc).owner
                 else:
                     operands = list(op.operands)
-                    operands[i] = _permute(rows, swap, loc)
+                    operands[i] = permute(rows, swap, loc)
                     new = ir.Operation.create("relax.matmul", results=[op.results[0].type], operands=operands,
                                               loc=loc)
             rewriter.replace_op(op, new)
@@ -275,17 +246,17 @@ class SliceBeforeMatmul(RewritePattern):
             if not (isinstance(b, ir.IntegerAttr) and b.value == 0 and whole
                     and (s is None or ir.IntegerAttr(s).value == 1)):
                 return False
-            ends[i] = _dims_attr([k])[0]
+            ends[i] = array_attr([k])[0]
         attrs["end"] = ir.ArrayAttr.get(ends)
         loc = op.location
         rows = _const(1)
         for d in tr.dims[:-1]:
             rows = rows * d
         with rewriter.ip:
-            a3 = _reshape(a, (*tx.dims[:-1], k), loc)
+            a3 = reshape(a, (*tx.dims[:-1], k), loc)
             sl = ir.Operation.create("relax.strided_slice", results=[TensorType((*tr.dims[:-1], k), ta.dtype).to_mlir()],
                                      operands=[a3], attributes=attrs, loc=loc).results[0]
-            p = _matmul(_reshape(sl, (rows, k), loc), w, loc)
-            new = _reshape(p, tr.dims, loc)
+            p = matmul(reshape(sl, (rows, k), loc), w, loc)
+            new = reshape(p, tr.dims, loc)
         rewriter.replace_op(op, new.owner)
         return True

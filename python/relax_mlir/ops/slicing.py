@@ -6,6 +6,7 @@ from mlir import ir
 
 from relax_mlir.dialect.spec import (OPS, DeduceError, OpInfo, OpSpec, TENSOR, attr, attr_dict, operand, relax_op,
                                      result_)
+from relax_mlir.dialect.build import array_attr
 from relax_mlir.dialect.types import INT_DTYPES, TensorType, as_dim, view
 from relax_mlir.ops.common import ONE, ZERO, fmt_dims, normalize_axis, require_rank, symbols_note
 from relax_mlir.ops.kernel import Kernel, Legalized, affine_map, identity_map
@@ -86,13 +87,6 @@ def _fit_requirements(sizes, dims, what: str) -> list:
 
 # --- canonicalization --------------------------------------------------------------------------
 
-def _dims_attr(dims) -> ir.ArrayAttr:
-    """Dims as an array attribute: integers, or expression strings where symbolic."""
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d.value) if d.is_const else ir.StringAttr.get(str(d))
-                             for d in dims])
-
-
 def _is_one(d) -> bool:
     return d is not None and d.is_const and d.value == 1
 
@@ -102,7 +96,7 @@ def _sliced(x: ir.Value, starts: list[ir.Value], sizes, loc) -> ir.Value:
     t = view(x.type)
     r = TensorType(tuple(sizes), t.dtype)
     return ir.Operation.create("relax.dynamic_slice", results=[r.to_mlir()], operands=[x, *starts],
-                               attributes={"sizes": _dims_attr(sizes)}, loc=loc).results[0]
+                               attributes={"sizes": array_attr(sizes)}, loc=loc).results[0]
 
 
 def _zero_start(like: ir.Value, loc) -> ir.Value:
@@ -177,7 +171,7 @@ class SliceBeforeCompute(RewritePattern):
                     new_sizes.append(sizes[j])
             s = _sliced(y, new_starts, new_sizes, loc)
             new = ir.Operation.create("relax.broadcast_to", results=[op.results[0].type], operands=[s],
-                                      attributes={"shape": _dims_attr(sizes)}, loc=loc)
+                                      attributes={"shape": array_attr(sizes)}, loc=loc)
         rewriter.replace_op(op, new)
         return True
 
@@ -211,7 +205,7 @@ class SliceBeforeCompute(RewritePattern):
                     new_sizes.append(d)
             s = _sliced(y, new_starts, new_sizes, loc)
             new = ir.Operation.create("relax.reshape", results=[op.results[0].type], operands=[s],
-                                      attributes={"shape": _dims_attr(sizes)}, loc=loc)
+                                      attributes={"shape": array_attr(sizes)}, loc=loc)
         rewriter.replace_op(op, new)
         return True
 

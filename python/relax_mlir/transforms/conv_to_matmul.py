@@ -27,6 +27,7 @@ from typing import ClassVar
 
 from mlir import ir
 
+from relax_mlir.dialect.build import array_attr, make, matmul, permute, reshape
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.common import product
 from relax_mlir.passes import ModulePass
@@ -39,33 +40,8 @@ _CONV_ATTRS = ("strides", "lhs_dilation", "rhs_dilation", "pad_lo", "pad_hi")
 MAX_WINDOW = 64
 
 
-def _dims_attr(dims) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d.value) if d.is_const else ir.StringAttr.get(str(d))
-                             for d in dims])
-
-
-def _ints_attr(values) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in values])
-
-
 def _int_attr(op: ir.Operation, name: str, default: int) -> int:
     return ir.IntegerAttr(op.attributes[name]).value if name in op.attributes else default
-
-
-def _make(name: str, operands, dims, dtype: str, attrs=None) -> ir.Value:
-    return ir.Operation.create(name, results=[TensorType(tuple(dims), dtype).to_mlir()], operands=list(operands),
-                               attributes=attrs or {}).results[0]
-
-
-def _permute(x: ir.Value, axes) -> ir.Value:
-    t = view(x.type)
-    return _make("relax.permute_dims", [x], [t.dims[a] for a in axes], t.dtype, {"axes": _ints_attr(axes)})
-
-
-def _reshape(x: ir.Value, dims) -> ir.Value:
-    return _make("relax.reshape", [x], dims, view(x.type).dtype, {"shape": _dims_attr(dims)})
 
 
 def _window(op: ir.Operation) -> list[int] | None:
@@ -106,18 +82,17 @@ def rewrite(op: ir.Operation, window: list[int]) -> None:
     ns, dt = len(window), lt.dtype
     b, q, o, c = r.dims[0], list(r.dims[2:]), r.dims[1], rt.dims[1]
     with ir.InsertionPoint(op), op.location:
-        xl = _permute(lhs, [0, *range(2, 2 + ns), 1])
+        xl = permute(lhs, [0, *range(2, 2 + ns), 1])
         if _is_plain(op, window):
             rows = xl
         else:
             attrs = {n: op.attributes[n] for n in _CONV_ATTRS if n in op.attributes}
-            attrs["window"] = _ints_attr(window)
-            rows = _make("relax.window_patches", [xl], [b, *q, *(rt.dims[2:]), c], dt, attrs)
+            attrs["window"] = array_attr(window)
+            rows = make("relax.window_patches", [xl], [b, *q, *(rt.dims[2:]), c], dt, attrs)
         kc = product([*rt.dims[2:], c])
-        a = _reshape(rows, [product([b, *q]), kc])
-        w = _reshape(_permute(rhs, [*range(2, 2 + ns), 1, 0]), [kc, o])
-        mm = _make("relax.matmul", [a, w], [product([b, *q]), o], dt)
-        y = _permute(_reshape(mm, [b, *q, o]), [0, ns + 1, *range(1, ns + 1)])
+        a = reshape(rows, [product([b, *q]), kc])
+        w = reshape(permute(rhs, [*range(2, 2 + ns), 1, 0]), [kc, o])
+        y = permute(reshape(matmul(a, w), [b, *q, o]), [0, ns + 1, *range(1, ns + 1)])
     op.results[0].replace_all_uses_with(y)
     op.erase()
 
