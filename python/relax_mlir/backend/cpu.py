@@ -1240,7 +1240,7 @@ _TO_LLVM_CONVERT = (
     "convert-ub-to-llvm,"
     "reconcile-unrealized-casts"
 )
-_TO_LLVM = f"{_TO_LLVM_LOOPS},[bf16 moves through f32],[legalize i1 memory],{_TO_LLVM_CONVERT},[bf16 vector memory as i16]"
+_TO_LLVM = f"{_TO_LLVM_LOOPS},[IEEE min / max as LLVM intrinsics],[bf16 moves through f32],[legalize i1 memory],{_TO_LLVM_CONVERT},[bf16 vector memory as i16]"
 
 
 def _ops_where(module_op: ir.Operation, pred) -> list[ir.Operation]:
@@ -1254,6 +1254,31 @@ def _ops_where(module_op: ir.Operation, pred) -> list[ir.Operation]:
 
     module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+_IEEE_MIN_MAX = {"arith.maximumf": "llvm.intr.maximum", "arith.minimumf": "llvm.intr.minimum"}
+
+
+def ieee_min_max_as_llvm(module_op: ir.Operation) -> int:
+    """f32 / f64 `arith.maximumf` / `minimumf` (scalar or vector) as LLVM's `maximum` / `minimum`
+    intrinsics, before `arith-expand`: its expansion (a compare and a select) keeps whichever
+    operand comes first of -0.0 and +0.0, where IEEE 754's maximum (StableHLO's, jax's) orders
+    -0.0 below +0.0 (a column max of {-0.0, +0.0} was -0.0 or +0.0 by row order). LLVM lowers the
+    intrinsics with both the NaN and the signed-zero rules. Returns how many ops were replaced."""
+    def wanted(o):
+        if o.name not in _IEEE_MIN_MAX:
+            return False
+        t = o.results[0].type
+        et = t.element_type if isinstance(t, ir.VectorType) else t
+        return isinstance(et, (ir.F32Type, ir.F64Type))
+
+    ops = _ops_where(module_op, wanted)
+    for o in ops:
+        with ir.InsertionPoint(o), o.location:
+            new = ir.Operation.create(_IEEE_MIN_MAX[o.name], results=[o.results[0].type], operands=list(o.operands))
+        o.results[0].replace_all_uses_with(new.results[0])
+        o.erase()
+    return len(ops)
 
 
 def move_bf16_through_f32(module_op: ir.Operation) -> int:
@@ -1728,6 +1753,7 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
     op = as_op(module)
     _record_entry_signatures(op)
     _run_module(op, _TO_LLVM_LOOPS, "to-llvm")
+    ieee_min_max_as_llvm(op)
     if _has_bf16(op):  # after linalg became loops (an expansion inside a linalg body breaks it)
         move_bf16_through_f32(op)
         _run_module(op, _BF16_CONVERT, "to-llvm")
