@@ -179,7 +179,9 @@ def _via_f32(dtype: str, lines: tuple[str, ...], args: tuple[str, ...]) -> tuple
     """`lines` (a template over `args`, assigning %r) computed in f32 for f16/bf16 and rounded once."""
     if dtype not in ("f16", "bf16"):
         return lines
-    pre = tuple(f"{a}_w = arith.extf {a} : {{t}} to f32" for a in args)
+    # (marked `contract` as the bf16 emulation's own conversions: an internal widening, after
+    # which a bf16 operand computed by the op before stays rounded, as XLA's upcast keeps it)
+    pre = tuple(f"{a}_w = arith.extf {a} fastmath<contract> : {{t}} to f32" for a in args)
     body = []
     for line in lines:
         for a in args:

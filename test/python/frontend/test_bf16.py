@@ -186,3 +186,25 @@ def test_convolution_accumulates_like_xla(name, dtype):
         got, want = np.asarray(exe(x, w)), np.asarray(jax.jit(fn)(x, w))
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+@pytest.mark.parametrize("name", ["round", "round_decimals", "to_int32", "to_uint8", "sqrt_of_square"])
+def test_ops_computed_in_f32_read_the_rounded_bf16_operand(name):
+    """An op that computes bf16 in f32 inside its kernel (round, float -> int conversions, sqrt)
+    reads its operand rounded to bf16 as XLA's upcast does: round(x * 10) of bf16 rounds x * 10
+    to bf16 first (-4.0625 * 10 = -40.625 -> -40.5 -> -40; it was -41), and (x * 10).astype(i32)
+    truncates the bf16 product (319 of 2000 values differed). Only the program's own conversion
+    to f32 computes the product in f32 (XLA's excess precision). Bit for bit against jax.jit at
+    n = 1, 7, 2000 from one compile."""
+    fns = {"round": lambda x: jnp.round(x * 10), "round_decimals": lambda x: jnp.round(x, 1),
+           "to_int32": lambda x: (x * 10).astype(jnp.int32), "to_uint8": lambda x: (jnp.abs(x) * 10).astype(jnp.uint8),
+           "sqrt_of_square": lambda x: jnp.sqrt(x * x)}
+    fn = fns[name]
+    (n,) = jax.export.symbolic_shape("n")
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n,), BF16)))
+    for k in (1, 7, 2000):
+        x = (np.random.default_rng(k).standard_normal(k) * 8).astype(BF16)
+        x[0] = -4.0625
+        got, want = np.asarray(exe(x)), np.asarray(jax.jit(fn)(x))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64), err_msg=f"n={k}")
