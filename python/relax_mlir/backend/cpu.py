@@ -1260,7 +1260,8 @@ _IEEE_MIN_MAX = {"arith.maximumf": "llvm.intr.maximum", "arith.minimumf": "llvm.
 
 
 def ieee_min_max_as_llvm(module_op: ir.Operation) -> int:
-    """f32 / f64 `arith.maximumf` / `minimumf` (scalar or vector) as LLVM's `maximum` / `minimum`
+    """f16 / f32 / f64 `arith.maximumf` / `minimumf` (scalar or vector; bf16 is computed in f32 by
+    then) as LLVM's `maximum` / `minimum`
     intrinsics, before `arith-expand`: its expansion (a compare and a select) keeps whichever
     operand comes first of -0.0 and +0.0, where IEEE 754's maximum (StableHLO's, jax's) orders
     -0.0 below +0.0 (a column max of {-0.0, +0.0} was -0.0 or +0.0 by row order). LLVM lowers the
@@ -1270,7 +1271,7 @@ def ieee_min_max_as_llvm(module_op: ir.Operation) -> int:
             return False
         t = o.results[0].type
         et = t.element_type if isinstance(t, ir.VectorType) else t
-        return isinstance(et, (ir.F32Type, ir.F64Type))
+        return isinstance(et, (ir.F16Type, ir.F32Type, ir.F64Type))
 
     ops = _ops_where(module_op, wanted)
     for o in ops:

@@ -47,19 +47,20 @@ def test_min_max_propagate_nan(dtype):
             np.testing.assert_array_equal(g, w.astype(dtype).astype(np.float64), err_msg=f"n = {k}, result {i}")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 @pytest.mark.parametrize("axis", [0, 1, None])
 @pytest.mark.parametrize("op", ["max", "min"])
-def test_max_min_order_signed_zeros(op, axis):
+def test_max_min_order_signed_zeros(op, axis, dtype):
     """StableHLO's maximum / minimum (IEEE 754-2019) order -0.0 below +0.0 in reductions as in
     elementwise ops, whatever the order of the rows: a column max of {-0.0, +0.0} was -0.0 or
     +0.0 by row order (the CPU lowering's compare-and-select expansion kept the first operand).
     Sign bits equal to jax.jit's at n = 2, 17, 40 from one compile; NaN still wins."""
     (n,) = jax.export.symbolic_shape("n")
     fn = (lambda x: jnp.max(x, axis=axis)) if op == "max" else (lambda x: jnp.min(x, axis=axis))
-    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n, n), jnp.float32)))
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n, n), dtype)))
     rng = np.random.default_rng(3)
     for s in (2, 17, 40):
-        x = np.where(rng.random((s, s)) < 0.5, -0.0, 0.0).astype(np.float32)
+        x = np.where(rng.random((s, s)) < 0.5, -0.0, 0.0).astype(dtype)
         got, want = np.asarray(exe(x)), np.asarray(jax.jit(fn)(x))
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=f"n={s}")
         x[s // 2, s // 3] = np.nan
