@@ -28,6 +28,7 @@ import os
 import platform
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -158,6 +159,18 @@ def _peak_memory(jitted, make_args, shapes, calls: int) -> dict:
                    "in the baseline. xla_memory_analysis is jax's compiled.memory_analysis() at that shape."),
         "measured_with": methods, "child_env": dict(_MALLOC_ENV), "calls": calls, "rows": rows,
     }
+
+
+def interleaved_ms(fns: dict, rounds: int) -> dict:
+    """{name: median ms per call}: each round calls every function once, in the dict's order
+    (interleaved, so the machine's load falls on all of them alike)."""
+    times = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
 
 
 def run(name: str, fn, specs, make_args, shapes, reps: int = 30, rtol=1e-3, atol=1e-3,

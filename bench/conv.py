@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
-
 import numpy as np
+
+from _jaxbench import interleaved_ms
 
 # name: (input dims after the batch, kernel dims, strides, padding, dimension numbers)
 CASES = {
@@ -57,16 +56,9 @@ def main() -> None:
         want = np.asarray(ref(x, w))
         for exe in exes:
             np.testing.assert_allclose(exe(x, w), want, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(want).max())))
-        times = [[], [], []]
-        for _ in range(args.rounds):
-            t = time.perf_counter()
-            jax.block_until_ready(ref(x, w))
-            times[0].append(time.perf_counter() - t)
-            for i, exe in enumerate(exes):
-                t = time.perf_counter()
-                exe(x, w)
-                times[1 + i].append(time.perf_counter() - t)
-        j, d, p = (statistics.median(t) * 1e3 for t in times)
+        t = interleaved_ms({"jax": lambda: jax.block_until_ready(ref(x, w)), "direct": lambda: exes[0](x, w),
+                            "patches": lambda: exes[1](x, w)}, args.rounds)
+        j, d, p = t["jax"], t["direct"], t["patches"]
         print(f"| {name} | {j:.3f} | {d:.3f} | {p:.3f} | {d / j:.2f} | {p / j:.2f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
-
 import numpy as np
+
+from _jaxbench import interleaved_ms
 
 
 def functions():
@@ -59,15 +58,9 @@ def main() -> None:
                 got = list(got) if isinstance(got, (list, tuple)) else [got]
                 for g, w in zip(got, want):
                     np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4 * max(1.0, float(np.abs(w).max())))
-                ours, theirs = [], []
-                for _ in range(args.rounds):
-                    t = time.perf_counter()
-                    exe(x)
-                    ours.append(time.perf_counter() - t)
-                    t = time.perf_counter()
-                    jax.block_until_ready(ref(x))
-                    theirs.append(time.perf_counter() - t)
-                a, c = statistics.median(theirs) * 1e3, statistics.median(ours) * 1e3
+                t = interleaved_ms({"ours": lambda: exe(x), "jax": lambda: jax.block_until_ready(ref(x))},
+                                   args.rounds)
+                a, c = t["jax"], t["ours"]
                 print(f"| {name} | {n} | {m} | {a:.3f} | {c:.3f} | {c / a:.2f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 

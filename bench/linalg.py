@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
-
 import numpy as np
+
+from _jaxbench import interleaved_ms
 
 
 def functions():
@@ -68,15 +67,9 @@ def main() -> None:
             got = list(got) if isinstance(got, (list, tuple)) else [got]
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g, w, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(w).max())))
-            ours, theirs = [], []
-            for _ in range(args.rounds):
-                t = time.perf_counter()
-                exe(*xs)
-                ours.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                jax.block_until_ready(ref(*xs))
-                theirs.append(time.perf_counter() - t)
-            a, b = statistics.median(theirs) * 1e3, statistics.median(ours) * 1e3
+            t = interleaved_ms({"ours": lambda: exe(*xs), "jax": lambda: jax.block_until_ready(ref(*xs))},
+                               args.rounds)
+            a, b = t["jax"], t["ours"]
             print(f"| {name} | {m} | {a:.3f} | {b:.3f} | {b / a:.2f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
-
 import numpy as np
+
+from _jaxbench import interleaved_ms
 
 
 def main() -> None:
@@ -53,15 +52,9 @@ def main() -> None:
         got, want = np.asarray(exe(x, *ws), np.float32), np.asarray(ref(x, *ws), np.float32)
         scale = float(np.abs(want).max())
         assert float(np.abs(got - want).max()) <= 2 * float(jnp.finfo(dt).eps) * scale
-        ours, theirs = [], []
-        for _ in range(args.rounds):
-            t = time.perf_counter()
-            jax.block_until_ready(ref(x, *ws))
-            theirs.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            exe(x, *ws)
-            ours.append(time.perf_counter() - t)
-        a, c = statistics.median(theirs) * 1e3, statistics.median(ours) * 1e3
+        t = interleaved_ms({"jax": lambda: jax.block_until_ready(ref(x, *ws)), "ours": lambda: exe(x, *ws)},
+                           args.rounds)
+        a, c = t["jax"], t["ours"]
         print(f"| {rows} | {a:.3f} | {c:.3f} | {c / a:.2f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
