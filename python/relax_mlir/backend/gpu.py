@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mlir import ir
+from mlir.dialects import arith
 
 from relax_mlir.backend.common import LoweringError, as_op, const_int, run_pipeline, run_stages
 from relax_mlir.backend.cpu import (
@@ -263,6 +264,40 @@ _TO_LAUNCH = "func.func(convert-parallel-loops-to-gpu)"
 _TO_GPU = f"{_TO_LAUNCH},[sink constants],{OUTLINE}"
 
 
+# bf16 arithmetic in kernels computes in f32, rounded back to bf16 after each op, as on the CPU
+# (backend/cpu.py) and as XLA does: NVVM has no bf16 `frem` or math library calls (fuzz seed
+# 2,309,355: "failed to legalize operation 'llvm.frem'").
+_BF16_ARITH = ("gpu.module(gpu.func(math-extend-to-supported-types{target-type=f32},"
+               "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}))")
+
+
+def widen_half_remf(op: ir.Operation) -> int:
+    """f16 `arith.remf` (scalar or vector) -> the f32 remainder of the widened operands, rounded
+    back: exact (the remainder of two f16 values is one), and NVVM lowers no f16 frem (a jnp.fmod
+    of f16 failed to compile for cuda). Returns how many."""
+    todo = []
+
+    def visit(o):
+        if o.name == "arith.remf":
+            t = o.results[0].type
+            et = t.element_type if isinstance(t, ir.ShapedType) else t
+            if isinstance(et, ir.F16Type):
+                todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for o in todo:
+        t = o.results[0].type
+        f32 = ir.F32Type.get(t.context)
+        wide = ir.VectorType.get(ir.VectorType(t).shape, f32) if isinstance(t, ir.VectorType) else f32
+        with ir.InsertionPoint(o), o.location:
+            a, b = (arith.ExtFOp(wide, v).result for v in o.operands)
+            r = arith.TruncFOp(t, arith.RemFOp(a, b).result).result
+        o.results[0].replace_all_uses_with(r)
+        o.erase()
+    return len(todo)
+
+
 def _attach_pipeline(options: GPUOptions) -> str:
     return (f"nvvm-attach-target{{chip={options.chip} features={options.features} "
             f"O={options.opt_level}}}")
@@ -350,10 +385,14 @@ def _replace_body(op: ir.Operation, text: str) -> None:
 
 def stage_to_ptx(module, options: GPUOptions) -> None:
     """NVVM target, GPU-to-NVVM and host lowering; each gpu.module becomes a gpu.binary of PTX.
-    f32 arith.remf becomes an exact fmod in arith first (NVVM cannot lower frem)."""
+    bf16 arithmetic is computed in f32 first, and arith.remf becomes an exact fmod in f32 arith
+    (NVVM cannot lower frem)."""
     op = as_op(module)
     from relax_mlir.ops.kernel import expand_math
 
+    if any(True for _ in _gpu_modules(op)):
+        run_pipeline(op, _BF16_ARITH, "to-ptx")
+    widen_half_remf(op)
     expand_math(op, kinds=("remf",))
     if not options.isolate:
         _to_ptx_inprocess(op, options)

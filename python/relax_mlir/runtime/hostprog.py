@@ -88,6 +88,28 @@ def _elem(t) -> str:
     raise HostError(f"unsupported element type {s} on the host side")
 
 
+def _bf16_bits(ir, a) -> np.ndarray:
+    """The uint16 bits of a bf16 DenseElementsAttr (which has no buffer protocol and no element
+    access in the bindings): the constant bitcast to i16 and folded by canonicalize, in a scratch
+    module of the attribute's context."""
+    from mlir.dialects import arith, func
+    from mlir.passmanager import PassManager
+
+    t = ir.RankedTensorType(a.type)
+    with ir.Location.unknown():
+        i16 = ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(16))
+        m = ir.Module.create()
+        with ir.InsertionPoint(m.body):
+            f = func.FuncOp("bits", ([], [i16]))
+            with ir.InsertionPoint(f.add_entry_block()):
+                func.ReturnOp([arith.BitcastOp(i16, arith.ConstantOp(t, a)).result])
+        PassManager.parse("builtin.module(func.func(canonicalize))").run(m.operation)
+    folded = f.entry_block.operations[0]
+    if folded.operation.name != "arith.constant":
+        raise HostError("a bf16 constant did not fold to its bits")
+    return np.array(ir.DenseElementsAttr(folded.operation.attributes["value"])).view(np.uint16)
+
+
 class _Extractor:
     def __init__(self, module_op, target: str, platform: str | None = None):
         from mlir import ir
@@ -279,7 +301,7 @@ class _Extractor:
         if "initial_value" in g.attributes and isinstance(g.attributes["initial_value"], ir.DenseElementsAttr):
             a = ir.DenseElementsAttr(g.attributes["initial_value"])
             try:
-                data = np.array(a).astype(np_dt)
+                data = _bf16_bits(ir, a) if dtype == "bf16" else np.array(a).astype(np_dt)
             except Exception:  # index elements have no buffer protocol
                 ia = ir.DenseIntElementsAttr(a)
                 vals = [ia[0]] * int(np.prod(shape)) if a.is_splat else [ia[i] for i in range(len(ia))]

@@ -254,3 +254,48 @@ def test_child_failure_is_an_exception():
                             ' gpu.module @k { gpu.func @f() kernel { "foo.bar"() : () -> () gpu.return } } }')
         with pytest.raises(LoweringError):
             gpu.stage_to_ptx(m.operation, gpu.GPUOptions())
+
+
+def _jax_cuda(fn, *specs):
+    import jax
+
+    from relax_mlir.frontend.jax import from_jax
+
+    n = jax.export.symbolic_shape("n")[0]
+    return relax_mlir.compile(from_jax(fn, *(jax.ShapeDtypeStruct(tuple(n if d == "n" else d for d in s), dt)
+                                            for s, dt in specs)), target="cuda")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_remainder_and_math_compile(dtype, tmp_path):
+    """f16 / bf16 remainders (NVVM lowers no half frem: "failed to legalize operation 'llvm.frem'",
+    fuzz seed 2,309,355) are f32 remainders of the widened operands; bf16 math in f32."""
+    import jax
+    import jax.numpy as jnp
+
+    exe = _jax_cuda(lambda a, b: (jax.lax.rem(a, b), jnp.exp(a) * b, a % b), (("n",), dtype), (("n",), dtype))
+    assert exe.ptx
+    if not toolchecks.ptxas(exe.ptx, tmp_path, dtype):
+        pytest.skip("ptxas not installed")
+
+
+def test_bf16_constant_in_the_host_program():
+    """A bf16 constant the host program holds is stored as its bits (the bindings read no bf16
+    elements: every cuda program with one failed to compile, fuzz seed 2,309,347), NaN payload,
+    -0.0 and infinities included."""
+    import base64
+
+    import jax.numpy as jnp
+    import ml_dtypes
+    import numpy as np
+
+    bits = np.array([0x3FC0, 0x8000, 0xFF80, 0x7FC1, 0x0001], np.uint16)
+    c = jnp.asarray(bits.view(ml_dtypes.bfloat16))
+    exe = _jax_cuda(lambda x: jnp.concatenate([x, c]), (("n",), jnp.bfloat16))
+    held = [g for g in exe.artifacts["hostprog"]["globals"].values() if g["dtype"] == "bf16"]
+    assert len(held) == 1 and held[0]["shape"] == [5]
+    assert np.array_equal(np.frombuffer(base64.b64decode(held[0]["data"]), np.uint16), bits)
+    # a splat (every element the same bits)
+    exe = _jax_cuda(lambda x: jnp.concatenate([x, jnp.full((3,), -jnp.inf, jnp.bfloat16)]), (("n",), jnp.bfloat16))
+    held = [g for g in exe.artifacts["hostprog"]["globals"].values() if g["dtype"] == "bf16"]
+    assert held and all(np.all(np.frombuffer(base64.b64decode(g["data"]), np.uint16) == 0xFF80) for g in held)

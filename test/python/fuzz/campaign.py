@@ -205,7 +205,8 @@ def refused_by_target(e: Exception, target: str) -> bool:
     """A GPU target's clean refusal of an element type or op it does not support (f64 on Vulkan):
     a CompileError that names the target and is not an internal error. The CPU refuses nothing."""
     msg = str(e)
-    return target != "cpu" and f"not supported on {target.capitalize()}" in msg \
+    platform = {"cuda": "CUDA", "webgpu": "WebGPU"}.get(target, target.capitalize())
+    return target != "cpu" and f"not supported on {platform}" in msg \
         and "internal error" not in msg and "failed to legalize" not in msg
 
 
