@@ -96,7 +96,9 @@ class Arg:
     dims: tuple  # ints and symbol names
     dtype: str
     index_into: str | None = None  # a dim expression: the values are indices in [-d, d)
-    index_mode: str = "in_bounds"  # or "any": indices anywhere in [-2d-1, 2d+1]
+    # or "any": indices anywhere in [-2d-1, 2d+1]; or "distinct": distinct indices in [0, d + count)
+    # (a scatter's set at a repeated index is implementation-defined; those past d are dropped)
+    index_mode: str = "in_bounds"
     # Floats without NaN and infinities: a convolution's kernel, which StableHLO multiplies by the
     # padding's zeros (0 * inf = NaN) where XLA's CPU convolution skips the padding (seed 2370018)
     finite: bool = False
@@ -228,7 +230,9 @@ class Program:
                         fam in ("dot", "norm", "conv")
                         or (fam == "reduce" and exprs[name].startswith(("jnp.sum", "jnp.prod", "jnp.mean")))
                         or (fam == "cumulative" and exprs[name].startswith(("lax.cumsum", "lax.cumprod")))
-                        or (fam == "pool" and "lax.add" in exprs[name]))
+                        or (fam == "pool" and "lax.add" in exprs[name])
+                        or (fam == "scatter" and (".add(" in exprs[name] or ".multiply(" in exprs[name]))
+                        or (fam == "loop" and ("+" in exprs[name] or "*" in exprs[name])))
                     memo[name] = here or any(summed(d) for d in v.deps)
             return memo[name]
 
@@ -322,6 +326,9 @@ def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
             d = dim_value(a.index_into, {**{s: 1 for s in SYMBOLS}, **env})
             if a.index_mode == "any":
                 x = rng.integers(-2 * d - 1, 2 * d + 2, size=shape)
+            elif a.index_mode == "distinct":
+                count = int(np.prod(shape))
+                x = rng.permutation(d + count)[:count].reshape(shape)
             else:
                 x = rng.integers(-d, d, size=shape) if d > 0 else np.zeros(shape, np.int64)
             out.append(x.astype(a.dtype))
@@ -369,6 +376,11 @@ V4_FIRST_SEED = 2_360_000
 # From V5_FIRST_SEED on: convolutions (1-D and 2-D, either channel layout, depthwise).
 FAMILIES_V5 = FAMILIES_V3 + (("conv", 4),)
 V5_FIRST_SEED = 2_370_000
+# From V6_FIRST_SEED on: scatters (set / add / multiply / min / max, every index mode), dynamic
+# slices and updates at arbitrary start indices, and loops and branches (fori_loop, scan, cond,
+# switch).
+FAMILIES_V6 = FAMILIES_V5 + (("scatter", 5), ("dynamic", 4), ("loop", 4))
+V6_FIRST_SEED = 2_380_000
 
 
 class _Gen:
@@ -379,6 +391,7 @@ class _Gen:
         self.v3 = seed >= V3_FIRST_SEED
         self.v4 = seed >= V4_FIRST_SEED
         self.v5 = seed >= V5_FIRST_SEED
+        self.v6 = seed >= V6_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -1122,12 +1135,133 @@ class _Gen:
              f"feature_group_count={groups})")
         return self.emit(e, dims, x.dtype, False, [x, kernel], "conv")
 
+    def rows_like(self, x: Value, lead: list) -> Value:
+        """A new argument of x's dtype shaped `lead` + x's trailing dims where those are atoms, else a
+        scalar (an update that broadcasts)."""
+        if all(_is_atom(d) for d in x.dims[1:]) and self.r.random() < 0.75:
+            return self.new_arg(lead + [int(d) if d.isdigit() else d for d in x.dims[1:]], x.dtype)
+        return self.new_arg([], x.dtype)
+
+    def f_scatter(self):
+        """x.at[i].set / add / multiply / min / max(u) along axis 0 with an index vector: a set at
+        distinct indices (past the axis: dropped); the others at any indices, dropped, clipped or
+        counted from the end when negative and in bounds; the update the indexed rows or a scalar."""
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            x = self.some_arg()
+            if x.rank == 0:
+                return self.f_unary()
+        d = x.dims[0]
+        if 0 in _fp(d) and not d.isdigit():
+            return self.f_slice()  # (jax cannot export an index into an axis that may be empty)
+        kinds = ("set", "max", "min") if x.dtype == "bool" else ("set", "add", "multiply", "max", "min")
+        kind = self.r.choice(kinds)
+        k = self.r.choice((1, 2, 3, 5) + ((self.syms[0],) if self.syms else ()))
+        idt = self.r.choice(("int32", "int32", "int64", "int8", "uint8"))
+        if kind == "set":  # (narrow types would wrap distinct indices onto each other)
+            idt = self.r.choice(("int32", "int64"))
+            i, mode = self.new_arg([k], idt, index_into=d, index_mode="distinct"), "drop"
+        else:
+            mode = self.r.choice(("drop", "clip", None))
+            i = self.new_arg([k], idt, index_into=d, index_mode="in_bounds" if mode is None else "any")
+        if idt == "uint8" and mode is None:  # a negative in-bounds index wraps to 2**8 - j: out of bounds
+            mode = "drop"
+        u = self.rows_like(x, [k])
+        m = "" if mode is None else f", mode={mode!r}"
+        exact = x.exact and u.exact and not (is_float(x.dtype) and kind in ("add", "multiply"))
+        return self.emit(f"{x.name}.at[{i.name}].{kind}({u.name}{m})", x.dims, x.dtype, exact, [x, i, u], "scatter")
+
+    def f_dynamic(self):
+        """lax.dynamic_slice, dynamic_update_slice and dynamic_index_in_dim with start indices of
+        any integer type anywhere (StableHLO clamps each start into [0, dim - size]; jax first
+        counts a negative one from the end), slice sizes static and at most the dim's least value."""
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            x = self.some_arg()
+            if x.rank == 0:
+                return self.f_unary()
+        idt = self.r.choice(self.ints)  # (jax wants the starts of one type)
+        starts = [self.new_arg([], idt, index_into=x.dims[i], index_mode="any") for i in range(x.rank)]
+        sizes = []
+        for i in range(x.rank):
+            lo = x.min_dim(i)
+            if not x.dims[i].isdigit():  # jax.export proves size <= dim only for 1 <= n
+                lo = min(lo, 1) if x.dims[i] in SYMBOLS else 0
+            sizes.append(self.r.randint(0, lo) if lo > 0 else 0)
+        st = "(" + "".join(f"{a.name}, " for a in starts) + ")"
+        r = self.r.random()
+        if r < 0.4:
+            return self.emit(f"lax.dynamic_slice({x.name}, {st}, {tuple(sizes)})", [str(z) for z in sizes],
+                             x.dtype, x.exact, [x] + starts, "dynamic")
+        if r < 0.8:
+            u = self.new_arg(sizes, x.dtype)
+            return self.emit(f"lax.dynamic_update_slice({x.name}, {u.name}, {st})", x.dims, x.dtype,
+                             x.exact and u.exact, [x, u] + starts, "dynamic")
+        ax = self.r.randrange(x.rank)
+        if 0 in x.fp(ax):  # an index into an axis that may be empty
+            return self.emit(f"lax.dynamic_slice({x.name}, {st}, {tuple(sizes)})", [str(z) for z in sizes],
+                             x.dtype, x.exact, [x] + starts, "dynamic")
+        keep = self.r.random() < 0.3
+        dims = [d for j, d in enumerate(x.dims) if j != ax or keep]
+        if keep:
+            dims[ax] = "1"
+        return self.emit(f"lax.dynamic_index_in_dim({x.name}, {starts[ax].name}, axis={ax}, keepdims={keep})",
+                         dims, x.dtype, x.exact, [x, starts[ax]], "dynamic")
+
+    def f_loop(self):
+        """lax.fori_loop (a static or symbolic trip count, maybe 0) of an elementwise body, lax.scan
+        along axis 0 (forward or reversed; its carry or its stacked outputs), lax.cond on an exact
+        predicate, lax.switch on any integer (clamped into the branches)."""
+        x = self.operand(lambda v: v.dtype != "bool")
+        if x.dtype == "bool":
+            x = self.some_arg(self.r.choice(self.ints + FLOATS))
+        y = self.partner(x)
+        if self.bcast_dims(x, y) != x.dims:
+            y = self.new_arg([], x.dtype)
+        fl = is_float(x.dtype)
+        ops = ("c * 0.5 + {y}", "jnp.maximum(c, {y})", "c - {y}", "jnp.minimum(c, {y}) * 2") if fl else \
+            ("c + {y}", "c ^ {y}", "jnp.maximum(c, {y}) - 1", "c * 3 + {y}")
+        op = self.r.choice(ops)
+        exact = x.exact and y.exact and (not fl or "jnp.m" in op and "+" not in op and "* 0.5" not in op)
+        r = self.r.random()
+        if r < 0.3:
+            trips = self.r.choice(("0", "1", "3") + tuple(f"{x.name}.shape[{i}]" for i in range(x.rank)
+                                                          if x.dims[i] in SYMBOLS))
+            body = op.format(y=f"{y.name} * i" if not fl and "^" not in op else y.name)
+            if not fl:
+                body = f"({body}).astype(c.dtype)"
+            return self.emit(f"lax.fori_loop(0, {trips}, lambda i, c: {body}, {x.name})", x.dims, x.dtype,
+                             exact, [x, y], "loop")
+        if r < 0.6 and x.rank >= 1 and (x.dims[0].isdigit() or 0 not in x.fp(0)):
+            rev = self.r.random() < 0.3
+            body = op.format(y="r")
+            if not fl:
+                body = f"({body}).astype(c.dtype)"
+            which = self.r.choice((0, 1))
+            dims = x.dims[1:] if which == 0 else x.dims
+            e = (f"lax.scan(lambda c, r: ({body}, c), jnp.zeros({x.name}.shape[1:], {x.name}.dtype), "
+                 f"{x.name}, reverse={rev})[{which}]")
+            return self.emit(e, dims, x.dtype, exact, [x], "loop")
+        if r < 0.8:
+            p = self.operand()
+            pred = f"jnp.any({p.name} > 0)" if p.dtype != "bool" else f"jnp.all({p.name})"
+            if p.dtype != "bool" and not p.exact:
+                pred = f"jnp.size({p.name}) > 3"
+            b1, b2 = op.format(y="b").replace("c", "a"), "a - b" if fl else "a | b"
+            cast = "" if fl else ".astype(a.dtype)"
+            e = f"lax.cond({pred}, lambda a, b: ({b1}){cast}, lambda a, b: ({b2}){cast}, {x.name}, {y.name})"
+            return self.emit(e, x.dims, x.dtype, exact and not fl, [x, y, p], "loop")
+        i = self.new_arg([], self.r.choice(self.ints))
+        e = (f"lax.switch({i.name}, [lambda a: a, lambda a: -a, lambda a: a * 2], {x.name})" if x.dtype not in UINTS
+             else f"lax.switch({i.name}, [lambda a: a, lambda a: a + 1, lambda a: a * 2], {x.name})")
+        return self.emit(e, x.dims, x.dtype, x.exact, [x, i], "loop")
+
     def generate(self) -> Program:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V5 if self.v5 else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2
-                               else FAMILIES_V1))
+        names, weights = zip(*(FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5 else FAMILIES_V3 if self.v3
+                               else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]
             getattr(self, "f_" + fam)()

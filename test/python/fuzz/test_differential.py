@@ -18,6 +18,9 @@ Settings (`make fuzz` runs the same code with larger values):
                                  bitwise and / or / xor reductions (default 25)
     RELAX_MLIR_FUZZ_V5_PROGRAMS  CPU programs from seed gen.V5_FIRST_SEED, whose generator adds
                                  convolutions (default 25)
+    RELAX_MLIR_FUZZ_V6_PROGRAMS  CPU programs from seed gen.V6_FIRST_SEED, whose generator adds
+                                 scatters, dynamic slices and updates, loops and branches
+                                 (default 25)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 60)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -36,6 +39,7 @@ V2_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V2_PROGRAMS", "100"))
 V3_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V3_PROGRAMS", "50"))
 V4_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V4_PROGRAMS", "25"))
 V5_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V5_PROGRAMS", "25"))
+V6_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V6_PROGRAMS", "25"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "60"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -71,6 +75,12 @@ def _v5_first():
     return gen.V5_FIRST_SEED
 
 
+def _v6_first():
+    from fuzz import gen
+
+    return gen.V6_FIRST_SEED
+
+
 def _check(seeds, target):
     results = campaign.run_batch(seeds, target, all_variants=ALL_VARIANTS)
     assert [r["seed"] for r in results] == list(seeds)
@@ -96,7 +106,7 @@ def _check(seeds, target):
 
 @pytest.mark.parametrize("seeds", _batches(PROGRAMS) + _batches(V2_PROGRAMS, _v2_first())
                          + _batches(V3_PROGRAMS, _v3_first()) + _batches(V4_PROGRAMS, _v4_first())
-                         + _batches(V5_PROGRAMS, _v5_first()),
+                         + _batches(V5_PROGRAMS, _v5_first()) + _batches(V6_PROGRAMS, _v6_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
@@ -361,6 +371,19 @@ def test_generator_versions_keep_old_seeds():
     progs = [gen.generate(s) for s in range(gen.V5_FIRST_SEED, gen.V5_FIRST_SEED + 100)]
     convs = [p for p in progs if "conv" in p.families]
     assert len(convs) >= 5 and all(any(a.finite for a in p.args) for p in convs)
+    # scatters, dynamic slices and loops from V6_FIRST_SEED on only; a scatter's set at distinct indices
+    v6 = {"scatter", "dynamic", "loop"}
+    assert not any(v6 & set(gen.generate(s).families) for s in range(gen.V5_FIRST_SEED, gen.V5_FIRST_SEED + 300))
+    drawn = set()
+    for s in range(gen.V6_FIRST_SEED, gen.V6_FIRST_SEED + 100):
+        prog = gen.generate(s)
+        drawn |= set(prog.families)
+        for a in prog.args:
+            if a.index_mode == "distinct":
+                env = prog.bindings()[-1]
+                x = gen.make_inputs(prog, env)[prog.args.index(a)]
+                assert len(set(x.reshape(-1).tolist())) == x.size and (x >= 0).all()
+    assert v6 <= drawn
 
 
 def test_a_crash_of_the_reference_is_not_blamed_on_relax():
