@@ -57,6 +57,23 @@ def test_int8_dot_accumulates_in_i32():
     _run(fn, [jax.ShapeDtypeStruct((b, 64), jnp.int8), jax.ShapeDtypeStruct(w.shape, jnp.int8)], make, exact=True)
 
 
+@pytest.mark.parametrize("pair", [("uint8", "uint32"), ("uint16", "uint32"), ("uint8", "uint16")])
+def test_unsigned_dot_widens_then_multiplies(pair):
+    """ui8 x ui8 -> ui32 (`preferred_element_type`, as quantized code writes it): both operands
+    zero-extended, products and sums wrapping in the result type, bit for bit as jax.jit (was
+    refused: "mixed element types")."""
+    low, wide = (getattr(jnp, t) for t in pair)
+    n = jax.export.symbolic_shape("n")[0]
+    info = np.iinfo(low)
+
+    def make(b):
+        rng = np.random.default_rng(b)
+        return (rng.integers(0, info.max, (b, 7), endpoint=True).astype(low),
+                rng.integers(0, info.max, (7, 5), endpoint=True).astype(low))
+    _run(lambda a, w: jnp.dot(a, w, preferred_element_type=wide),
+         (jax.ShapeDtypeStruct((n, 7), low), jax.ShapeDtypeStruct((7, 5), low)), make, exact=True)
+
+
 def test_f32_dot_to_bf16_result_rounds_once():
     fn = lambda x, w: jax.lax.dot(x, w, preferred_element_type=jnp.bfloat16)  # noqa: E731
     rng = np.random.default_rng(3)

@@ -111,6 +111,22 @@ def test_top_k_integers():
                       lambda b: (rng.integers(-2, 2, (b, 5)).astype(np.int32),), BIND)
 
 
+@pytest.mark.parametrize("dtype", [jnp.uint8, jnp.uint16, jnp.uint32])
+def test_top_k_unsigned(dtype):
+    """top_k of unsigned integers (the values past the signed range first): sorted on the signed
+    order (the top bit flipped) and mapped back, as stablehlo.sort's unsigned keys (was a
+    CompileError: "unsigned element types are not supported by relax_v.sort")."""
+    (n,) = export.symbolic_shape("n")
+    info = np.iinfo(dtype)
+
+    def args(b):
+        x = rng.integers(0, info.max, (b, 6), endpoint=True).astype(dtype)
+        x[0, :2] = info.max  # ties at the top, and the type's ends
+        x[-1, 3] = 0
+        return (x,)
+    check_against_jax(lambda x: lax.top_k(x, 3), (S((n, 6), dtype),), args, BIND)
+
+
 def test_merge_sort_middle_axis_long_rows():
     """Rows longer than RANK_SORT_MAX (or symbolic) take the merge sort: several merge passes,
     odd lengths, batch dims on both sides of the axis, argsort stability."""

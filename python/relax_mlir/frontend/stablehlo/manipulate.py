@@ -87,6 +87,7 @@ def _concatenate(im, op, ins):
 _FLOAT_WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 _HALF = ("f16", "bf16")
 _INT_WIDTH = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+_UINT_WIDTH = {"ui8": 8, "ui16": 16, "ui32": 32, "ui64": 64}
 
 
 def _dot_operands(im, a, b, dt):
@@ -97,11 +98,12 @@ def _dot_operands(im, a, b, dt):
     result at the end). f16 and bf16 products are computed in f32 (XLA's CPU backend upcasts
     them): exact there, each multiply-add an f32 FMA of the f32 kernels, so that a product that
     overflows f32 next to an infinite partial sum keeps XLA's infinity (1e30 * -1e30 + inf = inf;
-    rounding the product first gives inf - inf = NaN). Floats and integers do not mix;
-    signedness stays."""
+    rounding the product first gives inf - inf = NaN). Floats and integers do not mix, nor signed
+    and unsigned integers (jax converts them to one type first); ui8 x ui8 -> ui32 widens both
+    operands (zero extension) and multiplies there."""
     if a.dtype == b.dtype == dt and dt not in _HALF:
         return a, b, dt
-    for table in (_FLOAT_WIDTH, _INT_WIDTH):
+    for table in (_FLOAT_WIDTH, _INT_WIDTH, _UINT_WIDTH):
         if a.dtype in table and b.dtype in table and dt in table:
             if (a.dtype, b.dtype) in (("f16", "bf16"), ("bf16", "f16")):
                 break

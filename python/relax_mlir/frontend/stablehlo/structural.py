@@ -8,6 +8,7 @@ from relax_mlir.frontend.stablehlo.common import Val, _FLOATS, _emit_multi, _int
 from relax_mlir.frontend.stablehlo.create import _iota_impl
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.registry import CUSTOM_CALL_TARGETS, register_converters, register_custom_calls
+from relax_mlir.frontend.stablehlo.unsigned import signed_order, unsigned_from_order
 from relax_mlir.shape import const
 
 
@@ -44,9 +45,13 @@ def _top_k(im, op, x, k, descending: bool = True):
         raise ValueError("top_k along an unknown dim")
     kk = const(k) if isinstance(k, int) else k
     iota = _iota_impl(im, x.dims, idt, axis)
-    vals, idx = _emit_multi(im, "relax_v.sort", [x, iota], [(x.dims, x.dtype), (x.dims, idt)],
+    unsigned = x.dtype.startswith("ui")  # sorted on the signed order, mapped back (as stablehlo.sort)
+    key = signed_order(im, x) if unsigned else x
+    vals, idx = _emit_multi(im, "relax_v.sort", [key, iota], [(x.dims, key.dtype), (x.dims, idt)],
                             {"axis": axis, "num_keys": 1, "descending": [int(descending)],
                              "total_order": [int(x.dtype in _FLOATS)]})
+    if unsigned:
+        vals = unsigned_from_order(im, vals, x.dtype)
     out = []
     for v, (d, dt) in ((vals, (vd, vdt)), (idx, (idims, idt))):
         out.append(im.emit("relax.strided_slice", [v], len(d), dt,
