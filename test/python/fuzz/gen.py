@@ -1243,10 +1243,10 @@ class _Gen:
                  f"{x.name}, reverse={rev})[{which}]")
             return self.emit(e, dims, x.dtype, exact, [x], "loop")
         if r < 0.8:
-            p = self.operand()
+            p = self.operand(lambda v: v.exact)  # (an inexact value's sign is not the reference's)
+            if not p.exact:
+                p = self.some_arg()
             pred = f"jnp.any({p.name} > 0)" if p.dtype != "bool" else f"jnp.all({p.name})"
-            if p.dtype != "bool" and not p.exact:
-                pred = f"jnp.size({p.name}) > 3"
             b1, b2 = op.format(y="b").replace("c", "a"), "a - b" if fl else "a | b"
             cast = "" if fl else ".astype(a.dtype)"
             e = f"lax.cond({pred}, lambda a, b: ({b1}){cast}, lambda a, b: ({b2}){cast}, {x.name}, {y.name})"
