@@ -1464,6 +1464,18 @@ def _is_conversion(v: ir.Value) -> bool:
     return isinstance(d, ir.Operation) and d.name in _CONVERSIONS
 
 
+def _narrows(v: ir.Value) -> bool:
+    """`v` (the f32 of a program's own conversion of a bf16 value) is truncated again: the
+    conversion goes on to f16 (bf16 -> f16 is an extf to f32 and a truncf), for which XLA rounds
+    the bf16 result first (`(x_bf16 * 1000).astype(f16)`: 63232, not 63264 from the f32 product)."""
+    for u in v.uses:
+        o = u.owner
+        o = o.operation if isinstance(o, ir.OpView) else o
+        if o.name == "arith.truncf":
+            return True
+    return False
+
+
 def _round_like_xla(op: ir.Operation) -> tuple[int, int]:
     """After the bf16 emulation: a bf16 arithmetic op (not a conversion) whose result the program
     itself converts to f32 (an `extf` that the emulation did not insert: no fast-math flags) is
@@ -1480,7 +1492,8 @@ def _round_like_xla(op: ir.Operation) -> tuple[int, int]:
                 d = o.operands[0].owner
                 d = d.operation if isinstance(d, ir.OpView) else d
                 if (isinstance(d, ir.Operation) and d.name == "arith.truncf" and "fastmath" in d.attributes
-                        and d.operands[0].type == o.results[0].type and not _is_conversion(d.operands[0])):
+                        and d.operands[0].type == o.results[0].type and not _is_conversion(d.operands[0])
+                        and not _narrows(o.results[0])):
                     folds.append((o, d))
         return ir.WalkResult.ADVANCE
 

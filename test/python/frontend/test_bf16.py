@@ -49,7 +49,7 @@ def test_bf16_wrong_dtype_is_a_value_error():
 
 
 @pytest.mark.parametrize("name", ["sigmoid", "gelu_tanh", "gelu_erf", "mean_square", "u16_to_bf16_to_f32",
-                                  "bf16_product_to_f32"])
+                                  "bf16_product_to_f32", "bf16_product_to_f16", "bf16_product_to_f16_sum"])
 def test_bf16_rounding_is_xla_s(name):
     """Chains of bf16 ops round like XLA's CPU backend, bit for bit: each op's result is rounded to
     bf16 (the f32 emulation's `contract` flags would otherwise let consecutive ops skip it), except
@@ -62,6 +62,9 @@ def test_bf16_rounding_is_xla_s(name):
         "mean_square": lambda a: jnp.mean(jnp.square(a), axis=-1),
         "u16_to_bf16_to_f32": lambda a: jax.lax.bitcast_convert_type(a, jnp.uint16).astype(BF16).astype(jnp.float32),
         "bf16_product_to_f32": lambda a: (a * a).astype(jnp.float32) * 3.0,
+        # to f16 the bf16 product rounds first (the conversion is an extf and a truncf here)
+        "bf16_product_to_f16": lambda a: (a * 1000.0).astype(jnp.float16),
+        "bf16_product_to_f16_sum": lambda a: (a * 3.0).astype(jnp.float16) + a.astype(jnp.float16) * 3.0,
     }
     b = jax.export.symbolic_shape("b")[0]
     exe = relax_mlir.compile(from_jax(fns[name], jax.ShapeDtypeStruct((b, 64), BF16)))
