@@ -47,7 +47,10 @@ def compile_gpu(module, target: str, lower: Callable[[ir.Operation], None],
 
 def _refuse_control_flow(op: ir.Operation, target: str) -> None:
     """Loops and branches of the graph (relax_v.while / if / case, lowered to scf ops marked
-    `relax.control_flow`) need a host that reads device scalars: not there yet."""
+    `relax.control_flow`) need a host that reads device scalars: not there yet. Refused as the
+    other GPU refusals are worded ("... is not supported on Vulkan")."""
+    platform = {"cuda": "CUDA", "webgpu": "WebGPU"}.get(target, target.capitalize())
+
     def walk(o):
         for r in o.regions:
             for b in r.blocks:
@@ -55,16 +58,16 @@ def _refuse_control_flow(op: ir.Operation, target: str) -> None:
                     inner = inner.operation
                     if "relax.control_flow" in inner.attributes:
                         kind = ir.StringAttr(inner.attributes["relax.control_flow"]).value
-                        raise ValueError(f"the {target} target does not support control flow yet ('{kind}' at "
-                                         f"{inner.location})")
+                        raise ValueError(f"control flow ('{kind}' at {inner.location}) is not supported on "
+                                         f"{platform} yet")
                     walk(inner)
     for f in op.regions[0].blocks[0].operations:
         if f.operation.name == "func.func" and "relax.kernel" not in f.attributes:
             walk(f.operation)
         elif f.operation.name == "func.func" and ir.StringAttr(f.attributes["relax.kernel"]).value in _SEQUENTIAL:
             kind = ir.StringAttr(f.attributes["relax.kernel"]).value
-            raise ValueError(f"the {target} target does not support {_SEQUENTIAL[kind]} yet (a kernel of "
-                             f"sequential scalar loops, CPU only: @{ir.StringAttr(f.attributes['sym_name']).value})")
+            raise ValueError(f"{_SEQUENTIAL[kind]} (a kernel of sequential scalar loops, CPU only: "
+                             f"@{ir.StringAttr(f.attributes['sym_name']).value}) is not supported on {platform} yet")
 
 
 # Kernels that are one sequential loop nest over scalars (ops/linear_algebra.py): no GPU mapping

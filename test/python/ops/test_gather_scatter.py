@@ -321,3 +321,21 @@ def test_scatter_window_larger_than_input_is_dropped():
             if m <= n and 0 <= r < n:
                 want[r, :m] += s
         np.testing.assert_array_equal(exe(xv, idx, uv), want)
+
+
+@pytest.mark.parametrize("target", ["cpu", "vulkan"])
+def test_scatter_into_an_empty_array(target):
+    """A scatter into a statically empty array writes nothing (every update dropped): its kernel is
+    empty, so no zero-size buffer reaches SPIR-V (fuzz seed 2,380,454: "failed to legalize operation
+    'gpu.func'" on Vulkan)."""
+    import relax_mlir
+    import toolchecks
+    from relax_mlir.frontend.jax import from_jax
+
+    if target == "vulkan" and not toolchecks.vulkan_adapter():
+        pytest.skip("wgpu or a Vulkan adapter (lavapipe) is not available")
+    fn = lambda x, i, u: (x.at[i].set(u, mode="drop"), x.astype(jnp.int32).at[i].add(u.astype(jnp.int32)))  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, S((0,), jnp.bool_), S((5,), jnp.int32), S((5,), jnp.bool_)), target=target)
+    args = (np.zeros(0, bool), np.arange(5, dtype=np.int32), np.ones(5, bool))
+    for got, want in zip(exe(*args), jax.jit(fn)(*args)):
+        assert got.shape == want.shape == (0,) and got.dtype == want.dtype
