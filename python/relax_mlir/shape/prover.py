@@ -29,6 +29,7 @@ _BUDGET = 3  # node eliminations per proof attempt
 _MEMO_MAX = 1 << 16
 _RESIDUE_MAX = 12  # cases of a proof by residue classes
 _RANGE_CUTS = 4  # cuts of a symbol's range in a proof by cases
+EXHAUSTIVE = 1 << 12  # a relation over one symbol bounded to fewer values is checked at each of them
 
 Operand = "Expr | int | str"
 
@@ -122,17 +123,25 @@ class Facts:
 
     def _eq_by_small_values(self, a: Expr, b: Expr, count: int = 4) -> bool:
         """a == b over one symbol x >= lo: by evaluation at x = lo .. lo + count - 1, and for
-        x >= lo + count under the facts raised to that bound, which decide more min / max nodes.
+        x >= lo + count under the facts raised to that bound, which decide more min / max nodes;
+        over a symbol bounded to fewer than EXHAUSTIVE values, by evaluation at each of them.
         jax's clamped slice sizes are piecewise in the length with breaks at small constants:
         x[:, 1:-3] and x[:, 2:-2] of a length k are both max(0, k - 4), written with
         min(1, max(0, k - 1)) and min(1, max(0, k - 2)): equal, decided only from k >= 3
         (BigBird's block-sparse attention concatenates them)."""
         d = a - b
         syms = d.symbols()
-        if len(syms) != 1 or self._equalities:
+        if len(syms) != 1:
             return False
         (x,) = syms
         lo, hi = self._lo.get(x, 0), self._hi.get(x)
+        if hi is not None and hi - lo < EXHAUSTIVE:
+            # a bounded symbol: every value of its range (a causal mask table[:s + 2, :s + 2] of
+            # 64 rows given s <= 62 is min(64, s + 2) = s + 2, but only below the bound); sound
+            # whatever else the facts say of other symbols
+            count = hi - lo + 1
+        elif self._equalities:
+            return False
         try:
             for v in range(lo, lo + count):
                 if hi is not None and v > hi:

@@ -220,6 +220,27 @@ def test_jax_upper_bound_constraints_become_symbol_bounds():
         exe(np.zeros((9, 9), np.float32))
 
 
+def test_upper_bound_of_a_symbol_inside_an_argument_dim():
+    """An argument dim s + 2 with `s <= 62` (GPT-2 / Llama training specs of [b, s + 2] slicing
+    their 64-row causal mask table to [s + 2, s + 2]): the bound of s, bound inside main, is kept
+    (it was dropped: only symbols naming a whole dim kept theirs) and proves min(64, s + 2) =
+    s + 2 by checking every value of s's range (the clamped size is a min / max expression equal
+    only below the bound); was refused: "cannot broadcast dim 2 of size -max(...) ... to s + 2".
+    s past the bound is refused by the executable."""
+    b, s = jax.export.symbolic_shape("b, s", constraints=("s <= 62",))
+    table = np.tril(np.ones((1, 1, 64, 64), np.float32))
+
+    def f(x):
+        n = x.shape[1]
+        return jnp.broadcast_to(x[:, None, None, :], (x.shape[0], 1, n, n)) * jnp.asarray(table)[:, :, :n, :n]
+    exe = relax_mlir.compile(from_jax(f, jax.ShapeDtypeStruct((b, s + 2), jnp.float32)))
+    for length in (3, 17, 64):
+        x = np.random.default_rng(length).standard_normal((2, length)).astype(np.float32)
+        np.testing.assert_array_equal(exe(x), jax.jit(f)(x))
+    with pytest.raises(ValueError, match=r"symbol s = 63 .* exceeds its upper bound 62"):
+        exe(np.zeros((2, 65), np.float32))
+
+
 def test_jax_lower_bound_constraints_and_clamped_slices():
     """BigBird's block-sparse attention concatenates x[:, 1:-3], x[:, 2:-2] and x[:, 3:-1] of a
     length of k blocks, which jax exports given `k >= 8` (its sizes differ below): the sizes are

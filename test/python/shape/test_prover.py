@@ -296,3 +296,16 @@ def test_eq_by_small_values_then_raised_bound():
     assert Facts(lower={"k": 4}).prove_eq(max_(const(0), k - 4), k - 4)
     assert not Facts().prove_eq(min_(k, const(6)), k)  # equal at 0 .. 5, not at 7
     assert Facts(upper={"k": 2}).prove_eq(min_(k, const(6)), k)  # every allowed value evaluated
+
+
+def test_eq_over_a_bounded_range_by_every_value():
+    """A relation over one symbol bounded above is proved by evaluation at every value of its range
+    (fewer than prover.EXHAUSTIVE): min(64, s + 2) == s + 2 exactly while s <= 62, written as jax's
+    clamped slice size; refused once the range reaches 63, and with equalities among the facts
+    (an argument dim a = s + 2) as without."""
+    a = P("-max(-64*max(0, min(-s + 62, 0) + 1) + min(-s + 62, 0) + 64, 0) + min(-s + 62, 0) + s + 2")
+    s = sym("s")
+    assert Facts(lower={"s": 1}, upper={"s": 62}).prove_eq(a, s + 2)
+    assert not Facts(lower={"s": 1}, upper={"s": 63}).prove_eq(a, s + 2)
+    assert not Facts(lower={"s": 1}).prove_eq(a, s + 2)
+    assert Facts(lower={"s": 1}, upper={"s": 62}, equalities=[(sym("a"), s + 2)]).prove_eq(a, s + 2)

@@ -235,7 +235,7 @@ class Importer:
             i64 = ir.IntegerType.get_signless(64)
             func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
                                                                      for n, v in sorted(lower.items())})
-        upper = {n: v for n, v in self.upper.items() if n in sig}
+        upper = {n: v for n, v in self.upper.items() if n in sig | bound_inside}
         if upper:
             i64 = ir.IntegerType.get_signless(64)
             func.attributes["relax.symbol_bounds"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
