@@ -149,7 +149,7 @@ irdl.dialect @relax {
     irdl.operands(condition: %0)
     irdl.attributes {"message" = %1}
   }
-  // Convert the element type. Attribute: dtype (type).
+  // Convert the element type. Attributes: dtype (type); internal (bool): a widening the compiler
   irdl.operation @astype {
     %0 = irdl.base @relax::@tensor
     %1 = irdl.base @relax::@tensor

@@ -657,12 +657,16 @@ class WhereOp(OpSpec):
 
 @relax_op
 class AstypeOp(OpSpec):
-    """Convert the element type. Attribute: dtype (type)."""
+    """Convert the element type. Attributes: dtype (type); internal (bool): a widening the compiler
+    inserted, not the program's (f16 / bf16 operands of a product computed in f32), after which a
+    value the producer rounded stays rounded (the program's own conversion to f32 keeps XLA's
+    excess precision instead: backend/cpu.py `_round_like_xla`)."""
 
     name = "relax.astype"
     x = operand(TENSOR)
     result = result_(TENSOR)
     dtype = attr("type", optional=False, doc="the result element type")
+    internal = attr("any", doc="bool: a widening the compiler inserted (default false)")
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -675,7 +679,8 @@ class AstypeOp(OpSpec):
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
         x = op.tensor(0)
-        return _elementwise(op, "astype", [x], convert_scalar(x.dtype, op.result_types[0].dtype), ["x"])
+        return _elementwise(op, "astype", [x], convert_scalar(x.dtype, op.result_types[0].dtype,
+                                                                 internal=bool(op.attr("internal", False))), ["x"])
 
 
 # --- scalar conversion (astype; full with a dtype) -------------------------------------------
@@ -683,10 +688,11 @@ class AstypeOp(OpSpec):
 _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
-def convert_scalar(src: str, dst: str) -> tuple[str, ...]:
+def convert_scalar(src: str, dst: str, internal: bool = False) -> tuple[str, ...]:
     """Scalar conversion %x : src -> %r : dst, with XLA's semantics on every target: float -> int
     truncates toward zero and saturates (NaN -> 0, +-inf -> INT_MAX / INT_MIN); float -> i1 is
-    x != 0 (NaN -> true); int -> int wraps; i1 is unsigned (true -> 1)."""
+    x != 0 (NaN -> true); int -> int wraps; i1 is unsigned (true -> 1). `internal`: a float
+    widening the compiler inserted, marked as the bf16 emulation's own (see `_via_f32`)."""
     if is_unsigned(src) or is_unsigned(dst):
         return convert_unsigned(src, dst)
     fsrc, fdst = src in FLOAT_DTYPES, dst in FLOAT_DTYPES
@@ -697,7 +703,7 @@ def convert_scalar(src: str, dst: str) -> tuple[str, ...]:
         if (src, dst) in (("bf16", "f16"), ("f16", "bf16")):
             return (f"%w = arith.extf %x : {src} to f32", f"%r = arith.truncf %w : f32 to {dst}")
         if width[src] < width[dst]:
-            return (f"%r = arith.extf %x : {src} to {dst}",)
+            return (f"%r = arith.extf %x{' fastmath<contract>' if internal else ''} : {src} to {dst}",)
         return (f"%r = arith.truncf %x : {src} to {dst}",)
     if not fsrc and not fdst:
         if width[src] < width[dst]:

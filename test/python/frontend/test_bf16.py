@@ -211,3 +211,27 @@ def test_ops_computed_in_f32_read_the_rounded_bf16_operand(name):
         got, want = np.asarray(exe(x)), np.asarray(jax.jit(fn)(x))
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64), err_msg=f"n={k}")
+
+
+def test_dot_operand_computed_in_bf16_stays_rounded():
+    """dot(h, w * s) of bf16 values with an f32 result (int8-style dequantization): the product
+    w * s is a bf16 value, rounded before the dot widens it to f32 (XLA's upcast); the widening
+    is the compiler's (relax.astype internal), so the excess-precision fold that keeps a program's
+    own conversion to f32 unrounded does not apply (was off by bf16 rounding, 0.023 of 18.7).
+    XLA itself keeps the product unrounded for a single row (its matrix-vector fusion): compared
+    with jax.jit from two rows on, with the rounded product's exact dot at every size."""
+    fn = lambda h, w, s: jnp.dot(h, w * s, preferred_element_type=jnp.float32)  # noqa: E731
+    (n,) = jax.export.symbolic_shape("n")
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n, 32), BF16), jax.ShapeDtypeStruct((32, 8), BF16),
+                                      jax.ShapeDtypeStruct((8,), BF16)))
+    rng = np.random.default_rng(0)
+    w = rng.integers(-127, 128, (32, 8)).astype(np.float32).astype(BF16)
+    s = rng.uniform(0.005, 0.02, (8,)).astype(BF16)
+    for k in (1, 4, 33):
+        h = rng.standard_normal((k, 32)).astype(BF16)
+        want = np.asarray(jax.jit(fn)(h, w, s))
+        rounded = h.astype(np.float64) @ (w * s).astype(np.float64)  # the product rounded to bf16
+        got = np.asarray(exe(h, w, s))
+        if k > 1:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"n={k}")
+        np.testing.assert_allclose(got, rounded, rtol=1e-5, atol=1e-5, err_msg=f"n={k}")

@@ -113,9 +113,9 @@ def _dot_operands(im, a, b, dt):
                 break
             ct = "f32" if ct in _HALF else ct
 
-            def up(x):
-                return x if x.dtype == ct else im.emit("relax.astype", [x], len(x.dims), ct,
-                                                       {"dtype": _dtype_attr(ct)}, dims=x.dims)
+            def up(x):  # (internal: a bf16 operand computed by its producer stays rounded, as XLA's upcast)
+                attrs = {"dtype": _dtype_attr(ct), **({"internal": True} if x.dtype in _HALF else {})}
+                return x if x.dtype == ct else im.emit("relax.astype", [x], len(x.dims), ct, attrs, dims=x.dims)
             return up(a), up(b), ct
     raise ValueError(f"dot_general of {a.dtype} x {b.dtype} -> {dt} (mixed element types) is not supported")
 
