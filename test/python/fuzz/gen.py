@@ -102,6 +102,11 @@ class Arg:
     # Floats without NaN and infinities: a convolution's kernel, which StableHLO multiplies by the
     # padding's zeros (0 * inf = NaN) where XLA's CPU convolution skips the padding (seed 2370018)
     finite: bool = False
+    # Finite and at most 100 in magnitude (from V7_FIRST_SEED on, a convolution's kernel): a product
+    # of an input near 1e30 with a kernel tap near 1e30 overflows, and whether the overflow meets an
+    # infinity of the other sign as NaN or passes inside a fused multiply-add is the order's (seed
+    # 2390146: a bf16 depthwise convolution, inf here and NaN in jax.jit, then clipped to 1.0)
+    moderate: bool = False
 
 
 class SpecJnp:
@@ -232,7 +237,8 @@ class Program:
                         or (fam == "cumulative" and exprs[name].startswith(("lax.cumsum", "lax.cumprod")))
                         or (fam == "pool" and "lax.add" in exprs[name])
                         or (fam == "scatter" and (".add(" in exprs[name] or ".multiply(" in exprs[name]))
-                        or (fam == "loop" and ("+" in exprs[name] or "*" in exprs[name])))
+                        or (fam == "loop" and ("+" in exprs[name] or "*" in exprs[name]))
+                        or (fam == "complex" and ("jnp.sum(" in exprs[name] or " @ " in exprs[name])))
                     memo[name] = here or any(summed(d) for d in v.deps)
             return memo[name]
 
@@ -350,8 +356,10 @@ def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
             dt = np.dtype("bfloat16") if a.dtype == "bfloat16" else np.dtype(a.dtype)
             with np.errstate(over="ignore"):
                 x = x.astype(dt)
-            if a.finite:
+            if a.finite or a.moderate:
                 x = np.where(np.isfinite(x.astype(np.float64)), x, np.asarray(0.5, dt))
+            if a.moderate:
+                x = np.clip(x.astype(np.float64), -100.0, 100.0).astype(dt)
             out.append(x)
     return out
 
@@ -381,6 +389,9 @@ V5_FIRST_SEED = 2_370_000
 # switch).
 FAMILIES_V6 = FAMILIES_V5 + (("scatter", 5), ("dynamic", 4), ("loop", 4))
 V6_FIRST_SEED = 2_380_000
+# From V7_FIRST_SEED on: complex arithmetic inside the program (its arguments and results real).
+FAMILIES_V7 = FAMILIES_V6 + (("complex", 5),)
+V7_FIRST_SEED = 2_390_000
 
 
 class _Gen:
@@ -392,6 +403,7 @@ class _Gen:
         self.v4 = seed >= V4_FIRST_SEED
         self.v5 = seed >= V5_FIRST_SEED
         self.v6 = seed >= V6_FIRST_SEED
+        self.v7 = seed >= V7_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -413,9 +425,9 @@ class _Gen:
             return 0
         return self.r.choice((1, 1, 2, 3, 4, 5, 6))
 
-    def new_arg(self, dims, dtype, index_into=None, index_mode="in_bounds", finite=False) -> Value:
+    def new_arg(self, dims, dtype, index_into=None, index_mode="in_bounds", finite=False, moderate=False) -> Value:
         name = f"a{len(self.args)}"
-        self.args.append(Arg(name, tuple(dims), dtype, index_into, index_mode, finite))
+        self.args.append(Arg(name, tuple(dims), dtype, index_into, index_mode, finite, moderate))
         v = Value(name, tuple(str(d) for d in dims), dtype, True, ())
         self.values[name] = v
         self.pool.append(name)
@@ -1127,7 +1139,7 @@ class _Gen:
             win.append(w), strides.append(st), dils.append(dl), pads.append((lo, hi))
             dims[ax] = f"max(0, (({x.dims[ax]}) + {lo + hi} - {eff}) // {st} + 1)"
         dims[c_axis] = str(o)
-        kernel = self.new_arg(win + [c // groups, o], x.dtype, finite=True)
+        kernel = self.new_arg(win + [c // groups, o], x.dtype, finite=True, moderate=self.v7)
         sp = "WH"[:ns][::-1] if ns == 2 else "W"
         lhs = "N" + sp + "C" if last else "NC" + sp
         e = (f"lax.conv_general_dilated({x.name}, {kernel.name}, {tuple(strides)}, {tuple(pads)}, "
@@ -1256,12 +1268,58 @@ class _Gen:
              else f"lax.switch({i.name}, [lambda a: a, lambda a: a + 1, lambda a: a * 2], {x.name})")
         return self.emit(e, x.dims, x.dtype, x.exact, [x, i], "loop")
 
+    def f_complex(self):
+        """Complex arithmetic on moderate values: z = lax.complex(re, im) of two f32 or f64 values
+        clipped to [-8, 8] (no NaN or infinity: the special values of complex functions are
+        branch-cut conventions), through one or two of + - * /, exp, log, sqrt, conj, sign,
+        square, a sum along an axis or a product with another complex matrix, and back to a real
+        value (real, imag, abs, angle), the program's results staying real."""
+        x = self.operand(lambda v: v.dtype in ("float32", "float64") and v.exact)
+        if x.dtype not in ("float32", "float64") or not x.exact:
+            x = self.new_arg([self.atom() for _ in range(self.r.choice((0, 1, 2)))],
+                             self.r.choice(("float32", "float64")))
+        y = self.partner(x)
+        if self.bcast_dims(x, y) != x.dims:
+            y = self.new_arg([], x.dtype)
+
+        def clip(v):
+            return f"jnp.clip(jnp.nan_to_num({v.name}), -8, 8)"
+        z = f"lax.complex(*jnp.broadcast_arrays({clip(x)}, {clip(y)}))"
+        dims = x.dims
+        for _ in range(self.r.choice((1, 1, 2))):
+            r = self.r.random()
+            if r < 0.35:
+                op = self.r.choice(("+", "-", "*", "/"))
+                w = f"lax.complex(*jnp.broadcast_arrays({clip(y)}, {clip(x)}))"
+                if op == "/":  # a divisor away from 0 (Smith's algorithm and XLA's agree there)
+                    w = f"({w} + (9 + 1j))"
+                z = f"({z} {op} {w})"
+            elif r < 0.75:
+                fn = self.r.choice(("jnp.exp", "jnp.log", "jnp.sqrt", "jnp.conj", "jnp.sign", "jnp.square",
+                                    "jnp.negative"))
+                if fn == "jnp.log":  # away from 0: log's real part is -inf there
+                    z = f"{fn}({z} + (17 + 0.5j))"
+                elif fn == "jnp.exp":  # |re| <= 8 keeps it finite
+                    z = f"{fn}(jnp.clip({z}.real, -8, 8) + 1j * {z}.imag)"
+                else:
+                    z = f"{fn}({z})"
+            elif r < 0.9 and len(dims) >= 1 and (dims[-1].isdigit() or 0 not in _fp(dims[-1])):
+                z = f"jnp.sum({z}, axis=-1)"
+                dims = dims[:-1]
+            elif len(dims) == 2 and dims[-1].isdigit():
+                k = int(dims[-1])
+                w = self.new_arg([k, 2], x.dtype)
+                z = f"({z} @ lax.complex({clip(w)}, -{clip(w)}))"
+                dims = (dims[0], "2")
+        back = self.r.choice(("jnp.real", "jnp.imag", "jnp.abs", "jnp.angle"))
+        return self.emit(f"{back}({z})", dims, x.dtype, False, [x, y], "complex")
+
     def generate(self) -> Program:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5 else FAMILIES_V3 if self.v3
-                               else FAMILIES_V2 if self.v2 else FAMILIES_V1))
+        names, weights = zip(*(FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
+                               else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]
             getattr(self, "f_" + fam)()
