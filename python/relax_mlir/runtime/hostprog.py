@@ -88,6 +88,11 @@ def _elem(t) -> str:
     raise HostError(f"unsupported element type {s} on the host side")
 
 
+def platform_name(target: str) -> str:
+    """How refusals name a target's platform ("... is not supported on CUDA")."""
+    return {"cuda": "CUDA", "webgpu": "WebGPU", "cpu": "CPU"}.get(target, target.capitalize())
+
+
 def _bf16_bits(ir, a) -> np.ndarray:
     """The uint16 bits of a bf16 DenseElementsAttr (which has no buffer protocol and no element
     access in the bindings): the constant bitcast to i16 and folded by canonicalize, in a scratch
@@ -116,7 +121,7 @@ class _Extractor:
 
         self.ir = ir
         self.target = target
-        self.platform = platform or {"cuda": "CUDA", "vulkan": "Vulkan"}.get(target, target)
+        self.platform = platform or platform_name(target)
         self.module_op = module_op
         self.globals: dict[str, dict] = {}
         self.global_ops = {}

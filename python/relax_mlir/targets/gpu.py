@@ -11,7 +11,7 @@ from mlir import ir
 
 from relax_mlir.backend.cpu_runtime import entry_signatures
 from relax_mlir.runtime.executable import Executable
-from relax_mlir.runtime.hostprog import extract
+from relax_mlir.runtime.hostprog import extract, platform_name
 from relax_mlir.runtime.loader import gpu_executable
 
 __all__ = ["compile_gpu", "module_op"]
@@ -49,7 +49,7 @@ def _refuse_control_flow(op: ir.Operation, target: str) -> None:
     """Loops and branches of the graph (relax_v.while / if / case, lowered to scf ops marked
     `relax.control_flow`) need a host that reads device scalars: not there yet. Refused as the
     other GPU refusals are worded ("... is not supported on Vulkan")."""
-    platform = {"cuda": "CUDA", "webgpu": "WebGPU"}.get(target, target.capitalize())
+    platform = platform_name(target)
 
     def walk(o):
         for r in o.regions:

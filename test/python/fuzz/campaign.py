@@ -204,9 +204,10 @@ def _short(e: BaseException) -> str:
 def refused_by_target(e: Exception, target: str) -> bool:
     """A GPU target's clean refusal of an element type or op it does not support (f64 on Vulkan):
     a CompileError that names the target and is not an internal error. The CPU refuses nothing."""
+    from relax_mlir.runtime.hostprog import platform_name
+
     msg = str(e)
-    platform = {"cuda": "CUDA", "webgpu": "WebGPU"}.get(target, target.capitalize())
-    return target != "cpu" and f"not supported on {platform}" in msg \
+    return target != "cpu" and f"not supported on {platform_name(target)}" in msg \
         and "internal error" not in msg and "failed to legalize" not in msg
 
 
