@@ -187,9 +187,11 @@ class _Checker:
             if "relax.region" not in f.attributes:  # checked at its control-flow op
                 self.function(f)
 
-    def function(self, f: ir.Operation, region_params: list[RelaxType] | None = None):
+    def function(self, f: ir.Operation, region_params: list[RelaxType] | None = None, caller_facts: Facts | None = None):
         requirement_entries(f)  # one from the input must be well-formed
-        self.facts = function_facts(f)
+        # a region function holds its caller's facts (in verify mode too, where its attributes are
+        # not copied: `lax.cond` of a body slicing a[1:] of an n >= 1 vector was refused on import)
+        self.facts = function_facts(f) if caller_facts is None else caller_facts
         ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
         try:
             params = region_params if region_params is not None else [view(t) for t in ft.inputs]
@@ -683,7 +685,7 @@ class _Checker:
             self.types[a] = t
         state = (self.facts, self.bound, self.func, self.returned)
         try:
-            self.function(f, inner)
+            self.function(f, inner, self.facts)
         finally:
             self.facts, self.bound, self.func, self.returned = state
         self.hoist_requirements(f, {str(v): k for k, v in fresh.items()})

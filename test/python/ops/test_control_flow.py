@@ -395,3 +395,16 @@ def test_scan_over_a_dim_bound_from_an_argument_expression():
         y = lax.conv_general_dilated(x, jnp.ones((3, 3, 4)), (2,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"))
         return lax.scan(lambda c, v: (c * 0.5 + v, c), jnp.zeros((y.shape[0], 4)), jnp.swapaxes(y, 0, 1))
     check(f, [f32(b, 2 * s, 3)], lambda n: [rnd(2, 2 * n, 3)])
+
+
+def test_branch_holds_the_callers_symbol_facts():
+    """A cond branch that concatenates one element with a[1:] of an n-vector: its length is
+    1 + n - min(1, n), n only given jax's n >= 1, which the branch now holds as its caller does
+    (the import's verification refused it: "broadcast dimensions differ: -min(1, n) + n + 1 vs n";
+    jax.scipy.stats.rankdata of a symbolic length is such a program)."""
+    def body(a):
+        return jnp.concatenate([jnp.array([True]), a[1:] != a[:-1]]).cumsum().astype(jnp.float32) + a
+
+    check(lambda a: lax.cond(a[0] > 0, body, lambda a: a, a), (f32(N),),
+          lambda n: (np.round(rnd(n)),))
+    check(lambda a: jax.scipy.stats.rankdata(a), (f32(N),), lambda n: (np.round(rnd(n)),))
