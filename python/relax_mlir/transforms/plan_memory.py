@@ -167,7 +167,11 @@ def plan_function(f: ir.Operation, kernels: dict[str, ir.Operation] | None = Non
         r = merged.get(r, r)
         end = intervals[r].end if r in intervals else len(ops)
         for s in srcs:
+            # (a source an in-place kernel wrote lives in the interval it was merged into: fuzz
+            # seed 2,390,232, a scatter's result passed through a lax.switch branch as it is and
+            # returned, its storage reused by a later concat)
             s = root.get(s, s)
+            s = merged.get(s, s)
             if s in intervals:
                 intervals[s].end = max(intervals[s].end, end)
     # Tensors without an upper bound are planned too: their blocks are sized per call by the

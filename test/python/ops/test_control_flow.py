@@ -408,3 +408,22 @@ def test_branch_holds_the_callers_symbol_facts():
     check(lambda a: lax.cond(a[0] > 0, body, lambda a: a, a), (f32(N),),
           lambda n: (np.round(rnd(n)),))
     check(lambda a: jax.scipy.stats.rankdata(a), (f32(N),), lambda n: (np.round(rnd(n)),))
+
+
+def test_branch_returning_an_in_place_result_keeps_its_storage():
+    """A scatter written in place (into its dying input's storage), passed through a lax.switch
+    branch that returns it as it is, and returned: its storage must outlive the function, yet
+    memory planning lost the switch's alias of it (the scatter's interval was merged into its
+    input's) and gave its block to a later concat, whose values then came back as the switch's
+    result (fuzz seed 2,390,232: [1.861, 1.861, 1.861, 0.755] for [nan, 1.024, 0.0508, 0.755])."""
+    def f(x, i, u, s):
+        v = (x * 2.0).at[i].multiply(u, mode="clip")
+        r = lax.switch(s, [lambda a: a, lambda a: -a, lambda a: a * 2], v)
+        return r, jnp.sqrt(jnp.abs(jnp.concatenate([u[-1]] * 3, axis=0)))
+
+    exe = relax_mlir.compile(from_jax(f, f32(4, 1), i32(N), f32(N, 1), jax.ShapeDtypeStruct((), jnp.int16)))
+    for n in SIZES:
+        for s in (0, 1, 2, 5):
+            args = (rnd(4, 1), rng.integers(-5, 5, n).astype(np.int32), rnd(n, 1), np.array(s, np.int16))
+            for got, want in zip(exe(*args), jax.jit(f)(*args)):
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"n={n} s={s}")
