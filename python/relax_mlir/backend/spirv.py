@@ -543,11 +543,18 @@ def _where(o: ir.Operation) -> tuple[bool, str]:
     return False, f"a host or kernel op of @{name}"
 
 
+# math ops this Vulkan lowering cannot compile: f32 `powf` (its SPIR-V lowering puts a NaN literal
+# in the shader, which naga rejects); the inverse trigonometric functions and the cube root, which
+# MLIR 22's math-to-SPIR-V does not convert (found by fuzz V7 seed 2,390,152: jnp.angle).
+_NO_SPIRV_LOWERING = {"math.powf": "relax.power on floats", "math.atan2": "jnp.arctan2, arcsin, arccos, arctan, angle",
+                      "math.atan": "relax.atan", "math.asin": "relax.asin", "math.acos": "relax.acos",
+                      "math.cbrt": "relax.cbrt"}
+
+
 def _refuse_unsupported(op: ir.Operation) -> None:
     """What this Vulkan lowering cannot compile, refused at compile time (a LoweringError, so a
     CompileError) instead of failing in the driver's shader validation at the first call: f64
-    (Vulkan's Shader capability has no Float64 here) and f32 `math.powf` (its SPIR-V lowering
-    puts a NaN literal in the shader, which naga rejects)."""
+    (Vulkan's Shader capability has no Float64 here) and the math ops of _NO_SPIRV_LOWERING."""
     found: list[tuple[bool, str]] = []  # (located, message): the first located one is reported
 
     def check(o):
@@ -563,9 +570,9 @@ def _refuse_unsupported(op: ir.Operation) -> None:
                 msg = "bf16 is not supported on Vulkan (no bfloat16 type in its shaders): '{}' at {}"
                 break
         else:
-            if o.name != "math.powf":
+            if o.name not in _NO_SPIRV_LOWERING:
                 return
-            msg = "'{}' (relax.power on floats) is not supported on Vulkan yet: at {}"
+            msg = "'{}' (" + _NO_SPIRV_LOWERING[o.name] + ") is not supported on Vulkan yet: at {}"
         located, where = _where(o)
         if located or not found:
             found.insert(0, (located, msg.format(o.name, where)))

@@ -210,6 +210,21 @@ def test_refused_dtypes(what):
         relax_mlir.compile(text, target="vulkan")
 
 
+@pytest.mark.parametrize("name", ["arctan2", "arcsin", "arccos", "arctan", "cbrt", "angle"])
+def test_refused_math_without_a_spirv_lowering(name):
+    """Math ops MLIR's SPIR-V conversion does not take (atan2, which jax's arcsin / arccos /
+    arctan / angle become, and cbrt): a CompileError naming the op and Vulkan at compile time;
+    the conversion failed before ("failed to legalize operation 'math.atan2'", fuzz seed
+    2,390,152)."""
+    fns = {"arctan2": lambda a, b: jnp.arctan2(a, b), "arcsin": lambda a, b: jnp.arcsin(a),
+           "arccos": lambda a, b: jnp.arccos(a), "arctan": lambda a, b: jnp.arctan(a),
+           "cbrt": lambda a, b: jnp.cbrt(a), "angle": lambda a, b: jnp.angle(jax.lax.complex(a, b))}
+    text = str(from_jax(fns[name], _spec("float32", "m"), _spec("float32", "m")))
+    op = "math.cbrt" if name == "cbrt" else "math.atan2"
+    with pytest.raises(relax_mlir.CompileError, match=rf"'{op}' .*is not supported on Vulkan yet"):
+        relax_mlir.compile(text, target="vulkan")
+
+
 def test_refused_bf16_inside_a_program():
     """bf16 only between f32 ops (no bf16 argument): refused too, not an internal error."""
     fn = lambda a: (a.astype(jnp.bfloat16) * 2).astype(jnp.float32)  # noqa: E731
