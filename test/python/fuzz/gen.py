@@ -1286,9 +1286,10 @@ class _Gen:
             return f"jnp.clip(jnp.nan_to_num({v.name}), -8, 8)"
         z = f"lax.complex(*jnp.broadcast_arrays({clip(x)}, {clip(y)}))"
         dims = x.dims
+        deps = [x, y]
         for _ in range(self.r.choice((1, 1, 2))):
             r = self.r.random()
-            if r < 0.35:
+            if r < 0.35 and dims == x.dims:  # (x and y's shape: before a sum or product reshapes z)
                 op = self.r.choice(("+", "-", "*", "/"))
                 w = f"lax.complex(*jnp.broadcast_arrays({clip(y)}, {clip(x)}))"
                 if op == "/":  # a divisor away from 0 (Smith's algorithm and XLA's agree there)
@@ -1309,10 +1310,11 @@ class _Gen:
             elif len(dims) == 2 and dims[-1].isdigit():
                 k = int(dims[-1])
                 w = self.new_arg([k, 2], x.dtype)
+                deps.append(w)
                 z = f"({z} @ lax.complex({clip(w)}, -{clip(w)}))"
                 dims = (dims[0], "2")
         back = self.r.choice(("jnp.real", "jnp.imag", "jnp.abs", "jnp.angle"))
-        return self.emit(f"{back}({z})", dims, x.dtype, False, [x, y], "complex")
+        return self.emit(f"{back}({z})", dims, x.dtype, False, deps, "complex")
 
     def generate(self) -> Program:
         for _ in range(self.r.choice((1, 1, 2, 3))):
