@@ -19,6 +19,7 @@ in its own sequence (HF Flax's `attention_mask.cumsum(-1) - 1`, clipped at 0 for
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -53,9 +54,12 @@ def _leaves(tree, name: str) -> list:
     return out
 
 
+NO_POSITION_TABLE = 1 << 20  # max_positions of a model without a position table
+
+
 def from_hf_flax(model, params=None) -> CausalLM:
     """A Hugging Face `transformers` Flax causal LM (`FlaxLlamaForCausalLM`, `FlaxGPT2LMHeadModel`,
-    and the others whose attention keeps `cached_key` / `cached_value` / `cache_index` in a
+    `FlaxBloomForCausalLM` (ALiBi: no position_ids, no position table), and the others whose attention keeps `cached_key` / `cached_value` / `cache_index` in a
     "cache" collection, as `model.init_cache` returns) as a `CausalLM`. `params` defaults to
     `model.params`.
 
@@ -75,7 +79,15 @@ def from_hf_flax(model, params=None) -> CausalLM:
                          "not a Flax causal LM with a KV cache")
     _, _, kv_heads, head_dim = keys[0].shape
     cfg = model.config
-    max_positions = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions")
+    # Models without a position table (Bloom's ALiBi) take no position_ids: their context is
+    # bounded by the caller's max_context only.
+    takes_positions = "position_ids" in inspect.signature(model.__call__).parameters
+    max_positions = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    if max_positions is None:
+        if takes_positions:
+            raise ValueError(f"{type(model).__name__}: its config has neither max_position_embeddings nor "
+                             "n_positions, and the model takes position_ids")
+        max_positions = NO_POSITION_TABLE
 
     def cache_tree(ks, vs, index):
         it_k, it_v = iter(ks), iter(vs)
@@ -87,8 +99,8 @@ def from_hf_flax(model, params=None) -> CausalLM:
 
     def run(weights, ids, mask, pos, ks, vs, index):
         p = jax.tree.unflatten(treedef, weights)
-        out = model(ids, attention_mask=mask, position_ids=pos, params=p,
-                    past_key_values=cache_tree(ks, vs, index))
+        where = {"position_ids": pos} if takes_positions else {}  # (ALiBi: from the mask)
+        out = model(ids, attention_mask=mask, params=p, past_key_values=cache_tree(ks, vs, index), **where)
         kv = out.past_key_values
         return out.logits[:, -1], _leaves(kv, "cached_key"), _leaves(kv, "cached_value")
 

@@ -300,3 +300,26 @@ def test_gemma_in_a_separate_process():
                         "-k", "gemma"], env=env, capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     assert " passed" in r.stdout and " failed" not in r.stdout, r.stdout[-3000:]
+
+
+def test_bloom_alibi_without_position_ids():
+    """A transformers Flax Bloom (ALiBi: no position table, its __call__ takes no position_ids):
+    from_hf_flax raised an AttributeError (no n_positions) and then passed position_ids the model
+    does not take. Now its positions come from the mask, as HF's generate does; greedy tokens and
+    per-step logits equal the jax.jit Generator's for prompts of 1, 7 and 20 tokens, and the
+    context is bounded by max_context alone (an overflow is a ValueError)."""
+    from transformers import BloomConfig, FlaxBloomForCausalLM
+
+    model = FlaxBloomForCausalLM(BloomConfig(vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4,
+                                             tie_word_embeddings=False), seed=0)
+    rng = np.random.default_rng(3)
+    batch = [rng.integers(1, VOCAB, n).tolist() for n in (1, 7, 20)]
+    ours = Generator.from_hf_flax(model, max_context=48, cache_chunk=16)
+    ref = Generator.from_hf_flax(model, max_context=48, cache_chunk=16, target="jax")
+    got = list(ours.stream(batch, 16, logits=True))
+    want = list(ref.stream(batch, 16, logits=True))
+    assert [list(t) for t, _ in got] == [list(t) for t, _ in want]
+    for (_, g), (_, w) in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match="max_context is 48"):
+        ours.generate([[1] * 40], 16)
