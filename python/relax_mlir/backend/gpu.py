@@ -338,6 +338,13 @@ def _gpu_modules(module_op: ir.Operation) -> list[ir.Operation]:
 
 
 def _to_ptx_inprocess(op: ir.Operation, options: GPUOptions) -> None:
+    from relax_mlir.ops.kernel import expand_math
+
+    # (in the isolated child: a pipeline on a module it cannot lower may abort the process)
+    if any(True for _ in _gpu_modules(op)):
+        run_pipeline(op, _BF16_ARITH, "to-ptx")
+    widen_half_remf(op)
+    expand_math(op, kinds=("remf",))
     # memref<i1> (a mask) holds a byte per element; this build's MemRefToLLVM aborts the process
     # on sub-byte loads and stores, in kernels as on the CPU: access the bytes (cpu.py).
     for g in _gpu_modules(op):
@@ -388,12 +395,6 @@ def stage_to_ptx(module, options: GPUOptions) -> None:
     bf16 arithmetic is computed in f32 first, and arith.remf becomes an exact fmod in f32 arith
     (NVVM cannot lower frem)."""
     op = as_op(module)
-    from relax_mlir.ops.kernel import expand_math
-
-    if any(True for _ in _gpu_modules(op)):
-        run_pipeline(op, _BF16_ARITH, "to-ptx")
-    widen_half_remf(op)
-    expand_math(op, kinds=("remf",))
     if not options.isolate:
         _to_ptx_inprocess(op, options)
         return
