@@ -1,11 +1,10 @@
 // RUN: not relax-import-stablehlo %s 2>&1 | FileCheck %s -DFILE=%s
 // Element types relax does not support are refused by the importer, every one at once, each at
-// its op's position in the input. Complex values inside the function are pairs of real parts; a
-// complex argument and an op without a complex form are refused.
-// CHECK: [[FILE]]:12:1: error: unsupported StableHLO op 'func.func': argument #1 has element type complex<f32>: complex arguments and results are not supported
-// CHECK-NEXT: [[FILE]]:13:8: error: unsupported StableHLO op 'stablehlo.convert': result #0 has element type ui4
-// CHECK-NEXT: [[FILE]]:14:8: error: unsupported StableHLO op 'stablehlo.iota': result #0 has element type i4
-// CHECK-NEXT: [[FILE]]:16:8: error: unsupported StableHLO op 'stablehlo.tanh': on complex numbers (supported:
+// its op's position in the input. Complex values are pairs of real parts (a complex argument is
+// taken: see import-complex-boundary.mlir); an op without a complex form is refused.
+// CHECK: [[FILE]]:12:8: error: unsupported StableHLO op 'stablehlo.convert': result #0 has element type ui4
+// CHECK-NEXT: [[FILE]]:13:8: error: unsupported StableHLO op 'stablehlo.iota': result #0 has element type i4
+// CHECK-NEXT: [[FILE]]:15:8: error: unsupported StableHLO op 'stablehlo.tanh': on complex numbers (supported:
 // CHECK-NOT: error
 // CHECK-NOT: Traceback
 

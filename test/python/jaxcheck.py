@@ -39,6 +39,10 @@ def same(want, got, err_msg: str = "") -> None:
     want, got = np.asarray(want), np.asarray(got)
     assert want.shape == got.shape and want.dtype == got.dtype, (err_msg, want.shape, want.dtype, got.shape,
                                                                  got.dtype)
+    if want.dtype.kind == "c":  # each part as a float
+        same(want.real, got.real, err_msg)
+        same(want.imag, got.imag, err_msg)
+        return
     np.testing.assert_array_equal(got, want, err_msg=err_msg)
     if want.dtype.kind == "f":  # -0.0 vs 0.0 and NaN positions
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=err_msg)

@@ -25,12 +25,17 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
         results = [TensorSig.parse(ir.StringAttr(t).value) for t in outs]
         names = [f"argument #{i}" for i in range(len(params))]
         donate = {}
+        cplx_params, cplx_results = [], []
         if "relax.arg_attrs" in op.attributes:
             for i, d in enumerate(op.attributes["relax.arg_attrs"]):
                 if "relax.name" in d:
                     names[i] = f"argument '{ir.StringAttr(d['relax.name']).value}'"
                 if "relax.donate" in d:
                     donate[i] = ir.IntegerAttr(d["relax.donate"]).value
+                if "relax.complex" in d:
+                    cplx_params.append(i)
+        if "relax.res_attrs" in op.attributes:
+            cplx_results = [r for r, d in enumerate(op.attributes["relax.res_attrs"]) if "relax.complex" in d]
         msgs = [ir.StringAttr(m).value for m in op.attributes["relax.check_messages"]] \
             if "relax.check_messages" in op.attributes else []
         derived = {}
@@ -47,7 +52,8 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
             lower = {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
         workspace = [str(ir.IntegerAttr(w).value) if isinstance(w, ir.IntegerAttr) else ir.StringAttr(w).value
                      for w in op.attributes["relax.workspace"]] if "relax.workspace" in op.attributes else []
-        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace, lower, donate))
+        sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace, lower, donate,
+                                   cplx_params, cplx_results))
     return sigs
 
 

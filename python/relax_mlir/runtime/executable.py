@@ -99,10 +99,14 @@ class Signature:
     workspace: tuple[Expr, ...] = ()  # bytes of each storage block the caller passes (relax.workspace)
     lower: tuple[tuple[str, int], ...] = ()  # relax.symbol_lower (jax: every dimension variable >= 1)
     donate: tuple[tuple[int, int], ...] = ()  # (param, result): the result is written into the param's buffer
+    # params / results that are complex arrays (relax.complex): the relax type is their real parts
+    # interleaved with the imaginary ones in one more dim of 2, numpy's complex layout
+    complex_params: tuple[int, ...] = ()
+    complex_results: tuple[int, ...] = ()
 
     @staticmethod
     def make(name, params, results, arg_names, messages, derived=None, upper=None,
-             workspace=None, lower=None, donate=None) -> "Signature":
+             workspace=None, lower=None, donate=None, complex_params=(), complex_results=()) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -115,10 +119,18 @@ class Signature:
                          tuple(sorted((upper or {}).items())),
                          tuple(parse_expr(str(w)) for w in (workspace or ())),
                          tuple(sorted((lower or {}).items())),
-                         tuple(sorted((int(i), int(r)) for i, r in dict(donate or {}).items())))
+                         tuple(sorted((int(i), int(r)) for i, r in dict(donate or {}).items())),
+                         tuple(sorted(int(i) for i in complex_params)), tuple(sorted(int(r) for r in complex_results)))
 
 
 _ndarray = np.ndarray
+
+
+class _ComplexParam:
+    """The expected type of a complex parameter in a call plan: never an argument's type."""
+
+
+_COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64): np.dtype(np.complex128)}
 _void_at = ctypes.c_void_p.from_address
 _word_at = ctypes.c_uint64.from_address  # .value is an int, 0 for NULL (c_void_p gives None)
 _addressof = ctypes.addressof
@@ -394,7 +406,8 @@ class _Plan:
                     where[str(d)] = f"{sig.arg_names[i]} dim {j}"
         self.binds = tuple(binds)
         self.where = where
-        self.types = [_ndarray] * len(free)
+        # (a complex param's type never matches: every call converts it in `as_array`)
+        self.types = [_ComplexParam if i in fn._complex else _ndarray for i in free]
         self.dts = [fn._np[i] for i in free]
         self.ranks = [len(sig.params[i].dims) for i in free]
         known = [all(d is not None for d in sig.params[i].dims) for i in free]
@@ -515,6 +528,9 @@ class Function:
         self._np_out = [numpy_dtype(r.dtype, f" of @{sig.name} result #{i}") for i, r in enumerate(sig.results)]
         self._ws = threading.local()
         self._donate = dict(sig.donate)  # param -> result
+        # complex params / results (relax.complex) -> numpy's complex dtype of their parts' dtype
+        self._complex = {i: _COMPLEX_OF[self._np[i]] for i in sig.complex_params}
+        self._complex_out = {r: _COMPLEX_OF[self._np_out[r]] for r in sig.complex_results}
         self._donor = {r: i for i, r in sig.donate}  # result -> param
         self._ws_const = [int(w.value) for w in sig.workspace] if all(w.is_const for w in sig.workspace) else None
         self._ws_syms = tuple(sorted({s for w in sig.workspace for s in w.symbols()}))
@@ -785,12 +801,31 @@ class Function:
                 raise ValueError(f"@{sig.name}: {name} cannot be made a numpy array: {e}") from None
         else:
             raise ValueError(f"@{sig.name}: {name} must be a numpy array, got {type(a).__name__}")
+        if i in self._complex:
+            return self._complex_parts(i, a)
         if a.dtype != dt:
             raise ValueError(f"@{sig.name}: {name} has dtype {a.dtype}, expected {dt} ({p.dtype})")
         if a.ndim != len(p.dims):
             raise ValueError(f"@{sig.name}: {name} has rank {a.ndim} (shape {tuple(a.shape)}), "
                              f"expected rank {len(p.dims)}: {p}")
         return a
+
+    def _complex_parts(self, i: int, a: np.ndarray) -> np.ndarray:
+        """Complex argument `i` as the relax parameter sees it: its parts interleaved in one more
+        dim of 2 (a view of the caller's array where it is C-contiguous, else of a copy)."""
+        sig, p, cdt = self.sig, self.sig.params[i], self._complex[i]
+        name = sig.arg_names[i]
+        if a.dtype != cdt:
+            raise ValueError(f"@{sig.name}: {name} has dtype {a.dtype}, expected {cdt}")
+        if a.ndim != len(p.dims) - 1:
+            shape = "[" + ", ".join("?" if d is None else str(d) for d in p.dims[:-1]) + "]"
+            raise ValueError(f"@{sig.name}: {name} has rank {a.ndim} (shape {tuple(a.shape)}), "
+                             f"expected rank {len(p.dims) - 1}: {shape} {cdt}")
+        if i in self._donate and (not a.flags.c_contiguous or not a.flags.writeable):
+            self._check_donated(i, a)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+        return a.reshape(a.shape + (1,)).view(self._np[i])
 
     def _check_donated(self, i: int, a: np.ndarray) -> None:
         """A donated argument is updated in place and returned: it must be C-contiguous and writable
@@ -949,6 +984,9 @@ class Function:
             sig = self.sig
             msg = sig.messages[code - 1] if 0 < code <= len(sig.messages) else f"check {code}"
             raise ValueError(f"@{sig.name}: shape check failed: {msg}")
+        for r, cdt in self._complex_out.items():  # interleaved parts -> the complex array (a view)
+            if r not in self._donor:
+                outs[r] = outs[r].view(cdt).reshape(outs[r].shape[:-1])
         for r, i in self._donor.items():  # the caller's own array (not a base-class view), updated in place
             outs[r] = plan.bound_originals[i] if i in plan.bound else originals[plan.free.index(i)]
         return outs[0] if len(outs) == 1 else tuple(outs)

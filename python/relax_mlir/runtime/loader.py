@@ -84,7 +84,8 @@ def _sig(entry: dict) -> Signature:
     return Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
                           entry["arg_names"], entry["messages"], entry.get("derived", {}),
                           entry.get("upper", {}), entry.get("workspace", []),
-                          entry.get("lower", {}), {int(i): r for i, r in entry.get("donate", {}).items()})
+                          entry.get("lower", {}), {int(i): r for i, r in entry.get("donate", {}).items()},
+                          entry.get("complex_params", ()), entry.get("complex_results", ()))
 
 
 def _descriptor(a: np.ndarray) -> np.ndarray:
@@ -196,6 +197,8 @@ def manifest(fmt: str, main: str, signatures, **extra) -> dict:
             "workspace": [str(w) for w in sig.workspace],
             "lower": dict(sig.lower),
             "donate": {str(i): r for i, r in sig.donate},
+            "complex_params": list(sig.complex_params),
+            "complex_results": list(sig.complex_results),
         } for sig in signatures],
         **extra,
     }

@@ -106,6 +106,8 @@ class _Lowerer:
                  ir.ArrayAttr.get([ir.StringAttr.get(str(t)) for t in outs])])
             if "arg_attrs" in old_attrs:
                 attrs["relax.arg_attrs"] = old_attrs["arg_attrs"]
+            if "res_attrs" in old_attrs:
+                attrs["relax.res_attrs"] = old_attrs["res_attrs"]
             if self.workspace:
                 plan = old_attrs["relax.memory_plan"]
                 attrs["relax.workspace"] = ir.ArrayAttr.get([plan["blocks"][b] for b in self.workspace])

@@ -216,14 +216,72 @@ def test_complex128_under_x64():
               lambda n: [np.random.default_rng(n).standard_normal((n, 12))], [1, 5], rtol=1e-12, atol=1e-12)
 
 
-def test_complex_arguments_and_unsupported_ops_are_refused_by_name():
+def _cplx(rng, shape, dtype=np.complex64):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def test_complex_arguments_and_results():
+    """Complex arrays in and out of the compiled function (numpy's complex64 / complex128): the
+    relax parameter is the parts interleaved in one more dim of 2 (`relax.complex`), a view of the
+    caller's array; results come back as complex arrays."""
     (b,) = jax.export.symbolic_shape("b")
-    with pytest.raises(UnsupportedOpError) as e:
-        from_jax(lambda z: z * 2, spec((b, 4), jnp.complex64))
-    assert "argument #0 has element type complex<f32>" in str(e.value) and "real and imaginary parts" in str(e.value)
-    with pytest.raises(UnsupportedOpError) as e:
-        from_jax(lambda x: jnp.fft.fft(x), spec((b, 4)))
-    assert "result #0 has element type complex<f32>" in str(e.value)
+
+    def f(z, x, s):
+        return jnp.fft.fft(z * x), jnp.abs(z), z.conj() * s, jnp.fft.rfft(x), lax.cond(s.real > 0, lambda: z * 1j, lambda: z)
+
+    def make(n):
+        rng = np.random.default_rng(n)
+        return [[_cplx(rng, (n, 8)), rng.standard_normal((n, 8)).astype(np.float32), np.complex64(s)]
+                for s in (1.5 - 2j, -0.5 + 1j)]
+    mod = check(f, [spec((b, 8), jnp.complex64), spec((b, 8)), spec((), jnp.complex64)], make, [1, 7, 33],
+                rtol=1e-5, atol=1e-5, cases=True).module
+    assert 'tensor<["b", 8, 2], f32> {relax.complex}' in str(mod) and 'tensor<[2], f32> {relax.complex}' in str(mod)
+    exe = relax_mlir.compile(mod)
+    rng = np.random.default_rng(0)
+    z, x = _cplx(rng, (16, 16))[:, ::2], np.ones((16, 8), np.float32)  # a strided view: copied
+    np.testing.assert_allclose(exe(z, x, np.complex64(1))[1], np.abs(z), rtol=1e-6)
+    for bad, what in [(z.real.copy(), "argument #0 has dtype float32, expected complex64"),
+                      (z.astype(np.complex128), "has dtype complex128, expected complex64"),
+                      (z[0], r"argument #0 has rank 1 \(shape \(8,\)\), expected rank 2: \[b, 8\] complex64")]:
+        with pytest.raises(ValueError, match=what):
+            exe(bad, x, np.complex64(1))
+    # bound once: the same conversion
+    p = exe[exe.main].partial({0: z})
+    np.testing.assert_allclose(p(x, np.complex64(2j))[2], z.conj() * 2j, rtol=1e-6)
+
+
+def test_complex_donation_unused_arguments_and_x64(tmp_path):
+    (b,) = jax.export.symbolic_shape("b")
+    rng = np.random.default_rng(3)
+    f = lambda z, w: z * 2j + w  # noqa: E731
+    exe = relax_mlir.compile(from_jax(f, spec((b, 3), jnp.complex64), spec((b, 3), jnp.complex64), donate_argnums=(0,)))
+    z, w = _cplx(rng, (5, 3)), _cplx(rng, (5, 3))
+    want = np.asarray(jax.jit(f)(z, w))
+    got = exe(z, w)
+    assert got is z  # written in place: the caller's complex array
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(ValueError, match="donated"):
+        exe(_cplx(rng, (5, 6))[:, ::2], w)
+    # arguments jax.export drops (unused) are still complex parameters of the function
+    g = lambda a, z, s: a * 2  # noqa: E731
+    exe = relax_mlir.compile(from_jax(g, spec((b,)), spec((b, 2), jnp.complex64), spec((), jnp.complex64)))
+    np.testing.assert_array_equal(exe(np.ones(4, np.float32), _cplx(rng, (4, 2)), np.complex64(1j)), np.full(4, 2.0))
+    exe.export(str(tmp_path / "art"))
+    from relax_mlir.runtime import load
+    with pytest.raises(ValueError, match="argument #1 has dtype float32, expected complex64"):
+        load(str(tmp_path / "art"))(np.ones(4, np.float32), np.ones((4, 2, 2), np.float32), np.complex64(1j))
+    with jax.enable_x64(True):
+        h = lambda z: (jnp.fft.ifft(z), z.real + 1, z[0, 0])  # noqa: E731
+        exe = relax_mlir.compile(from_jax(h, spec((b, 4), jnp.complex128)))
+        for n in (1, 6):
+            z = _cplx(rng, (n, 4), np.complex128)
+            for got, want in zip(exe(z), jax.jit(h)(z)):
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12, atol=1e-14)
+
+
+def test_unsupported_complex_ops_are_refused_by_name():
+    (b,) = jax.export.symbolic_shape("b")
     with pytest.raises(UnsupportedOpError) as e:
         from_jax(lambda x: _parts(jnp.tanh(x * 1j), (x + 1j) ** (x * 1j), jnp.sqrt(x + 0j)), spec((b, 4)))
     assert [i.op_name for i in e.value.items] == ["stablehlo.tanh", "stablehlo.power"], str(e.value)

@@ -125,9 +125,6 @@ def check_supported_ops(module, spmd: bool = False) -> None:
 
 
 _COMPLEX = frozenset({"complex<f32>", "complex<f64>"})
-_COMPLEX_BOUNDARY = ("complex arguments and results are not supported; pass the real and imaginary parts "
-                     "(z.real, z.imag) and combine them inside the function (jax.lax.complex(re, im)), return "
-                     "z.real and z.imag")
 
 
 _SHARDING_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
@@ -153,22 +150,13 @@ def check_element_types(module) -> None:
     def visit(op):
         name = op.operation.name
         if name == "func.func":
-            main = _string(op.attributes["sym_name"]) == "main"
             for r in op.regions:
                 for b in r.blocks:
                     for i, a in enumerate(b.arguments):
                         dt = _element_type(a.type)
-                        if main and dt in _COMPLEX:
-                            items.append(UnsupportedOpError(name, str(op.location), f"argument #{i} has element type "
-                                                                                     f"{dt}: {_COMPLEX_BOUNDARY}"))
-                        elif dt is not None and dt not in _DTYPES and not complex_ok(a.type):
+                        if dt is not None and dt not in _DTYPES and not complex_ok(a.type):
                             items.append(UnsupportedOpError(name, str(op.location), f"argument #{i} has element type "
                                                                                      f"{dt} (supported: {supported})"))
-            if main:
-                for i, t in enumerate(op.type.results):
-                    if complex_ok(t):
-                        items.append(UnsupportedOpError(name, str(op.location), f"result #{i} has element type "
-                                                                                 f"{_element_type(t)}: {_COMPLEX_BOUNDARY}"))
         else:
             cplx = False
             for i, r in enumerate(op.results):

@@ -14,14 +14,18 @@ from relax_mlir.core.pipeline import run_pipeline
 from relax_mlir.core.session import Session
 from relax_mlir.frontend.stablehlo.checks import check_element_types, check_supported_ops
 from relax_mlir.frontend.stablehlo.common import (CVal, Val, _DTYPES, _attr, _dtype_attr, _elt, _is_name, _is_symbolic,
-                                                  _jax_ttype, _qtype, _scalar_attr, _splat, _string, _subs, _ttype)
+                                                  _jax_ttype, _qtype, _scalar_attr, _splat, _string, _subs, _ttype,
+                                                  complex_part_type)
 from relax_mlir.frontend.stablehlo.complex import convert_complex, touches_complex
 from relax_mlir.frontend.stablehlo.errors import StableHLOParseError, UnsupportedOpError, _file_position
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
 from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
 from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
-from relax_mlir.shape import Expr, Facts, sym
+from relax_mlir.shape import Expr, Facts, const, sym
+
+COMPLEX_ATTR = "relax.complex"  # on a parameter / result: a complex array, its parts interleaved in one more dim of 2
+_COMPLEX_PARTS = {"complex64": "f32", "complex128": "f64"}
 
 
 class Importer:
@@ -166,14 +170,24 @@ class Importer:
             raise ValueError("no @main function")
         block = main.regions[0].blocks[0]
         params = []
+        complex_params = set()  # complex arguments: their parts interleaved, one more dim of 2
         kept = iter(block.arguments)
         for i in range(len(block.arguments) + len(self.unused_args)):
             if i in self.unused_args:
                 dims, dt = self.unused_args[i]
+                part = _COMPLEX_PARTS.get(dt)
             else:
-                dims, dt = self.ttype(next(kept).type)
+                t = next(kept).type
+                dims, dt = self.ttype(t)
+                part = complex_part_type(t)
                 if self.spmd is not None:  # the local shard of a sharded argument
+                    if part is not None:
+                        raise UnsupportedOpError("func.func", str(main.location),
+                                                 f"argument #{i}: complex numbers in a sharded program")
                     dims = self.spmd.localize_arg(self, i, dims, str(main.location))
+            if part is not None:
+                dims, dt = list(dims) + [const(2)], part
+                complex_params.add(i)
             if dt not in _DTYPES:
                 raise UnsupportedOpError("func.func", str(main.location), f"argument element type {dt}")
             names = self.dim_names[i] if i < len(self.dim_names) else None
@@ -203,10 +217,14 @@ class Importer:
             args = bind_dim_exprs(self, params, args)
             if self.spmd is not None:
                 args = self.spmd.global_args(args, [i for i, _, _ in params if i not in self.unused_args])
+            used = [i for i, _, _ in params if i not in self.unused_args]
+            args = [self.complex_parts(v) if i in complex_params else v for i, v in zip(used, args)]
             results, ret_loc = self.run_func(main, args)
             if self.spmd is not None:
                 results = self.spmd.check_results(self, results, str(ret_loc))
             self.loc = ret_loc
+            complex_results = [k for k, r in enumerate(results) if isinstance(r, CVal)]
+            results = [self.interleave(r) if isinstance(r, CVal) else r for r in results]
             rets = [self.use(r) for r in results]
             ir.Operation.create("func.return", operands=rets, loc=ret_loc)
         mapping = self.resolve_names(params)
@@ -218,7 +236,10 @@ class Importer:
         _finish_region_functions(self, mapping)
         func.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in body.arguments], [v.type for v in rets]))
-        _import_donations(main, [i for i, _, _ in params if i not in self.unused_args], func)
+        _import_arg_attrs(main, [i for i, _, _ in params if i not in self.unused_args], func, complex_params)
+        if complex_results:
+            func.attributes["res_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(
+                {COMPLEX_ATTR: ir.UnitAttr.get()} if k in complex_results else {}) for k in range(len(rets))])
         sig = set()
         for _, sdims, _ in params:
             for d in sdims:
@@ -241,6 +262,23 @@ class Importer:
             func.attributes["relax.symbol_bounds"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
                                                                       for n, v in sorted(upper.items())})
         return module.operation
+
+    def complex_parts(self, v: Val) -> CVal:
+        """A complex argument, passed as its parts interleaved ([..., 2]: real, imaginary, numpy's
+        complex layout), as the pair of its parts."""
+        r = len(v.dims)
+        dims = v.dims[:-1]
+        parts = [self.reshape(self.emit("relax.strided_slice", [v], r, v.dtype,
+                                        {"axes": [r - 1], "begin": [k], "end": [k + 1]}, dims=dims + [const(1)]), dims)
+                 for k in (0, 1)]
+        return CVal(*parts)
+
+    def interleave(self, z: CVal) -> Val:
+        """A complex result as its parts interleaved along one more dim of 2 (the caller sees it
+        as one complex array: relax.complex on the result)."""
+        dims = list(z.dims)
+        parts = [self.reshape(p, dims + [const(1)]) for p in (z.re, z.im)]
+        return self.emit("relax_v.concat", parts, len(dims) + 1, z.re.dtype, {"axis": len(dims)}, dims=dims + [const(2)])
 
     def resolve_names(self, params) -> dict[str, Expr]:
         """The final name of every renamed symbol: unions (a == b) keep one name, placeholders take
@@ -351,10 +389,11 @@ class Importer:
                     self.renames.setdefault(s, name)
 
 
-def _import_donations(main, kept: list[int], func: ir.Operation) -> None:
+def _import_arg_attrs(main, kept: list[int], func: ir.Operation, complex_params: set[int]) -> None:
     """`tf.aliasing_output = r` on @main's argument k (jax.jit's donate_argnums): relax parameter
     kept[k] gets `relax.donate = r` (result r is written into its buffer; relax-infer-shapes checks
-    the types). `jax.buffer_donor` (donated, no result to alias) is dropped: the argument is only read."""
+    the types). `jax.buffer_donor` (donated, no result to alias) is dropped: the argument is only read.
+    A complex parameter gets `relax.complex` (the runtime passes a complex array as its parts)."""
     from jax._src.lib.mlir import ir as jir
 
     attrs = main.attributes["arg_attrs"] if "arg_attrs" in main.attributes else None
@@ -363,11 +402,12 @@ def _import_donations(main, kept: list[int], func: ir.Operation) -> None:
         if k < len(kept) and isinstance(a, jir.DictAttr) and "tf.aliasing_output" in a \
                 and isinstance(a["tf.aliasing_output"], jir.IntegerAttr):
             donate[kept[k]] = a["tf.aliasing_output"].value
-    if donate:
+    if donate or complex_params:
         i64 = ir.IntegerType.get_signless(64)
         n = len(func.regions[0].blocks[0].arguments)
         func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(
-            {"relax.donate": ir.IntegerAttr.get(i64, donate[i])} if i in donate else {}) for i in range(n)])
+            ({"relax.donate": ir.IntegerAttr.get(i64, donate[i])} if i in donate else {})
+            | ({COMPLEX_ATTR: ir.UnitAttr.get()} if i in complex_params else {})) for i in range(n)])
 
 
 def _erase_dead_ops(block: ir.Block) -> None:
