@@ -331,7 +331,9 @@ def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
             # (an index argument whose gather the generator dropped may name an unbound symbol)
             d = dim_value(a.index_into, {**{s: 1 for s in SYMBOLS}, **env})
             if a.index_mode == "any":
-                x = rng.integers(-2 * d - 1, 2 * d + 2, size=shape)
+                # (an unsigned index is drawn from 0: a negative one would wrap past 2^31, where
+                # jax.export's module converts it to i32 first and jax.jit clamps it unsigned)
+                x = rng.integers(0 if a.dtype in UINTS else -2 * d - 1, 2 * d + 2, size=shape)
             elif a.index_mode == "distinct":
                 count = int(np.prod(shape))
                 x = rng.permutation(d + count)[:count].reshape(shape)
