@@ -297,9 +297,9 @@ def load(path: str, *, driver=None) -> Executable:
                          + ", ".join(n for n, _, _ in GPU_FORMATS.values()) + ")")
     threaded = _threaded_build(path, manifest)
     _check_files(path, manifest, [LIBRARY] + ([threaded["library"]] if threaded else []))
-    libs = [ctypes.CDLL(os.path.join(os.path.abspath(path), LIBRARY))]
+    libs = [_open_library(path, manifest, LIBRARY)]
     if threaded and (knobs.num_threads_setting() or 2) > 1:  # RELAX_MLIR_NUM_THREADS=1: one thread
-        libs.append(ctypes.CDLL(os.path.join(os.path.abspath(path), threaded["library"])))
+        libs.append(_open_library(path, manifest, threaded["library"]))
     for lib in libs:
         if hasattr(lib, "relax_rt_configure"):  # pooled BLAS products: the RELAX_MLIR_BLAS_* settings
             native_rt.configure(lib)
@@ -318,6 +318,46 @@ def load(path: str, *, driver=None) -> Executable:
                              libs[1] if len(libs) > 1 else None, min_elements)
         funcs[sig.name] = Function(sig, native, native)
     return Executable(funcs, manifest["main"], keepalive=tuple(libs))
+
+
+_LIB_DIR: list[str] = []  # this process's directory of library copies (made at the first load)
+_LIB_LOCK = threading.Lock()
+
+
+def _open_library(path: str, manifest: dict, rel: str) -> ctypes.CDLL:
+    """dlopen a private copy of the artifact's library `rel`, named by its SHA-256. The dynamic
+    loader hands back the library it already mapped for a path name, so opening the artifact's
+    own file would run the old code of an artifact replaced at the same path in this process
+    (under the new signatures: buffers overrun). The copy is hashed as written and checked against
+    the manifest (the file may have changed since _check_files read it), and unlinked once mapped;
+    the same content loaded again is the same library. (Where the temporary directory is mounted
+    noexec, the artifact's own file is opened.)"""
+    want = manifest["files"][rel]["sha256"]
+    with _LIB_LOCK:
+        if not _LIB_DIR:
+            import atexit
+            import shutil
+            import tempfile
+
+            _LIB_DIR.append(tempfile.mkdtemp(prefix="relax-mlir-libs-"))
+            atexit.register(shutil.rmtree, _LIB_DIR[0], True)
+        copy = os.path.join(_LIB_DIR[0], f"{want}-{rel}")
+        h = hashlib.sha256()
+        tmp = copy + ".part"
+        with open(os.path.join(path, rel), "rb") as src, open(tmp, "wb") as dst:
+            for chunk in iter(lambda: src.read(1 << 20), b""):
+                h.update(chunk)
+                dst.write(chunk)
+        if h.hexdigest() != want:
+            os.unlink(tmp)
+            raise ValueError(f"{path}: {rel} does not match the SHA-256 the manifest records (a modified file)")
+        os.replace(tmp, copy)
+        try:
+            return ctypes.CDLL(copy)
+        except OSError:  # a temporary directory mounted noexec: the artifact's own file
+            return ctypes.CDLL(os.path.join(os.path.abspath(path), rel))
+        finally:
+            os.unlink(copy)
 
 
 def _threaded_build(path: str, manifest: dict) -> dict | None:

@@ -94,6 +94,13 @@ def compare(got, want, exact: bool, precision: str | None = None, order_dependen
         return f"shape {g.shape}, want {w.shape}"
     if g.dtype != w.dtype:
         return f"dtype {g.dtype}, want {w.dtype}"
+    if w.dtype.kind == "c":  # each part as a real value
+        for part in ("real", "imag"):
+            m = compare(getattr(g, part), getattr(w, part), exact, precision, order_dependent, unit_scale,
+                        None if magnitude is None else np.abs(np.asarray(magnitude)), unstable)
+            if m is not None:
+                return f"{part} part: {m}"
+        return None
     if w.dtype.kind in "biu":
         bad = g != w
     else:
@@ -261,7 +268,7 @@ def _perturbed_reference(jitted, args, want) -> list | None:
 def _moved_elements(moved, want, precision, unit_scale) -> np.ndarray | None:
     """Finite elements of `want` that moved beyond compare()'s tolerance under the perturbation."""
     w = np.asarray(want)
-    if w.dtype.kind in "biu":
+    if w.dtype.kind in "biuc":
         return None
     mf, wf = np.asarray(moved).astype(np.float64), w.astype(np.float64)
     fin = np.isfinite(mf) & np.isfinite(wf)

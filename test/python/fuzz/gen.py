@@ -49,7 +49,8 @@ UNSUPPORTED = {
 _DT_SHORT = {"bool": "jnp.bool_", "int8": "jnp.int8", "int16": "jnp.int16", "int32": "jnp.int32",
              "int64": "jnp.int64", "uint8": "jnp.uint8", "uint16": "jnp.uint16", "uint32": "jnp.uint32",
              "uint64": "jnp.uint64", "float16": "jnp.float16", "bfloat16": "jnp.bfloat16",
-             "float32": "jnp.float32", "float64": "jnp.float64"}
+             "float32": "jnp.float32", "float64": "jnp.float64", "complex64": "jnp.complex64",
+             "complex128": "jnp.complex128"}
 
 
 def is_float(dt: str) -> bool:
@@ -349,6 +350,9 @@ def make_inputs(prog: Program, env: dict) -> list[np.ndarray]:
                 mask = rng.random(shape) < 0.2
                 x = np.where(mask, ext[rng.integers(0, len(ext), size=shape)], x)
             out.append(x.astype(a.dtype))
+        elif a.dtype in COMPLEX:  # moderate finite parts (special values: branch-cut conventions)
+            x = rng.uniform(-8, 8, size=shape + (2,))
+            out.append((x[..., 0] + 1j * x[..., 1]).astype(a.dtype))
         else:
             x = rng.standard_normal(shape) * (3.0 if rng.random() < 0.3 else 1.0)
             if prog.specials:
@@ -394,6 +398,11 @@ V6_FIRST_SEED = 2_380_000
 # From V7_FIRST_SEED on: complex arithmetic inside the program (its arguments and results real).
 FAMILIES_V7 = FAMILIES_V6 + (("complex", 5),)
 V7_FIRST_SEED = 2_390_000
+# From V8_FIRST_SEED on: complex arguments and results (complex64 / complex128 arrays in and out of
+# the function).
+FAMILIES_V8 = FAMILIES_V7 + (("complex_io", 8),)
+V8_FIRST_SEED = 2_400_000
+COMPLEX = ("complex64", "complex128")
 
 
 class _Gen:
@@ -406,6 +415,7 @@ class _Gen:
         self.v5 = seed >= V5_FIRST_SEED
         self.v6 = seed >= V6_FIRST_SEED
         self.v7 = seed >= V7_FIRST_SEED
+        self.v8 = seed >= V8_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -432,7 +442,8 @@ class _Gen:
         self.args.append(Arg(name, tuple(dims), dtype, index_into, index_mode, finite, moderate))
         v = Value(name, tuple(str(d) for d in dims), dtype, True, ())
         self.values[name] = v
-        self.pool.append(name)
+        if dtype not in COMPLEX:  # (the families take real values: a complex one is never picked)
+            self.pool.append(name)
         return v
 
     def emit(self, expr, dims, dtype, exact, deps, family) -> Value:
@@ -440,7 +451,8 @@ class _Gen:
         self.stmts.append((name, expr))
         v = Value(name, tuple(dims), dtype, exact, tuple(d.name for d in deps))
         self.values[name] = v
-        self.pool.append(name)
+        if dtype not in COMPLEX:
+            self.pool.append(name)
         self.families.append(family)
         return v
 
@@ -1323,11 +1335,47 @@ class _Gen:
             back = "jnp.abs"
         return self.emit(f"{back}({z})", dims, x.dtype, False, deps, "complex")
 
+    def f_complex_io(self):
+        """Complex arguments and results: a complex64 / complex128 argument of moderate finite
+        parts (uniform in [-8, 8]) through one or two of + - * / with another complex argument, a
+        product with a real argument, exp, log, sqrt, conj, sign, square, negation, an FFT along a
+        static last axis or a sum along it, returned complex (no other statement reads it)."""
+        cdt = self.r.choice(COMPLEX)
+        part = "float32" if cdt == "complex64" else "float64"
+        z0 = self.new_arg([self.atom() for _ in range(self.r.choice((0, 1, 1, 2, 2, 3)))], cdt, moderate=True)
+        z, dims, deps = z0.name, z0.dims, [z0]
+        for _ in range(self.r.choice((1, 1, 2))):
+            r = self.r.random()
+            if r < 0.3:
+                op = self.r.choice(("+", "-", "*", "/"))
+                w = self.new_arg(dims if self.r.random() < 0.7 else [], cdt, moderate=True)
+                deps.append(w)
+                z = f"({z} {op} ({w.name} + (9 + 1j)))" if op == "/" else f"({z} {op} {w.name})"
+            elif r < 0.45:
+                x = self.new_arg(dims, part, moderate=True)
+                deps.append(x)
+                z = f"({z} * {x.name})"
+            elif r < 0.8:
+                fn = self.r.choice(("jnp.exp", "jnp.log", "jnp.sqrt", "jnp.conj", "jnp.sign", "jnp.square",
+                                    "jnp.negative"))
+                if fn == "jnp.log":
+                    z = f"{fn}({z} + (17 + 0.5j))"
+                elif fn == "jnp.exp":
+                    z = f"{fn}(jnp.clip({z}.real, -8, 8) + 1j * {z}.imag)"
+                else:
+                    z = f"{fn}({z})"
+            elif len(dims) >= 1 and dims[-1].isdigit() and int(dims[-1]) > 0 and self.r.random() < 0.6:
+                z = f"jnp.fft.{self.r.choice(('fft', 'ifft'))}({z})"
+            elif len(dims) >= 1 and (dims[-1].isdigit() or 0 not in _fp(dims[-1])):
+                z = f"jnp.sum({z}, axis=-1)"
+                dims = dims[:-1]
+        return self.emit(z, dims, cdt, False, deps, "complex_io")
+
     def generate(self) -> Program:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
+        names, weights = zip(*(FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
                                else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]

@@ -23,6 +23,8 @@ Settings (`make fuzz` runs the same code with larger values):
                                  (default 25)
     RELAX_MLIR_FUZZ_V7_PROGRAMS  CPU programs from seed gen.V7_FIRST_SEED, whose generator adds
                                  complex arithmetic inside the program (default 25)
+    RELAX_MLIR_FUZZ_V8_PROGRAMS  CPU programs from seed gen.V8_FIRST_SEED, whose generator adds
+                                 complex arguments and results (default 25)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 60)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -43,6 +45,7 @@ V4_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V4_PROGRAMS", "25"))
 V5_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V5_PROGRAMS", "25"))
 V6_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V6_PROGRAMS", "25"))
 V7_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V7_PROGRAMS", "25"))
+V8_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V8_PROGRAMS", "25"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "60"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -90,6 +93,12 @@ def _v7_first():
     return gen.V7_FIRST_SEED
 
 
+def _v8_first():
+    from fuzz import gen
+
+    return gen.V8_FIRST_SEED
+
+
 def _check(seeds, target):
     results = campaign.run_batch(seeds, target, all_variants=ALL_VARIANTS)
     assert [r["seed"] for r in results] == list(seeds)
@@ -116,7 +125,7 @@ def _check(seeds, target):
 @pytest.mark.parametrize("seeds", _batches(PROGRAMS) + _batches(V2_PROGRAMS, _v2_first())
                          + _batches(V3_PROGRAMS, _v3_first()) + _batches(V4_PROGRAMS, _v4_first())
                          + _batches(V5_PROGRAMS, _v5_first()) + _batches(V6_PROGRAMS, _v6_first())
-                         + _batches(V7_PROGRAMS, _v7_first()),
+                         + _batches(V7_PROGRAMS, _v7_first()) + _batches(V8_PROGRAMS, _v8_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
@@ -397,6 +406,15 @@ def test_generator_versions_keep_old_seeds():
     # complex arithmetic from V7_FIRST_SEED on only
     assert not any("complex" in gen.generate(s).families for s in range(gen.V6_FIRST_SEED, gen.V6_FIRST_SEED + 300))
     assert any("complex" in gen.generate(s).families for s in range(gen.V7_FIRST_SEED, gen.V7_FIRST_SEED + 50))
+    # complex arguments and results from V8_FIRST_SEED on only, never read by another statement
+    assert not any(a.dtype in gen.COMPLEX for s in range(gen.V7_FIRST_SEED, gen.V7_FIRST_SEED + 300)
+                   for a in gen.generate(s).args)
+    v8 = [gen.generate(s) for s in range(gen.V8_FIRST_SEED, gen.V8_FIRST_SEED + 100)]
+    assert sum(any(a.dtype in gen.COMPLEX for a in p.args) for p in v8) >= 10
+    for p in v8:
+        for name, _ in p.stmts:
+            v = p.values[name]
+            assert v.dtype in gen.COMPLEX or not any(p.values[d].dtype in gen.COMPLEX for d in v.deps), p.source()
 
 
 def test_a_crash_of_the_reference_is_not_blamed_on_relax():

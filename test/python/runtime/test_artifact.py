@@ -134,3 +134,43 @@ def test_artifact_memref_copy_support(tmp_path):
         s, d = unranked(view, keep), unranked(dst, keep)
         copy(ctypes.c_int64(4), ctypes.byref(s), ctypes.byref(d))
         np.testing.assert_array_equal(dst, view)
+
+
+_SCALE = """
+func.func @main(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32> {
+  %c = "relax.constant"() {value = dense<SCALE> : tensor<f32>} : () -> !relax.tensor<[], f32>
+  %y = "relax.multiply"(%x, %c) : (!relax.tensor<["n", 4], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["n", 4], f32>
+  return %y : !relax.tensor<["n", 4], f32>
+}
+"""
+
+_SUM = """
+func.func @main(%x: !relax.tensor<["n", 4], f32>) -> !relax.tensor<["n"], f32> {
+  %y = "relax.sum"(%x) {axes = [1]} : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n"], f32>
+  return %y : !relax.tensor<["n"], f32>
+}
+"""
+
+
+def test_an_artifact_replaced_at_the_same_path_loads_its_own_code(tmp_path):
+    """The dynamic loader hands back the library it mapped for a path name: an artifact deleted
+    and exported again at the same path (or exported over it) in one process ran the first one's
+    code under the new signature (2.0 for 100.0; with another result shape, writes past the
+    output). load() maps a copy named by the library's hash."""
+    import shutil
+
+    from relax_mlir.runtime import load
+
+    art = str(tmp_path / "art")
+    x = np.ones((3, 4), np.float32)
+    relax_mlir.compile(_SCALE.replace("SCALE", "2.0")).export(art)
+    a = load(art)
+    assert a(x)[0, 0] == 2.0
+    shutil.rmtree(art)
+    relax_mlir.compile(_SCALE.replace("SCALE", "100.0")).export(art)
+    b = load(art)
+    assert b(x)[0, 0] == 100.0 and a(x)[0, 0] == 2.0  # the first executable keeps its own code
+    relax_mlir.compile(_SUM).export(art)  # over it, another result shape
+    c = load(art)
+    np.testing.assert_array_equal(c(x), np.full(3, 4.0, np.float32))
+    assert load(art)(x).shape == (3,) and b(x)[0, 0] == 100.0
