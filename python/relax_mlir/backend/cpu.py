@@ -121,8 +121,11 @@ class CPUOptions:
     flush_denormals: bool = field(default_factory=knobs.flush_denormals)
 
     def __post_init__(self):
-        if self.num_threads < 1:
-            raise ValueError(f"num_threads must be >= 1, got {self.num_threads}")
+        for name in ("num_threads", "parallel_grain", "min_task_size", "assumed_dynamic_size",
+                     "matmul_parallel_rows"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if self.opt_level not in (0, 1, 2, 3):
             raise ValueError(f"opt_level must be 0..3, got {self.opt_level}")
 
@@ -1406,9 +1409,13 @@ def legalize_i1_memory(module_op: ir.Operation) -> None:
                     lin = make("arith.addi", [idx], [lin, term])[0]
                 addr = make("arith.addi", [idx], [base, lin])[0]
                 p = make("llvm.inttoptr", [ptr], [make("arith.index_cast", [i64], [addr])[0]])[0]
-                if is_load:
+                if is_load:  # any nonzero byte is true (numpy's and XLA's reading of a bool buffer)
                     byte = make("llvm.load", [i8], [p])[0]
-                    o.results[0].replace_all_uses_with(make("arith.trunci", [i1], [byte])[0])
+                    zero = ir.Operation.create("arith.constant", results=[i8],
+                                               attributes={"value": ir.IntegerAttr.get(i8, 0)}).results[0]
+                    o.results[0].replace_all_uses_with(
+                        ir.Operation.create("arith.cmpi", results=[i1], operands=[byte, zero], attributes={
+                            "predicate": ir.IntegerAttr.get(i64, 1)}).results[0])
                 else:
                     byte = make("arith.extui", [i8], [o.operands[0]])[0]
                     make("llvm.store", [], [byte, p])

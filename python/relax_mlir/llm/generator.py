@@ -24,7 +24,7 @@ from relax_mlir.llm import package
 from relax_mlir.llm.cache import KVCache
 from relax_mlir.llm.model import CausalLM, export, from_gemma, from_hf_flax
 from relax_mlir.llm.out_of_process import compile_out_of_process, return_freed_memory
-from relax_mlir.llm.sampling import Sampler
+from relax_mlir.llm.sampling import Sampler, whole_number
 
 __all__ = ["Generator"]
 
@@ -93,13 +93,11 @@ class Generator:
     def __init__(self, lm: CausalLM, max_context: int, target: str = "cpu", *, cache_chunk: int = 64,
                  pad_token_id: int = 0, options=None, verbose: bool = False, out_of_process: bool = False,
                  executables=None):
-        if int(max_context) != max_context or max_context < 2:
-            raise ValueError(f"max_context must be an integer >= 2, got {max_context!r}")
+        max_context = whole_number("max_context", max_context, 2)
         if max_context > lm.max_positions:
             raise ValueError(f"max_context {max_context} exceeds the {lm.name} definition's "
                              f"{lm.max_positions} positions")
-        if int(cache_chunk) != cache_chunk or cache_chunk < 1:
-            raise ValueError(f"cache_chunk must be a positive integer, got {cache_chunk!r}")
+        cache_chunk = whole_number("cache_chunk", cache_chunk, 1)
         if executables is not None:
             if target == "jax" or out_of_process:
                 raise ValueError("executables= are the (prefill, decode) executables to run: there is nothing to "
@@ -107,6 +105,8 @@ class Generator:
             executables = tuple(executables)
             if len(executables) != 2:
                 raise ValueError(f"executables= must be (prefill, decode), got {len(executables)} executables")
+        if whole_number("pad_token_id", pad_token_id, 0) >= lm.vocab:  # (it fills the prompts' padding)
+            raise ValueError(f"pad_token_id must be a token id in [0, {lm.vocab}), got {pad_token_id!r}")
         self.lm, self.max_context, self.target = lm, int(max_context), target
         self.cache_chunk, self.pad_token_id = int(cache_chunk), int(pad_token_id)
         self.last_stats: dict = {}
@@ -187,8 +187,7 @@ class Generator:
         prompt plus `max_new_tokens` that does not fit `max_context` is a ValueError."""
         sampler = Sampler.make(sampling, temperature, top_k, top_p, seed)
         ids, mask, pos, lengths = self._batch(prompts)
-        if int(max_new_tokens) != max_new_tokens or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        max_new_tokens = whole_number("max_new_tokens", max_new_tokens, 1)
         need = ids.shape[1] + max_new_tokens - 1
         if need > self.max_context:
             raise ValueError(f"KV cache overflow: a batch whose longest prompt has {ids.shape[1]} tokens plus "

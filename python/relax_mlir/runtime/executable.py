@@ -126,6 +126,22 @@ class Signature:
 _ndarray = np.ndarray
 
 
+def _python_values_as(a: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """A Python number (numpy's default int64 / float64 0-d array of it) as dtype `dt` where that
+    keeps its value, as jax.jit takes a Python scalar (weakly typed) for a parameter of any width:
+    an int as a narrower int in range or as a float, a float as a narrower float (rounded).
+    Otherwise `a` unchanged (the dtype check names the mismatch)."""
+    k, want = a.dtype.kind, dt.kind
+    if want in "iu" and k in "iu":
+        info = np.iinfo(dt)
+        if a.size == 0 or (int(a.min()) >= info.min and int(a.max()) <= info.max):
+            return a.astype(dt)
+    elif (want == "f" or dt.name == "bfloat16") and k in "iuf":
+        with np.errstate(over="ignore"):
+            return a.astype(dt)
+    return a
+
+
 class _ComplexParam:
     """The expected type of a complex parameter in a call plan: never an argument's type."""
 
@@ -685,11 +701,24 @@ class Function:
                     env = dict(env)
                     env.update(zip(plan.derived_names, derived))
                 f.env = env
+                self._check_result_sizes(f.outs, env)
                 f.size_vals = np.array(words, dtype=np.int64)
         if len(plan.cache) >= plan.CACHE:
             plan.cache.clear()
         plan.cache[key] = f
         return f
+
+    def _check_result_sizes(self, outs, env: dict) -> None:
+        """A ValueError naming the result whose size at this binding no memory can hold (a dim
+        product past 2^63 bytes would overflow the descriptors' 64-bit words)."""
+        for r, shape in enumerate(outs):
+            n = self._np_out[r].itemsize
+            for d in shape:
+                n *= int(d)
+            if n >= 1 << 63 or any(int(d) >= 1 << 63 for d in shape):
+                syms = ", ".join(f"{k} = {v}" for k, v in sorted(env.items()))
+                raise ValueError(f"@{self.sig.name}: result #{r} would have shape {tuple(int(d) for d in shape)}, "
+                                 f"{n} bytes: more than any memory ({syms})")
 
     def _bound_message(self, plan: _Plan, s: str, value: int, bound: int, below: bool) -> str:
         if below:
@@ -725,6 +754,7 @@ class Function:
                 if any(d is None for d in r.dims):
                     raise ValueError(f"@{sig.name}: a result has unknown ('?') dims: {r}")
                 f.outs.append(tuple(d.evaluate(env) for d in r.dims))
+            self._check_result_sizes(f.outs, env)
             vals = []
             for shape in f.shapes:
                 vals += shape
@@ -790,15 +820,25 @@ class Function:
         if isinstance(a, np.ndarray):
             if type(a) is not np.ndarray:
                 a = a.view(np.ndarray)
-        elif isinstance(a, (list, tuple, int, float, bool, np.generic)) or hasattr(a, "__array__"):
+        elif isinstance(a, (list, tuple, int, float, bool, complex, np.generic)) or hasattr(a, "__array__"):
             # (objects with `__array__`: jax arrays on the CPU, read through numpy without a copy)
+            if str(getattr(a, "dtype", "")).startswith("key<"):  # a typed jax PRNG key: its data, as exported
+                import jax
+
+                a = jax.random.key_data(a)
             if i in self._donate:
                 raise ValueError(f"@{sig.name}: {name} is donated (result #{self._donate[i]} is written into it): "
                                  f"pass a numpy array, got {type(a).__name__}")
+            python = isinstance(a, (int, float, bool, complex))  # (a list keeps numpy's dtype: refused if not exact)
             try:
                 a = np.asarray(a)
             except (ValueError, TypeError, OverflowError) as e:
                 raise ValueError(f"@{sig.name}: {name} cannot be made a numpy array: {e}") from None
+            if python and i in self._complex:
+                if a.dtype.kind in "iufc" and a.dtype != np.bool_:
+                    a = a.astype(self._complex[i])
+            elif python and a.dtype != dt:
+                a = _python_values_as(a, dt)  # Python numbers take the parameter's dtype where they fit
         else:
             raise ValueError(f"@{sig.name}: {name} must be a numpy array, got {type(a).__name__}")
         if i in self._complex:

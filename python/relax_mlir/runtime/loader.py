@@ -280,7 +280,20 @@ def _load_gpu(path: str, target: str, manifest: dict, driver=None) -> Executable
 
 def load(path: str, *, driver=None) -> Executable:
     """Load an artifact written by `Executable.export`. `driver` replaces the GPU driver of a
-    vulkan or cuda artifact (any object with the runtime/hostprog.py driver protocol)."""
+    vulkan or cuda artifact (any object with the runtime/hostprog.py driver protocol). A missing,
+    corrupt or malformed artifact is a ValueError naming it."""
+    try:
+        exe = _load(path, driver)
+    except (KeyError, TypeError, AttributeError, IndexError) as e:  # a manifest that parses but is not ours
+        raise ValueError(f"{path}: {MANIFEST} is malformed ({type(e).__name__}: {e}); export the artifact "
+                         f"again") from None
+    if exe.main not in exe.functions:
+        raise ValueError(f"{path}: {MANIFEST} is malformed: main entry {exe.main!r} is not among its entries "
+                         f"({', '.join(exe.functions) or 'none'})")
+    return exe
+
+
+def _load(path: str, driver) -> Executable:
     try:
         with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
             manifest = json.load(f)

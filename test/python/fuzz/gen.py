@@ -1342,17 +1342,18 @@ class _Gen:
         static last axis or a sum along it, returned complex (no other statement reads it)."""
         cdt = self.r.choice(COMPLEX)
         part = "float32" if cdt == "complex64" else "float64"
-        z0 = self.new_arg([self.atom() for _ in range(self.r.choice((0, 1, 1, 2, 2, 3)))], cdt, moderate=True)
+        atoms = [self.atom() for _ in range(self.r.choice((0, 1, 1, 2, 2, 3)))]  # (ints and symbols: new_arg's)
+        z0 = self.new_arg(atoms, cdt, moderate=True)
         z, dims, deps = z0.name, z0.dims, [z0]
         for _ in range(self.r.choice((1, 1, 2))):
             r = self.r.random()
             if r < 0.3:
                 op = self.r.choice(("+", "-", "*", "/"))
-                w = self.new_arg(dims if self.r.random() < 0.7 else [], cdt, moderate=True)
+                w = self.new_arg(atoms if self.r.random() < 0.7 else [], cdt, moderate=True)
                 deps.append(w)
                 z = f"({z} {op} ({w.name} + (9 + 1j)))" if op == "/" else f"({z} {op} {w.name})"
             elif r < 0.45:
-                x = self.new_arg(dims, part, moderate=True)
+                x = self.new_arg(atoms, part, moderate=True)
                 deps.append(x)
                 z = f"({z} * {x.name})"
             elif r < 0.8:
@@ -1368,7 +1369,7 @@ class _Gen:
                 z = f"jnp.fft.{self.r.choice(('fft', 'ifft'))}({z})"
             elif len(dims) >= 1 and (dims[-1].isdigit() or 0 not in _fp(dims[-1])):
                 z = f"jnp.sum({z}, axis=-1)"
-                dims = dims[:-1]
+                dims, atoms = dims[:-1], atoms[:-1]
         return self.emit(z, dims, cdt, False, deps, "complex_io")
 
     def generate(self) -> Program:

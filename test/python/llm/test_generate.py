@@ -243,6 +243,17 @@ def test_bad_arguments():
         Sampler.make("sample", temperature=0)
     with pytest.raises(ValueError, match="top_p"):
         Sampler.make("sample", top_p=1.5)
+    # not integers (None, NaN, inf, 1.5, negative): a ValueError naming the argument
+    for v in (None, float("nan"), float("inf"), 1.5, "3", True):
+        with pytest.raises(ValueError, match="max_new_tokens must be an integer >= 1"):
+            gen.stream([[1]], v)
+    for v in (-1, None, 1.5):
+        with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+            Sampler.make("sample", seed=v)
+    lm = type("LM", (), {"max_positions": 64, "name": "lm", "vocab": 10})()
+    for v in (10, -1, 2.5):
+        with pytest.raises(ValueError, match="pad_token_id must be"):
+            Generator(lm, 8, executables=(object(), object()), pad_token_id=v)
 
 
 def test_executables_conflicts_are_refused():
@@ -268,6 +279,16 @@ def test_sampler_semantics():
     assert 0.5 < np.mean(draws[:, 1] == 0) < 0.75  # 0.5 / 0.8 = 0.625
     full = np.stack([Sampler.make("sample", seed=1)(logits, rng) for _ in range(2000)])
     np.testing.assert_allclose(np.bincount(full[:, 0], minlength=3) / 2000, [0.1, 0.6, 0.3], atol=0.04)
+    # logits / temperature overflowing to +inf (a tiny temperature, an infinite logit of a
+    # half-precision model): the limit, the largest logits; was inf - inf = NaN and the least
+    # likely token. NaN logits, or all -inf: a ValueError naming the sequence
+    lg = np.array([[3.0, 1.0, 0.5, -2.0], [1.0, np.inf, 0.0, np.inf]], np.float32)
+    for t in (1e-3, 1e-308):
+        draws = np.stack([Sampler.make("sample", temperature=t)(lg, rng) for _ in range(50)])
+        assert set(draws[:, 0]) == {0} and set(draws[:, 1]) == {1, 3}
+    for row, msg in [([np.nan, 1.0], "sequence 1 hold NaN"), ([-np.inf, -np.inf], "sequence 1 are all -inf")]:
+        with pytest.raises(ValueError, match=msg):
+            Sampler.make("sample")(np.array([[0.0, 1.0], row]), rng)
 
 
 def test_kv_cache_grows_in_place():

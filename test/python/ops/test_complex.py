@@ -248,6 +248,7 @@ def test_complex_arguments_and_results():
     # bound once: the same conversion
     p = exe[exe.main].partial({0: z})
     np.testing.assert_allclose(p(x, np.complex64(2j))[2], z.conj() * 2j, rtol=1e-6)
+    np.testing.assert_allclose(p(x, 2j)[2], z.conj() * 2j, rtol=1e-6)  # a Python complex, as jax.jit takes it
 
 
 def test_complex_donation_unused_arguments_and_x64(tmp_path):

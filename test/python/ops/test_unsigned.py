@@ -228,3 +228,19 @@ def test_unsigned_through_exported_artifact(tmp_path):
         for g, w in zip(art(key, x), jax.jit(fn)(key, x)):
             assert g.dtype == np.uint32
             np.testing.assert_array_equal(g, np.asarray(w))
+
+
+def test_typed_prng_key_arguments():
+    """A typed key (`jax.random.key`, flax nnx state holding Rngs) is passed as jax.jit takes it:
+    its data (uint32[..., 2], what the exported signature holds); a key result comes back as its
+    data (`jax.random.wrap_key_data` makes it a key again). Was 'cannot be made a numpy array'."""
+    fn = lambda x, key: (x + jax.random.normal(key, x.shape), jax.random.split(key)[0])  # noqa: E731
+    key = jax.random.key(3)
+    exe = relax_mlir.compile(import_exported(jax.export.export(jax.jit(fn))(
+        jax.ShapeDtypeStruct((B, 4), jnp.float32), jax.ShapeDtypeStruct((), key.dtype))))
+    for n in (1, 7):
+        x = np.ones((n, 4), np.float32)
+        got, want = exe(x, key), jax.jit(fn)(x, key)
+        np.testing.assert_allclose(got[0], np.asarray(want[0]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(got[1], np.asarray(jax.random.key_data(want[1])))
+        np.testing.assert_array_equal(exe(x, np.asarray(jax.random.key_data(key)))[1], got[1])

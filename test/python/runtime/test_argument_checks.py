@@ -76,3 +76,68 @@ def test_array_likes_are_read_through_numpy(exe):
 
     with pytest.raises(ValueError, match=r"argument #0 must be a numpy array, got Opaque"):
         exe(Opaque())
+
+
+def test_bool_bytes_other_than_0_and_1_are_true():
+    """A bool argument whose bytes are not 0 / 1 (uint8 data viewed as bool, a foreign buffer)
+    reads as numpy and jax.jit's select read it, any nonzero byte true (it was its lowest bit:
+    2 and 4 were false)."""
+    src = """
+func.func @main(%c: !relax.tensor<["n"], i1>, %y: !relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32> {
+  %m = "relax.negative"(%y) : (!relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32>
+  %r = "relax.where"(%c, %y, %m) : (!relax.tensor<["n"], i1>, !relax.tensor<["n"], f32>, !relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32>
+  return %r : !relax.tensor<["n"], f32>
+}
+"""
+    exe = relax_mlir.compile(src)
+    c = np.array([0, 1, 2, 255, 4, 128, 0], np.uint8).view(np.bool_)
+    y = np.arange(1, 8, dtype=np.float32)
+    np.testing.assert_array_equal(exe(c, y), np.where(c.view(np.uint8) != 0, y, -y))
+
+
+def test_python_numbers_take_the_parameter_dtype():
+    """A Python int or float is converted to the parameter's dtype where its value fits, as
+    jax.jit takes a weakly typed scalar; otherwise the dtype error names the argument. (A list
+    keeps numpy's dtype and its exact-dtype check: test_partial.py.)"""
+    src = """
+func.func @main(%x: !relax.tensor<["n"], f32>, %k: !relax.tensor<[], i32>) -> !relax.tensor<["n"], f32> {
+  %c = "relax.astype"(%k) {dtype = f32} : (!relax.tensor<[], i32>) -> !relax.tensor<[], f32>
+  %r = "relax.multiply"(%x, %c) : (!relax.tensor<["n"], f32>, !relax.tensor<[], f32>) -> !relax.tensor<["n"], f32>
+  return %r : !relax.tensor<["n"], f32>
+}
+"""
+    exe = relax_mlir.compile(src)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(exe(x, 3), np.array([3, 6, 9], np.float32))
+    np.testing.assert_array_equal(exe(x, -2), np.array([-2, -4, -6], np.float32))
+    for k, msg in [(2 ** 40, "argument #1 has dtype int64, expected int32"),
+                   (1.5, "argument #1 has dtype float64, expected int32")]:
+        with pytest.raises(ValueError, match=msg):
+            exe(x, k)
+
+
+def test_a_result_larger_than_any_memory_is_a_value_error():
+    """Result dims whose product passes 2^63 bytes (four arguments of 2^16 elements, an outer
+    product of 2^64): a ValueError naming the result and the symbols (was an OverflowError from
+    the descriptor words)."""
+    src = """
+func.func @main(%a: !relax.tensor<["a", 1], f32>, %b: !relax.tensor<[1, "b"], f32>, %c: !relax.tensor<["c"], f32>, %d: !relax.tensor<["d"], f32>) -> !relax.tensor<["a * b * c * d"], f32> {
+  %ab = "relax.multiply"(%a, %b) : (!relax.tensor<["a", 1], f32>, !relax.tensor<[1, "b"], f32>) -> !relax.tensor<["a", "b"], f32>
+  %cd = "relax.reshape"(%ab) {shape = ["a * b"]} : (!relax.tensor<["a", "b"], f32>) -> !relax.tensor<["a * b"], f32>
+  %e = "relax.reshape"(%cd) {shape = ["a * b", 1]} : (!relax.tensor<["a * b"], f32>) -> !relax.tensor<["a * b", 1], f32>
+  %c2 = "relax.reshape"(%c) {shape = [1, "c"]} : (!relax.tensor<["c"], f32>) -> !relax.tensor<[1, "c"], f32>
+  %f = "relax.multiply"(%e, %c2) : (!relax.tensor<["a * b", 1], f32>, !relax.tensor<[1, "c"], f32>) -> !relax.tensor<["a * b", "c"], f32>
+  %g = "relax.reshape"(%f) {shape = ["a * b * c", 1]} : (!relax.tensor<["a * b", "c"], f32>) -> !relax.tensor<["a * b * c", 1], f32>
+  %d2 = "relax.reshape"(%d) {shape = [1, "d"]} : (!relax.tensor<["d"], f32>) -> !relax.tensor<[1, "d"], f32>
+  %h = "relax.multiply"(%g, %d2) : (!relax.tensor<["a * b * c", 1], f32>, !relax.tensor<[1, "d"], f32>) -> !relax.tensor<["a * b * c", "d"], f32>
+  %r = "relax.reshape"(%h) {shape = ["a * b * c * d"]} : (!relax.tensor<["a * b * c", "d"], f32>) -> !relax.tensor<["a * b * c * d"], f32>
+  return %r : !relax.tensor<["a * b * c * d"], f32>
+}
+"""
+    exe = relax_mlir.compile(src)
+    v = np.ones(1 << 16, np.float32)
+    with pytest.raises(ValueError, match=r"result #0 would have shape \(18446744073709551616,\).*more than any memory "
+                                         r"\(a = 65536, b = 65536, c = 65536, d = 65536\)"):
+        exe(v[:, None], v[None, :], v, v)
+    np.testing.assert_array_equal(exe(np.ones((2, 1), np.float32), np.ones((1, 3), np.float32), v[:2], v[:1]),
+                                  np.ones(12, np.float32))

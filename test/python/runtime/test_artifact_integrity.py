@@ -99,6 +99,27 @@ def test_manifest_without_records_or_escaping_path_is_refused(cpu_artifact, tmp_
     assert r.returncode == 3 and "not valid JSON" in r.stdout, r.stdout + r.stderr
 
 
+def test_a_malformed_manifest_is_a_value_error(cpu_artifact, tmp_path):
+    """A manifest that parses but is not one export writes (fields missing, of the wrong type, an
+    unknown main entry or symbol, another format's): a ValueError naming the artifact (was a
+    KeyError / TypeError / AttributeError traceback)."""
+    from relax_mlir.runtime import load
+
+    edits = {"entries": lambda m: m.pop("entries"), "NoneType": lambda m: m.__setitem__("entries", None),
+             "'main'": lambda m: m.pop("main"), "main entry 'zzz'": lambda m: m.__setitem__("main", "zzz"),
+             "undefined symbol": lambda m: m["entries"][0].__setitem__("name", "zzz"),
+             "'kernels'": lambda m: m.__setitem__("format", "relax-mlir-vulkan-1")}
+    for i, (what, edit) in enumerate(edits.items()):
+        art = tmp_path / f"a{i}"
+        shutil.copytree(cpu_artifact, art)
+        m = json.loads((art / "manifest.json").read_text())
+        edit(m)
+        (art / "manifest.json").write_text(json.dumps(m))
+        with pytest.raises(ValueError, match="manifest.json is malformed") as e:
+            load(str(art))
+        assert what in str(e.value) and str(art) in str(e.value)
+
+
 @pytest.mark.parametrize("target", ["vulkan", "cuda"])
 def test_damaged_gpu_artifact_is_refused(tmp_path, target):
     exe = relax_mlir.compile(SRC, target=target)

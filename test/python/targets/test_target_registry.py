@@ -30,7 +30,10 @@ def test_unknown_target_fails_before_parsing():
 @pytest.mark.parametrize("target, options, match", [
     ("vulkan", {"tile_size": (8,)}, r"no option 'tile_size' \(did you mean 'tile_sizes'\?\)"),
     ("vulkan", CPUOptions(), r"takes options of type SPIRVOptions"),
-    ("cpu", {"num_threads": 0}, r"num_threads must be >= 1"),
+    ("cpu", {"num_threads": 0}, r"num_threads must be an integer >= 1, got 0"),
+    ("cpu", {"num_threads": "4"}, r"num_threads must be an integer >= 1, got '4'"),
+    ("cpu", {"num_threads": 2.5}, r"num_threads must be an integer >= 1, got 2.5"),
+    ("cpu", {"num_threads": True}, r"num_threads must be an integer >= 1, got True"),
     ("cuda", {"chip": "gfx90a"}, r"chip must look like sm_90"),
 ])
 def test_bad_options_fail_before_parsing(target, options, match):
