@@ -186,3 +186,19 @@ def test_sort_on_vulkan_static_axis_runs_symbolic_axis_is_refused():
     for b in (1, 7):
         x = special((b, 6))
         np.testing.assert_array_equal(np.asarray(exe(x)), np.asarray(jax.jit(f)(x)))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float16, jnp.bfloat16])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_total_order(dtype, side):
+    """jnp.searchsorted compares with StableHLO's TOTALORDER (-0.0 before +0.0, NaN after +inf):
+    a NaN at the end of the sorted array, NaN queries and signed zeros (the IEEE compare gave
+    len(a) for finite queries past a trailing NaN, and NaN queries at the end)."""
+    (n,) = export.symbolic_shape("n")
+
+    def make(b):
+        a = np.sort(special(9)).astype(dtype)  # (NaNs last, as jnp.sort puts them)
+        return (a, special((b,)).astype(dtype))
+    for method in ("scan", "compare_all"):  # ("sort" does not export over a symbolic length)
+        check_against_jax(lambda a, v: jnp.searchsorted(a, v, side=side, method=method),
+                          (S((9,), dtype), S((n,), dtype)), make, BIND)

@@ -125,6 +125,24 @@ def _fold_compare(im, direction: str, a: Val, b: Val, op) -> list[Expr] | None:
     return out
 
 
+_TOTAL_ORDER_INT = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
+
+
+def _total_order_key(im, x: Val) -> Val:
+    """x's bits as a signed integer that orders as IEEE-754 totalOrder orders x (-NaN < -inf <
+    ... < -0.0 < +0.0 < ... < +inf < +NaN, StableHLO's TOTALORDER compare): a negative value's
+    magnitude bits flipped, bits ^ ((bits >> (w - 1)) & (2^(w-1) - 1))."""
+    it = _TOTAL_ORDER_INT[x.dtype]
+    w, r = int(it[1:]), len(x.dims)
+
+    def c(v):
+        return im.emit("relax.constant", [], 0, it, {"value": _splat([], it, v)}, dims=[])  # (broadcast by the op)
+    bits = im.emit("relax.bitcast", [x], r, it, {"dtype": _dtype_attr(it)}, dims=x.dims)
+    sign = im.emit("relax.right_shift_arithmetic", [bits, c(w - 1)], r, it, dims=x.dims)
+    flip = im.emit("relax.bitwise_and", [sign, c((1 << (w - 1)) - 1)], r, it, dims=x.dims)
+    return im.emit("relax.bitwise_xor", [bits, flip], r, it, dims=x.dims)
+
+
 def _compare(im, op, ins):
     a, b = ins
     rdims, _ = _res(op)
@@ -135,6 +153,10 @@ def _compare(im, op, ins):
             and a.known[0].is_symbol and b.known[0].is_symbol:
         (sa,), (sb,) = a.known[0].symbols(), b.known[0].symbols()
         im.unions.append((sa, sb))
+    if a.dtype in _TOTAL_ORDER_INT and "compare_type" in op.attributes \
+            and hlo.ComparisonTypeAttr(op.attributes["compare_type"]).value == "TOTALORDER":
+        # (jnp.searchsorted's: NaN sorts after +inf, -0.0 before +0.0)
+        a, b = _total_order_key(im, a), _total_order_key(im, b)
     folded = _fold_compare(im, direction, a, b, op)
     if folded is not None and all(e.is_const for e in folded):
         return Val(None, "i1", _merge_dims(rdims, a.dims, b.dims), folded)
