@@ -41,8 +41,10 @@ except ValueError as e:
     overflow = str(e)
 mods = sorted({m.split(".")[0] for m in sys.modules} & {"jax", "jaxlib", "mlir", "transformers", "flax"})
 # shared libraries mapped: none of MLIR's or LLVM's (an artifact finds its dependencies from its own folder)
-native = sorted({l.split()[-1].rsplit("/", 1)[-1] for l in open("/proc/self/maps") if ".so" in l
-                 and any(k in l for k in ("MLIR", "LLVM", "mlir", "xla", "jaxlib"))})
+# (a file name, "(deleted)" dropped: the runtime maps its private copy of each library, then unlinks it)
+files = {l.split(None, 5)[5].strip().removesuffix(" (deleted)").rsplit("/", 1)[-1]
+         for l in open("/proc/self/maps") if len(l.split(None, 5)) == 6}
+native = sorted(f for f in files if ".so" in f and any(k in f for k in ("MLIR", "LLVM", "mlir", "xla", "jaxlib")))
 threaded = [getattr(e[e.main]._native, "threaded", None) for e in (gen.prefill_exe, gen.decode_exe)]
 print(json.dumps({"greedy": greedy, "sampled": sampled, "overflow": overflow, "modules": mods,
                   "threaded": threaded, "eos": gen.eos_token_id, "native": native}))
