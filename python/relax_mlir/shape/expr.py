@@ -665,6 +665,9 @@ def _floordiv_const(a: Expr, c: int) -> Expr:
     quotient = _from_dict(q_d)
     if not r_t or not r_t[0][0]:  # the remainder is a constant in [0, c)
         return quotient
+    split = _split_own_mod(r_t, c)
+    if split is not None:
+        return quotient + split
     g = c
     for m, k in r_t:
         if m:
@@ -685,6 +688,23 @@ def _floordiv_const(a: Expr, c: int) -> Expr:
             k = t[1][1] if len(t) == 2 else 0
             return quotient + _floordiv_const(info.args[0] + c2 * k, c2 * c)
     return quotient + _node("floordiv", (r, const(c)))
+
+
+def _split_own_mod(r_t: list, c: int) -> Expr | None:
+    """floordiv(x + k*mod(x, c) + rest, c) == floordiv(x, c) + floordiv((k + 1)*mod(x, c) + rest, c)
+    (x = c*floordiv(x, c) + mod(x, c)): where the terms `r_t` hold a mod(x, c) and all of x's
+    terms (jnp.packbits pads a length x to floordiv(x + 7*mod(x, 8), 8) bytes ...); else None."""
+    terms = dict(r_t)
+    for m, k in r_t:
+        info = _CALLS.get(m[0]) if len(m) == 1 else None
+        if info is None or info.kind != "mod" or not info.args[1].is_const or info.args[1].value != c:
+            continue
+        x = info.args[0]
+        if x.is_const or any(terms.get(mx) != kx for mx, kx in x._t):
+            continue
+        rest = _from_dict({mm: kk for mm, kk in terms.items() if mm != m and mm not in dict(x._t)})
+        return _floordiv_const(x, c) + _floordiv_const(_new(((m, 1),)) * (k + 1) + rest, c)
+    return None
 
 
 def mod(a: "Expr | int", b: "Expr | int") -> Expr:

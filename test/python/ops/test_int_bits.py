@@ -228,3 +228,18 @@ def test_bitcast_between_widths_splits_and_joins_elements_lowest_bits_first():
             w = np.asarray(w)
             assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, g.shape, w.dtype, w.shape)
             np.testing.assert_array_equal(np.asarray(g).view(np.uint8), w.view(np.uint8), err_msg=f"result {i}, n={n}")
+
+
+def test_packbits_of_two_symbolic_dims():
+    """jnp.packbits of a bool [n, m] array (flattened: n*m bits, padded to whole bytes): its byte
+    count floordiv(n*m + 7*mod(n*m, 8), 8) simplifies, so the pad's reshape is proven (was refused
+    'not provably equal'). (jax's export pads 8 more bits where n*m is a multiple of 8, unlike
+    jax.jit; its own exported.call does too: the sizes below avoid those.)"""
+    n, m = jax.export.symbolic_shape("n, m")
+    fn = lambda b: (jnp.packbits(b), jnp.packbits(b, axis=1, bitorder="little"))  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n, m), jnp.bool_)))
+    rng = np.random.default_rng(0)
+    for shape in [(1, 3), (7, 5), (3, 3), (13, 11)]:
+        b = rng.integers(0, 2, shape).astype(bool)
+        for got, want in zip(exe(b), jax.jit(fn)(b)):
+            np.testing.assert_array_equal(got, np.asarray(want))
