@@ -492,8 +492,8 @@ def _flatten_launch(launch: ir.Operation) -> None:
 
 def _expand_erf(op: ir.Operation) -> None:
     """f32 math.erf as the CPU's rational approximation in arith (ops/kernel.py expand_math),
-    since convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu); GLSL's Exp and Tanh serve
-    the others. f32 arith.remf as the exact integer fmod (SPIR-V's OpFRem is x - y * trunc(x / y)
+    since convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu); f32 tanh likewise, as the
+    CPU and XLA compute it (lavapipe's Tanh is exp-based: 3e-8 for tanh(1e-30)); GLSL's Exp serves. f32 arith.remf as the exact integer fmod (SPIR-V's OpFRem is x - y * trunc(x / y)
     on lavapipe: wrong once the quotient passes 2^24); an f16 remf computes it in f32 (exact: the
     f16 result is representable). f32 sin and cos with an integer Payne-Hanek range reduction past
     2^17 (lavapipe's built-ins return garbage from about 1e8)."""
@@ -509,7 +509,7 @@ def _expand_erf(op: ir.Operation) -> None:
             t = make_op("arith.truncf", [o.results[0].type], [r]).results[0]
         o.results[0].replace_all_uses_with(t)
         o.erase()
-    expand_math(op, kinds=("erf", "remf", "sin", "cos"))
+    expand_math(op, kinds=("erf", "remf", "sin", "cos", "tanh"))
 
 
 # Host-program ops that move or describe a buffer without reading its elements as numbers: on a
@@ -546,9 +546,7 @@ def _where(o: ir.Operation) -> tuple[bool, str]:
 # math ops this Vulkan lowering cannot compile: f32 `powf` (its SPIR-V lowering puts a NaN literal
 # in the shader, which naga rejects); the inverse trigonometric functions and the cube root, which
 # MLIR 22's math-to-SPIR-V does not convert (found by fuzz V7 seed 2,390,152: jnp.angle).
-_NO_SPIRV_LOWERING = {"math.powf": "relax.power on floats", "math.atan2": "jnp.arctan2, arcsin, arccos, arctan, angle",
-                      "math.atan": "relax.atan", "math.asin": "relax.asin", "math.acos": "relax.acos",
-                      "math.cbrt": "relax.cbrt"}
+_NO_SPIRV_LOWERING = {"math.powf": "relax.power on floats"}
 
 
 def _refuse_unsupported(op: ir.Operation) -> None:
@@ -600,6 +598,73 @@ def _refuse_unsupported(op: ir.Operation) -> None:
             raise LoweringError("flatten", "check types and ops",
                                 f"i16 buffers and f16 values in one kernel are not supported on Vulkan (i16 is "
                                 f"emulated in 32 bits, f16 needs 16-bit storage): '{f16[0].name}' at {l.location}")
+
+
+def _expand_atan2_cbrt(op: ir.Operation) -> None:
+    """math.atan2 and math.cbrt, which convert-gpu-to-spirv does not convert, in arith and
+    GLSL-convertible math (f32; f16 through f32). atan2(y, x): a = atan(min(|x|, |y|) / max(|x|,
+    |y|)) by Cephes' atanf (a range split at tan(pi/8) and a degree-9 odd polynomial, about 1 ulp),
+    pi/2 - a where |y| > |x|, pi - a where x's sign bit is set, with y's sign: IEEE's zeros and
+    infinities (0/0 is 0, inf/inf is 1; a NaN operand gives NaN). cbrt(x): exp(log(|x|) / 3) and a
+    Newton step (the driver's exp / log are not correctly rounded), x's sign; 0, inf, NaN as they are."""
+    todo = []
+    walk(op, lambda o: todo.append(o) if o.name in ("math.atan2", "math.cbrt") else None)
+    for o in todo:
+        t = o.results[0].type
+        if not isinstance(t, (ir.F32Type, ir.F16Type)):
+            continue  # refused elsewhere (f64)
+        with ir.InsertionPoint(o), o.location:
+            f32, i1 = ir.F32Type.get(), ir.IntegerType.get_signless(1)
+            i64 = ir.IntegerType.get_signless(64)
+
+            def c(v):
+                return make_op("arith.constant", [f32], [], {"value": ir.FloatAttr.get(f32, v)}).results[0]
+
+            def b(name, *xs):
+                return make_op(name, [f32], list(xs)).results[0]
+
+            def cmp(pred, a, bb):  # arith.cmpf predicates: 1 oeq, 2 ogt, 4 olt
+                return make_op("arith.cmpf", [i1], [a, bb], {"predicate": ir.IntegerAttr.get(i64, pred)}).results[0]
+
+            def sel(p, a, bb):
+                return make_op("arith.select", [f32], [p, a, bb]).results[0]
+
+            ops = [v if isinstance(t, ir.F32Type) else make_op("arith.extf", [f32], [v]).results[0] for v in o.operands]
+            big = c(3.4028234663852886e38)  # (no infinite literal: naga rejects them)
+            if o.name == "math.atan2":
+                y, x = ops
+                ax, ay = b("math.absf", x), b("math.absf", y)
+                lo, hi = b("arith.minimumf", ax, ay), b("arith.maximumf", ax, ay)
+                q = b("arith.divf", lo, hi)
+                q = sel(cmp(1, hi, c(0.0)), c(0.0), q)  # 0 / 0
+                both_inf = make_op("arith.andi", [i1], [cmp(2, ax, big), cmp(2, ay, big)]).results[0]
+                q = sel(both_inf, c(1.0), q)
+                split = cmp(2, q, c(0.41421356237309503))
+                u = sel(split, b("arith.divf", b("arith.subf", q, c(1.0)), b("arith.addf", q, c(1.0))), q)
+                y0 = sel(split, c(0.7853981633974483), c(0.0))
+                z = b("arith.mulf", u, u)
+                pz = c(8.05374449538e-2)
+                for k in (-1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1):
+                    pz = b("arith.addf", b("arith.mulf", pz, z), c(k))
+                a = b("arith.addf", y0, b("arith.addf", b("arith.mulf", b("arith.mulf", pz, z), u), u))
+                a = sel(cmp(2, ay, ax), b("arith.subf", c(1.5707963267948966), a), a)
+                xbits = make_op("arith.bitcast", [ir.IntegerType.get_signless(32)], [x]).results[0]
+                zero = make_op("arith.constant", [xbits.type], [], {"value": ir.IntegerAttr.get(xbits.type, 0)}).results[0]
+                xneg = make_op("arith.cmpi", [i1], [xbits, zero], {"predicate": ir.IntegerAttr.get(i64, 2)}).results[0]
+                a = sel(xneg, b("arith.subf", c(3.141592653589793), a), a)
+                new = b("math.copysign", a, y)
+            else:
+                (x,) = ops
+                ax = b("math.absf", x)
+                r = b("math.exp", b("arith.mulf", b("math.log", ax), c(1.0 / 3.0)))
+                nr = b("arith.mulf", b("arith.addf", b("arith.addf", r, r),
+                                       b("arith.divf", ax, b("arith.mulf", r, r))), c(1.0 / 3.0))
+                ok = make_op("arith.andi", [i1], [cmp(2, r, c(0.0)), cmp(4, r, big)]).results[0]
+                new = b("math.copysign", sel(ok, nr, ax), x)  # (0, inf and NaN: |x| itself)
+            if not isinstance(t, ir.F32Type):
+                new = make_op("arith.truncf", [t], [new]).results[0]
+        o.results[0].replace_all_uses_with(new)
+        o.erase()
 
 
 def _expand_copysign(op: ir.Operation) -> None:
@@ -706,6 +771,7 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
     _expand_erf(op)
     _refuse_unsupported(op)
     with op.context, ir.Location.unknown():
+        _expand_atan2_cbrt(op)
         _expand_copysign(op)
         _widen_narrow_ints(op)
         launches = []
