@@ -1282,6 +1282,16 @@ class _Gen:
              else f"lax.switch({i.name}, [lambda a: a, lambda a: a + 1, lambda a: a * 2], {x.name})")
         return self.emit(e, x.dims, x.dtype, x.exact, [x, i], "loop")
 
+    def complex_unary(self, z: str) -> str:
+        """One of exp, log, sqrt, conj, sign, square, negation of the complex expression z, kept
+        finite on moderate values."""
+        fn = self.r.choice(("jnp.exp", "jnp.log", "jnp.sqrt", "jnp.conj", "jnp.sign", "jnp.square", "jnp.negative"))
+        if fn == "jnp.log":  # away from 0: log's real part is -inf there
+            return f"{fn}({z} + (17 + 0.5j))"
+        if fn == "jnp.exp":  # |re| <= 8 keeps it finite
+            return f"{fn}(jnp.clip({z}.real, -8, 8) + 1j * {z}.imag)"
+        return f"{fn}({z})"
+
     def f_complex(self):
         """Complex arithmetic on moderate values: z = lax.complex(re, im) of two f32 or f64 values
         clipped to [-8, 8] (no NaN or infinity: the special values of complex functions are
@@ -1310,14 +1320,7 @@ class _Gen:
                     w = f"({w} + (9 + 1j))"
                 z = f"({z} {op} {w})"
             elif r < 0.75:
-                fn = self.r.choice(("jnp.exp", "jnp.log", "jnp.sqrt", "jnp.conj", "jnp.sign", "jnp.square",
-                                    "jnp.negative"))
-                if fn == "jnp.log":  # away from 0: log's real part is -inf there
-                    z = f"{fn}({z} + (17 + 0.5j))"
-                elif fn == "jnp.exp":  # |re| <= 8 keeps it finite
-                    z = f"{fn}(jnp.clip({z}.real, -8, 8) + 1j * {z}.imag)"
-                else:
-                    z = f"{fn}({z})"
+                z = self.complex_unary(z)
             elif r < 0.9 and len(dims) >= 1 and (dims[-1].isdigit() or 0 not in _fp(dims[-1])):
                 z = f"jnp.sum({z}, axis=-1)"
                 dims = dims[:-1]
@@ -1357,14 +1360,7 @@ class _Gen:
                 deps.append(x)
                 z = f"({z} * {x.name})"
             elif r < 0.8:
-                fn = self.r.choice(("jnp.exp", "jnp.log", "jnp.sqrt", "jnp.conj", "jnp.sign", "jnp.square",
-                                    "jnp.negative"))
-                if fn == "jnp.log":
-                    z = f"{fn}({z} + (17 + 0.5j))"
-                elif fn == "jnp.exp":
-                    z = f"{fn}(jnp.clip({z}.real, -8, 8) + 1j * {z}.imag)"
-                else:
-                    z = f"{fn}({z})"
+                z = self.complex_unary(z)
             elif len(dims) >= 1 and dims[-1].isdigit() and int(dims[-1]) > 0 and self.r.random() < 0.6:
                 z = f"jnp.fft.{self.r.choice(('fft', 'ifft'))}({z})"
             elif len(dims) >= 1 and (dims[-1].isdigit() or 0 not in _fp(dims[-1])):
