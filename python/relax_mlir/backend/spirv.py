@@ -564,7 +564,8 @@ def _refuse_unsupported(op: ir.Operation) -> None:
             if isinstance(e, ir.F64Type):
                 msg = "f64 is not supported on Vulkan (no Float64 capability): '{}' at {}"
                 break
-            if isinstance(e, ir.BF16Type) and not (o.name in _HOST_BYTE_OPS and not _in_launch(o)):
+            if isinstance(e, ir.BF16Type) and not (_in_launch(o) or o.name in _HOST_BYTE_OPS + _BF16_HOST):
+                # (inside kernels bf16 is emulated after outlining, constants sunk into them: _emulate_bf16)
                 msg = "bf16 is not supported on Vulkan (no bfloat16 type in its shaders): '{}' at {}"
                 break
         else:
@@ -598,6 +599,160 @@ def _refuse_unsupported(op: ir.Operation) -> None:
             raise LoweringError("flatten", "check types and ops",
                                 f"i16 buffers and f16 values in one kernel are not supported on Vulkan (i16 is "
                                 f"emulated in 32 bits, f16 needs 16-bit storage): '{f16[0].name}' at {l.location}")
+
+
+# bf16 host ops besides _HOST_BYTE_OPS: constants (sunk into the kernels that read them) and the
+# globals of constant tensors (the host program uploads their bits)
+_BF16_HOST = ("arith.constant", "memref.global", "memref.get_global")
+_BF16_MOVES = ("memref.load", "memref.store", "arith.extf", "arith.truncf", "arith.constant", "arith.select")
+
+
+def _sinkable_constant(c: ir.Operation) -> bool:
+    """A finite constant, or any bf16 one (a kernel holds bf16 constants as their bits: an infinity
+    is an integer literal there)."""
+    return finite_constant(c) or isinstance(_elem_of(c.results[0].type), ir.BF16Type)
+
+
+def _launch_bf16_as_i16(op: ir.Operation, changed: dict) -> None:
+    """The host's bf16 buffers passed to a kernel whose parameters became i16 buffers: the same
+    bytes, cast (builtin.unrealized_conversion_cast, an alias in the host program)."""
+    launches = []
+    walk(op, lambda o: launches.append(o) if o.name == "gpu.launch_func" else None)
+    for l in launches:
+        key = tuple(ir.SymbolRefAttr(l.attributes["kernel"]).value)  # (module, kernel)
+        if key not in changed:
+            continue
+        kernel_operands = list(l.operands)[-len(changed[key][1]):] if changed[key][1] else []
+        first = len(l.operands) - len(changed[key][1])
+        for i in changed[key][0]:
+            v = kernel_operands[i]
+            t = ir.MemRefType(v.type)
+            with ir.InsertionPoint(l), l.location:
+                cast = make_op("builtin.unrealized_conversion_cast",
+                               [ir.MemRefType.get(t.shape, ir.IntegerType.get_signless(16), t.layout, t.memory_space)],
+                               [v])
+            l.operands[first + i] = cast.results[0]
+
+
+def _emulate_bf16(kernel: ir.Operation):
+    """Returns (the indices of the parameters that became i16 buffers, all parameter types), or
+    None where the kernel has no bf16."""
+    """bf16 in an outlined kernel (no bfloat16 in Vulkan shaders; MLIR's SPIR-V type conversion
+    would silently make bf16 buffers f32 ones): every op on bf16 values computes in f32 and rounds
+    its result to bf16 (extf / truncf around it, as the CPU computes bf16); then bf16 values are
+    their bits in i16: buffers i16 (MLIR emulates i16 storage in 32-bit words), a load's bits
+    widened to f32 by a shift, f32 rounded to bf16 bits to nearest even (NaN kept quiet) for a
+    store, constants and selects on the bits. A bf16 value anything else carries (a loop's) is
+    refused by name, and so is a kernel that also computes in f16 (16-bit storage and i16
+    emulation exclude each other)."""
+    bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
+    i1, i16, i32, i64 = (ir.IntegerType.get_signless(w) for w in (1, 16, 32, 64))
+
+    def is_bf16(t):
+        return isinstance(_elem_of(t), ir.BF16Type)
+
+    body = kernel.regions[0].blocks[0]
+    ops: list = []
+    walk(kernel, lambda o: ops.append(o) if o is not kernel else None)
+    if not any(is_bf16(v.type) for o in ops for v in list(o.operands) + list(o.results)) \
+            and not any(is_bf16(a.type) for a in body.arguments):
+        return None
+
+    def refuse(o, why):
+        raise LoweringError("flatten", "emulate bf16", f"bf16 {why} is not supported on Vulkan yet: '{o.name}' at "
+                                                      f"{_where(o)[1]}")
+    for o in ops:
+        if any(isinstance(_elem_of(v.type), ir.F16Type) for v in list(o.operands) + list(o.results)):
+            refuse(o, "and f16 in one kernel (i16 storage is emulated in 32 bits, f16 needs 16-bit storage)")
+    # 1. ops on bf16 values compute in f32, their results rounded to bf16
+    for o in ops:
+        if o.name in _BF16_MOVES or not any(is_bf16(v.type) for v in list(o.operands) + list(o.results)):
+            continue
+        if len(o.regions) or any(isinstance(v.type, ir.ShapedType) for v in list(o.operands) + list(o.results)):
+            refuse(o, "in an op with regions or shaped values")
+        with ir.InsertionPoint(o), o.location:
+            args = [make_op("arith.extf", [f32], [v]).results[0] if is_bf16(v.type) else v for v in o.operands]
+            attrs = {o.attributes[i].name: o.attributes[i].attr for i in range(len(o.attributes))}
+            new = make_op(o.name, [f32 if is_bf16(r.type) else r.type for r in o.results], args, attrs)
+            for r, nr in zip(o.results, new.results):
+                r.replace_all_uses_with(make_op("arith.truncf", [bf16], [nr]).results[0] if is_bf16(r.type) else nr)
+        o.erase()
+    # 2. bf16 values as their bits
+    params = []
+    for i, a in enumerate(body.arguments):
+        if is_bf16(a.type):
+            if not isinstance(a.type, ir.MemRefType):
+                raise LoweringError("flatten", "emulate bf16", f"a bf16 scalar kernel parameter (#{i}) is not "
+                                                                f"supported on Vulkan yet: at {_where(kernel)[1]}")
+            t = ir.MemRefType(a.type)
+            a.set_type(ir.MemRefType.get(t.shape, i16, t.layout, t.memory_space))
+            params.append(i)
+    ft = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+    kernel.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([a.type for a in body.arguments],
+                                                                               ft.results))
+    ops = []
+    walk(kernel, lambda o: ops.append(o) if o is not kernel else None)
+    bits: dict = {}  # bf16 value -> its i16 bits
+
+    def c(t, v):
+        return make_op("arith.constant", [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
+
+    def bits_of(o, v):
+        for k, b in bits.items():
+            if k == v:
+                return b
+        refuse(o, "carried by an op other than a load, a conversion, a constant or a select")
+
+    dead = []
+    for o in ops:
+        if not any(is_bf16(v.type) for v in list(o.operands) + list(o.results)) and o.name != "memref.load":
+            continue
+        with ir.InsertionPoint(o), o.location:
+            if o.name == "memref.load":
+                if not is_bf16(o.results[0].type):
+                    continue
+                bits[o.results[0]] = make_op("memref.load", [i16], list(o.operands)).results[0]
+            elif o.name == "memref.store":
+                make_op("memref.store", [], [bits_of(o, o.operands[0])] + list(o.operands)[1:])
+            elif o.name == "arith.constant":
+                import ml_dtypes
+                import numpy as np
+
+                if not isinstance(o.attributes["value"], ir.FloatAttr):
+                    refuse(o, "constant of a shaped type")
+                v = float(ir.FloatAttr(o.attributes["value"]).value)
+                raw = int(np.array(v, ml_dtypes.bfloat16).view(np.uint16))
+                bits[o.results[0]] = c(i16, raw - (1 << 16) if raw >= 1 << 15 else raw)
+            elif o.name == "arith.select":
+                cond = o.operands[0]
+                bits[o.results[0]] = make_op("arith.select", [i16], [cond, bits_of(o, o.operands[1]),
+                                                                     bits_of(o, o.operands[2])]).results[0]
+            elif o.name == "arith.extf":  # the bits in the high half of an f32
+                w = make_op("arith.extui", [i32], [bits_of(o, o.operands[0])]).results[0]
+                w = make_op("arith.shli", [i32], [w, c(i32, 16)]).results[0]
+                o.results[0].replace_all_uses_with(make_op("arith.bitcast", [f32], [w]).results[0])
+            elif o.name == "arith.truncf":  # round to nearest even; a NaN stays a (quiet) NaN
+                x = o.operands[0]
+                u = make_op("arith.bitcast", [i32], [x]).results[0]
+                hi = make_op("arith.shrui", [i32], [u, c(i32, 16)]).results[0]
+                odd = make_op("arith.andi", [i32], [hi, c(i32, 1)]).results[0]
+                r = make_op("arith.addi", [i32], [u, make_op("arith.addi", [i32], [odd, c(i32, 0x7FFF)]).results[0]]).results[0]
+                r = make_op("arith.shrui", [i32], [r, c(i32, 16)]).results[0]
+                nan = make_op("arith.cmpf", [i1], [x, x], {"predicate": ir.IntegerAttr.get(i64, 14)}).results[0]  # uno
+                q = make_op("arith.ori", [i32], [hi, c(i32, 0x40)]).results[0]
+                r = make_op("arith.select", [i32], [nan, q, r]).results[0]
+                bits[o.results[0]] = make_op("arith.trunci", [i16], [r]).results[0]
+            else:
+                refuse(o, "used by an op other than a store, a conversion or a select")
+        dead.append(o)
+    for o in reversed(dead):
+        o.erase()
+    _expand_copysign(kernel)  # (a bf16 copysign, skipped before, is an f32 one now)
+    left = []
+    walk(kernel, lambda o: left.append(o) if any(is_bf16(v.type) for v in list(o.operands) + list(o.results)) else None)
+    if left:
+        refuse(left[0], "left in the kernel")
+    return params, list(body.arguments)
 
 
 def _expand_atan2_cbrt(op: ir.Operation) -> None:
@@ -784,8 +939,20 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
     # not each become a storage-buffer binding (the erf polynomial of gelu is 30 f32 constants:
     # 36 bindings, over a Vulkan adapter's 32 per stage). Infinities stay parameters (naga
     # rejects infinite literals).
-    sink_constants(op, constant=finite_constant)
+    sink_constants(op, constant=_sinkable_constant)
     run_pipeline(op, OUTLINE, "flatten")
+    with op.context, ir.Location.unknown():
+        changed = {}  # (module, kernel) -> the parameters that became i16 buffers
+        for m in op.regions[0].blocks[0].operations:
+            if m.operation.name == "gpu.module":
+                mname = ir.StringAttr(m.operation.attributes["sym_name"]).value
+                for k in m.operation.regions[0].blocks[0].operations:
+                    if k.operation.name == "gpu.func":
+                        params = _emulate_bf16(k.operation)
+                        if params:
+                            changed[(mname, ir.StringAttr(k.operation.attributes["sym_name"]).value)] = params
+        if changed:
+            _launch_bf16_as_i16(op, changed)
     with op.context:
         # convert-gpu-to-spirv needs the workgroup size of each kernel.
         for o in op.regions[0].blocks[0].operations:

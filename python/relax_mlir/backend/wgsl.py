@@ -38,8 +38,9 @@ writes one WGSL module per `gpu.module`. What WebGPU needs is right by construct
   after every operation). Buffers of i1 / i8 / i16 keep numpy's layout (1, 1, 2 bytes an element:
   the host program and its workspace sizes are the same as on Vulkan): the kernel reads their
   bytes out of `array<u32>` words and writes them with `atomicAnd` / `atomicOr` on the word (two
-  invocations writing two bytes of one word touch disjoint bits). Refused with a located error:
-  f16, bf16, f64 and i64 values and buffers.
+  invocations writing two bytes of one word touch disjoint bits). bf16 arrives as i16 buffers and
+  f32 arithmetic (backend/spirv.py emulates it). Refused with a located error: f16, f64 and i64
+  values and buffers.
 
 Limits: `KernelInfo` records each kernel's storage buffers, workgroup memory and invocations;
 `required_limits` is what a WebGPU device must be given for all of them (the runtime requests it

@@ -74,7 +74,8 @@ _ARITH = {"addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi
           "index_cast", "index_castui", "extsi", "extui", "trunci", "sitofp", "uitofp", "fptosi", "fptoui",
           "extf", "truncf", "select", "cmpi"}
 _CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
-_VIEW_USES = ("memref.collapse_shape", "memref.expand_shape", "memref.reshape", "memref.cast", "memref.view")
+_VIEW_USES = ("memref.collapse_shape", "memref.expand_shape", "memref.reshape", "memref.cast", "memref.view",
+              "builtin.unrealized_conversion_cast")
 _SCALAR_PACK = {"index": "<i", "i32": "<i", "i16": "<i", "i8": "<i", "i1": "<i", "f32": "<f", "f16": "<e",
                 "i64": "<q"}
 _SCALAR_CTYPE = {"index": "i64", "i64": "i64", "i32": "i32", "i16": "i16", "i8": "i8", "i1": "i8",
@@ -236,7 +237,8 @@ class _Extractor:
                         "dtype": _elem(t.element_type), "shape": self._static(t), "dyn": ins[2:]})
         elif n == "memref.reshape":
             out.append({"op": "reshape", "out": self.define(o.results[0]), "src": ins[0], "shape_buf": ins[1]})
-        elif n == "memref.cast":
+        elif n in ("memref.cast", "builtin.unrealized_conversion_cast"):
+            # (the second: a bf16 buffer a Vulkan kernel reads as its i16 bits, spirv.py)
             out.append({"op": "alias", "out": self.define(o.results[0]), "src": ins[0]})
         elif n == "memref.copy":
             out.append({"op": "copy", "src": ins[0], "dst": ins[1]})

@@ -57,7 +57,7 @@ def compile_webgpu(module, options: spirv.SPIRVOptions | None = None):
         _refuse_control_flow(op, "webgpu")
         try:
             spirv.lower(op, options, until="flatten")
-        except LoweringError as e:  # the GPU mapping's refusals (f64, bf16, powf) hold for WebGPU too
+        except LoweringError as e:  # the GPU mapping's refusals (f64, powf) hold for WebGPU too
             if "on Vulkan" not in e.diagnostics:
                 raise
             raise LoweringError(e.stage, e.pipeline, e.diagnostics.replace("on Vulkan", "on WebGPU")) from None

@@ -126,11 +126,38 @@ def test_barrier_in_nonuniform_control_flow_is_refused():
         assert "workgroupBarrier();" in k.wgsl and "(u32(_p.a0) < u32(4i))" in k.wgsl
 
 
-@pytest.mark.parametrize("dtype", ["f16", "f64", "bf16", "i64"])
+@pytest.mark.parametrize("dtype", ["f16", "f64", "i64"])
 def test_unsupported_types_are_located_compile_errors(dtype):
     src = ELEMENTWISE.replace("f32", dtype).replace("relax.maximum", "relax.add")
     with pytest.raises(CompileError, match=rf"{dtype}.* not supported on WebGPU.*at loc\("):
         relax_mlir.compile(src, target="webgpu")
+
+
+@needs_adapter
+def test_bf16_computes_in_f32_and_stores_bits():
+    """bf16 kernels (WGSL, like Vulkan's shaders, has no bf16): each op computes in f32 and rounds
+    to bf16 (round to nearest even, NaN kept), buffers hold the bits as numpy's 2-byte elements:
+    as jax's op-by-op bf16 (NaN, infinities, -0.0 included); was refused."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    from relax_mlir.frontend.jax import from_jax
+
+    (n,) = jax.export.symbolic_shape("n")
+    fn = lambda a, b: (a * b + a, jax.nn.softmax(a, axis=-1), jnp.where(a > b, a, -b), jnp.sum(b, axis=1))  # noqa: E731
+    spec = jax.ShapeDtypeStruct((n, 8), jnp.bfloat16)
+    exe = relax_mlir.compile(from_jax(fn, spec, spec), target="webgpu")
+    rng = np.random.default_rng(0)
+    for m in (1, 7, 33):
+        a, b = ((rng.standard_normal((m, 8)) * 3).astype(ml_dtypes.bfloat16) for _ in range(2))
+        a.reshape(-1)[:3] = [np.nan, np.inf, -0.0][: a.size]
+        for got, want in zip(exe(a, b), fn(a, b)):  # (op by op: every op rounds to bf16)
+            want = np.asarray(want)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            g, w = got.astype(np.float32), want.astype(np.float32)
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+            np.testing.assert_allclose(g[~np.isnan(w)], w[~np.isnan(w)], rtol=8e-3, atol=1e-3)
 
 
 def test_required_limits_raise_only_what_a_kernel_needs():
