@@ -24,7 +24,7 @@ from mlir import ir
 
 import relax_mlir
 from relax_mlir.core.module import Module
-from relax_mlir.frontend.jax import _bounds, _dim_names, _is_var, _unused_args
+from relax_mlir.frontend.jax import _bounds, _dim_names, _is_var, _relations, _unused_args
 from relax_mlir.frontend.stablehlo import import_stablehlo
 from relax_mlir.ops.collective import COLLECTIVES
 from relax_mlir.shape import parse
@@ -47,7 +47,8 @@ def import_exported_spmd(exported) -> Module:
                 dim_vars |= set(parse(n).symbols())
     upper, lower = _bounds(exported.in_avals)
     return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
-                            dim_vars=dim_vars, symbol_bounds=upper, symbol_lower=lower, spmd=True)
+                            dim_vars=dim_vars, symbol_bounds=upper, symbol_lower=lower,
+                            symbol_relations=_relations(exported.in_avals), spmd=True)
 
 
 def from_jax_spmd(fn, *arg_specs) -> Module:

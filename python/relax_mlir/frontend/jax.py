@@ -59,7 +59,31 @@ def import_exported(exported) -> Module:
     dim_vars = {n for ns in names for n in ns if _is_var(n)}
     upper, lower = _bounds(exported.in_avals)
     return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
-                            dim_vars=dim_vars, symbol_bounds=upper, symbol_lower=lower)
+                            dim_vars=dim_vars, symbol_bounds=upper, symbol_lower=lower,
+                            symbol_relations=_relations(exported.in_avals))
+
+
+def _relations(avals) -> list[tuple[str, str, str]]:
+    """(lhs, rhs, the constraint as written) with lhs <= rhs for each constraint of the specs'
+    symbolic scope that relates symbols (`a >= b`, `a <= 2*b`, `a == b + 1` as both directions;
+    jax.export drops their shape assertions from the module): checked at entry by the executable
+    (`relax.requires`), a ValueError before any kernel runs. The single-symbol ones are _bounds'."""
+    out, seen = [], set()
+    for a in avals:
+        for d in a.shape:
+            scope = getattr(d, "scope", None)
+            for c in getattr(scope, "_explicit_constraints", ()) or ():
+                e1, e2, cmp = getattr(c, "e1", None), getattr(c, "e2", None), str(getattr(c, "cmp", ""))
+                if (isinstance(e1, int) and _is_var(str(e2))) or (isinstance(e2, int) and _is_var(str(e1))):
+                    continue  # (s <= c, s >= c: symbol bounds)
+                text = f"{e1} {'==' if cmp.endswith('EQ') and not cmp.endswith('GEQ') else '>='} {e2}"
+                if text in seen:
+                    continue
+                seen.add(text)
+                out.append((str(e2), str(e1), text))
+                if not cmp.endswith("GEQ"):
+                    out.append((str(e1), str(e2), text))
+    return out
 
 
 def _bounds(avals) -> tuple[dict[str, int], dict[str, int]]:

@@ -220,6 +220,25 @@ def test_jax_upper_bound_constraints_become_symbol_bounds():
         exe(np.zeros((9, 9), np.float32))
 
 
+def test_jax_constraints_between_symbols_are_checked_at_entry():
+    """jax's constraints between symbols (`a >= c`, `a <= 2*c + 1`) let it export x[:c] of an [a]
+    array as [c]; jax.export drops their shape assertions from the module. The executable checks
+    each one (relax.requires) before any kernel runs: a violating call is a ValueError naming the
+    constraint (it returned [1, 2] for x[:5] of [0, 1, 2], a wrong result)."""
+    a, c = jax.export.symbolic_shape("a, c", constraints=("a >= c", "a <= 2*c + 1"))
+    f = lambda x, y: x[:y.shape[0]]  # noqa: E731  (x[:c] + y is refused: the prover has no relations)
+    mod = from_jax(f, jax.ShapeDtypeStruct((a,), jnp.float32), jax.ShapeDtypeStruct((c,), jnp.float32))
+    assert "relax.requires" in str(mod)
+    exe = relax_mlir.compile(mod)
+    for na, nc in [(3, 3), (7, 5), (9, 4)]:
+        x, y = np.arange(na, dtype=np.float32), np.ones(nc, np.float32)
+        np.testing.assert_array_equal(exe(x, y), jax.jit(f)(x, y))
+    with pytest.raises(ValueError, match=r"the jax constraint 'a >= c' does not hold"):
+        exe(np.arange(3, dtype=np.float32), np.ones(5, np.float32))
+    with pytest.raises(ValueError, match=r"the jax constraint '2\*c \+ 1 >= a' does not hold"):
+        exe(np.arange(12, dtype=np.float32), np.ones(5, np.float32))
+
+
 def test_upper_bound_of_a_symbol_inside_an_argument_dim():
     """An argument dim s + 2 with `s <= 62` (GPT-2 / Llama training specs of [b, s + 2] slicing
     their 64-row causal mask table to [s + 2, s + 2]): the bound of s, bound inside main, is kept

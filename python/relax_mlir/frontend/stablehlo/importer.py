@@ -22,7 +22,8 @@ from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
 from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
 from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
-from relax_mlir.shape import Expr, Facts, const, sym
+from relax_mlir.shape import Expr, Facts, ShapeParseError, const, sym
+from relax_mlir.shape import parse as parse_expr
 
 COMPLEX_ATTR = "relax.complex"  # on a parameter / result: a complex array, its parts interleaved in one more dim of 2
 _COMPLEX_PARTS = {"complex64": "f32", "complex128": "f64"}
@@ -256,6 +257,18 @@ class Importer:
             i64 = ir.IntegerType.get_signless(64)
             func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
                                                                      for n, v in sorted(lower.items())})
+        reqs = []
+        for lhs, rhs, text in getattr(self, "relations", ()):
+            try:
+                l, r = parse_expr(lhs).subs(mapping), parse_expr(rhs).subs(mapping)
+            except ShapeParseError as e:
+                raise UnsupportedOpError("func.func", str(main.location),
+                                         f"the jax constraint '{text}' cannot be checked: {e}") from None
+            if (l.symbols() | r.symbols()) <= sig | bound_inside:
+                reqs.append(ir.DictAttr.get({"lhs": ir.StringAttr.get(str(l)), "rhs": ir.StringAttr.get(str(r)),
+                                             "message": ir.StringAttr.get(f"the jax constraint '{text}' does not hold")}))
+        if reqs:
+            func.attributes["relax.requires"] = ir.ArrayAttr.get(reqs)
         upper = {n: v for n, v in self.upper.items() if n in sig | bound_inside}
         if upper:
             i64 = ir.IntegerType.get_signless(64)
@@ -443,7 +456,7 @@ def _finish_region_functions(im: Importer, mapping: dict) -> None:
 
 def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
                   source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None,
-                  symbol_lower: dict[str, int] | None = None,
+                  symbol_lower: dict[str, int] | None = None, symbol_relations=(),
                   spmd: bool = False) -> Module:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
@@ -452,6 +465,8 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     which the relax function takes and ignores; `dim_vars`: names that are jax dimension
     variables (>= 1, like those the module's `jax.global_constant` arguments name);
     `symbol_bounds`: symbol -> upper bound (jax's `s <= 32` constraints), `relax.symbol_bounds`;
+    `symbol_relations`: (lhs, rhs, text) for jax's constraints between symbols, lhs <= rhs checked
+    at entry (`relax.requires`);
     `spmd`: build the per-device program of a sharded module (frontend/stablehlo/sharding.py)."""
     from relax_mlir.targets import registry
 
@@ -461,6 +476,7 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     with session.ctx, ir.Location.unknown():
         im = Importer(module, dim_names, unused_args, dim_vars, source_name, spmd)
         im.upper = dict(symbol_bounds or {})
+        im.relations = list(symbol_relations or ())
         for n, v in (symbol_lower or {}).items():
             if v > 1:
                 im.extra_lower[n] = max(im.extra_lower.get(n, 0), v)
@@ -475,7 +491,8 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
 
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
                      dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None,
-                     symbol_lower: dict[str, int] | None = None, spmd: bool = False) -> Module:
+                     symbol_lower: dict[str, int] | None = None, symbol_relations=(),
+                     spmd: bool = False) -> Module:
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
@@ -501,7 +518,8 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
                 module = jir.Module.create()
                 module.body.append(op.operation)
         return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
-                             symbol_bounds=symbol_bounds, symbol_lower=symbol_lower, spmd=spmd)
+                             symbol_bounds=symbol_bounds, symbol_lower=symbol_lower,
+                             symbol_relations=symbol_relations, spmd=spmd)
 
 
 class _ModuleView:
