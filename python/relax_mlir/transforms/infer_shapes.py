@@ -24,7 +24,10 @@ from relax_mlir.shape import Expr, Facts, ShapeParseError, min_, parse as parse_
 # --- symbol facts on functions -----------------------------------------------------------------
 
 def function_facts(func: ir.Operation) -> Facts:
-    """Facts from `relax.symbol_bounds = {n = 4096}` (upper) and `relax.symbol_lower = {n = 1}`."""
+    """Facts from `relax.symbol_bounds = {n = 4096}` (upper), `relax.symbol_lower = {n = 1}`, and
+    the symbolic `relax.requires` relations lhs <= rhs (checked at entry before anything runs), each
+    as an equality with a fresh slack symbol t >= 0: rhs == lhs + t, solved for a lone symbol of
+    either side where there is one (`a >= c` substitutes a = c + t, so min(a, c) is c)."""
     lower: dict[str, int] = {}
     upper: dict[str, int] = {}
     attrs = func.attributes
@@ -37,7 +40,22 @@ def function_facts(func: ir.Operation) -> Facts:
                 if not isinstance(na.attr, ir.IntegerAttr):
                     raise PassError(func, f"'{key}' entry '{na.name}' must be an integer")
                 into[na.name] = ir.IntegerAttr(na.attr).value
-    return Facts(lower=lower, upper=upper)
+    eqs = []
+    if REQUIRES in attrs and isinstance(attrs[REQUIRES], ir.ArrayAttr):
+        for i, e in enumerate(attrs[REQUIRES]):
+            if not (isinstance(e, ir.DictAttr) and "rhs" in e and "lhs" in e and isinstance(e["rhs"], ir.StringAttr)
+                    and isinstance(e["lhs"], ir.StringAttr)):
+                continue  # (checked by requirement_entries; rhs_dim entries name a '?' dim)
+            try:
+                lhs, rhs = parse_expr(ir.StringAttr(e["lhs"]).value), parse_expr(ir.StringAttr(e["rhs"]).value)
+            except ShapeParseError:
+                continue
+            t = sym(f"_slack{i}")
+            eqs.append((lhs, rhs - t) if lhs.is_symbol and not rhs.is_symbol else (rhs, lhs + t))
+    try:
+        return Facts(lower=lower, upper=upper, equalities=eqs)
+    except ValueError:  # contradictory relations: the entry check refuses every call
+        return Facts(lower=lower, upper=upper)
 
 
 def graph_ops_named(module: ir.Operation, names) -> list[ir.Operation]:

@@ -224,15 +224,17 @@ def test_jax_constraints_between_symbols_are_checked_at_entry():
     """jax's constraints between symbols (`a >= c`, `a <= 2*c + 1`) let it export x[:c] of an [a]
     array as [c]; jax.export drops their shape assertions from the module. The executable checks
     each one (relax.requires) before any kernel runs: a violating call is a ValueError naming the
-    constraint (it returned [1, 2] for x[:5] of [0, 1, 2], a wrong result)."""
+    constraint (it returned [1, 2] for x[:5] of [0, 1, 2], a wrong result). Shape deduction uses
+    them (a == c + t, t >= 0): x[:c] + y imports (was refused: min(a, c) is not provably c)."""
     a, c = jax.export.symbolic_shape("a, c", constraints=("a >= c", "a <= 2*c + 1"))
-    f = lambda x, y: x[:y.shape[0]]  # noqa: E731  (x[:c] + y is refused: the prover has no relations)
+    f = lambda x, y: (x[:y.shape[0]], x[:y.shape[0]] + y, jnp.concatenate([y, x[y.shape[0]:]]) + x)  # noqa: E731
     mod = from_jax(f, jax.ShapeDtypeStruct((a,), jnp.float32), jax.ShapeDtypeStruct((c,), jnp.float32))
     assert "relax.requires" in str(mod)
     exe = relax_mlir.compile(mod)
     for na, nc in [(3, 3), (7, 5), (9, 4)]:
         x, y = np.arange(na, dtype=np.float32), np.ones(nc, np.float32)
-        np.testing.assert_array_equal(exe(x, y), jax.jit(f)(x, y))
+        for got, want in zip(exe(x, y), jax.jit(f)(x, y)):
+            np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match=r"the jax constraint 'a >= c' does not hold"):
         exe(np.arange(3, dtype=np.float32), np.ones(5, np.float32))
     with pytest.raises(ValueError, match=r"the jax constraint '2\*c \+ 1 >= a' does not hold"):
