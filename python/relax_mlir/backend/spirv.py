@@ -604,7 +604,8 @@ def _refuse_unsupported(op: ir.Operation) -> None:
 # bf16 host ops besides _HOST_BYTE_OPS: constants (sunk into the kernels that read them) and the
 # globals of constant tensors (the host program uploads their bits)
 _BF16_HOST = ("arith.constant", "memref.global", "memref.get_global")
-_BF16_MOVES = ("memref.load", "memref.store", "arith.extf", "arith.truncf", "arith.constant", "arith.select")
+_BF16_MOVES = ("memref.load", "memref.store", "arith.extf", "arith.truncf", "arith.constant", "arith.select",
+               "arith.bitcast")
 
 
 def _sinkable_constant(c: ir.Operation) -> bool:
@@ -727,6 +728,14 @@ def _emulate_bf16(kernel: ir.Operation):
                 cond = o.operands[0]
                 bits[o.results[0]] = make_op("arith.select", [i16], [cond, bits_of(o, o.operands[1]),
                                                                      bits_of(o, o.operands[2])]).results[0]
+            elif o.name == "arith.bitcast":  # bf16 <-> a 16-bit integer: the bits themselves
+                if is_bf16(o.results[0].type):
+                    x = o.operands[0]
+                    if not isinstance(x.type, ir.IntegerType) or ir.IntegerType(x.type).width != 16:
+                        refuse(o, "bitcast from a type other than a 16-bit integer")
+                    bits[o.results[0]] = x
+                else:
+                    o.results[0].replace_all_uses_with(bits_of(o, o.operands[0]))
             elif o.name == "arith.extf":  # the bits in the high half of an f32
                 w = make_op("arith.extui", [i32], [bits_of(o, o.operands[0])]).results[0]
                 w = make_op("arith.shli", [i32], [w, c(i32, 16)]).results[0]

@@ -70,8 +70,12 @@ def _ops(dt: str) -> dict:
         ops["leaky_relu"] = (lambda a, b: (jnp.where(a > 0, a, 0.01 * a), a / b, jnp.sign(a)), "mm")
     if dt == "int16":  # i16 emulated in 32 bits together with f16 values is refused
         del ops["convert_from"]
-    if dt == "bfloat16":  # bf16 between f32 ops, no bf16 argument or result
+    if dt == "bfloat16":  # bf16 between f32 ops, no bf16 argument or result; bf16 bits
         ops["inside"] = (lambda a, b: ((a.astype(jnp.float32) * 3).astype(jnp.bfloat16) * 2).astype(jnp.float32), "mm")
+        ops["bits"] = (lambda a, b: (jax.lax.bitcast_convert_type(a * b, jnp.uint16),
+                                     jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(a, jnp.int16) + 1,
+                                                                  jnp.bfloat16),
+                                     jax.lax.reduce_precision(a * b, exponent_bits=5, mantissa_bits=4)), "mm")
     if dt == "float16":
         del ops["convert_to"]  # the i16 / i8 cases of it are below; these run
         ops["convert_to"] = (lambda a, b: (a.astype(jnp.int32), a.astype(jnp.float32), a.astype(jnp.bool_),
