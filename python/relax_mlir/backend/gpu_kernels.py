@@ -1114,7 +1114,10 @@ def map_cooperative_kernels(module_op: ir.Operation, *, reduce_threads: int, mat
 TO_LOOPS = "func.func(convert-linalg-to-parallel-loops)"
 OUTLINE = "gpu-kernel-outlining,canonicalize,cse"
 # Every kernel inlined into its entry: the host program then becomes launches.
-INLINE = "func.func(lower-affine),inline,symbol-dce,canonicalize,cse"
+# Each function canonicalized on its own, then the kernels inlined with no canonicalization after:
+# across kernels it would fold a slice of a concat into the concat's piece, read after the memory
+# plan gave the piece's block to a later value (stack([x, -x])[1] read stack[0]: a wrong result).
+INLINE = "func.func(lower-affine),canonicalize,inline{default-pipeline=},symbol-dce,cse"
 
 
 def fold_subviews(module_op: ir.Operation) -> int:
