@@ -32,6 +32,7 @@ expand_shape/copy/load/store`, `scf.if/for` and `gpu.launch_func`: runtime/vulka
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -493,7 +494,8 @@ def _flatten_launch(launch: ir.Operation) -> None:
 def _expand_erf(op: ir.Operation) -> None:
     """f32 math.erf as the CPU's rational approximation in arith (ops/kernel.py expand_math),
     since convert-gpu-to-spirv has no math.erf (relax.erf, relax.gelu); f32 tanh likewise, as the
-    CPU and XLA compute it (lavapipe's Tanh is exp-based: 3e-8 for tanh(1e-30)); GLSL's Exp serves. f32 arith.remf as the exact integer fmod (SPIR-V's OpFRem is x - y * trunc(x / y)
+    CPU and XLA compute it (lavapipe's Tanh is exp-based: 3e-8 for tanh(1e-30)); GLSL's Exp
+    serves. f32 arith.remf as the exact integer fmod (SPIR-V's OpFRem is x - y * trunc(x / y)
     on lavapipe: wrong once the quotient passes 2^24); an f16 remf computes it in f32 (exact: the
     f16 result is representable). f32 sin and cos with an integer Payne-Hanek range reduction past
     2^17 (lavapipe's built-ins return garbage from about 1e8)."""
@@ -623,10 +625,10 @@ def _launch_bf16_as_i16(op: ir.Operation, changed: dict) -> None:
         key = tuple(ir.SymbolRefAttr(l.attributes["kernel"]).value)  # (module, kernel)
         if key not in changed:
             continue
-        kernel_operands = list(l.operands)[-len(changed[key][1]):] if changed[key][1] else []
-        first = len(l.operands) - len(changed[key][1])
-        for i in changed[key][0]:
-            v = kernel_operands[i]
+        params, nargs = changed[key]
+        first = len(l.operands) - nargs  # (the kernel's operands come last)
+        for i in params:
+            v = l.operands[first + i]
             t = ir.MemRefType(v.type)
             with ir.InsertionPoint(l), l.location:
                 cast = make_op("builtin.unrealized_conversion_cast",
@@ -635,9 +637,7 @@ def _launch_bf16_as_i16(op: ir.Operation, changed: dict) -> None:
             l.operands[first + i] = cast.results[0]
 
 
-def _emulate_bf16(kernel: ir.Operation):
-    """Returns (the indices of the parameters that became i16 buffers, all parameter types), or
-    None where the kernel has no bf16."""
+def _emulate_bf16(kernel: ir.Operation) -> tuple[list[int], int] | None:
     """bf16 in an outlined kernel (no bfloat16 in Vulkan shaders; MLIR's SPIR-V type conversion
     would silently make bf16 buffers f32 ones): every op on bf16 values computes in f32 and rounds
     its result to bf16 (extf / truncf around it, as the CPU computes bf16); then bf16 values are
@@ -645,7 +645,8 @@ def _emulate_bf16(kernel: ir.Operation):
     widened to f32 by a shift, f32 rounded to bf16 bits to nearest even (NaN kept quiet) for a
     store, constants and selects on the bits. A bf16 value anything else carries (a loop's) is
     refused by name, and so is a kernel that also computes in f16 (16-bit storage and i16
-    emulation exclude each other)."""
+    emulation exclude each other). Returns (the parameters that became i16 buffers, the number of
+    parameters), or None where the kernel has no bf16."""
     bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
     i1, i16, i32, i64 = (ir.IntegerType.get_signless(w) for w in (1, 16, 32, 64))
 
@@ -715,14 +716,10 @@ def _emulate_bf16(kernel: ir.Operation):
                 bits[o.results[0]] = make_op("memref.load", [i16], list(o.operands)).results[0]
             elif o.name == "memref.store":
                 make_op("memref.store", [], [bits_of(o, o.operands[0])] + list(o.operands)[1:])
-            elif o.name == "arith.constant":
-                import ml_dtypes
-                import numpy as np
-
+            elif o.name == "arith.constant":  # a bf16 value is an f32 whose low 16 bits are 0
                 if not isinstance(o.attributes["value"], ir.FloatAttr):
                     refuse(o, "constant of a shaped type")
-                v = float(ir.FloatAttr(o.attributes["value"]).value)
-                raw = int(np.array(v, ml_dtypes.bfloat16).view(np.uint16))
+                raw = struct.unpack("<I", struct.pack("<f", ir.FloatAttr(o.attributes["value"]).value))[0] >> 16
                 bits[o.results[0]] = c(i16, raw - (1 << 16) if raw >= 1 << 15 else raw)
             elif o.name == "arith.select":
                 cond = o.operands[0]
@@ -761,7 +758,7 @@ def _emulate_bf16(kernel: ir.Operation):
     walk(kernel, lambda o: left.append(o) if any(is_bf16(v.type) for v in list(o.operands) + list(o.results)) else None)
     if left:
         refuse(left[0], "left in the kernel")
-    return params, list(body.arguments)
+    return params, len(body.arguments)
 
 
 def _expand_atan2_cbrt(op: ir.Operation) -> None:
