@@ -106,9 +106,9 @@ SPIRV_WORKGROUP = WorkgroupMemory("#spirv.storage_class<Workgroup>", False)
 # helpers
 # --------------------------------------------------------------------------------------------
 
+# No greedy rewrite before bufferization: see cpu._BUFFERIZE_CALLS.
 _BUFFERIZE = (
     "eliminate-empty-tensors,"
-    "empty-tensor-to-alloc-tensor,"
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map "
     "unknown-type-conversion=identity-layout-map},"
@@ -851,6 +851,34 @@ def _expand_copysign(op: ir.Operation) -> None:
         o.erase()
 
 
+def _ieee_min_max(op: ir.Operation) -> None:
+    """f32 / f16 / bf16 `arith.maximumf` / `minimumf` with IEEE 754's order of zeros (-0.0 below +0.0, as
+    StableHLO and jax): the SPIR-V lowering (GLSL FMax / FMin with NaN selects) and WGSL's max / min
+    leave the sign of equal zeros unspecified (lavapipe returned the first operand: a max
+    reduction of {-0.0, +0.0} was -0.0). Equal operands pick by the sign bit of `a`."""
+    todo = []
+    walk(op, lambda o: todo.append(o) if o.name in ("arith.maximumf", "arith.minimumf") else None)
+    i1, i32, f32 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(32), ir.F32Type.get()
+    for o in todo:
+        t = o.results[0].type
+        if not isinstance(t, (ir.F32Type, ir.F16Type, ir.BF16Type)):
+            continue
+        with ir.InsertionPoint.after(o), o.location:
+            a, b = o.operands
+            a32 = a if isinstance(t, ir.F32Type) else make_op("arith.extf", [f32], [a]).results[0]
+            bits = make_op("arith.bitcast", [i32], [a32]).results[0]
+            zero = make_op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+            neg = make_op("arith.cmpi", [i1], [bits, zero],
+                          {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)}).results[0]
+            eq = make_op("arith.cmpf", [i1], [a, b],
+                         {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).results[0]
+            pick = [b, a] if o.name == "arith.maximumf" else [a, b]
+            tie = make_op("arith.select", [t], [neg, *pick]).results[0]
+            new = make_op("arith.select", [t], [eq, tie, o.results[0]])
+        o.results[0].replace_all_uses_with(new.results[0])
+        new.operands[2] = o.results[0]
+
+
 def _elem_of(t: ir.Type) -> ir.Type:
     return ir.ShapedType(t).element_type if isinstance(t, ir.ShapedType) else t
 
@@ -934,6 +962,7 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
     with op.context, ir.Location.unknown():
         _expand_atan2_cbrt(op)
         _expand_copysign(op)
+        _ieee_min_max(op)
         _widen_narrow_ints(op)
         launches = []
         walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
