@@ -221,3 +221,23 @@ func.func @not_splat(%x: !relax.tensor<["n", 4], f32>) -> (!relax.tensor<["n", 4
   %3 = "relax.broadcast_to"(%2) {shape = ["n", 4]} : (!relax.tensor<[1, 1], f32>) -> !relax.tensor<["n", 4], f32>
   return %1, %3 : !relax.tensor<["n", 4], f32>, !relax.tensor<["n", 4], f32>
 }
+
+// -----
+
+// A slice of a constant table is the sliced constant (polynomial coefficients sliced into
+// scalars: each then a splat that kernels hold as an immediate, not a buffer they read); a slice
+// of a non-constant, and a slice of a splat (a view of one value), stay.
+// CHECK-LABEL: func.func @constant_slice
+// CHECK-SAME:  (%[[X:.*]]: !relax.tensor<[4], f32>)
+// CHECK-DAG:   %[[A:.*]] = "relax.constant"() {value = dense<2.000000e+00> : tensor<1xf32>}
+// CHECK-DAG:   %[[B:.*]] = "relax.constant"() {value = dense<{{\[}}[5, 7], [9, 11]]> : tensor<2x2xi32>}
+// CHECK-DAG:   %[[S:.*]] = "relax.strided_slice"(%[[X]])
+// CHECK:       return %[[A]], %[[B]], %[[S]]
+func.func @constant_slice(%x: !relax.tensor<[4], f32>) -> (!relax.tensor<[1], f32>, !relax.tensor<[2, 2], i32>, !relax.tensor<[2], f32>) {
+  %c = "relax.constant"() {value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>} : () -> !relax.tensor<[4], f32>
+  %0 = "relax.strided_slice"(%c) {axes = [0], begin = [1], end = [2], strides = [1]} : (!relax.tensor<[4], f32>) -> !relax.tensor<[1], f32>
+  %t = "relax.constant"() {value = dense<[[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]> : tensor<3x4xi32>} : () -> !relax.tensor<[3, 4], i32>
+  %1 = "relax.strided_slice"(%t) {axes = [0, 1], begin = [-2, 1], end = [3, 100], strides = [1, 2]} : (!relax.tensor<[3, 4], i32>) -> !relax.tensor<[2, 2], i32>
+  %2 = "relax.strided_slice"(%x) {axes = [0], begin = [0], end = [2], strides = [1]} : (!relax.tensor<[4], f32>) -> !relax.tensor<[2], f32>
+  return %0, %1, %2 : !relax.tensor<[1], f32>, !relax.tensor<[2, 2], i32>, !relax.tensor<[2], f32>
+}

@@ -2,7 +2,8 @@
 take."""
 from __future__ import annotations
 
-from relax_mlir.dialect.spec import INDEX, DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
+from relax_mlir.dialect.spec import (INDEX, DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, py_attr, relax_op,
+                                    result_)
 from relax_mlir.dialect.types import FLOAT_DTYPES, INT_DTYPES, TensorType, as_dim, view
 from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, broadcast_shapes, dims_equal, fmt_dims,
                                    has_division, normalize_axis, product, require_rank, require_same_dtype,
@@ -492,6 +493,62 @@ class SplitOp(OpSpec):
         return Legalized(k, outs)
 
 
+# dtypes whose dense constants numpy reads and writes element for element (i1 is packed bits,
+# bf16 has no numpy type without ml_dtypes)
+_NP_CONSTANT_DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
+                       "i32": "int32", "i64": "int64", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32",
+                       "ui64": "uint64"}
+_FOLD_SLICE_MAX_ELEMENTS = 4096
+
+
+class FoldConstantSlice(RewritePattern):
+    """strided_slice of a constant (static shape, constant positions) -> the sliced constant. The
+    coefficient tables of polynomial approximations (jax.scipy.special.ndtri, erfinv ...) are
+    arrays sliced into scalars: folded, each scalar is a splat that a kernel holds as an immediate,
+    not one more buffer it reads (on Vulkan, ndtri's kernel needed 55 storage buffers, over the
+    adapter's 32). Only small results, so that a large constant is not copied."""
+
+    def match_and_rewrite(self, op, rewriter) -> bool:
+        import numpy as np
+        from mlir import ir
+
+        src = op.operands[0]
+        if not isinstance(src, ir.OpResult) or src.owner.name != "relax.constant" \
+                or "value" not in src.owner.attributes:
+            return False
+        x, r = view(src.type), view(op.results[0].type)
+        if not (isinstance(x, TensorType) and isinstance(r, TensorType) and x.known and r.known) \
+                or not all(d.is_const for d in (*x.dims, *r.dims)) or x.dtype not in _NP_CONSTANT_DTYPES:
+            return False
+        a = src.owner.attributes["value"]
+        if not isinstance(a, ir.DenseElementsAttr):
+            return False
+        shape = [d.value for d in r.dims]
+        if int(np.prod(shape, dtype=np.int64)) > _FOLD_SLICE_MAX_ELEMENTS:
+            return False
+        axes, begin, end = (py_attr(op.attributes[k]) for k in ("axes", "begin", "end"))
+        strides = py_attr(op.attributes["strides"]) if "strides" in op.attributes else [1] * len(axes)
+        if not all(isinstance(v, int) for v in (*axes, *begin, *end, *strides)) or any(v < 1 for v in strides):
+            return False
+        index = [slice(None)] * len(x.dims)
+        for ax, b, e, st in zip(axes, begin, end, strides):
+            index[ax % len(x.dims)] = slice(b, e, st)  # numpy's positions: the op's semantics
+        dt = np.dtype(_NP_CONSTANT_DTYPES[x.dtype])
+        if a.is_splat:
+            return False  # FoldSplatConstantView's case and the elementwise ops' scalar operands
+        dense = ir.DenseFPElementsAttr(a) if dt.kind == "f" else ir.DenseIntElementsAttr(a)
+        values = np.asarray(dense).astype(dt, copy=False).reshape([d.value for d in x.dims])[tuple(index)]
+        if list(values.shape) != shape:
+            return False
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=ir.ShapedType(a.type).element_type,
+                                        shape=shape)
+        with rewriter.ip:
+            new = ir.Operation.create("relax.constant", results=[op.results[0].type], attributes={"value": attr},
+                                      loc=op.location)
+        rewriter.replace_op(op, new)
+        return True
+
+
 @relax_op
 class StridedSliceOp(OpSpec):
     """Slice `begin:end:stride` on the given axes (numpy semantics for constant positions: a negative
@@ -506,7 +563,7 @@ class StridedSliceOp(OpSpec):
     begin = attr("array", optional=False)
     end = attr("array", optional=False)
     strides = attr("array")
-    canonicalization_patterns = (SliceBeforeMatmul,)
+    canonicalization_patterns = (SliceBeforeMatmul, FoldConstantSlice)
 
     @classmethod
     def slices(cls, op: OpInfo, dims) -> dict[int, tuple[Expr, Expr, int]]:

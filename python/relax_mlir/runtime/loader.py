@@ -140,9 +140,12 @@ class _LazyDriver:
         self.driver = None
         self.lock = threading.Lock()
 
-    def get(self):
+    def get(self, program: dict | None = None):
         if self.driver is None:
-            self.driver = self.factory()
+            driver = self.factory()
+            if program is not None and hasattr(driver, "check_program"):
+                driver.check_program(program)  # before anything runs: the device's limits
+            self.driver = driver
         return self.driver
 
 
@@ -156,7 +159,7 @@ def gpu_executable(target: str, signatures, program: dict, kernels: dict, driver
 
     def invoke(name, *arrays):
         with lazy.lock:
-            prog.run(name, arrays, lazy.get())
+            prog.run(name, arrays, lazy.get(program))
 
     funcs = {}
     for s in signatures:

@@ -106,6 +106,8 @@ class WgpuDriver:
     """The host-program driver for SPIR-V kernels on a wgpu device; `binaries` maps each
     gpu.module name to its SPIR-V."""
 
+    unavailable = VulkanUnavailable
+
     def __init__(self, binaries: dict[str, bytes]):
         import wgpu
 
@@ -116,6 +118,37 @@ class WgpuDriver:
         self._pipelines = {}
         self.pending = []
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+    def check_program(self, program: dict) -> None:
+        """Refuse, before anything runs, a kernel that binds more storage buffers (each buffer
+        and each scalar argument is one) than the device allows per shader stage: wgpu would
+        reject its pipeline at the launch, after the earlier kernels of the call had run."""
+        limit = int(self.device.limits.get("max-storage-buffers-per-shader-stage", 0) or 0)
+        if limit <= 0:
+            return
+        worst = {}
+
+        def visit(x):
+            if isinstance(x, dict):
+                if x.get("op") == "launch" and isinstance(x.get("args"), list):
+                    key = (x.get("module"), x.get("kernel"))
+                    worst[key] = max(worst.get(key, 0), self.storage_bindings(x))
+                for v in x.values():
+                    visit(v)
+            elif isinstance(x, list):
+                for v in x:
+                    visit(v)
+        visit(program.get("entries", {}))
+        over = sorted((n, k) for k, n in worst.items() if n > limit)
+        if over:
+            n, (m, k) = over[-1]
+            raise type(self).unavailable(f"kernel @{m}::@{k} binds {n} storage buffers (its buffers and scalar "
+                                    f"arguments), over this device's limit of {limit} per shader stage"
+                                    + (f" ({len(over)} kernels over it)" if len(over) > 1 else ""))
+
+    def storage_bindings(self, launch: dict) -> int:
+        """The storage buffers a launch binds: one per argument (a scalar is a buffer of one)."""
+        return len(launch["args"])
 
     def pipeline(self, module: str, kernel: str):
         key = (module, kernel)

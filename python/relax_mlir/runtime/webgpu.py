@@ -135,6 +135,12 @@ class WebGPUDriver(WgpuDriver):
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self._max_binding = int(self.limits.get("maxStorageBufferBindingSize", 1 << 27))
 
+    unavailable = WebGPUUnavailable
+
+    def storage_bindings(self, launch: dict) -> int:
+        # scalars travel in the launch's uniform buffer
+        return sum(1 for a in launch.get("abi", []) if a.get("kind") == "buffer")
+
     def alloc(self, nbytes: int):
         if nbytes > self._max_binding:
             raise ValueError(f"a device buffer of {nbytes} bytes is over WebGPU's storage binding limit "

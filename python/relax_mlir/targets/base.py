@@ -22,6 +22,16 @@ LOWER = ("relax-infer-shapes", "relax-expand-attention", "relax-legalize", "rela
 OPTIMIZE = ("relax-infer-shapes", "relax-canonicalize", "relax-expand-attention", "relax-legalize", "relax-fuse-kernels", "relax-dce",
             "relax-plan-memory", "relax-lower-shapes", "relax-to-upstream")
 
+
+
+def fusion_limited(pipeline: tuple[str, ...], max_buffers: int) -> tuple[str, ...]:
+    """`pipeline` with relax-fuse-kernels making kernels of at most `max_buffers` tensors: a GPU
+    kernel binds each one (and, on Vulkan, each scalar argument) and devices limit the bindings
+    of one shader stage (lavapipe 32, WebGPU's default 8)."""
+    return tuple(f"relax-fuse-kernels{{max_buffers={max_buffers}}}" if p == "relax-fuse-kernels" else p
+                 for p in pipeline)
+
+
 PIPELINES: dict[str, tuple[tuple[str, ...], str]] = {
     "relax-lower": (LOWER, "deduce shapes, legalize every graph op, lower shapes, leave only upstream "
                            "dialects (compile(..., optimize=False))"),

@@ -6,7 +6,7 @@ from mlir import ir
 
 from relax_mlir.backend import spirv
 from relax_mlir.runtime.vulkan import WgpuDriver
-from relax_mlir.targets.base import Target, register
+from relax_mlir.targets.base import OPTIMIZE, Target, fusion_limited, register
 from relax_mlir.targets.gpu import compile_gpu, module_op
 
 
@@ -40,6 +40,12 @@ class VulkanTarget(Target):
     name = "vulkan"
     options_class = spirv.SPIRVOptions
     stage_passes = spirv.PASSES
+
+    @classmethod
+    def optimize_pipeline(cls) -> tuple[str, ...]:
+        # fused kernels of at most 16 tensors: each scalar argument is a storage buffer too, and
+        # 16 tensors leave room for the dims and scalars under lavapipe's 32
+        return fusion_limited(OPTIMIZE, 16)
 
     def build(self, module):
         return compile_vulkan(module, self.options)

@@ -12,7 +12,7 @@ from relax_mlir.backend.common import LoweringError
 from relax_mlir.backend.cpu_runtime import entry_signatures
 from relax_mlir.runtime.hostprog import extract
 from relax_mlir.runtime.loader import gpu_executable
-from relax_mlir.targets.base import Target, register
+from relax_mlir.targets.base import OPTIMIZE, Target, fusion_limited, register
 from relax_mlir.targets.gpu import _refuse_control_flow, module_op
 
 FORMAT_KEY = "webgpu"
@@ -80,6 +80,12 @@ class WebGPUTarget(Target):
 
     name = "webgpu"
     options_class = spirv.SPIRVOptions
+
+    @classmethod
+    def optimize_pipeline(cls) -> tuple[str, ...]:
+        # fused kernels of at most 8 tensors: WebGPU's default limit of storage buffers per
+        # shader stage (scalars go in a uniform), so that every device runs them
+        return fusion_limited(OPTIMIZE, 8)
 
     def build(self, module):
         return compile_webgpu(module, self.options)

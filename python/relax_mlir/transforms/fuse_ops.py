@@ -42,7 +42,7 @@ from relax_mlir.analysis.pattern_kind import (
     func_type as _func_type, is_elementwise_kernel, is_reduction_kernel, reads_whole as _reads_whole,
     reduction_parts as _reduction_parts, through as _through, top_ops as _body_ops)
 from relax_mlir.dialect.types import TensorType, view
-from relax_mlir.passes import ModulePass
+from relax_mlir.passes import ModulePass, PipelineError
 from relax_mlir.transforms.infer_shapes import check_module, graph_functions
 from relax_mlir.transforms.legalize import KernelTable, module_symbols
 
@@ -171,9 +171,23 @@ def _slot(ins: list, v: ir.Value) -> int:
     ins.append(v)
     return len(ins) - 1
 
+def _buffers(ops, inner) -> int:
+    """Distinct tensor operands of `ops` that are not results of `inner` (the fused values), plus
+    one result: the buffers a fusion of `ops` binds."""
+    fused = {id_of(o) for o in inner}
+    seen = set()
+    for o in ops:
+        for v in o.operands:
+            if isinstance(v, ir.OpResult) and id_of(v.owner.operation if hasattr(v.owner, "operation") else v.owner) in fused:
+                continue
+            seen.add(v)
+    return len(seen) + 1
+
+
 class _Fuser:
-    def __init__(self, module: ir.Operation):
+    def __init__(self, module: ir.Operation, max_buffers: int = 0):
         self.module = module
+        self.max_buffers = max_buffers  # 0: no limit
         self.table = KernelTable(module)
         self.syms = module_symbols(module)
         self.elementwise: dict[str, bool] = {}
@@ -242,6 +256,8 @@ class _Fuser:
                 continue
             if not self.signature_ok(p, c, j):
                 continue
+            if self.max_buffers and _buffers([p, c], [p]) > self.max_buffers:
+                continue  # a GPU kernel binds each buffer: over the device's limit per kernel
             return p, j
         return None
 
@@ -378,6 +394,10 @@ class _Fuser:
             found = self.candidate(d, pos)
             if found is None or id_of(found[0]) != id_of(cur):
                 return chain
+            if self.max_buffers:
+                ops = [p] + [o for o, _ in chain] + [d]
+                if _buffers(ops, ops[:-1]) > self.max_buffers:
+                    return chain
             chain.append((d, found[1]))
             cur = d
 
@@ -745,10 +765,15 @@ class FuseKernelsPass(ModulePass):
     """Fuse producer->consumer chains of elementwise call_tir kernels into single kernels."""
 
     name: ClassVar[str] = "relax-fuse-kernels"
+    max_buffers: int = 0  # most tensors (inputs and result) a fused kernel may bind; 0: any number
+
+    def validate(self) -> None:
+        if self.max_buffers < 0 or self.max_buffers == 1:
+            raise PipelineError(f"max_buffers must be 0 (no limit) or at least 2, got {self.max_buffers}")
 
     def run(self, module: ir.Operation) -> None:
         check_module(module, infer=True)
-        fuser = _Fuser(module)
+        fuser = _Fuser(module, self.max_buffers)
         for f in graph_functions(module):
             if not f.regions[0].blocks or "relax.shapes_lowered" in f.attributes:
                 continue

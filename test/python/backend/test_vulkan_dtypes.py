@@ -304,6 +304,48 @@ def test_slices_of_a_stack_read_their_own_part():
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
 
+_BINDINGS = """
+import jax, jax.numpy as jnp, numpy as np, relax_mlir
+from relax_mlir.frontend.jax import from_jax
+(n,) = jax.export.symbolic_shape("n")
+spec = jax.ShapeDtypeStruct((n,), jnp.float32)
+nd = lambda x: jax.scipy.special.ndtri(x)
+exe = relax_mlir.compile(from_jax(nd, spec), target="vulkan")
+for m in (1, 7, 64):
+    x = np.linspace(0.001, 0.999, m, dtype=np.float32)
+    np.testing.assert_allclose(exe(x), np.asarray(jax.jit(nd)(x)), rtol=2e-5, atol=1e-6)
+K = 40
+total = lambda *xs: sum(x * (i + 1) for i, x in enumerate(xs))
+exe = relax_mlir.compile(from_jax(total, *[spec] * K), target="vulkan")
+for m in (1, 13):
+    xs = [np.full(m, i - 7.5, np.float32) for i in range(K)]
+    np.testing.assert_allclose(exe(*xs), np.asarray(jax.jit(total)(*xs)), rtol=1e-6)
+from relax_mlir.runtime.vulkan import VulkanUnavailable, WgpuDriver
+drv = WgpuDriver({})
+limit = drv.device.limits["max-storage-buffers-per-shader-stage"]
+launch = lambda k: {"op": "launch", "module": "m", "kernel": "k", "args": [0] * k}
+drv.check_program({"entries": {"main": {"body": [launch(limit)]}}})
+try:
+    drv.check_program({"entries": {"main": {"body": [launch(3), {"then": [launch(limit + 1)]}]}}})
+    raise SystemExit("a launch over the limit was not refused")
+except VulkanUnavailable as e:
+    assert f"binds {limit + 1} storage buffers" in str(e) and f"limit of {limit}" in str(e), e
+print("ok")
+"""
+
+
+def test_kernels_stay_within_the_binding_limit():
+    """A kernel binds each buffer and scalar argument, and a Vulkan device limits the bindings of
+    one shader stage (lavapipe: 32). ndtri's coefficient tables, sliced into scalars, were 55
+    buffers (now folded into immediates), a sum of 40 arguments one fused kernel of 41 (fusion on
+    Vulkan stops at 16 tensors); both failed at the first call, inside wgpu. A host program over
+    the limit is refused before anything runs, naming the kernel and the limit."""
+    if not toolchecks.vulkan_adapter():
+        pytest.skip("no Vulkan adapter (lavapipe)")
+    out = subprocess.run([sys.executable, "-c", _BINDINGS], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
 def test_bf16_and_f16_in_one_kernel_is_refused():
     """bf16 buffers are i16 ones in a kernel (emulated in 32-bit words) and f16 needs 16-bit
     storage: a kernel with both is refused by name (was: every bf16 program refused)."""
