@@ -92,6 +92,14 @@ for op, tol in (("exponential", 1e-6), ("tanh", 1e-6), ("logistic", 1e-6), ("log
 for src, dst in (("f32", "i32"), ("f32", "i8"), ("f32", "i1"), ("i32", "f32"), ("i32", "i8"), ("i32", "i1"),
                  ("i1", "f32"), ("i1", "i32"), ("i8", "f32"), ("i8", "i32")):
     CASES[f"convert_{src}_{dst}"] = (unary("convert", src, dst), [src], 0)
+# x * convert(p) of a boolean p: XLA's product is select(p, x, 0) (0 for an infinite or NaN x
+# where p is false), which jax's gradient of max relies on; in either operand order
+for i, name in enumerate(("f32_multiply_converted_bool", "f32_converted_bool_multiply")):
+    _ops = ["%a0", "%c"] if i == 0 else ["%c", "%a0"]
+    CASES[name] = (module(["tensor<?xf32>", "tensor<?xi1>"],
+                          ["%c = stablehlo.convert %a1 : (tensor<?xi1>) -> tensor<?xf32>",
+                           f"%0 = stablehlo.multiply {_ops[0]}, {_ops[1]} : tensor<?xf32>", "return %0 : tensor<?xf32>"],
+                          "tensor<?xf32>"), ["f32", "i1"], 0)
 
 # Vulkan refuses f32 power (a clean CompileError); its f32 remainder (OpFRem, lavapipe's inexact
 # division) gives NaN for x % inf and loses huge quotients: a known gap (README). i8 runs there
@@ -352,3 +360,20 @@ def test_cuda_ptx_assembles(tmp_path):
         ptx.update({f"{name}_{k}": v for k, v in got.items()})
     if not toolchecks.ptxas(ptx, tmp_path, "semantics"):
         pytest.skip("ptxas not installed")
+
+
+def test_gradient_of_max_with_a_nan_row_matches_jax():
+    """jax's gradient of max is g / count * convert(x == max): a row holding a NaN has count 0, and
+    XLA's select for the product makes that row's gradient 0 (IEEE's inf * 0 made it NaN)."""
+    from relax_mlir.frontend.jax import from_jax
+
+    jnp = jax.numpy
+    (n,) = jax.export.symbolic_shape("n")
+    fn = jax.grad(lambda x: jnp.max(x, 1).sum())
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n, 4), jnp.float32)))
+    rng = np.random.default_rng(3)
+    for rows in (1, 7, 64):
+        x = rng.standard_normal((rows, 4)).astype(np.float32)
+        x[::3, 1] = np.nan
+        x[1::5, 2] = np.inf
+        np.testing.assert_array_equal(exe(x), np.asarray(jax.jit(fn)(x)))

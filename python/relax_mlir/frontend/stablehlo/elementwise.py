@@ -27,6 +27,32 @@ def _binary(relax_name, int_fold=None):
     return conv
 
 
+def _bool_factor(im: Importer, v):
+    """The i1 Val `p` when the StableHLO value `v` is convert(p) of a boolean p, else None."""
+    owner = getattr(v, "owner", None)
+    if owner is None or not hasattr(owner, "name") or owner.name != "stablehlo.convert":
+        return None
+    p = im.env.get(owner.operands[0])
+    return p if p is not None and p.dtype == "i1" else None
+
+
+def _multiply(im: Importer, op, ins):
+    """x * convert(p), p boolean, x a float: where(p, x, 0), as XLA rewrites it (jax.jit's
+    result): 0 where p is false even for an infinite or NaN x. jax's gradient of max is
+    g / count * convert(x == max): a NaN in the row made count 0 and, with IEEE's inf * 0, the
+    whole row's gradient NaN where jax's is 0. Not bf16: XLA computes bf16 products in f32 before
+    it simplifies (its bf16 product of inf and convert(false) is NaN)."""
+    dims, dt = _res(op)
+    if dt in _FLOATS and dt != "bf16":
+        for i in (0, 1):
+            p = _bool_factor(im, op.operands[i])
+            x = ins[1 - i]
+            if p is not None and x.dtype == dt:
+                zero = im.emit("relax.constant", [], 0, dt, {"value": _splat([], dt, 0.0)}, dims=[])
+                return im.emit("relax.where", [p, x, zero], len(dims), dt, dims=_merge_dims(dims, ins[0].dims, ins[1].dims))
+    return _binary("relax.multiply", _INT_FOLD["stablehlo.multiply"])(im, op, ins)
+
+
 def _unary(relax_name):
     def conv(im: Importer, op, ins):
         (a,) = ins
@@ -198,7 +224,7 @@ def _expm1(im, op, ins):
 CONVERTERS = register_converters({
     "stablehlo.add": _binary("relax.add", _INT_FOLD["stablehlo.add"]),
     "stablehlo.subtract": _binary("relax.subtract", _INT_FOLD["stablehlo.subtract"]),
-    "stablehlo.multiply": _binary("relax.multiply", _INT_FOLD["stablehlo.multiply"]),
+    "stablehlo.multiply": _multiply,
     "stablehlo.divide": _binary("relax.divide", _INT_FOLD["stablehlo.divide"]),
     "stablehlo.maximum": _binary("relax.maximum", _INT_FOLD["stablehlo.maximum"]),
     "stablehlo.minimum": _binary("relax.minimum", _INT_FOLD["stablehlo.minimum"]),
