@@ -74,6 +74,35 @@ def test_unsigned_dot_widens_then_multiplies(pair):
          (jax.ShapeDtypeStruct((n, 7), low), jax.ShapeDtypeStruct((7, 5), low)), make, exact=True)
 
 
+@pytest.mark.parametrize("pair", [("uint8", "int32"), ("int8", "float32"), ("uint8", "float32"), ("bool", "int32"),
+                                  ("uint16", "int32"), ("uint8", "int16"), ("uint8", "int8"), ("int8", "uint32"),
+                                  ("int8", "float16"), ("int8", "bfloat16")])
+def test_dot_into_another_type_family_converts_the_operands(pair):
+    """Operands of another family than `preferred_element_type` (quantized products: ui8 x ui8 ->
+    i32, i8 x i8 -> f32, bool x bool -> i32): each operand converted to the result type, the
+    product computed there, bit for bit as jax.jit (was refused: "mixed element types"). A
+    convolution too."""
+    low, out = (getattr(jnp, t) for t in pair)
+    n = jax.export.symbolic_shape("n")[0]
+
+    def make(b):
+        rng = np.random.default_rng(b)
+        if pair[0] == "bool":
+            return rng.integers(0, 2, (b, 9)).astype(bool), rng.integers(0, 2, (9, 5)).astype(bool)
+        info = np.iinfo(low)
+        return (rng.integers(info.min, info.max, (b, 9), endpoint=True).astype(low),
+                rng.integers(info.min, info.max, (9, 5), endpoint=True).astype(low))
+    _run(lambda a, w: jnp.dot(a, w, preferred_element_type=out),
+         (jax.ShapeDtypeStruct((n, 9), low), jax.ShapeDtypeStruct((9, 5), low)), make, exact=True)
+    if pair == ("int8", "float32"):
+        conv = lambda x, k: jax.lax.conv_general_dilated(  # noqa: E731
+            x, k, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"), preferred_element_type=out)
+        rng = np.random.default_rng(5)
+        k = rng.integers(-128, 128, (3, 3, 4)).astype(np.int8)
+        _run(conv, (jax.ShapeDtypeStruct((2, n, 3), low), jax.ShapeDtypeStruct(k.shape, low)),
+             lambda b: [rng.integers(-128, 128, (2, b, 3)).astype(np.int8), k], exact=True)
+
+
 def test_f32_dot_to_bf16_result_rounds_once():
     fn = lambda x, w: jax.lax.dot(x, w, preferred_element_type=jnp.bfloat16)  # noqa: E731
     rng = np.random.default_rng(3)

@@ -117,6 +117,20 @@ def _dot_operands(im, a, b, dt):
                 attrs = {"dtype": _dtype_attr(ct), **({"internal": True} if x.dtype in _HALF else {})}
                 return x if x.dtype == ct else im.emit("relax.astype", [x], len(x.dims), ct, attrs, dims=x.dims)
             return up(a), up(b), ct
+    # Operands of another family than the result (ui8 x ui8 -> i32, i8 x i8 -> f32, i1 x i1 -> i32:
+    # `preferred_element_type` of quantized products): XLA converts each operand to the result
+    # type and computes there; an f16 / bf16 result computes in f32 as above.
+    every = {**_FLOAT_WIDTH, **_INT_WIDTH, **_UINT_WIDTH, "i1": 1}
+    if a.dtype in every and b.dtype in every and dt in every and (a.dtype, b.dtype) not in (("f16", "bf16"), ("bf16", "f16")):
+        ct = "f32" if dt in _HALF else dt
+
+        def conv(x):
+            if x.dtype == ct:
+                return x
+            if dt in _HALF and x.dtype != dt:  # rounded to the result type first, as XLA's convert
+                x = im.emit("relax.astype", [x], len(x.dims), dt, {"dtype": _dtype_attr(dt)}, dims=x.dims)
+            return im.emit("relax.astype", [x], len(x.dims), ct, {"dtype": _dtype_attr(ct)}, dims=x.dims)
+        return conv(a), conv(b), ct
     raise ValueError(f"dot_general of {a.dtype} x {b.dtype} -> {dt} (mixed element types) is not supported")
 
 
