@@ -167,6 +167,15 @@ def test_argmax_integers_and_keepdims():
                       lambda b: (rng.integers(-3, 3, (3, b)).astype(np.int32),), BIND)
 
 
+@pytest.mark.parametrize("dt", [jnp.uint8, jnp.uint16, jnp.uint32, jnp.int8, jnp.int16])
+def test_argmax_argmin_of_a_narrow_or_unsigned_index_dtype(dt):
+    """lax.argmax / argmin with an unsigned `index_dtype`: the index in a signed type, converted
+    (was refused: "the index type must be an integer type, got ui8")."""
+    (n,) = sym("n")
+    fn = lambda x: (lax.argmax(x, 1, dt), lax.argmin(x, 0, dt))  # noqa: E731
+    check_against_jax(fn, (S((n, 5), jnp.float32),), lambda b: (np.round(f32(b, 5)),), BIND)
+
+
 def test_lax_reduce_value_index_pairs_max():
     """lax.argmax itself (the (value, iota) variadic reduce), with its value output used too."""
     (n,) = sym("n")

@@ -169,7 +169,12 @@ def _variadic_reduce(im, op, ins):
     keys = x
     if x.dtype.startswith("ui"):  # the unsigned order as the signed one (unsigned.signed_order)
         keys = signed_order(im, x)
-    ix = im.emit(name, [keys], len(idims), idt, {"axis": axis, "dtype": _dtype_attr(idt)}, dims=dims)
+    if idt.startswith("ui"):  # an unsigned index type: the signed index, converted (jax's index_dtype)
+        sdt = "i64" if int(idt[2:]) >= 32 else "i32"
+        ix = im.emit(name, [keys], len(idims), sdt, {"axis": axis, "dtype": _dtype_attr(sdt)}, dims=dims)
+        ix = im.emit("relax.astype", [ix], len(idims), idt, {"dtype": _dtype_attr(idt)}, dims=dims)
+    else:
+        ix = im.emit(name, [keys], len(idims), idt, {"axis": axis, "dtype": _dtype_attr(idt)}, dims=dims)
     # the value output: x at the index (a batched gather), usually dead
     r = len(x.dims)
     others = [i for i in range(r) if i != axis]
