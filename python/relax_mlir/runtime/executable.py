@@ -127,11 +127,13 @@ _ndarray = np.ndarray
 
 
 def _python_values_as(a: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """A Python number (numpy's default int64 / float64 0-d array of it) as dtype `dt` where that
+    """A Python number (numpy's default bool / int64 / float64 0-d array of it) as dtype `dt` where that
     keeps its value, as jax.jit takes a Python scalar (weakly typed) for a parameter of any width:
     an int as a narrower int in range or as a float, a float as a narrower float (rounded).
     Otherwise `a` unchanged (the dtype check names the mismatch)."""
     k, want = a.dtype.kind, dt.kind
+    if k == "b" and (want in "iuf" or dt.name == "bfloat16"):
+        return a.astype(dt)  # True / False as 1 / 0, as jax.jit takes a Python bool for a number
     if want in "iu" and k in "iu":
         info = np.iinfo(dt)
         if a.size == 0 or (int(a.min()) >= info.min and int(a.max()) <= info.max):

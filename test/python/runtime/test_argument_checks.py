@@ -110,6 +110,10 @@ func.func @main(%x: !relax.tensor<["n"], f32>, %k: !relax.tensor<[], i32>) -> !r
     x = np.array([1.0, 2.0, 3.0], np.float32)
     np.testing.assert_array_equal(exe(x, 3), np.array([3, 6, 9], np.float32))
     np.testing.assert_array_equal(exe(x, -2), np.array([-2, -4, -6], np.float32))
+    np.testing.assert_array_equal(exe(x, True), x)  # a Python bool as 1 / 0, as jax.jit
+    np.testing.assert_array_equal(exe(x, False), 0 * x)
+    with pytest.raises(ValueError, match="argument #1 has dtype bool, expected int32"):
+        exe(x, np.array(True))  # (a numpy bool keeps the exact-dtype check)
     for k, msg in [(2 ** 40, "argument #1 has dtype int64, expected int32"),
                    (1.5, "argument #1 has dtype float64, expected int32")]:
         with pytest.raises(ValueError, match=msg):
