@@ -78,7 +78,8 @@ def run_passes(module: Module | str, passes: Sequence[str]) -> Module:
 
 def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
             passes: Sequence[str] | None = None, options=None, verbose: bool = False):
-    """Compile a relax module for `target` ("cpu", "cuda", "vulkan", "webgpu"); returns an `Executable`.
+    """Compile a relax module (a `Module`, its text, or a `jax.export.Exported`, imported first) for
+    `target` ("cpu", "cuda", "vulkan", "webgpu"); returns an `Executable`.
 
     `options`: the target's options (`CPUOptions`, `GPUOptions`, `SPIRVOptions`, or a dict of their
     fields), checked with the target before any pass runs. `passes` replaces the target's named
@@ -97,8 +98,15 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     t0 = time.perf_counter()
     if isinstance(module, str):
         module = parse(module)
-    else:
+    elif type(module).__name__ == "Exported" and hasattr(module, "mlir_module_serialized"):
+        from relax_mlir.frontend.jax import import_exported  # a jax.export.Exported: imported first
+
+        module = import_exported(module)
+    elif isinstance(module, Module):
         module = _copy(module)  # compile never mutates the caller's module
+    else:
+        raise CompileError(f"compile() takes a relax module (relax_mlir.Module, from_jax, import_exported), its "
+                           f"text, or a jax.export.Exported; got {type(module).__name__}")
     start = len(module.session.diags)
     if passes is None:
         passes = tgt.pipeline(optimize)

@@ -82,3 +82,21 @@ def test_vulkan_erf_gelu_run():
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_compile_takes_a_jax_export_and_names_what_it_cannot_take():
+    """compile(exported) of a `jax.export.Exported` imports it first (was an AttributeError:
+    "'Exported' object has no attribute 'context'"); anything but a module, its text or an
+    Exported is a CompileError naming what it got."""
+    import numpy as np
+
+    jax = pytest.importorskip("jax")
+    (n,) = jax.export.symbolic_shape("n")
+    fn = lambda x: jax.numpy.sin(x) * 2  # noqa: E731
+    exe = relax_mlir.compile(jax.export.export(jax.jit(fn))(jax.ShapeDtypeStruct((n,), jax.numpy.float32)))
+    for m in (1, 7, 40):
+        x = np.linspace(-3, 3, m, dtype=np.float32)
+        np.testing.assert_allclose(exe(x), np.asarray(jax.jit(fn)(x)), rtol=1e-6, atol=1e-7)
+    for bad in (None, 3, [1], fn):
+        with pytest.raises(relax_mlir.CompileError, match=f"takes a relax module .* got {type(bad).__name__}"):
+            relax_mlir.compile(bad)
