@@ -20,7 +20,7 @@ from typing import Iterable, Mapping
 
 from relax_mlir.shape.expr import (
     _CALLS, _INF, Expr, _as_expr, _atom_expr, _call_interval, _pmul, _substitute, _terms_interval,
-    floordiv, max_, min_, sym,
+    ZERO, floordiv, max_, min_, sym,
 )
 
 __all__ = ["Facts"]
@@ -442,6 +442,13 @@ class Facts:
                     if lone < 0 and self._iv(x)[0] >= 0 and self._iv(y)[0] >= 0:
                         # floordiv(x, y) <= x for x >= 0, y >= 1
                         return self._search(d - _atom_expr(a) * lone + x * lone, budget, minmax_first, scale)
+                    if self._iv(y)[0] >= 1:
+                        # for y >= 1, floordiv(x, y) lies in [min(x, 0), max(x, 0)]: x's sign and at
+                        # most |x| (floordiv(-1, m) >= -1: a stride-m slice's count n + floordiv(-1, m) + 1)
+                        rest = d - _atom_expr(a) * lone
+                        end = min_(x, ZERO) if lone > 0 else max_(x, ZERO)
+                        if self._search(rest + end * lone, budget, minmax_first, scale):
+                            return True
                     continue
                 c = y.value
                 rest = (d - _atom_expr(a) * lone) * c

@@ -79,3 +79,17 @@ def test_strided_slice_symbol_with_upper_bound_0():
 def test_strided_slice_bad_attributes_are_located(attrs, msg):
     with pytest.raises(relax_mlir.CompileError, match=r"<string>:2:8: error: 'relax.strided_slice' op .*" + msg):
         relax_mlir.compile(src(["n"], *attrs))
+
+
+def test_slice_with_a_symbolic_stride_from_jax():
+    """x.reshape(-1)[::m] of an [n, m] array (the first column): a stride that is a symbol, whose
+    element count n + floordiv(-1, m) + 1 the prover shows non-negative (was refused)."""
+    jax = pytest.importorskip("jax")
+    from relax_mlir.frontend.jax import from_jax
+
+    n, m = jax.export.symbolic_shape("n, m")
+    fn = lambda x: x.reshape(-1)[::x.shape[1]] * 2  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n, m), jax.numpy.float32)))
+    for shape in ((1, 1), (3, 4), (7, 1), (1, 13), (40, 7)):
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        np.testing.assert_array_equal(exe(x), np.asarray(jax.jit(fn)(x)))

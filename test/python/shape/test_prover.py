@@ -309,3 +309,17 @@ def test_eq_over_a_bounded_range_by_every_value():
     assert not Facts(lower={"s": 1}, upper={"s": 63}).prove_eq(a, s + 2)
     assert not Facts(lower={"s": 1}).prove_eq(a, s + 2)
     assert Facts(lower={"s": 1}, upper={"s": 62}, equalities=[(sym("a"), s + 2)]).prove_eq(a, s + 2)
+
+
+def test_floordiv_by_a_positive_symbol_keeps_the_sign_and_at_most_the_magnitude():
+    """For y >= 1, floordiv(x, y) lies in [min(x, 0), max(x, 0)]: a stride-m slice of n elements
+    has n + floordiv(-1, m) + 1 >= 0 of them (x.reshape(-1)[::m] was refused: "broadcast
+    dimensions differ: floordiv(-1, m) + n + 1 vs max(0, floordiv(-1, m) + n + 1)")."""
+    n, m, x = sym("n"), sym("m"), sym("x")
+    f = Facts(lower={"n": 1, "m": 1})
+    assert f.prove_ge(n + floordiv(const(-1), m) + 1, 0)
+    assert f.prove_eq(max_(const(0), n + floordiv(const(-1), m) + 1), n + floordiv(const(-1), m) + 1)
+    assert f.prove_le(floordiv(n - 3, m), max_(n - 3, const(0)))
+    assert f.prove_ge(floordiv(x, m), min_(x, const(0)))
+    assert not f.prove_ge(n + floordiv(const(-1), m), 1)  # n = 1: 0
+    assert not Facts(lower={"n": 1}).prove_ge(n + floordiv(const(-1), m) + 1, 0)  # m may be 0 or negative
