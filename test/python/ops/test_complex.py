@@ -181,6 +181,14 @@ def test_control_flow_and_windows_carry_complex_values():
     check(f, [spec((b, 8)), spec((1,), jnp.int32)], make, [1, 3, 20], rtol=1e-5, atol=1e-5, cases=True)
 
 
+def test_complex_cumsum_over_a_symbolic_axis():
+    """jnp.cumsum of complex values along a symbolic axis: jax's `dynamic_reduce_window` custom
+    call, each part summed on its own (was refused: "custom_call on complex numbers")."""
+    (b,) = jax.export.symbolic_shape("b")
+    f = lambda x: _parts(jnp.cumsum(lax.complex(x, -2 * x), axis=0), jnp.cumsum(x * 1j, axis=0)[::-1])  # noqa: E731
+    check(f, [spec((b, 3))], _rows((3,)), [1, 7, 33], rtol=1e-5, atol=1e-5)
+
+
 def test_jnp_complex_api():
     """What jnp builds on complex values: composites (their decompositions run on the parts), dims
     of complex values, vdot / norm / conj products, sinh / cos (jax's real decompositions)."""

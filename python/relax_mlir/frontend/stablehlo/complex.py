@@ -407,6 +407,28 @@ def _window_sum(im, op, ins):
         return CVal(_reduce_window(im, op, [x.re, init.re], parts[0]), _reduce_window(im, op, [x.im, init.im], parts[1]))
 
 
+def _custom_call(im, op, ins):
+    """jax's `stablehlo.dynamic_reduce_window` (a cumsum over a symbolic axis) that adds: each
+    part on its own, as `_window_sum`; any other target on complex numbers is refused by name."""
+    from relax_mlir.frontend.stablehlo.common import _string
+    from relax_mlir.frontend.stablehlo.window import _dynamic_reduce_window
+
+    target = _string(op.attributes["call_target_name"])
+    if target != "stablehlo.dynamic_reduce_window" or len(ins) != 7 or not isinstance(ins[0], CVal) \
+            or not isinstance(ins[1], CVal):
+        raise UnsupportedOpError("stablehlo.custom_call", str(op.location), f"call target @{target} on complex numbers")
+    callee = im.funcs.get(_string(op.attributes["called_computations"][0]))
+    body = [] if callee is None else [o.operation.name for o in callee.regions[0].blocks[0].operations
+                                      if o.operation.name not in ("stablehlo.return", "func.return")]
+    if body != ["stablehlo.add"]:
+        raise UnsupportedOpError("stablehlo.custom_call", str(op.location),
+                                 "on complex numbers only dynamic_reduce_window windows that add are supported")
+    (x, init), parts = ins[:2], _constant_parts(op.operands[1]) or (None, None)
+    with real_parts():
+        return CVal(_dynamic_reduce_window(im, op, [x.re, init.re, *ins[2:]], parts[0]),
+                    _dynamic_reduce_window(im, op, [x.im, init.im, *ins[2:]], parts[1]))
+
+
 _UNROLL_MAX = 64  # the most factors of a complex product reduction unrolled
 
 
@@ -687,6 +709,7 @@ COMPLEX_CONVERTERS.update({
     "stablehlo.reduce": _reduce,
     "stablehlo.scatter": _scatter,
     "stablehlo.reduce_window": _window_sum,
+    "stablehlo.custom_call": _custom_call,
     "stablehlo.fft": _fft,
 })
 

@@ -149,9 +149,10 @@ def _reduce_window(im, op, ins, init_value=None):
                                [const(p) for p in pads[0::2]], [const(p) for p in pads[1::2]])
 
 
-def _dynamic_reduce_window(im, op, ins):
+def _dynamic_reduce_window(im, op, ins, init_value=None):
     """`stablehlo.custom_call @stablehlo.dynamic_reduce_window(x, init, window_dimensions,
-    window_strides, base_dilations, window_dilations, padding)`, body in `called_computations`."""
+    window_strides, base_dilations, window_dilations, padding)`, body in `called_computations`.
+    `init_value`: the init's value where the caller knows it (a part of a complex constant)."""
     if len(op.results) != 1 or len(ins) != 7:
         raise ValueError("variadic dynamic_reduce_window (several operands) is not supported")
     x, init = ins[0], ins[1]
@@ -165,7 +166,9 @@ def _dynamic_reduce_window(im, op, ins):
     wdil = _const_ints(_window_known(ins[5], "window_dilations"), "window dilations")
     pads = _window_known(ins[6], "padding")
     strides = _strides(im, x, _window_known(ins[3], "window_strides"), window, bdil, wdil, pads[0::2], pads[1::2])
-    return _emit_reduce_window(im, op, x, init, _init_value(op.operands[1]), kind, window, strides, bdil, wdil,
+    if init_value is None:
+        init_value = _init_value(op.operands[1])
+    return _emit_reduce_window(im, op, x, init, init_value, kind, window, strides, bdil, wdil,
                                pads[0::2], pads[1::2])
 
 
