@@ -32,6 +32,8 @@ expand_shape/copy/load/store`, `scf.if/for` and `gpu.launch_func`: runtime/vulka
 """
 from __future__ import annotations
 
+import math
+
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -851,6 +853,84 @@ def _expand_copysign(op: ir.Operation) -> None:
         o.erase()
 
 
+def _series_near_zero(op: ir.Operation) -> None:
+    """log1p and expm1 of small |x| as series, on Vulkan. Their compensated formulas (log1p: log(u)
+    * x / (u - 1) for u = 1 + x; expm1: (u - 1) * x / log(u) for u = exp(x), jax's) need log(u)
+    accurate relative to its value near u = 1, and Vulkan allows log an absolute error of 2^-21
+    there (lavapipe: log1p(-3e-7) 3% off). For |x| < 0.5: log1p(x) = 2 atanh(s), s = x / (2 + x),
+    as 2 s (1 + s^2/3 + ... + s^16/17); expm1(x) = x + x^2/2! + ... + x^10/10!. Found by the
+    formulas' ops (`ops/elementwise.py` Log1pOp, the importer's expm1) inside one kernel."""
+    f32 = ir.F32Type.get()
+    i1 = ir.IntegerType.get_signless(1)
+    pred = lambda v: ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)  # noqa: E731
+
+    def owner(v, name):
+        o = v.owner if isinstance(v, ir.OpResult) else None
+        return o if o is not None and o.name == name else None
+
+    def is_one(v):
+        o = owner(v, "arith.constant")
+        return o is not None and isinstance(o.attributes["value"], ir.FloatAttr) and ir.FloatAttr(o.attributes["value"]).value == 1.0
+
+    def other(add, v):  # the operand of `add` that is not the constant 1
+        a, b = add.operands
+        return b if is_one(a) else a if is_one(b) else None
+
+    found = []
+
+    def visit(k):
+        if k.name != "arith.mulf" or not isinstance(k.results[0].type, (ir.F32Type, ir.F16Type)):
+            return
+        for l, q in (k.operands, reversed(list(k.operands))):
+            div = owner(q, "arith.divf")
+            if div is None:
+                continue
+            x, den = div.operands
+            log = owner(l, "math.log")
+            sub = owner(den, "arith.subf")
+            if log is not None and sub is not None and is_one(sub.operands[1]):  # log(u) * (x / (u - 1))
+                add = owner(log.operands[0], "arith.addf")
+                if add is not None and sub.operands[0] == log.operands[0] and other(add, x) == x:
+                    found.append((k, x, "log1p"))
+                    return
+            sub = owner(l, "arith.subf")
+            log = owner(den, "math.log")
+            if sub is not None and log is not None and is_one(sub.operands[1]):  # (u - 1) * (x / log(u))
+                exp = owner(log.operands[0], "math.exp")
+                if exp is not None and sub.operands[0] == log.operands[0] and exp.operands[0] == x:
+                    found.append((k, x, "expm1"))
+                    return
+    walk(op, visit)
+    for k, x, kind in found:
+        t = k.results[0].type
+        with ir.InsertionPoint.after(k), k.location:
+            def c(v):
+                return make_op("arith.constant", [f32], [], {"value": ir.FloatAttr.get(f32, v)}).results[0]
+
+            def b(name, *xs):
+                return make_op(name, [f32], list(xs)).results[0]
+            x32 = x if isinstance(t, ir.F32Type) else make_op("arith.extf", [f32], [x]).results[0]
+            if kind == "log1p":
+                sv = b("arith.divf", x32, b("arith.addf", c(2.0), x32))
+                w = b("arith.mulf", sv, sv)
+                poly = c(1.0 / 17)
+                for d in (15, 13, 11, 9, 7, 5, 3, 1):
+                    poly = b("arith.addf", b("arith.mulf", poly, w), c(1.0 / d))
+                series = b("arith.mulf", b("arith.mulf", c(2.0), sv), poly)
+            else:
+                poly = c(1.0 / math.factorial(10))
+                for d in range(9, 0, -1):
+                    poly = b("arith.addf", b("arith.mulf", poly, x32), c(1.0 / math.factorial(d)))
+                series = b("arith.mulf", x32, poly)
+            if not isinstance(t, ir.F32Type):
+                series = make_op("arith.truncf", [t], [series]).results[0]
+            small = make_op("arith.cmpf", [i1], [make_op("math.absf", [f32], [x32]).results[0], c(0.5)],
+                            {"predicate": pred(4)}).results[0]  # olt: false for NaN
+            new = make_op("arith.select", [t], [small, series, k.results[0]])
+        k.results[0].replace_all_uses_with(new.results[0])
+        new.operands[2] = k.results[0]
+
+
 def _ieee_min_max(op: ir.Operation) -> None:
     """f32 / f16 / bf16 `arith.maximumf` / `minimumf` with IEEE 754's order of zeros (-0.0 below +0.0, as
     StableHLO and jax): the SPIR-V lowering (GLSL FMax / FMin with NaN selects) and WGSL's max / min
@@ -963,6 +1043,7 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
         _expand_atan2_cbrt(op)
         _expand_copysign(op)
         _ieee_min_max(op)
+        _series_near_zero(op)
         _widen_narrow_ints(op)
         launches = []
         walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)

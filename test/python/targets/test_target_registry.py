@@ -54,8 +54,10 @@ def test_named_pipelines_are_what_compile_runs():
     assert "relax-dispatch-library" not in reg.expand(["relax-compile-vulkan"])
     assert "relax-multiversion" not in reg.expand(["relax-compile-vulkan"])
     assert get_target("cpu").pipeline(True) == ["relax-compile-cpu"]
-    for items, _ in reg.pipelines.values():
-        assert all(i in reg.passes or i in reg.pipelines for i in items)
+    for items, _ in reg.pipelines.values():  # (an item may carry options: relax-fuse-kernels{max_buffers=16})
+        assert all(i.split("{", 1)[0] in reg.passes or i in reg.pipelines for i in items)
+    assert "relax-fuse-kernels{max_buffers=16}" in reg.expand(["relax-compile-vulkan"])
+    assert "relax-fuse-kernels{max_buffers=8}" in reg.expand(["relax-compile-webgpu"])
 
 
 def test_registry_names_match_classes():
