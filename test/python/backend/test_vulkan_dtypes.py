@@ -253,6 +253,15 @@ print("ok")
 """
 
 
+def _run_on_vulkan(script: str) -> None:
+    """Run `script` in a child process (a lavapipe device breaks the CPU JIT of later tests); it
+    prints "ok" last."""
+    if not toolchecks.vulkan_adapter():
+        pytest.skip("no Vulkan adapter (lavapipe)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
 def test_inverse_trig_and_cbrt_on_vulkan():
     """atan2 (which jax's arctan, arcsin, arccos and angle become) and cbrt, which MLIR's SPIR-V
     conversion does not take, are expanded in arith (Cephes' atanf; exp(log(x) / 3) and a Newton
@@ -260,10 +269,7 @@ def test_inverse_trig_and_cbrt_on_vulkan():
     zeros, infinities and NaNs,
     over every pair of special values (they were refused by name; before that, "failed to legalize
     operation 'math.atan2'", fuzz seed 2,390,152). In a child process, as the others."""
-    if not toolchecks.vulkan_adapter():
-        pytest.skip("no Vulkan adapter (lavapipe)")
-    out = subprocess.run([sys.executable, "-c", _INVERSE_TRIG], capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    _run_on_vulkan(_INVERSE_TRIG)
 
 
 _STACK_SLICES = """
@@ -298,10 +304,7 @@ def test_slices_of_a_stack_read_their_own_part():
     reuse; kernels are canonicalized before they are inlined now, nothing after (helper probe).
     `jnp.roll(x, (s, 2 * s))` rolled axis 1 by s: the same fold, made by the greedy driver of
     `empty-tensor-to-alloc-tensor` before bufferization (no greedy rewrite runs there now)."""
-    if not toolchecks.vulkan_adapter():
-        pytest.skip("no Vulkan adapter (lavapipe)")
-    out = subprocess.run([sys.executable, "-c", _STACK_SLICES], capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    _run_on_vulkan(_STACK_SLICES)
 
 
 _BINDINGS = """
@@ -340,10 +343,7 @@ def test_kernels_stay_within_the_binding_limit():
     buffers (now folded into immediates), a sum of 40 arguments one fused kernel of 41 (fusion on
     Vulkan stops at 16 tensors); both failed at the first call, inside wgpu. A host program over
     the limit is refused before anything runs, naming the kernel and the limit."""
-    if not toolchecks.vulkan_adapter():
-        pytest.skip("no Vulkan adapter (lavapipe)")
-    out = subprocess.run([sys.executable, "-c", _BINDINGS], capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    _run_on_vulkan(_BINDINGS)
 
 
 _NEAR_ZERO = """
@@ -377,10 +377,7 @@ def test_log1p_and_expm1_near_zero():
     the SPIR-V `NoContraction` that wgpu drops, reassociated (1 + x) - 1 into x and log(exp(x))
     into x (log1p(1e-7) 19% off), and Vulkan's log is only 2^-21 accurate (absolute) near 1
     (log1p(-3e-7) 3% off): below |x| = 0.5 both are series now, on Vulkan."""
-    if not toolchecks.vulkan_adapter():
-        pytest.skip("no Vulkan adapter (lavapipe)")
-    out = subprocess.run([sys.executable, "-c", _NEAR_ZERO], capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+    _run_on_vulkan(_NEAR_ZERO)
 
 
 def test_bf16_and_f16_in_one_kernel_is_refused():
