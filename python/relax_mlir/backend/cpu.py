@@ -1520,6 +1520,25 @@ def _round_like_xla(op: ir.Operation) -> tuple[int, int]:
     return len(folds), len(strict)
 
 
+def _strict_conversions(op: ir.Operation) -> int:
+    """Drop the `contract` flag of the widenings the compiler marked internal (f16 -> f32 of a
+    dot's operands; bf16 ones `_round_like_xla` has read already): it means nothing past here, and
+    it reached LLVM IR as `llvm.fpext {fastmath = #arith.fastmath<contract>}`, an attribute of the
+    arith dialect that the standalone mlir-translate of `exe.export` cannot parse (every f16 model
+    failed to export). Returns how many flags were dropped."""
+    found = []
+
+    def visit(o):
+        if o.name in ("arith.extf", "arith.truncf") and "fastmath" in o.attributes:
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for o in found:
+        del o.attributes["fastmath"]
+    return len(found)
+
+
 def _run_module(module, pipeline: str, stage: str) -> None:
     """Run a pipeline on the whole module without MLIR's verification after every pass: the
     stages verify the module once at their end (`verify`). Verifying a 12-layer LLM after each of
@@ -1560,6 +1579,7 @@ def stage_vectorize(module, options: CPUOptions) -> None:
         _run_module(op, _BF16_ARITH, "vectorize")
         _round_like_xla(op)
         verify(op, "vectorize", _BF16_ARITH)
+    _strict_conversions(op)
     _expand_math(op)
     for kernel in _kernels(op):
         if "relax.library" in kernel.attributes:  # a library call (backend/cpu_library.py)

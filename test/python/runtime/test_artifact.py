@@ -174,3 +174,29 @@ def test_an_artifact_replaced_at_the_same_path_loads_its_own_code(tmp_path):
     c = load(art)
     np.testing.assert_array_equal(c(x), np.full(3, 4.0, np.float32))
     assert load(art)(x).shape == (3,) and b(x)[0, 0] == 100.0
+
+
+def test_f16_products_export(tmp_path):
+    """An f16 product (its operands widened to f32 by the compiler, `relax.astype internal`)
+    exports and loads: the widenings' internal `contract` flag reached LLVM IR as an arith
+    attribute that the standalone mlir-translate could not parse, so every f16 model failed to
+    export (`Generator.save`, out-of-process compiles; helper probe)."""
+    import pytest
+
+    jax = pytest.importorskip("jax")
+    from relax_mlir.frontend.jax import from_jax
+    from relax_mlir.runtime import load
+
+    (n,) = jax.export.symbolic_shape("n")
+    f16 = jax.numpy.float16
+    fn = lambda a, b: jax.numpy.tanh(a @ b)  # noqa: E731
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((n, 16), f16), jax.ShapeDtypeStruct((16, 8), f16)))
+    exe.export(str(tmp_path / "art"))
+    again = load(str(tmp_path / "art"))
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((16, 8)).astype(np.float16)
+    for m in (1, 7, 40):
+        a = rng.standard_normal((m, 16)).astype(np.float16)
+        np.testing.assert_array_equal(again(a, b), exe(a, b))
+        np.testing.assert_allclose(again(a, b).astype(np.float32), np.asarray(jax.jit(fn)(a, b)).astype(np.float32),
+                                   rtol=4e-3, atol=4e-3)
