@@ -227,6 +227,27 @@ class FoldSplatConstantView(RewritePattern):
         return True
 
 
+def _same_after_common(a, b, facts) -> bool:
+    """The products of dims `a` and `b` are equal once the dims they share (identical
+    expressions, each once) are cancelled: [b, X] to [b, floordiv(n, 2), 1] when X equals
+    floordiv(n, 2), which the prover shows alone and not as b*X vs b*floordiv(n, 2) (the gradient
+    of a VALID max pool over a symbolic axis)."""
+    if any(x is None for x in (*a, *b)):
+        return False
+    rest = list(b)
+    left = []
+    for x in a:
+        for i, y in enumerate(rest):
+            if x == y:
+                del rest[i]
+                break
+        else:
+            left.append(x)
+    if len(left) + len(rest) == len(a) + len(b):
+        return False  # nothing in common: the full products were compared already
+    return dims_equal(product(left), product(rest), facts)
+
+
 @relax_op
 class ReshapeOp(OpSpec):
     """Reshape to a symbolic shape; the element count must provably stay the same.
@@ -261,7 +282,7 @@ class ReshapeOp(OpSpec):
             new = raw
         dims = _exprs(new, "shape")
         n_out = product(dims)
-        if n_in is not None and not dims_equal(n_in, n_out, op.facts):
+        if n_in is not None and not dims_equal(n_in, n_out, op.facts) and not _same_after_common(d, dims, op.facts):
             raise DeduceError(
                 f"cannot reshape {fmt_dims(d)} to {fmt_dims(dims)}: element counts {n_in} vs {n_out} "
                 f"are not provably equal" + symbols_note(n_in, n_out))

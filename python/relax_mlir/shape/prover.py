@@ -140,8 +140,9 @@ class Facts:
             # 64 rows given s <= 62 is min(64, s + 2) = s + 2, but only below the bound); sound
             # whatever else the facts say of other symbols
             count = hi - lo + 1
-        elif self._equalities:
-            return False
+        # (Equalities among the facts only narrow the values x takes: evaluating at every x >= lo
+        # is a superset, and the raised facts below drop them, a weaker assumption. A jax
+        # constraint n >= m, or an argument dim 2*n, kept this proof from a pool's gradient.)
         try:
             for v in range(lo, lo + count):
                 if hi is not None and v > hi:

@@ -535,3 +535,23 @@ def test_cnn_training_step_over_a_symbolic_image_size():
         assert len(got) == len(want)
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_of_a_valid_max_pool_over_symbolic_axes():
+    """jax.grad of a VALID, stride-2 max / min pool over a symbolic axis (a CNN training step's):
+    its reshape [b, X] -> [b, floordiv(n, 2), 1] needs X == floordiv(n, 2), which the prover shows
+    once the common b is cancelled (was refused, as with a jax constraint n >= m beside it)."""
+    from relax_mlir.frontend.jax import from_jax
+
+    jnp = jax.numpy
+    b, n, m = jax.export.symbolic_shape("b, n, m", constraints=("n >= m",))
+    pool = lambda x, op, init: jax.lax.reduce_window(x, init, op, (1, 2), (1, 2), "VALID")  # noqa: E731
+    fn = jax.grad(lambda x, y: (pool(x, jax.lax.max, -jnp.inf).sum() + pool(x, jax.lax.min, jnp.inf).sum() * 0.5
+                                + (y * y).sum()), argnums=(0, 1))
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((b, n), jnp.float32),
+                                      jax.ShapeDtypeStruct((m,), jnp.float32)))
+    rng = np.random.default_rng(4)
+    for bb, nn, mm in ((1, 1, 1), (2, 7, 3), (3, 13, 13), (2, 40, 9)):
+        x, y = rng.standard_normal((bb, nn)).astype(np.float32), rng.standard_normal(mm).astype(np.float32)
+        for got, want in zip(exe(x, y), jax.jit(fn)(x, y)):
+            np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6, atol=1e-6)

@@ -323,3 +323,17 @@ def test_floordiv_by_a_positive_symbol_keeps_the_sign_and_at_most_the_magnitude(
     assert f.prove_ge(floordiv(x, m), min_(x, const(0)))
     assert not f.prove_ge(n + floordiv(const(-1), m), 1)  # n = 1: 0
     assert not Facts(lower={"n": 1}).prove_ge(n + floordiv(const(-1), m) + 1, 0)  # m may be 0 or negative
+
+
+def test_small_values_proof_with_equalities_among_the_facts():
+    """The proof by evaluation over one symbol holds with equalities among the facts (they only
+    narrow the values it takes): a jax constraint n >= m (n == m + t) or an argument dim 2*n kept
+    it from the gradient of a VALID max pool, floordiv(max(0, 2*floordiv(m, 2) - 1) + 1, 2) ==
+    floordiv(m, 2) for m >= 1 (helper probe). A false relation stays unproved."""
+    m, n, t = sym("m"), sym("n"), sym("t")
+    a = P("floordiv(max(-m*min(1, 2*floordiv(m, 2)) + 2*floordiv(m, 2) + m - 1, 0) + 1, 2)")
+    b = P("floordiv(max(0, 2*floordiv(m, 2) - 1) + 1, 2)")
+    for eqs in ([], [(sym("a"), 2 * n)], [(n, m + t)], [(m, 2 * t)]):
+        f = Facts(lower={"m": 1, "n": 1, "t": 0}, equalities=eqs)
+        assert f.prove_eq(a, floordiv(m, 2)) and f.prove_eq(b, floordiv(m, 2)), eqs
+        assert not f.prove_eq(a, floordiv(m, 2) + 1) and not f.prove_eq(b, m), eqs
