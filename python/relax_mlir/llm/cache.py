@@ -21,13 +21,15 @@ class KVCache:
     """Keys and values of `layers` layers for `batch` sequences, up to `max_context` positions."""
 
     def __init__(self, layers: int, batch: int, kv_heads: int, head_dim: int, max_context: int,
-                 dtype=np.float32, chunk: int = 64):
+                 dtype=np.float32, chunk: int = 64, value_dtype=None):
         self.batch, self.max_context, self.chunk = batch, max_context, chunk
         self.row = kv_heads * head_dim  # elements per position
         self.tail = (kv_heads, head_dim)
-        self.dtype = np.dtype(dtype)
+        self.dtype = np.dtype(dtype)  # the keys'; the values' is `value_dtype` (default the same)
+        self.value_dtype = self.dtype if value_dtype is None else np.dtype(value_dtype)
         size = batch * max_context * self.row
-        self._flat = [np.zeros(size, self.dtype) for _ in range(2 * layers)]  # k0..kL-1, v0..vL-1
+        self._flat = ([np.zeros(size, self.dtype) for _ in range(layers)]  # k0..kL-1, v0..vL-1
+                      + [np.zeros(size, self.value_dtype) for _ in range(layers)])
         self.capacity = 0
         self.arrays: list[np.ndarray] = []
 

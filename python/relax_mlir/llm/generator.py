@@ -167,10 +167,11 @@ class Generator:
                  seed: int = 0, eos_token_id: int | None = None, progress: bool = False) -> list[list[int]]:
         """The new tokens of each prompt (a list per prompt; one that emits `eos_token_id` stops
         there, the token included)."""
+        steps = self.stream(prompts, max_new_tokens, sampling, temperature=temperature, top_k=top_k,
+                            top_p=top_p, seed=seed, eos_token_id=eos_token_id, progress=progress)  # (checks first)
         out: list[list[int]] = [[] for _ in prompts]
         done = [False] * len(prompts)
-        for tokens in self.stream(prompts, max_new_tokens, sampling, temperature=temperature, top_k=top_k,
-                                  top_p=top_p, seed=seed, eos_token_id=eos_token_id, progress=progress):
+        for tokens in steps:
             for i, t in enumerate(tokens.tolist()):
                 if not done[i]:
                     out[i].append(t)
@@ -187,6 +188,10 @@ class Generator:
         prompt plus `max_new_tokens` that does not fit `max_context` is a ValueError."""
         sampler = Sampler.make(sampling, temperature, top_k, top_p, seed)
         ids, mask, pos, lengths = self._batch(prompts)
+        if eos_token_id is not None:
+            eos_token_id = whole_number("eos_token_id", eos_token_id, 0)
+            if eos_token_id >= self.lm.vocab:
+                raise ValueError(f"eos_token_id {eos_token_id} is not a token of the vocabulary [0, {self.lm.vocab})")
         max_new_tokens = whole_number("max_new_tokens", max_new_tokens, 1)
         need = ids.shape[1] + max_new_tokens - 1
         if need > self.max_context:
@@ -271,7 +276,8 @@ class Generator:
         lm = self.lm
         if self.target == "jax":
             return _JaxCache(lm, self.max_context, self.cache_chunk)
-        return KVCache(lm.layers, batch, lm.kv_heads, lm.head_dim, self.max_context, lm.cache_dtype, self.cache_chunk)
+        return KVCache(lm.layers, batch, lm.kv_heads, lm.head_dim, self.max_context, lm.cache_dtype, self.cache_chunk,
+                       lm.value_dtype)
 
 
 class _JaxCache:

@@ -39,7 +39,12 @@ class CausalLM:
     head_dim: int
     vocab: int
     max_positions: int  # the longest context the definition supports (its position tables)
-    cache_dtype: np.dtype = np.dtype(np.float32)
+    cache_dtype: np.dtype = np.dtype(np.float32)  # the keys'
+    value_dtype: np.dtype | None = None  # the values' cache dtype where it differs (GPT-J in f16 / bf16)
+
+    @property
+    def values_dtype(self) -> np.dtype:
+        return self.cache_dtype if self.value_dtype is None else np.dtype(self.value_dtype)
 
 
 def _leaves(tree, name: str) -> list:
@@ -104,16 +109,20 @@ def from_hf_flax(model, params=None) -> CausalLM:
         kv = out.past_key_values
         return out.logits[:, -1], _leaves(kv, "cached_key"), _leaves(kv, "cached_value")
 
+    # (GPT-J's half-precision cache holds f32 keys, its rotary embedding's, and f16 / bf16 values)
+    kdt, vdt = keys[0].dtype, _leaves(template, "cached_value")[0].dtype
+
     def prefill(weights, ids, mask, pos):
         b, s = ids.shape
-        empty = [jnp.zeros((b, s, kv_heads, head_dim), keys[0].dtype)] * len(keys)
-        return run(weights, ids, mask, pos, empty, empty, jnp.zeros((), jnp.int32))
+        empty_k = [jnp.zeros((b, s, kv_heads, head_dim), kdt)] * len(keys)
+        empty_v = [jnp.zeros((b, s, kv_heads, head_dim), vdt)] * len(keys)
+        return run(weights, ids, mask, pos, empty_k, empty_v, jnp.zeros((), jnp.int32))
 
     def decode(weights, ids, mask, pos, index, ks, vs):
         return run(weights, ids, mask, pos, ks, vs, index)
 
     return CausalLM(type(model).__name__, prefill, decode, weights, len(keys), int(kv_heads), int(head_dim),
-                    int(cfg.vocab_size), int(max_positions), np.dtype(keys[0].dtype))
+                    int(cfg.vocab_size), int(max_positions), np.dtype(kdt), None if vdt == kdt else np.dtype(vdt))
 
 
 def export(lm: CausalLM, max_context: int, platforms=None):
@@ -131,15 +140,17 @@ def export(lm: CausalLM, max_context: int, platforms=None):
     prefill = jexport.export(jax.jit(lm.prefill), platforms=platforms)(w, tok, tok, tok)
     b, m = jexport.symbolic_shape("b, m", constraints=(f"m <= {max_context}",))
     one = jax.ShapeDtypeStruct((b, 1), i32)
-    cache = [jax.ShapeDtypeStruct((b, m, lm.kv_heads, lm.head_dim), lm.cache_dtype)] * lm.layers
+    cache_k = [jax.ShapeDtypeStruct((b, m, lm.kv_heads, lm.head_dim), lm.cache_dtype)] * lm.layers
+    cache_v = [jax.ShapeDtypeStruct((b, m, lm.kv_heads, lm.head_dim), lm.values_dtype)] * lm.layers
     decode = jexport.export(jax.jit(lm.decode, donate_argnums=(5, 6)), platforms=platforms)(
-        w, one, jax.ShapeDtypeStruct((b, m), i32), one, jax.ShapeDtypeStruct((), i32), cache, cache)
+        w, one, jax.ShapeDtypeStruct((b, m), i32), one, jax.ShapeDtypeStruct((), i32), cache_k, cache_v)
     return prefill, decode
 
 
 def from_gemma(model, params, max_positions: int = 8192) -> CausalLM:
     """Google's `gemma` package Transformer (`gm.nn.Transformer`, text only) with its `params`
-    (the "params" collection) as a `CausalLM`; the KV cache is float32.
+    (the "params" collection) as a `CausalLM`; the KV cache is in the model's `dtype` (float32 by
+    default), as gemma's own sampler keeps it.
 
     Gemma's own cache (per layer `k`, `v`, `end_index` and the slots' `positions`) is rebuilt in
     each call from the arrays this interface carries: `end_index` is `index`, a slot's position
@@ -151,7 +162,9 @@ def from_gemma(model, params, max_positions: int = 8192) -> CausalLM:
 
     leaves, treedef = jax.tree.flatten(params)
     weights = [np.ascontiguousarray(np.asarray(w)) for w in leaves]
-    template = jax.eval_shape(lambda: model.init_cache(batch_size=1, dtype=jnp.float32, cache_length=2))
+    # the cache in the dtype the model computes its keys and values in (gemma's sampler: the params')
+    cdt = jnp.dtype(getattr(model, "dtype", None) or jnp.float32)
+    template = jax.eval_shape(lambda: model.init_cache(batch_size=1, dtype=cdt, cache_length=2))
     names = sorted(template, key=lambda n: int(n.rsplit("_", 1)[1]))
     _, _, kv_heads, head_dim = template[names[0]]["k"].shape
 
@@ -169,11 +182,11 @@ def from_gemma(model, params, max_positions: int = 8192) -> CausalLM:
 
     def prefill(weights, ids, mask, pos):
         b, s = ids.shape
-        empty = [jnp.zeros((b, s, kv_heads, head_dim), jnp.float32)] * len(names)
+        empty = [jnp.zeros((b, s, kv_heads, head_dim), cdt)] * len(names)
         return run(weights, ids, mask, pos, empty, empty, jnp.zeros((), jnp.int32))
 
     def decode(weights, ids, mask, pos, index, ks, vs):
         return run(weights, ids, mask, pos, ks, vs, index)
 
     return CausalLM(type(model).__name__, prefill, decode, weights, len(names), int(kv_heads), int(head_dim),
-                    int(model.config.num_embed), int(max_positions), np.dtype(np.float32))
+                    int(model.config.num_embed), int(max_positions), np.dtype(cdt))

@@ -105,7 +105,9 @@ def save(gen, path: str, *, eos_token_id: int | None = None) -> None:
             "built_for": _machine(),
             "config": {"name": lm.name, "layers": lm.layers, "kv_heads": lm.kv_heads, "head_dim": lm.head_dim,
                        "vocab": lm.vocab, "max_positions": lm.max_positions,
-                       "cache_dtype": _relax_dtype(lm.cache_dtype), "max_context": gen.max_context,
+                       "cache_dtype": _relax_dtype(lm.cache_dtype),
+                       **({} if lm.value_dtype is None else {"value_dtype": _relax_dtype(lm.value_dtype)}),
+                       "max_context": gen.max_context,
                        "cache_chunk": gen.cache_chunk, "pad_token_id": gen.pad_token_id,
                        "eos_token_id": None if eos_token_id is None else int(eos_token_id)},
             "weights": weights,
@@ -170,7 +172,8 @@ def read(path: str, *, verify: bool = True) -> tuple[CausalLM, tuple, dict]:
     _check_files(path, index, verify)
     weights = [_map_weight(path, k, w) for k, w in enumerate(index["weights"])]
     lm = CausalLM(cfg["name"], None, None, weights, cfg["layers"], cfg["kv_heads"], cfg["head_dim"], cfg["vocab"],
-                  cfg["max_positions"], np.dtype(NUMPY_DTYPES[cfg["cache_dtype"]]))
+                  cfg["max_positions"], np.dtype(NUMPY_DTYPES[cfg["cache_dtype"]]),
+                  np.dtype(NUMPY_DTYPES[cfg["value_dtype"]]) if "value_dtype" in cfg else None)
     exes = tuple(load_artifact(os.path.join(path, name)) for name in ENTRIES)
     for name, exe in zip(ENTRIES, exes):
         n = len(exe[exe.main].sig.params)
@@ -231,8 +234,9 @@ def _config(path: str, index: dict) -> dict:
         v = cfg.get(key)
         if not isinstance(v, t) or isinstance(v, bool) or (t is int and v < 0):
             raise ValueError(f"{path}: {INDEX}: config {key} is {v!r}, expected a{'n integer' if t is int else ' string'}")
-    if cfg["cache_dtype"] not in NUMPY_DTYPES:
-        raise ValueError(f"{path}: {INDEX}: cache dtype {cfg['cache_dtype']!r} is not supported by this runtime")
+    for key in ("cache_dtype", "value_dtype"):
+        if (key == "cache_dtype" or key in cfg) and (not isinstance(cfg[key], str) or cfg[key] not in NUMPY_DTYPES):
+            raise ValueError(f"{path}: {INDEX}: {key.replace('_', ' ')} {cfg[key]!r} is not supported by this runtime")
     eos = cfg.get("eos_token_id")
     if eos is not None and (not isinstance(eos, int) or not 0 <= eos < cfg["vocab"]):
         raise ValueError(f"{path}: {INDEX}: eos_token_id {eos!r} is not a token of the vocabulary")
