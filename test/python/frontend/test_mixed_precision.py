@@ -115,3 +115,21 @@ def test_f32_dot_to_bf16_result_rounds_once():
     assert np.all(np.abs(got.astype(np.float64) - exact) <= np.abs(exact) * 2.0 ** -8 + 1e-6)
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2 ** -7)
 
+
+
+@pytest.mark.parametrize("dt", [jnp.float16, jnp.bfloat16], ids=["f16", "bf16"])
+def test_half_precision_sums_accumulate_in_f32(dt):
+    """A 16-bit sum (jax.grad's bias gradient, jnp.sum / mean / prod) accumulates in f32 and
+    rounds once, as XLA: a 16-bit running sum stopped growing once its ulp passed the terms (12000
+    f16 terms of about 1 summed to 4096; helper probe). Equal to jax.jit at 1, 13 and 12000 rows."""
+    (n,) = jax.export.symbolic_shape("n")
+    fn = lambda b, x: (jax.grad(lambda b: jnp.sum(jnp.sin(x + b).astype(jnp.float32)))(b),  # noqa: E731
+                       jnp.sum(x, axis=0), jnp.mean(x, axis=0), jnp.sum(x), jnp.prod(x[:8] * 0.5 + 0.75, axis=0))
+    exe = relax_mlir.compile(from_jax(fn, jax.ShapeDtypeStruct((4,), dt), jax.ShapeDtypeStruct((n, 4), dt)))
+    b = np.full((4,), 0.1).astype(dt)
+    for rows in (1, 13, 12000):
+        x = np.random.default_rng(rows).uniform(0.5, 1.5, (rows, 4)).astype(dt)
+        for i, (got, want) in enumerate(zip(exe(b, x), jax.jit(fn)(b, x))):
+            got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+            # one rounding of an f32 sum each: within two 16-bit ulps at the result's scale
+            np.testing.assert_allclose(got, want, rtol=2 * float(jnp.finfo(dt).eps), err_msg=f"output {i} rows {rows}")
