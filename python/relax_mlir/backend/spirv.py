@@ -870,7 +870,8 @@ def _series_near_zero(op: ir.Operation) -> None:
 
     def is_one(v):
         o = owner(v, "arith.constant")
-        return o is not None and isinstance(o.attributes["value"], ir.FloatAttr) and ir.FloatAttr(o.attributes["value"]).value == 1.0
+        v = o.attributes["value"] if o is not None else None
+        return isinstance(v, ir.FloatAttr) and ir.FloatAttr(v).value == 1.0
 
     def other(add, v):  # the operand of `add` that is not the constant 1
         a, b = add.operands

@@ -11,7 +11,7 @@ def whole_number(name: str, v, lo: int) -> int:
     """`v` (an int, or a float or numpy number with an integer value) as an int >= lo, else a
     ValueError naming `name` (None, NaN, inf, 1.5, a bool and a string are refused)."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
-            or (not isinstance(v, int) and not np.isfinite(v)) or int(v) != v or v < lo:  # (a Python int may pass int64)
+            or (not isinstance(v, int) and not np.isfinite(v)) or int(v) != v or v < lo:  # (an int may pass int64)
         raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
     return int(v)
 

@@ -2,6 +2,9 @@
 take."""
 from __future__ import annotations
 
+import numpy as np
+from mlir import ir
+
 from relax_mlir.dialect.spec import (INDEX, DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, py_attr, relax_op,
                                     result_)
 from relax_mlir.dialect.types import FLOAT_DTYPES, INT_DTYPES, TensorType, as_dim, view
@@ -530,9 +533,6 @@ class FoldConstantSlice(RewritePattern):
     adapter's 32). Only small results, so that a large constant is not copied."""
 
     def match_and_rewrite(self, op, rewriter) -> bool:
-        import numpy as np
-        from mlir import ir
-
         src = op.operands[0]
         if not isinstance(src, ir.OpResult) or src.owner.name != "relax.constant" \
                 or "value" not in src.owner.attributes:

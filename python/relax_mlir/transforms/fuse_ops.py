@@ -178,7 +178,8 @@ def _buffers(ops, inner) -> int:
     seen = set()
     for o in ops:
         for v in o.operands:
-            if isinstance(v, ir.OpResult) and id_of(v.owner.operation if hasattr(v.owner, "operation") else v.owner) in fused:
+            owner = v.owner.operation if isinstance(v, ir.OpResult) and hasattr(v.owner, "operation") else v.owner
+            if isinstance(v, ir.OpResult) and id_of(owner) in fused:
                 continue
             seen.add(v)
     return len(seen) + 1

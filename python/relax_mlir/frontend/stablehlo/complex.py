@@ -22,10 +22,11 @@ import math
 import numpy as np
 from mlir import ir
 
-from relax_mlir.frontend.stablehlo.common import (CVal, Val, _REAL_PARTS, _dtype_attr, _elt, _ints, _res,
+from relax_mlir.frontend.stablehlo.common import (CVal, Val, _REAL_PARTS, _dtype_attr, _elt, _ints, _res, _string,
                                                   _splat, complex_part_type)
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS, register_converters
+from relax_mlir.frontend.stablehlo.window import _dynamic_reduce_window
 from relax_mlir.ops.common import product
 from relax_mlir.shape import const
 
@@ -410,9 +411,6 @@ def _window_sum(im, op, ins):
 def _custom_call(im, op, ins):
     """jax's `stablehlo.dynamic_reduce_window` (a cumsum over a symbolic axis) that adds: each
     part on its own, as `_window_sum`; any other target on complex numbers is refused by name."""
-    from relax_mlir.frontend.stablehlo.common import _string
-    from relax_mlir.frontend.stablehlo.window import _dynamic_reduce_window
-
     target = _string(op.attributes["call_target_name"])
     if target != "stablehlo.dynamic_reduce_window" or len(ins) != 7 or not isinstance(ins[0], CVal) \
             or not isinstance(ins[1], CVal):

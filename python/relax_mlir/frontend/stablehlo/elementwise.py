@@ -49,7 +49,8 @@ def _multiply(im: Importer, op, ins):
             x = ins[1 - i]
             if p is not None and x.dtype == dt:
                 zero = im.emit("relax.constant", [], 0, dt, {"value": _splat([], dt, 0.0)}, dims=[])
-                return im.emit("relax.where", [p, x, zero], len(dims), dt, dims=_merge_dims(dims, ins[0].dims, ins[1].dims))
+                return im.emit("relax.where", [p, x, zero], len(dims), dt,
+                               dims=_merge_dims(dims, ins[0].dims, ins[1].dims))
     return _binary("relax.multiply", _INT_FOLD["stablehlo.multiply"])(im, op, ins)
 
 

@@ -121,7 +121,8 @@ def _dot_operands(im, a, b, dt):
     # `preferred_element_type` of quantized products): XLA converts each operand to the result
     # type and computes there; an f16 / bf16 result computes in f32 as above.
     every = {**_FLOAT_WIDTH, **_INT_WIDTH, **_UINT_WIDTH, "i1": 1}
-    if a.dtype in every and b.dtype in every and dt in every and (a.dtype, b.dtype) not in (("f16", "bf16"), ("bf16", "f16")):
+    if a.dtype in every and b.dtype in every and dt in every \
+            and (a.dtype, b.dtype) not in (("f16", "bf16"), ("bf16", "f16")):
         ct = "f32" if dt in _HALF else dt
 
         def conv(x):
