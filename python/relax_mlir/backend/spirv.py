@@ -33,7 +33,6 @@ expand_shape/copy/load/store`, `scf.if/for` and `gpu.launch_func`: runtime/vulka
 from __future__ import annotations
 
 import math
-
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -873,7 +872,7 @@ def _series_near_zero(op: ir.Operation) -> None:
         v = o.attributes["value"] if o is not None else None
         return isinstance(v, ir.FloatAttr) and ir.FloatAttr(v).value == 1.0
 
-    def other(add, v):  # the operand of `add` that is not the constant 1
+    def other(add):  # the operand of `add` that is not the constant 1
         a, b = add.operands
         return b if is_one(a) else a if is_one(b) else None
 
@@ -891,7 +890,7 @@ def _series_near_zero(op: ir.Operation) -> None:
             sub = owner(den, "arith.subf")
             if log is not None and sub is not None and is_one(sub.operands[1]):  # log(u) * (x / (u - 1))
                 add = owner(log.operands[0], "arith.addf")
-                if add is not None and sub.operands[0] == log.operands[0] and other(add, x) == x:
+                if add is not None and sub.operands[0] == log.operands[0] and other(add) == x:
                     found.append((k, x, "log1p"))
                     return
             sub = owner(l, "arith.subf")

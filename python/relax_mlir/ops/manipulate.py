@@ -518,10 +518,9 @@ class SplitOp(OpSpec):
 
 
 # dtypes whose dense constants numpy reads and writes element for element (i1 is packed bits,
-# bf16 has no numpy type without ml_dtypes)
+# bf16 has no numpy type without ml_dtypes; unsigned constants are signless)
 _NP_CONSTANT_DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
-                       "i32": "int32", "i64": "int64", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32",
-                       "ui64": "uint64"}
+                       "i32": "int32", "i64": "int64"}
 _FOLD_SLICE_MAX_ELEMENTS = 4096
 
 
@@ -542,8 +541,8 @@ class FoldConstantSlice(RewritePattern):
                 or not all(d.is_const for d in (*x.dims, *r.dims)) or x.dtype not in _NP_CONSTANT_DTYPES:
             return False
         a = src.owner.attributes["value"]
-        if not isinstance(a, ir.DenseElementsAttr):
-            return False
+        if not isinstance(a, ir.DenseElementsAttr) or a.is_splat:
+            return False  # (a splat: FoldSplatConstantView's case and the elementwise ops' scalar operands)
         shape = [d.value for d in r.dims]
         if int(np.prod(shape, dtype=np.int64)) > _FOLD_SLICE_MAX_ELEMENTS:
             return False
@@ -555,8 +554,6 @@ class FoldConstantSlice(RewritePattern):
         for ax, b, e, st in zip(axes, begin, end, strides):
             index[ax % len(x.dims)] = slice(b, e, st)  # numpy's positions: the op's semantics
         dt = np.dtype(_NP_CONSTANT_DTYPES[x.dtype])
-        if a.is_splat:
-            return False  # FoldSplatConstantView's case and the elementwise ops' scalar operands
         dense = ir.DenseFPElementsAttr(a) if dt.kind == "f" else ir.DenseIntElementsAttr(a)
         values = np.asarray(dense).astype(dt, copy=False).reshape([d.value for d in x.dims])[tuple(index)]
         if list(values.shape) != shape:

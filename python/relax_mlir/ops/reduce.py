@@ -1,8 +1,7 @@
 """Reductions over axes: sum, mean, max, min, prod; bitwise and / or / xor of integers."""
 from __future__ import annotations
 
-import numpy as np
-
+import math
 from typing import ClassVar
 
 from relax_mlir.dialect.spec import DeduceError, OpInfo, OpSpec, TENSOR, attr, operand, relax_op, result_
@@ -50,7 +49,7 @@ class ReduceOp(OpSpec):
         k = Kernel(cls.kind, [x], [r])
         rank = len(r.dims)
         extent = [x.dims[a] for a in axes]
-        short = all(d is not None and d.is_const for d in extent) and int(np.prod([d.value for d in extent])) <= 16
+        short = all(d is not None and d.is_const for d in extent) and math.prod(d.value for d in extent) <= 16
         if cls.kind in ("sum", "mean", "prod") and x.dtype in ("f16", "bf16") and not short:
             # accumulated in f32 and rounded once: a 16-bit running sum stops growing once its ulp
             # passes the terms (a bias gradient over 12000 f16 values was 2048, not 5188). XLA keeps

@@ -121,6 +121,8 @@ class WebGPUDriver(WgpuDriver):
     `kernels` is the artifact's {"limits": {...}, "kernels": {module: KernelInfo.as_json()}};
     `wgsl` maps module -> source."""
 
+    unavailable = WebGPUUnavailable
+
     def __init__(self, wgsl: dict[str, str], kernels: dict):
         import wgpu
 
@@ -134,8 +136,6 @@ class WebGPUDriver(WgpuDriver):
         self.pending = []
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self._max_binding = int(self.limits.get("maxStorageBufferBindingSize", 1 << 27))
-
-    unavailable = WebGPUUnavailable
 
     def storage_bindings(self, launch: dict) -> int:
         # scalars travel in the launch's uniform buffer

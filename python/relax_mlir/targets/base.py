@@ -23,7 +23,6 @@ OPTIMIZE = ("relax-infer-shapes", "relax-canonicalize", "relax-expand-attention"
             "relax-plan-memory", "relax-lower-shapes", "relax-to-upstream")
 
 
-
 def fusion_limited(pipeline: tuple[str, ...], max_buffers: int) -> tuple[str, ...]:
     """`pipeline` with relax-fuse-kernels making kernels of at most `max_buffers` tensors: a GPU
     kernel binds each one (and, on Vulkan, each scalar argument) and devices limit the bindings

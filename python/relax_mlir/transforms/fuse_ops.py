@@ -171,6 +171,7 @@ def _slot(ins: list, v: ir.Value) -> int:
     ins.append(v)
     return len(ins) - 1
 
+
 def _buffers(ops, inner) -> int:
     """Distinct tensor operands of `ops` that are not results of `inner` (the fused values), plus
     one result: the buffers a fusion of `ops` binds."""
@@ -383,6 +384,8 @@ class _Fuser:
         if not self.is_ew(_callee(c)) or not self.is_ew(_callee(p)):
             return chain
         cur = c
+        # the tensors the chain's kernel binds so far (the fused values excluded), grown op by op
+        outside = {v for o in (p, c) for v in o.operands} - {p.results[0]}
         while True:
             uses = list(cur.results[0].uses)
             if len(uses) != 1:
@@ -396,9 +399,10 @@ class _Fuser:
             if found is None or id_of(found[0]) != id_of(cur):
                 return chain
             if self.max_buffers:
-                ops = [p] + [o for o, _ in chain] + [d]
-                if _buffers(ops, ops[:-1]) > self.max_buffers:
+                grown = outside | (set(d.operands) - {cur.results[0], p.results[0]})
+                if len(grown) + 1 > self.max_buffers:
                     return chain
+                outside = grown
             chain.append((d, found[1]))
             cur = d
 
