@@ -50,6 +50,7 @@ from mlir import ir
 from relax_mlir import knobs
 from relax_mlir.backend.common import (LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs,
                                        verify, walk)
+from relax_mlir.backend.cpu_blocked_sums import block_float_sums
 from relax_mlir.backend.cpu_engine import SplitEngine
 from relax_mlir.backend.cpu_fpmode import flush_denormals, host_supports_flush
 from relax_mlir.backend.cpu_masks import row_masks_as_bounds
@@ -1586,6 +1587,8 @@ def stage_vectorize(module, options: CPUOptions) -> None:
             continue
         labels = _schedule_kernel(kernel, options)
         _log.debug("scheduled: %s", labels)
+    if sum(block_float_sums(k.operation) for k in _kernels(op)):  # long sums in blocks (see the module)
+        verify(op, "vectorize", "block-float-sums")
 
 
 def stage_calls(module, options: CPUOptions) -> None:
