@@ -68,3 +68,31 @@ def decode_source(data: bytes, file: str) -> tuple[str, Diag | None]:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         return "", Diag(file, line, col, "error", f"the input is not valid UTF-8 (byte 0x{data[e.start]:02x})")
+
+
+# The deepest bracket nesting a parse is given. MLIR's parser recurses once or more per nested
+# region, attribute or type and has no depth limit of its own: 3000 nested regions or a 100000-deep
+# array attribute overflow the C stack (a segfault, in mlir-opt too). Real programs nest a few
+# dozen deep.
+MAX_NESTING = 1000
+_NEST_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[{}()\[\]]|(?<=[\w.])<|(?<!-)>')
+_OPENS = "{([<"
+
+
+def nesting_error(text: str, file: str, limit: int = MAX_NESTING) -> Diag | None:
+    """A located error if brackets ({, (, [, and the < of a type or attribute) nest deeper than
+    `limit` in `text` (strings and comments skipped), else None. A lexical scan before parsing."""
+    depth = 0
+    for m in _NEST_RE.finditer(text):
+        c = m.group()
+        if c in _OPENS:
+            depth += 1
+            if depth > limit:
+                start = m.start()
+                line = text.count("\n", 0, start) + 1
+                col = start - (text.rfind("\n", 0, start) + 1) + 1
+                return Diag(file, line, col, "error", f"the input nests deeper than {limit} brackets here "
+                                                      f"(regions, attributes or types): refused before parsing")
+        elif c in "})]>":
+            depth = max(0, depth - 1)
+    return None

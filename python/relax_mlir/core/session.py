@@ -7,7 +7,7 @@ import re
 
 from mlir import ir
 
-from relax_mlir.core.diagnostics import Diag, to_diag
+from relax_mlir.core.diagnostics import Diag, nesting_error, to_diag
 from relax_mlir.dialect import load
 
 
@@ -106,6 +106,10 @@ def _parses_cleanly(session: Session, text: str, implicit: bool) -> bool:
 def parse_module(session: Session, text: str):
     """Parse `text` into a `builtin.module` (an implicit one around zero, one or several top-level
     ops, as mlir-opt does). None, with located diagnostics recorded, when the text does not parse."""
+    deep = nesting_error(text, session.source_name)
+    if deep is not None:  # MLIR's parser would overflow the stack
+        session.diags.append(deep)
+        return None
     with session.ctx, ir.Location.unknown():
         before = len(session.diags)
         if not _parses_cleanly(session, text, implicit=False):

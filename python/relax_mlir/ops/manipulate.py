@@ -9,7 +9,7 @@ from relax_mlir.dialect.spec import (INDEX, DeduceError, OpInfo, OpSpec, TENSOR,
                                     result_)
 from relax_mlir.dialect.types import FLOAT_DTYPES, INT_DTYPES, TensorType, as_dim, view
 from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, broadcast_shapes, dims_equal, fmt_dims,
-                                   has_division, normalize_axis, product, require_rank, require_same_dtype,
+                                   has_division, normalize_axis, normalize_axes, product, require_rank, require_same_dtype,
                                    splat_constant, splat_source, symbols_note)
 from relax_mlir.ops.kernel import (Kernel, Legalized, LegalizeError, affine_map, broadcast_map, identity_map,
                                    zero_literal)
@@ -169,9 +169,12 @@ class PermuteDimsOp(OpSpec):
         axes = op.attr("axes")
         if axes is None:
             return list(range(rank))[::-1]
-        if sorted(a % rank if rank else a for a in axes) != list(range(rank)) or len(axes) != rank:
+        if not isinstance(axes, list) or len(axes) != rank or not all(isinstance(a, int) for a in axes):
             raise DeduceError(f"axes {axes} are not a permutation of rank {rank}")
-        return [a % rank for a in axes]
+        out = normalize_axes(axes, rank, "permutation axis")  # -rank <= a < rank, as numpy's transpose
+        if sorted(out) != list(range(rank)):
+            raise DeduceError(f"axes {axes} are not a permutation of rank {rank}")
+        return out
 
     @classmethod
     def deduce(cls, op: OpInfo):

@@ -144,6 +144,19 @@ def _python_values_as(a: np.ndarray, dt: np.dtype) -> np.ndarray:
     return a
 
 
+def _numpy_scalar_as(a: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """A numpy scalar of another dtype (0-d) as `dt` where that keeps its value: an integer or bool
+    in range (np.int64(3) for an int32 parameter, as jax.jit takes it), an integer as a float, a
+    float as a float at least as wide. Otherwise `a` unchanged (the dtype check names it)."""
+    k, want = a.dtype.kind, dt.kind
+    if k in "biu":
+        return _python_values_as(a, dt)
+    if k == "f" and (want == "f" or dt.name == "bfloat16") and dt.itemsize >= a.dtype.itemsize \
+            and a.dtype.name != "bfloat16" and dt.name != "bfloat16":
+        return a.astype(dt)
+    return a
+
+
 class _ComplexParam:
     """The expected type of a complex parameter in a call plan: never an argument's type."""
 
@@ -832,6 +845,8 @@ class Function:
                 raise ValueError(f"@{sig.name}: {name} is donated (result #{self._donate[i]} is written into it): "
                                  f"pass a numpy array, got {type(a).__name__}")
             python = isinstance(a, (int, float, bool, complex))  # (a list keeps numpy's dtype: refused if not exact)
+            scalar = python or isinstance(a, np.generic)
+            given = a
             try:
                 a = np.asarray(a)
             except (ValueError, TypeError, OverflowError) as e:
@@ -841,6 +856,16 @@ class Function:
                     a = a.astype(self._complex[i])
             elif python and a.dtype != dt:
                 a = _python_values_as(a, dt)  # Python numbers take the parameter's dtype where they fit
+            elif scalar and a.dtype != dt and i not in self._complex:
+                a = _numpy_scalar_as(a, dt)  # np.int64(3) for an int32: as jax.jit takes it
+            if a.dtype != dt and i not in self._complex and (scalar or isinstance(given, (list, tuple))):
+                if not scalar:
+                    why = f"a {type(given).__name__} converts to {a.dtype}: pass np.asarray(..., dtype='{dt}')"
+                elif a.dtype.kind in "iub" and dt.kind in "iu":
+                    why = f"{given!r} does not fit in {dt}"
+                else:
+                    why = f"{given!r} ({a.dtype}) would not keep its value as {dt}"
+                raise ValueError(f"@{sig.name}: {name} must have dtype {dt} ({p.dtype}); {why}")
         else:
             raise ValueError(f"@{sig.name}: {name} must be a numpy array, got {type(a).__name__}")
         if i in self._complex:

@@ -11,10 +11,12 @@ import re
 import sys
 from dataclasses import dataclass
 
+from mlir import ir
 
 from relax_mlir.core.diagnostics import Diag, decode_source, suggest
 from relax_mlir.core.pipeline import Instrumentation, run_pipeline, upstream_pass_names
 from relax_mlir.core.session import Session, parse_module
+from relax_mlir.dialect.spec import OPS
 from relax_mlir.passes import PipelineError, option_docs, parse_pipeline
 
 __all__ = ["Session", "decode_source", "main", "parse_module", "run_pipeline"]
@@ -331,6 +333,8 @@ def _main(argv: list[str]) -> int:
         session = Session(source_name)
         padded = "\n" * line_offset + chunk  # keep original line numbers in locations
         module = parse_module(session, padded)
+        if module is not None and "allow-unregistered-dialect" not in flags and _unregistered_ops(session, module):
+            module = None
         ok = module is not None and run_pipeline(session, module, args.items, registry, instrument=inst,
                                                  verify_each="no-verify" not in flags)
         if verify:
@@ -361,6 +365,24 @@ def _main(argv: list[str]) -> int:
     except OSError as e:
         return _err(f"cannot write '{args.out_path}': {e.strerror or e}")
     return 1 if failed else 0
+
+
+def _unregistered_ops(session: Session, module) -> bool:
+    """Record a located error for each op of a dialect that is neither loaded nor relax's (as
+    mlir-opt refuses them unless --allow-unregistered-dialect); True if there was one."""
+    found = []
+
+    def visit(o):
+        if o.name not in OPS and not session.ctx.is_registered_operation(o.name):
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    with session.ctx:
+        module.walk(visit)
+        for o in found:  # the session's handler records each as a located diagnostic
+            o.location.emit_error(f"unregistered operation '{o.name}' (its dialect is not loaded; "
+                                  f"--allow-unregistered-dialect accepts it)")
+    return bool(found)
 
 
 def _print(module, flags, session: Session, form: str = "mlir") -> str | None:

@@ -114,10 +114,15 @@ func.func @main(%x: !relax.tensor<["n"], f32>, %k: !relax.tensor<[], i32>) -> !r
     np.testing.assert_array_equal(exe(x, False), 0 * x)
     with pytest.raises(ValueError, match="argument #1 has dtype bool, expected int32"):
         exe(x, np.array(True))  # (a numpy bool keeps the exact-dtype check)
-    for k, msg in [(2 ** 40, "argument #1 has dtype int64, expected int32"),
-                   (1.5, "argument #1 has dtype float64, expected int32")]:
+    for k, msg in [(2 ** 40, r"argument #1 must have dtype int32 \(i32\); 1099511627776 does not fit in int32"),
+                   (np.int64(-2 ** 40), r"argument #1 must have dtype int32 \(i32\); np.int64\(-1099511627776\) does not fit"),
+                   (1.5, r"argument #1 must have dtype int32 \(i32\); 1.5 \(float64\) would not keep its value"),
+                   ([1], r"argument #1 must have dtype int32 \(i32\); a list converts to int64: pass np.asarray")]:
         with pytest.raises(ValueError, match=msg):
             exe(x, k)
+    # numpy scalars of another width where their value is kept, as jax.jit takes them
+    for k in (np.int64(3), np.uint8(3), np.int16(3)):
+        np.testing.assert_array_equal(exe(x, k), np.array([3, 6, 9], np.float32))
 
 
 def test_a_result_larger_than_any_memory_is_a_value_error():

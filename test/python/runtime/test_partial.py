@@ -70,7 +70,7 @@ def test_bound_arrays_are_kept_and_made_contiguous(exe):
     x = f32(rng, 3, 5)
     np.testing.assert_allclose(g(x), ref(x, want_w, b, v), rtol=1e-4, atol=1e-4)
     # exact dtypes, as for calls: a list (float64) is refused, not silently cast
-    with pytest.raises(ValueError, match=r"argument 'b' has dtype float64, expected float32"):
+    with pytest.raises(ValueError, match=r"argument 'b' must have dtype float32 \(f32\); a list converts to float64"):
         exe["main"].partial({"b": b.tolist(), "w": want_w, "v": v})
 
 

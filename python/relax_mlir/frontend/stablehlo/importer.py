@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from mlir import ir
 
-from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.core.diagnostics import CompileError, nesting_error
 from relax_mlir.core.module import Module
 from relax_mlir.core.pipeline import run_pipeline
 from relax_mlir.core.session import Session
@@ -499,6 +499,9 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
     from jax._src.interpreters import mlir as jmlir
     from jax._src.lib.mlir import ir as jir
 
+    deep = nesting_error(text, source_name)
+    if deep is not None:  # MLIR's parser would overflow the stack
+        raise StableHLOParseError([(f'loc("{source_name}":{deep.line}:{deep.col})', deep.message)])
     ctx = jmlir.make_ir_context()
     with ctx, jir.Location.unknown():
         try:

@@ -1,0 +1,23 @@
+// Input that stock mlir-opt accepts wrongly or crashes on gets a located error here.
+//
+// Ops of a dialect that is not loaded are refused (as mlir-opt without
+// --allow-unregistered-dialect), even with no pass to run:
+// RUN: not relax-opt %s 2>&1 | FileCheck %s --check-prefix=UNREG --implicit-check-not=Traceback
+// RUN: relax-opt %s --allow-unregistered-dialect | FileCheck %s --check-prefix=ALLOW
+// UNREG: input-limits.mlir:[[@LINE+5]]:3: error: unregistered operation 'foo.bar' (its dialect is not loaded; --allow-unregistered-dialect accepts it)
+// UNREG-NOT: error
+// ALLOW: "foo.bar"() : () -> ()
+
+func.func @f() {
+  "foo.bar"() : () -> ()
+  return
+}
+
+// Nesting deeper than MLIR's recursive parser can take (3000 regions or a 100000-deep array
+// attribute overflowed the C stack: a segfault) is refused before parsing, located:
+// RUN: %python -c "print('func.func @g() attributes {a = ' + '[' * 100000 + '1' + ']' * 100000 + '} {\n  return\n}')" \
+// RUN:   | not relax-opt - 2>&1 | FileCheck %s --check-prefix=DEEP --implicit-check-not=Traceback
+// DEEP: <stdin>:1:1031: error: the input nests deeper than 1000 brackets here (regions, attributes or types): refused before parsing
+// RUN: %python -c "print('module {' + '\n'.join('func.func @f%d() attributes {a = [' % i + '[' * 900 + ']' * 900 + ']} { return }' for i in range(3)) + '}')" \
+// RUN:   | relax-opt - --allow-unregistered-dialect | FileCheck %s --check-prefix=WIDE
+// WIDE: func.func @f2()
