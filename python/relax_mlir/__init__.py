@@ -17,6 +17,7 @@ _native.install()  # before anything imports MLIR's libraries (see there)
 
 from relax_mlir.core.diagnostics import CompileError
 from relax_mlir.core.module import Module
+from relax_mlir.passes import parse_pipeline
 
 # The relax passes of compile(..., target="cpu") with and without optimization (the named
 # pipelines relax-compile-cpu and relax-lower; relax_mlir.targets holds every target's).
@@ -66,9 +67,22 @@ def parse(text: str, *, source_name: str = "<string>") -> Module:
     return m
 
 
-def run_passes(module: Module | str, passes: Sequence[str]) -> Module:
-    """Run a pipeline (relax pass names, named pipelines, upstream pass names) on a module;
-    returns the same module."""
+def _pipeline_items(passes, caller: str) -> list[str]:
+    """`passes` as a list of pipeline items. A str is one textual pipeline, as MLIR's
+    `PassManager.parse` and `mlir-opt --pass-pipeline` take it ('relax-infer-shapes,relax-legalize'
+    or 'builtin.module(...)'); a list or tuple holds pipeline items (each may be such text)."""
+    if isinstance(passes, str):
+        return parse_pipeline(passes)
+    if isinstance(passes, (list, tuple)) and all(isinstance(p, str) for p in passes):
+        return list(passes)
+    raise CompileError(f"{caller}: passes must be a pipeline string or a list of pass names "
+                       f"(['relax-infer-shapes', 'relax-legalize']), got {passes!r}")
+
+
+def run_passes(module: Module | str, passes: Sequence[str] | str) -> Module:
+    """Run a pipeline (relax pass names, named pipelines, upstream pass names: a list, or one
+    pipeline string) on a module; returns the same module."""
+    passes = _pipeline_items(passes, "run_passes()")
     if isinstance(module, str):
         module = parse(module)
     if not _run(module, passes):
@@ -82,8 +96,9 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     `target` ("cpu", "cuda", "vulkan", "webgpu"); returns an `Executable`.
 
     `options`: the target's options (`CPUOptions`, `GPUOptions`, `SPIRVOptions`, or a dict of their
-    fields), checked with the target before any pass runs. `passes` replaces the target's named
-    pipeline (`relax-compile-<target>`, or `relax-lower` without `optimize`). `verbose=True` (or
+    fields), checked with the target before any pass runs. `passes` (a list of pass names, or one
+    pipeline string as `mlir-opt --pass-pipeline` takes it) replaces the target's named pipeline
+    (`relax-compile-<target>`, or `relax-lower` without `optimize`). `verbose=True` (or
     RELAX_MLIR_VERBOSE=1) prints each pass with its time; RELAX_MLIR_DUMP_IR=DIR writes the IR
     after each pass under DIR."""
     import sys
@@ -94,6 +109,11 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     from relax_mlir.targets import get_target, refuse_cpu_only
 
     tgt = get_target(target, options)  # unknown target or option: CompileError, before any work
+    for name, value in (("optimize", optimize), ("verbose", verbose)):
+        if not isinstance(value, bool):
+            raise CompileError(f"compile(): {name} must be True or False, got {value!r}")
+    if passes is not None:
+        passes = _pipeline_items(passes, "compile()")
     verbose = verbose or knobs.verbose()
     t0 = time.perf_counter()
     if isinstance(module, str):
@@ -101,7 +121,12 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     elif type(module).__name__ == "Exported" and hasattr(module, "mlir_module_serialized"):
         from relax_mlir.frontend.jax import import_exported  # a jax.export.Exported: imported first
 
-        module = import_exported(module)
+        try:
+            module = import_exported(module)
+        except CompileError:  # the importer's refusals (UnsupportedOpError, ...) are CompileErrors
+            raise
+        except ValueError as e:
+            raise CompileError(f"cannot import the jax export: {e}") from e
     elif isinstance(module, Module):
         module = _copy(module)  # compile never mutates the caller's module
     else:

@@ -164,8 +164,13 @@ def parse_options(cls, text: str) -> ModulePass:
                 raise PipelineError(f"option {k} of {cls.name} takes a number, got '{v}'") from None
         else:
             kwargs[k] = v.strip('"')
-    p = cls(**kwargs)
-    p.validate()
+    try:
+        p = cls(**kwargs)
+        p.validate()
+    except PipelineError:
+        raise
+    except (TypeError, ValueError) as e:  # a check that is not (yet) a PipelineError: still an option error
+        raise PipelineError(f"invalid option of {cls.name}: {e}") from None
     return p
 
 

@@ -4,6 +4,10 @@
 // RUN: not relax-opt %s --relax-legalise 2>&1 | FileCheck %s --check-prefix=PASS --implicit-check-not=Traceback
 // RUN: not relax-opt %s --canonicalise 2>&1 | FileCheck %s --check-prefix=UPSTREAM --implicit-check-not=Traceback
 // RUN: not relax-opt %s --pass-pipeline='builtin.module(relax-infer-shape)' 2>&1 | FileCheck %s --check-prefix=PIPE --implicit-check-not=Traceback
+// RUN: not relax-opt %s --pass-pipeline='builtin.module(func.func(relax-infer-shapes))' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NESTED --implicit-check-not=Traceback
+// RUN: not relax-opt %s --pass-pipeline='builtin.module(func.func(cse,relax-lower))' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NESTEDPIPE --implicit-check-not=Traceback
 // RUN: not relax-opt %s --mlir-print-ir-afer-all 2>&1 | FileCheck %s --check-prefix=FLAG --implicit-check-not=Traceback
 // RUN: not relax-opt %s '--pass-pipeline=builtin.module(relax-legalize{ops=relax.nosuch})' 2>&1 | FileCheck %s --check-prefix=OPNAME --implicit-check-not=Traceback
 // RUN: not relax-opt %s --relax-legalize=opps=relax.add 2>&1 | FileCheck %s --check-prefix=OPTION --implicit-check-not=Traceback
@@ -16,6 +20,11 @@
 // PASS: relax-opt: error: unknown option or pass '--relax-legalise' (did you mean '--relax-legalize'?)
 // UPSTREAM: relax-opt: error: unknown option or pass '--canonicalise' (did you mean '--canonicalize'?)
 // PIPE: error: unknown pass or pipeline 'relax-infer-shape' (did you mean 'relax-infer-shapes'?)
+// NESTED: error: 'relax-infer-shapes' is a relax module pass and cannot be nested under 'func.func':
+// NESTED-SAME: name it at the top level (builtin.module(relax-infer-shapes) or --relax-infer-shapes)
+// NESTED-NOT: did you mean
+// NESTEDPIPE: error: 'relax-lower' is a relax named pipeline of module passes and cannot be nested under
+// NESTEDPIPE-SAME: 'func.func': name it at the top level
 // FLAG: relax-opt: error: unknown option '--mlir-print-ir-afer-all' (did you mean '--mlir-print-ir-after-all'?)
 // OPNAME: relax-opt: error: relax-legalize: unknown op 'relax.nosuch' in ops=
 // OPTION: relax-opt: error: relax-legalize has no option 'opps' (did you mean 'ops'?)

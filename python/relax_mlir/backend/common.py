@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 from mlir import ir
 from mlir.passmanager import PassManager
 
 from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.passes import PassError
 
-__all__ = ["LoweringError", "as_op", "const_int", "run_pipeline", "run_stages", "split_pipeline", "top_funcs", "verify",
-           "walk"]
+__all__ = ["INT32_MAX", "LoweringError", "as_op", "const_int", "option_bool", "option_int", "option_ints",
+           "require_upstream", "run_pipeline", "run_stages", "split_pipeline", "top_funcs", "verify", "walk"]
 
 
 class LoweringError(CompileError):
@@ -24,6 +26,66 @@ class LoweringError(CompileError):
         self.pipeline = pipeline  # the failing pass (or step), as pipeline text
         self.diagnostics = diagnostics
         super().__init__(f"stage {stage!r} failed in {pipeline!r}:\n{diagnostics}")
+
+
+# --- option checks (each backend's options dataclass, in __post_init__) ---------------------------
+# A bad value is a ValueError naming the option, its repr and what is accepted; `get_target`
+# reports it as a CompileError before any pass runs.
+
+# Options that reach an upstream pass option (async-parallel-for's min-task-size, num-workers)
+# are 32-bit there: LLVM's option parser refuses larger values with a raw message.
+INT32_MAX = 2**31 - 1
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def option_int(name: str, v, lo: int, hi: int = INT32_MAX, what: str = "") -> int:
+    """`v` as an int when it is an integer (not a bool) in lo..hi; else a ValueError naming the
+    option, the value and the range (`what` says more about the accepted values)."""
+    if _is_int(v) and lo <= v <= hi:
+        return int(v)
+    if _is_int(v) and v > hi and hi == INT32_MAX:
+        raise ValueError(f"{name} must be at most {hi} (a 32-bit option){what}, got {v!r}")
+    rng = f">= {lo}" if hi == INT32_MAX else f"in {lo}..{hi}"
+    raise ValueError(f"{name} must be an integer {rng}{what}, got {v!r}")
+
+
+def option_bool(name: str, v) -> bool:
+    """`v` when it is a bool; else a ValueError (a truthy string such as 'no' is no bool)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    raise ValueError(f"{name} must be True or False, got {v!r}")
+
+
+def option_ints(name: str, v, count: tuple[int, int], lo: int, hi: int = INT32_MAX, what: str = "") -> tuple[int, ...]:
+    """`v` (a tuple or list of count[0]..count[1] integers in lo..hi) as a tuple (hashable: the
+    options are a compile-cache key); else a ValueError naming the option."""
+    if isinstance(v, (tuple, list)) and count[0] <= len(v) <= count[1] and all(_is_int(x) and lo <= x <= hi for x in v):
+        return tuple(int(x) for x in v)
+    n = str(count[0]) if count[0] == count[1] else f"{count[0]} to {count[1]}"
+    rng = f">= {lo}" if hi == INT32_MAX else f"in {lo}..{hi}"
+    raise ValueError(f"{name} must be a tuple of {n} integers {rng}{what}, got {v!r}")
+
+
+def require_upstream(module: ir.Operation, pass_name: str) -> None:
+    """A backend stage pass runs on the output of relax-to-upstream: a relax op left in `module`
+    is a located error saying so (PassError), not a failure deep in an upstream pipeline."""
+    found: list = []
+
+    def visit(o):
+        name = o.operation.name
+        if name.startswith(("relax.", "relax_v.")):
+            found.append(o.operation)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    as_op(module).walk(visit, ir.WalkOrder.PRE_ORDER)
+    if found:
+        raise PassError(found[0], f"'{found[0].name}' op is relax graph IR: {pass_name} runs on upstream dialects "
+                                  f"only; run relax-to-upstream first (the named pipelines relax-lower or "
+                                  f"relax-compile-<target> end with it)")
 
 
 def as_op(module: ir.Module | ir.Operation | ir.OpView) -> ir.Operation:

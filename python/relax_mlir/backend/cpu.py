@@ -48,15 +48,16 @@ import numpy as np
 from mlir import ir
 
 from relax_mlir import knobs
-from relax_mlir.backend.common import (LoweringError, as_op, run_pipeline, run_stages, split_pipeline, top_funcs,
-                                       verify, walk)
+from relax_mlir.backend.common import (INT32_MAX, LoweringError, as_op, option_bool, option_int, option_ints,
+                                      require_upstream, run_pipeline, run_stages, split_pipeline, top_funcs, verify,
+                                      walk)
 from relax_mlir.backend.cpu_blocked_sums import block_float_sums
 from relax_mlir.backend.cpu_engine import SplitEngine
 from relax_mlir.backend.cpu_fpmode import flush_denormals, host_supports_flush
 from relax_mlir.backend.cpu_masks import row_masks_as_bounds
 from relax_mlir.backend.cpu_outline import outline_host_loops
 from relax_mlir.backend.cpu_profile import instrument as instrument_for_profile
-from relax_mlir.passes import ModulePass
+from relax_mlir.passes import ModulePass, PipelineError
 
 __all__ = [
     "CPUOptions",
@@ -122,13 +123,25 @@ class CPUOptions:
     flush_denormals: bool = field(default_factory=knobs.flush_denormals)
 
     def __post_init__(self):
-        for name in ("num_threads", "parallel_grain", "min_task_size", "assumed_dynamic_size",
-                     "matmul_parallel_rows"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        if self.opt_level not in (0, 1, 2, 3):
-            raise ValueError(f"opt_level must be 0..3, got {self.opt_level}")
+        """Every field checked (type and range) and normalized (numpy ints as int, a list as a tuple)."""
+        ints = {"opt_level": (0, 3, ""), "num_threads": (1, INT32_MAX, ""),
+                "vector_unroll": (1, 16, " (vector registers per vector tile)"),
+                "max_full_vector": (0, 4096, " (elements of a static innermost dim vectorized whole)"),
+                "parallel_grain": (1, INT32_MAX, ""), "min_task_size": (1, INT32_MAX, ""),
+                "assumed_dynamic_size": (1, INT32_MAX, ""), "matmul_parallel_rows": (1, INT32_MAX, "")}
+        for name, (lo, hi, what) in ints.items():
+            object.__setattr__(self, name, option_int(name, getattr(self, name), lo, hi, what))
+        vb = self.vector_bytes
+        if vb not in (4, 8, 16, 32, 64) or isinstance(vb, (bool, np.bool_, float, np.floating)):
+            raise ValueError(f"vector_bytes must be a power of two in 4..64{_VECTOR_BYTES}, got {vb!r}")
+        object.__setattr__(self, "vector_bytes", int(vb))
+        object.__setattr__(self, "matmul_tile", option_ints("matmul_tile", self.matmul_tile, (3, 3), 1, 64,
+                                                            " (the fallback matmul's register tile m, n, k)"))
+        for name in ("vectorize", "flush_denormals"):
+            object.__setattr__(self, name, option_bool(name, getattr(self, name)))
+
+
+_VECTOR_BYTES = " (bytes of one SIMD register: 16 SSE/NEON, 32 AVX2, 64 AVX-512)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -1930,7 +1943,13 @@ class _CPUStagePass(ModulePass):
     num_threads: int = 0  # 0: RELAX_MLIR_NUM_THREADS or the number of CPUs
     vectorize: bool = True
 
+    def validate(self) -> None:
+        if not 0 <= self.num_threads <= INT32_MAX:
+            raise PipelineError(f"option num_threads of {self.name} must be 0 (RELAX_MLIR_NUM_THREADS or the number "
+                                f"of CPUs) or a thread count up to {INT32_MAX}, got {self.num_threads}")
+
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         STAGES[self.stage](module, _options_from(self))
 
 
@@ -1974,6 +1993,7 @@ class CPURowMasksPass(ModulePass):
     name: ClassVar[str] = "relax-cpu-row-masks"
 
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         row_masks_as_bounds(module)
 
 
@@ -1992,6 +2012,7 @@ class CPULowerPass(_CPUStagePass):
     name: ClassVar[str] = "relax-cpu-lower"
 
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         lower(module, _options_from(self))
 
 

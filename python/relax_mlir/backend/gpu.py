@@ -53,7 +53,8 @@ from typing import ClassVar
 from mlir import ir
 from mlir.dialects import arith
 
-from relax_mlir.backend.common import LoweringError, as_op, const_int, run_pipeline, run_stages
+from relax_mlir.backend.common import (LoweringError, as_op, const_int, option_bool, option_int, option_ints,
+                                      require_upstream, run_pipeline, run_stages)
 from relax_mlir.backend.cpu import (
     CPUOptions,
     legalize_i1_memory,
@@ -74,7 +75,7 @@ from relax_mlir.backend.gpu_kernels import (
     serial_linalg_in_one_thread,
     sink_constants,
 )
-from relax_mlir.passes import ModulePass
+from relax_mlir.passes import ModulePass, PipelineError
 
 __all__ = [
     "GPUOptions",
@@ -95,9 +96,13 @@ __all__ = [
 # Options
 # --------------------------------------------------------------------------------------------
 
-# The lowest PTX ISA version that supports each SM (PTX ISA docs, "Target ISA notes").
+# The lowest PTX ISA version that supports each SM (PTX ISA docs, "Target ISA notes"); the SMs
+# accepted as `chip`. sm_50 (Maxwell) is the oldest that CUDA 12 (CuPy's runtime) supports; LLVM
+# writes PTX for any sm_NN, also one that does not exist (sm_95), which ptxas then refuses.
 _MIN_PTX = {50: 40, 52: 41, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 70,
-            86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 120: 87}
+            86: 71, 87: 74, 88: 90, 89: 78, 90: 78, 100: 86, 101: 86, 103: 88, 110: 90, 120: 87, 121: 88}
+# The PTX ISA versions LLVM 22 writes (`+ptxNN`); it ignores any other and writes its default.
+_PTX_VERSIONS = (40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, *range(70, 79), *range(80, 89), 90)
 
 
 @dataclass(frozen=True)
@@ -117,26 +122,31 @@ class GPUOptions:
     matmul_tile: int = 64  # output tile of a shared-memory matmul block (0..16, or 16k up to 128); 0: off
 
     def __post_init__(self):
-        m = re.fullmatch(r"sm_(\d+)a?", self.chip)
-        if not m:
-            raise ValueError(f"chip must look like sm_90, got {self.chip!r}")
-        f = re.fullmatch(r"\+ptx(\d+)", self.features)
+        """Every field checked (type and range) and normalized (a list `block` as a tuple)."""
+        m = re.fullmatch(r"sm_(\d+)a?", self.chip) if isinstance(self.chip, str) else None
+        chips = ", ".join(f"sm_{k}" for k in _MIN_PTX)
+        if not m or int(m.group(1)) not in _MIN_PTX:
+            raise ValueError(f"chip must be an NVIDIA SM such as 'sm_90' (or 'sm_90a'), one of {chips}; "
+                             f"got {self.chip!r}")
+        f = re.fullmatch(r"\+ptx(\d+)", self.features) if isinstance(self.features, str) else None
         if not f:
-            raise ValueError(f"features must look like +ptx80, got {self.features!r}")
+            raise ValueError(f"features must look like '+ptx80' (the PTX ISA version), got {self.features!r}")
         sm, ptx = int(m.group(1)), int(f.group(1))
-        need = _MIN_PTX.get(sm)
-        if need is None:
-            lower = [k for k in _MIN_PTX if k <= sm]
-            need = _MIN_PTX[max(lower)] if lower else 0
+        need = _MIN_PTX[sm]
         if ptx < need:
             raise ValueError(f"{self.chip} needs PTX ISA {need // 10}.{need % 10} or newer "
                              f"(features=+ptx{need}), got {self.features}")
-        if self.opt_level not in (0, 1, 2, 3):
-            raise ValueError(f"opt_level must be 0..3, got {self.opt_level}")
-        if not (1 <= len(self.block) <= 3) or any(b < 1 for b in self.block):
-            raise ValueError(f"block must be 1 to 3 positive sizes, got {self.block}")
-        if math.prod(self.block) > 1024:
-            raise ValueError(f"a block holds at most 1024 threads, got {self.block}")
+        if ptx not in _PTX_VERSIONS:
+            raise ValueError(f"features={self.features} is no PTX ISA version that LLVM writes "
+                             f"(+ptx40 .. +ptx90: {', '.join(map(str, _PTX_VERSIONS))})")
+        object.__setattr__(self, "opt_level", option_int("opt_level", self.opt_level, 0, 3))
+        block = option_ints("block", self.block, (1, 3), 1, 1024, " (threads along x, y, z)")
+        if len(block) == 3 and block[2] > 64:
+            raise ValueError(f"block: a CUDA block has at most 64 threads along z, got {self.block!r}")
+        if math.prod(block) > 1024:
+            raise ValueError(f"a block holds at most 1024 threads, got {self.block!r}")
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "isolate", option_bool("isolate", self.isolate))
         check_cooperative(self.reduce_threads, self.matmul_tile)
 
 
@@ -487,9 +497,18 @@ def ptx_of(module_op) -> dict[str, str]:
 
 
 def _options_from(p) -> GPUOptions:
-    block = tuple(int(b) for b in p.block.replace("x", ",").split(",") if b.strip())
-    return GPUOptions(chip=p.chip, features=p.features, block=block, reduce_threads=p.reduce_threads,
-                      matmul_tile=p.matmul_tile)
+    """The GPUOptions of a pass's options (`block=32,8` or `32x8`); PipelineError naming the pass
+    and the option for a bad value."""
+    try:
+        block = tuple(int(b) for b in p.block.replace("x", ",").split(","))
+    except ValueError:
+        raise PipelineError(f"option block of {p.name} takes 1 to 3 thread counts such as 32,8 or 32x8, "
+                            f"got '{p.block}'") from None
+    try:
+        return GPUOptions(chip=p.chip, features=p.features, block=block, reduce_threads=p.reduce_threads,
+                          matmul_tile=p.matmul_tile)
+    except ValueError as e:
+        raise PipelineError(f"invalid option of {p.name}: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -500,6 +519,9 @@ class _GPUPass(ModulePass):
     reduce_threads: int = 256
     matmul_tile: int = 64
 
+    def validate(self) -> None:
+        _options_from(self)
+
 
 @dataclass(frozen=True)
 class GPUBufferizePass(_GPUPass):
@@ -508,6 +530,7 @@ class GPUBufferizePass(_GPUPass):
     name: ClassVar[str] = "relax-gpu-bufferize"
 
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         stage_bufferize(module, _options_from(self))
 
 
@@ -518,6 +541,7 @@ class GPUMapPass(_GPUPass):
     name: ClassVar[str] = "relax-gpu-map"
 
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         o = _options_from(self)
         stage_bufferize(module, o)
         stage_map(module, o)
@@ -530,6 +554,7 @@ class GPUToPTXPass(_GPUPass):
     name: ClassVar[str] = "relax-gpu-to-ptx"
 
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         stage_to_ptx(module, _options_from(self))
 
 
@@ -541,6 +566,7 @@ class TestGPUPTXPass(_GPUPass):
     name: ClassVar[str] = "test-relax-gpu-ptx"
 
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         o = _options_from(self)
         stage_to_ptx(module, o)
         ptx = ptx_of(module)

@@ -60,6 +60,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from relax_mlir.backend.common import option_int
+
 __all__ = [
     "OUTLINE",
     "TO_LOOPS",
@@ -88,10 +90,11 @@ def make_op(name, results=(), operands=(), attrs=None, regions=0) -> ir.Operatio
 
 def check_cooperative(reduce_threads: int, matmul_tile: int) -> None:
     """Validate the cooperative-kernel options (of GPUOptions and SPIRVOptions)."""
-    if reduce_threads < 0 or reduce_threads > 1024 or reduce_threads & (reduce_threads - 1):
-        raise ValueError(f"reduce_threads must be 0 or a power of two up to 1024, got {reduce_threads}")
-    if not (0 <= matmul_tile <= 16 or (matmul_tile % 16 == 0 and 16 < matmul_tile <= 128)):
-        raise ValueError(f"matmul_tile must be 0..16 or a multiple of 16 up to 128, got {matmul_tile}")
+    what = " (0: off)"
+    if option_int("reduce_threads", reduce_threads, 0, 1024, what) & (reduce_threads - 1):
+        raise ValueError(f"reduce_threads must be 0 or a power of two up to 1024, got {reduce_threads!r}")
+    if not (0 <= option_int("matmul_tile", matmul_tile, 0, 128, what) <= 16 or matmul_tile % 16 == 0):
+        raise ValueError(f"matmul_tile must be 0..16 or a multiple of 16 up to 128, got {matmul_tile!r}")
 
 
 def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:

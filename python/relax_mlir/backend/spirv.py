@@ -32,6 +32,7 @@ expand_shape/copy/load/store`, `scf.if/for` and `gpu.launch_func`: runtime/vulka
 """
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Callable
@@ -40,7 +41,8 @@ from typing import ClassVar
 
 from mlir import ir
 
-from relax_mlir.backend.common import LoweringError, as_op, const_int, run_pipeline, run_stages, top_funcs, walk
+from relax_mlir.backend.common import (LoweringError, as_op, const_int, option_ints, require_upstream, run_pipeline,
+                                      run_stages, top_funcs, walk)
 from relax_mlir.backend.gpu_kernels import (
     INLINE,
     OUTLINE,
@@ -60,7 +62,7 @@ from relax_mlir.backend.gpu_kernels import (
     serial_linalg_in_one_thread,
     sink_constants,
 )
-from relax_mlir.passes import ModulePass
+from relax_mlir.passes import ModulePass, PipelineError
 
 __all__ = ["PASSES", "STAGES", "SPIRVOptions", "SPIRVLowerPass", "SPIRVMapPass", "LoweringError", "lower",
            "pipeline_strings", "spirv_binaries", "kernel_abis"]
@@ -87,14 +89,46 @@ class SPIRVOptions:
     matmul_tile: int = 64
 
     def __post_init__(self):
-        if not self.tile_sizes or any(t < 1 for t in self.tile_sizes):
-            raise ValueError(f"tile_sizes must be positive, got {self.tile_sizes}")
-        prod = 1
-        for t in self.tile_sizes[:3]:
-            prod *= t
-        if prod > 1024:
-            raise ValueError(f"a workgroup may hold at most 1024 invocations, got {self.tile_sizes}")
+        """Every field checked (type and range; capability, extension and version names as MLIR's
+        SPIR-V dialect knows them) and normalized (lists as tuples)."""
+        tiles = option_ints("tile_sizes", self.tile_sizes, (1, 8), 1, 1024, " (invocations along each loop dim)")
+        if math.prod(tiles[:3]) > 1024:
+            raise ValueError(f"a workgroup may hold at most 1024 invocations, got {self.tile_sizes!r}")
+        object.__setattr__(self, "tile_sizes", tiles)
+        for name in ("caps", "exts"):
+            v = getattr(self, name)
+            if not isinstance(v, (tuple, list)) or not all(isinstance(x, str) and x.isidentifier() for x in v):
+                raise ValueError(f"{name} must be a tuple of SPIR-V {_VCE_WHAT[name]} names, got {v!r}")
+            object.__setattr__(self, name, tuple(v))
+        bad = _unknown_vce(self.caps, self.exts)
+        if bad is not None:
+            raise ValueError(bad)
+        if "Shader" not in self.caps:
+            raise ValueError(f"caps must include 'Shader' (every Vulkan shader declares it), got {self.caps!r}")
+        if self.spirv_version not in SPIRV_VERSIONS:
+            raise ValueError(f"spirv_version must be one of {', '.join(SPIRV_VERSIONS)}, got {self.spirv_version!r}")
         check_cooperative(self.reduce_threads, self.matmul_tile)
+
+
+# The SPIR-V versions of MLIR's SPIR-V dialect (`#spirv.vce<v1.N, ...>`).
+SPIRV_VERSIONS = ("v1.0", "v1.1", "v1.2", "v1.3", "v1.4", "v1.5", "v1.6")
+_VCE_WHAT = {"caps": "capability", "exts": "extension"}
+
+
+@functools.lru_cache(maxsize=64)
+def _unknown_vce(caps: tuple[str, ...], exts: tuple[str, ...]) -> str | None:
+    """A message naming the first capability or extension that MLIR's SPIR-V dialect does not know
+    (it parses them as a `#spirv.vce` attribute, the set spirv-attach-target accepts), or None."""
+    with ir.Context():
+        for name, items in (("caps", caps), ("exts", exts)):
+            for x in items:
+                vce = f"#spirv.vce<v1.0, [{x if name == 'caps' else 'Shader'}], [{x if name == 'exts' else ''}]>"
+                try:
+                    ir.Attribute.parse(vce)
+                except ir.MLIRError:
+                    return (f"{name}: {x!r} is no SPIR-V {_VCE_WHAT[name]} that MLIR knows (names as in the SPIR-V "
+                            f"spec: {'Shader, Float16, Int64' if name == 'caps' else 'SPV_KHR_16bit_storage'}, ...)")
+    return None
 
 
 # Workgroup memory of the cooperative kernels: `memref.alloc` in the kernel body, in the
@@ -1369,6 +1403,13 @@ def kernel_abis(module_op: ir.Operation) -> dict[tuple[str, str], KernelABI]:
 # --------------------------------------------------------------------------------------------
 
 
+def _check_pass_options(p) -> None:
+    try:
+        check_cooperative(p.reduce_threads, p.matmul_tile)
+    except ValueError as e:
+        raise PipelineError(f"invalid option of {p.name}: {e}") from None
+
+
 @dataclass(frozen=True)
 class SPIRVMapPass(ModulePass):
     """Lower to gpu.launch and outline the kernels (stages inline .. flatten)."""
@@ -1377,7 +1418,11 @@ class SPIRVMapPass(ModulePass):
     reduce_threads: int = 32
     matmul_tile: int = 64
 
+    def validate(self) -> None:
+        _check_pass_options(self)
+
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         lower(module, SPIRVOptions(reduce_threads=self.reduce_threads, matmul_tile=self.matmul_tile),
               until="flatten")
 
@@ -1391,7 +1436,11 @@ class SPIRVLowerPass(ModulePass):
     reduce_threads: int = 32
     matmul_tile: int = 64
 
+    def validate(self) -> None:
+        _check_pass_options(self)
+
     def run(self, module: ir.Operation) -> None:
+        require_upstream(module, self.name)
         lower(module, SPIRVOptions(reduce_threads=self.reduce_threads, matmul_tile=self.matmul_tile),
               until="serialize" if self.serialize else "to-spirv")
 

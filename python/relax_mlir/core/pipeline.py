@@ -101,6 +101,10 @@ def _upstream_error(text: str, message: str, registry: PassRegistry) -> str:
     m = re.search(r"'([^']+)' does not refer to a registered pass or pass pipeline", message)
     if m:
         bad = m.group(1)
+        if bad in registry.passes or bad in registry.pipelines:
+            kind = "module pass" if bad in registry.passes else "named pipeline of module passes"
+            return (f"'{bad}' is a relax {kind} and cannot be nested under '{_anchor(text, bad)}': "
+                    f"name it at the top level (builtin.module({bad}) or --{bad})")
         hint = suggest(bad, registry.names() + upstream_pass_names())
         return f"unknown pass or pipeline '{bad}'{hint} (relax-opt --list-passes lists the relax passes)"
     m = re.search(r"no such option (\S+)", message)
@@ -108,6 +112,24 @@ def _upstream_error(text: str, message: str, registry: PassRegistry) -> str:
         return f"invalid pass options in '{text}': no such option '{m.group(1)}'"
     first = next((l.strip() for l in message.splitlines() if l.strip()), "")
     return f"invalid upstream pipeline '{text}': {first}"
+
+
+def _anchor(text: str, name: str) -> str:
+    """The op name of the innermost `anchor(...)` around the first `name` in pipeline `text`."""
+    import re
+
+    m = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
+    depth, i = 0, m.start() if m else 0
+    while i > 0:
+        i -= 1
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            if depth == 0:
+                a = re.search(r"([\w.]+)\s*$", text[:i])
+                return a.group(1) if a else "an op"
+            depth -= 1
+    return "an op"
 
 
 def build_pipeline(pm: PassManager, items: list[str], registry: PassRegistry, timer=None) -> None:

@@ -42,9 +42,10 @@ from mlir import ir
 
 from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.ops.kernel import Kernel, affine_map
-from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.passes import ModulePass, PassError, PipelineError
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
-from relax_mlir.transforms.multiversion import leaves, library_callee, library_flag, read_versions
+from relax_mlir.transforms.multiversion import (check_library_mode, leaves, library_callee, library_flag,
+                                                read_versions)
 
 
 def _same(a, b) -> bool:
@@ -89,6 +90,11 @@ class DispatchLibraryPass(ModulePass):
     name: ClassVar[str] = "relax-dispatch-library"
     mode: str = ""  # auto | always | never; "" reads RELAX_MLIR_LIBRARY
     min_static: int = 256  # auto: keep generated code when static K and N are both >= this
+
+    def validate(self) -> None:
+        check_library_mode(self)
+        if self.min_static < 0:
+            raise PipelineError(f"option min_static of {self.name} must be >= 0, got {self.min_static}")
 
     def chosen(self, k, n) -> bool:
         from relax_mlir import knobs

@@ -69,7 +69,7 @@ from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.dialect.spec import DeduceError
 from relax_mlir.ops.attention import SHORT_KEYS, SHORT_QUERIES, bias_shape, check_bias
 from relax_mlir.ops.common import splat_source
-from relax_mlir.passes import ModulePass
+from relax_mlir.passes import ModulePass, PipelineError
 from relax_mlir.shape import sym
 from relax_mlir.shape.prover import Facts
 from relax_mlir.transforms.infer_shapes import graph_ops_named, param_bindings
@@ -435,10 +435,16 @@ class FuseAttentionPass(ModulePass):
     # it calls them (backend/cpu.py, _written_in_place), versioning adds about a tenth.
     fuse_bias: int = 1
 
+    def validate(self) -> None:
+        for name in ("min_keys", "min_queries"):
+            v = getattr(self, name)
+            if v < 0:
+                raise PipelineError(f"option {name} of {self.name} must be >= 0 (0: no limit), got {v}")
+        if self.fuse_bias not in (0, 1):
+            raise PipelineError(f"option fuse_bias of {self.name} must be 0 or 1, got {self.fuse_bias}")
+
     def run(self, module: ir.Operation) -> None:
-        if self.min_keys < 0 or self.min_queries < 0:
-            raise ValueError(f"relax-fuse-attention: min_keys and min_queries must be >= 0, not "
-                             f"{self.min_keys}, {self.min_queries}")
+        self.validate()  # a pass built in Python, not parsed from a pipeline
         taken = _symbols(module)
         pairs: dict = {}  # one pair of branch functions per distinct (operand types, attributes)
         for root in graph_ops_named(module, ("relax.matmul",)):

@@ -76,7 +76,7 @@ from mlir import ir
 
 from relax_mlir import knobs
 from relax_mlir.dialect.types import TensorType, view
-from relax_mlir.passes import ModulePass, PassError
+from relax_mlir.passes import ModulePass, PassError, PipelineError
 from relax_mlir.runtime import library, native_rt
 from relax_mlir.shape import const
 from relax_mlir.transforms.infer_shapes import check_module, graph_ops_named
@@ -189,12 +189,26 @@ def library_callee(op: ir.Operation) -> str | None:
     return ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else None
 
 
+LIBRARY_MODES = ("auto", "always", "never")
+
+
+def check_library_mode(p) -> None:
+    """The `mode` option of relax-dispatch-library and relax-multiversion: "" (RELAX_MLIR_LIBRARY)
+    or one of LIBRARY_MODES; PipelineError otherwise."""
+    if p.mode and p.mode not in LIBRARY_MODES:
+        raise PipelineError(f"option mode of {p.name} must be auto, always or never (or empty: "
+                            f"RELAX_MLIR_LIBRARY), got '{p.mode}'")
+
+
 @dataclass(frozen=True)
 class MultiversionPass(ModulePass):
     """Give symbolic-row matmuls run-time versions (BLAS / generated) guarded by predicates on the symbol."""
 
     name: ClassVar[str] = "relax-multiversion"
     mode: str = ""  # auto | always | never (library use, as relax-dispatch-library); "" reads RELAX_MLIR_LIBRARY
+
+    def validate(self) -> None:
+        check_library_mode(self)
 
     def run(self, module: ir.Operation) -> None:
         mode = self.mode or knobs.use_library()

@@ -10,8 +10,8 @@ import jax.numpy as jnp  # noqa: E402
 
 import relax_mlir  # noqa: E402
 from relax_mlir.frontend.jax import from_jax  # noqa: E402
-from relax_mlir.frontend.stablehlo import (UnsupportedOpError, UnsupportedOpsError, import_stablehlo,  # noqa: E402
-                                           render_error)
+from relax_mlir.frontend.stablehlo import (StableHLOParseError, UnsupportedOpError, UnsupportedOpsError,  # noqa: E402
+                                           UnsupportedTypesError, import_stablehlo, render_error)
 
 TWO_KINDS = """
 func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
@@ -48,6 +48,27 @@ def test_every_unsupported_op_at_once():
         "a.py:3:1: error: unsupported StableHLO op 'stablehlo.cholesky' (3 occurrences; also at a.py:4:1, b.py:9:2)",
         "a.py:5:1: error: unsupported StableHLO op 'stablehlo.dot'",
         "a.py:6:1: error: unsupported StableHLO op 'stablehlo.custom_call': call target @lapack_sgetrf"]
+
+
+@pytest.mark.parametrize("cls", [UnsupportedOpError, UnsupportedOpsError, UnsupportedTypesError,
+                                 StableHLOParseError])
+def test_import_errors_are_compile_errors(cls):
+    """The importer's refusals are CompileErrors (what compile() raises for what it refuses) and
+    still ValueErrors (what they were)."""
+    assert issubclass(cls, relax_mlir.CompileError) and issubclass(cls, ValueError)
+
+
+def test_unsupported_op_through_compile_is_a_compile_error():
+    def rbg(x):  # an rbg key: stablehlo.rng_bit_generator, which the importer refuses
+        return x + jax.random.uniform(jax.random.key(0, impl="rbg"), (4,))
+
+    exported = jax.export.export(jax.jit(rbg))(jax.ShapeDtypeStruct((4,), jnp.float32))
+    with pytest.raises(relax_mlir.CompileError, match=r"unsupported StableHLO op 'stablehlo.rng_bit_generator'"):
+        relax_mlir.compile(exported)
+    with pytest.raises(relax_mlir.CompileError, match=r"unsupported StableHLO op 'stablehlo.cholesky'"):
+        import_stablehlo(TWO_KINDS)
+    with pytest.raises(relax_mlir.CompileError, match=r"expected"):
+        import_stablehlo("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> { return %x : tensor<4xf32")
 
 
 TWO_TARGETS = """

@@ -5,8 +5,9 @@ from __future__ import annotations
 from relax_mlir.core.diagnostics import CompileError
 
 
-class UnsupportedOpError(ValueError):
-    """A StableHLO op (or a form of one) the importer does not handle."""
+class UnsupportedOpError(CompileError):
+    """A StableHLO op (or a form of one) the importer does not handle. A CompileError (so also a
+    ValueError, as it was before): `relax_mlir.compile(exported)` raises it for what it refuses."""
 
     def __init__(self, op_name: str, loc: str = "", why: str = ""):
         self.op_name = op_name
@@ -30,7 +31,7 @@ class UnsupportedTypesError(UnsupportedOpError):
         self.op_name, self.loc, self.why = items[0].op_name, items[0].loc, items[0].why
 
 
-class StableHLOParseError(ValueError):
+class StableHLOParseError(CompileError):
     """The text does not parse as MLIR (with jax's StableHLO dialects); `diagnostics` holds
     (location text, message) pairs."""
 
