@@ -17,6 +17,15 @@ func.func @permute_bad_axes(%x: !relax.tensor<["n", 4], f32>) {
 
 // -----
 
+// An axis past the rank is refused (it was taken modulo the rank: [0, 5] ran as [0, 1]).
+func.func @permute_axis_range(%x: !relax.tensor<["n", 4], f32>) {
+  // expected-error @+1 {{'relax.permute_dims' op permutation axis 5 is out of range for rank 2}}
+  %0 = "relax.permute_dims"(%x) {axes = [0, 5]} : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["n", 4], f32>
+  return
+}
+
+// -----
+
 func.func @sum_axis_range(%x: !relax.tensor<["n", 4], f32>) {
   // expected-error @+1 {{'relax.sum' op axes 2 is out of range for rank 2}}
   %0 = "relax.sum"(%x) {axes = [2]} : (!relax.tensor<["n", 4], f32>) -> !relax.tensor<["?"], f32>

@@ -9,7 +9,7 @@ from relax_mlir.dialect.spec import (INDEX, DeduceError, OpInfo, OpSpec, TENSOR,
                                     result_)
 from relax_mlir.dialect.types import FLOAT_DTYPES, INT_DTYPES, TensorType, as_dim, view
 from relax_mlir.ops.common import (FREE, ONE, ZERO, aligned_requirements, broadcast_shapes, dims_equal, fmt_dims,
-                                   has_division, normalize_axis, normalize_axes, product, require_rank, require_same_dtype,
+                                   has_division, normalize_axis, product, require_rank, require_same_dtype,
                                    splat_constant, splat_source, symbols_note)
 from relax_mlir.ops.kernel import (Kernel, Legalized, LegalizeError, affine_map, broadcast_map, identity_map,
                                    zero_literal)
@@ -171,7 +171,7 @@ class PermuteDimsOp(OpSpec):
             return list(range(rank))[::-1]
         if not isinstance(axes, list) or len(axes) != rank or not all(isinstance(a, int) for a in axes):
             raise DeduceError(f"axes {axes} are not a permutation of rank {rank}")
-        out = normalize_axes(axes, rank, "permutation axis")  # -rank <= a < rank, as numpy's transpose
+        out = [normalize_axis(a, rank, "permutation axis") for a in axes]  # -rank <= a < rank, as numpy
         if sorted(out) != list(range(rank)):
             raise DeduceError(f"axes {axes} are not a permutation of rank {rank}")
         return out
