@@ -46,6 +46,7 @@ from typing import ClassVar
 
 import numpy as np
 from mlir import ir
+from mlir.dialects import arith
 
 from relax_mlir import knobs
 from relax_mlir.backend.common import (INT32_MAX, LoweringError, as_op, option_bool, option_int, option_ints,
@@ -1346,6 +1347,50 @@ def move_bf16_through_f32(module_op: ir.Operation) -> int:
     return len(todo)
 
 
+def bf16_rounding_keeps_nan_sign(module_op: ir.Operation) -> int:
+    """f32 -> bf16 `arith.truncf` as integer operations that keep a NaN's sign, as XLA converts:
+    round to nearest even, (bits + 0x7fff + (bits >> 16 & 1)) >> 16, and a NaN the quiet NaN of its
+    sign (0x7fc0 or 0xffc0, its payload dropped). arith-expand (which would lower it otherwise) makes every NaN +NaN 0x7fc0:
+    bf16(-NaN), bf16 inf - inf (x86's NaN is negative) had signbit False where jax has True
+    (helper probe). Returns the number of conversions rewritten."""
+    def wanted(o) -> bool:
+        if o.name != "arith.truncf":
+            return False
+        src, dst = o.operands[0].type, o.results[0].type
+        es = src.element_type if isinstance(src, ir.VectorType) else src
+        ed = dst.element_type if isinstance(dst, ir.VectorType) else dst
+        return isinstance(es, ir.F32Type) and isinstance(ed, ir.BF16Type)
+
+    todo = _ops_where(module_op, wanted)
+    with module_op.context:
+        i32, i16 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(16)
+        for o in todo:
+            x, rt = o.operands[0], o.results[0].type
+            shaped = isinstance(rt, ir.VectorType)
+
+            def like(et, shape=rt.shape if shaped else None):
+                return ir.VectorType.get(shape, et) if shaped else et
+
+            def const(v, et=i32):
+                t = like(et)
+                a = ir.IntegerAttr.get(et, v)
+                return arith.ConstantOp(t, ir.DenseElementsAttr.get_splat(t, a) if shaped else a).result
+
+            with ir.InsertionPoint(o), o.location:
+                bits = arith.BitcastOp(like(i32), x).result
+                hi = arith.ShRUIOp(bits, const(16)).result
+                odd = arith.AndIOp(hi, const(1)).result
+                rounded = arith.ShRUIOp(arith.AddIOp(arith.AddIOp(bits, const(0x7FFF)).result, odd).result,
+                                        const(16)).result
+                quiet = arith.OrIOp(arith.AndIOp(hi, const(0x8000)).result, const(0x7FC0)).result
+                nan = arith.CmpFOp(arith.CmpFPredicate.UNO, x, x).result
+                word = arith.TruncIOp(like(i16), arith.SelectOp(nan, quiet, rounded).result).result
+                back = arith.BitcastOp(rt, word).result
+            o.results[0].replace_all_uses_with(back)
+            o.erase()
+    return len(todo)
+
+
 def bf16_vector_memory_as_i16(module_op: ir.Operation) -> int:
     """`llvm.load` / `llvm.store` of bf16 vectors as i16 vectors (bitcasts around them, which
     LLVM folds away where the value is only moved): on an x86 CPU with AVX-512 the selection DAG
@@ -1817,6 +1862,7 @@ def stage_to_llvm(module, options: CPUOptions) -> None:
     ieee_min_max_as_llvm(op)
     if _has_bf16(op):  # after linalg became loops (an expansion inside a linalg body breaks it)
         move_bf16_through_f32(op)
+        bf16_rounding_keeps_nan_sign(op)
         _run_module(op, _BF16_CONVERT, "to-llvm")
     legalize_i1_memory(op)
     _run_module(op, _TO_LLVM_CONVERT, "to-llvm")

@@ -8,12 +8,12 @@ failure; the rest of the batch still runs).  Each batch is one test; its failure
 every failing seed with a minimal, self-contained repro.
 
 Settings (`make fuzz` runs the same code with larger values):
-    RELAX_MLIR_FUZZ_PROGRAMS     CPU programs, seeds FIRST_SEED ... (default 200)
+    RELAX_MLIR_FUZZ_PROGRAMS     CPU programs, seeds FIRST_SEED ... (default 100)
     RELAX_MLIR_FUZZ_V2_PROGRAMS  CPU programs from seed gen.V2_FIRST_SEED, whose generator adds
-                                 cumulative scans, pooling and padding (default 100)
+                                 cumulative scans, pooling and padding (default 50)
     RELAX_MLIR_FUZZ_V3_PROGRAMS  CPU programs from seed gen.V3_FIRST_SEED, whose generator adds
                                  unsigned integers, bitwise ops and shifts, sorting and
-                                 arg-reductions (default 50)
+                                 arg-reductions (default 25)
     RELAX_MLIR_FUZZ_V4_PROGRAMS  CPU programs from seed gen.V4_FIRST_SEED, whose generator adds
                                  bitwise and / or / xor reductions (default 25)
     RELAX_MLIR_FUZZ_V5_PROGRAMS  CPU programs from seed gen.V5_FIRST_SEED, whose generator adds
@@ -25,7 +25,7 @@ Settings (`make fuzz` runs the same code with larger values):
                                  complex arithmetic inside the program (default 25)
     RELAX_MLIR_FUZZ_V8_PROGRAMS  CPU programs from seed gen.V8_FIRST_SEED, whose generator adds
                                  complex arguments and results (default 25)
-    RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 60)
+    RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 50)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
     RELAX_MLIR_FUZZ_ALL_VARIANTS 1: compile every program once per removed pass (default 0)
@@ -38,15 +38,15 @@ pytest.importorskip("jax")
 
 from fuzz import campaign  # noqa: E402
 
-PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_PROGRAMS", "200"))
-V2_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V2_PROGRAMS", "100"))
-V3_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V3_PROGRAMS", "50"))
+PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_PROGRAMS", "100"))
+V2_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V2_PROGRAMS", "50"))
+V3_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V3_PROGRAMS", "25"))
 V4_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V4_PROGRAMS", "25"))
 V5_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V5_PROGRAMS", "25"))
 V6_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V6_PROGRAMS", "25"))
 V7_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V7_PROGRAMS", "25"))
 V8_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V8_PROGRAMS", "25"))
-VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "60"))
+VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "50"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
 ALL_VARIANTS = os.environ.get("RELAX_MLIR_FUZZ_ALL_VARIANTS", "0") == "1"
