@@ -26,7 +26,7 @@ from mlir import ir
 
 import relax_mlir.ops  # noqa: F401  (registers every op class in OPS)
 from relax_mlir.dialect.spec import OPS, DeduceError, OpInfo, OpSpec, short_name
-from relax_mlir.dialect.types import TensorType, TypeTextError, view
+from relax_mlir.dialect.types import DTYPES, INT_DTYPES, TensorType, TypeTextError, view
 from relax_mlir.shape import Facts
 
 __all__ = ["tensor", "module", "function", "constant", "match_cast", "FunctionBuilder", "ModuleBuilder"]
@@ -35,6 +35,8 @@ __all__ = ["tensor", "module", "function", "constant", "match_cast", "FunctionBu
 def tensor(dims: Sequence[int | str] | None, dtype: str = "f32") -> TensorType:
     """A `!relax.tensor` type: dims are integers, symbolic expression strings ("n", "2*n") or "?";
     None gives an unranked tensor."""
+    if dtype not in DTYPES:
+        raise _error(f"builder.tensor: unknown dtype {dtype!r}; the dtypes are {', '.join(DTYPES)}")
     return TensorType.of(dims, dtype)
 
 
@@ -170,6 +172,10 @@ def function(name: str, *, symbol_bounds: dict[str, int] | None = None,
              **params: TensorType) -> Iterator[FunctionBuilder]:
     """Build `func.func @name(params...)`; ops built inside the `with` go into its body.
     `symbol_bounds` / `symbol_lower` are the symbols' upper / lower bounds (relax.symbol_bounds)."""
+    for what, bounds in (("symbol_bounds", symbol_bounds), ("symbol_lower", symbol_lower)):
+        for sym, v in (bounds or {}).items():
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise _error(f"builder.function: {what}[{sym!r}] must be an integer >= 0, got {v!r}")
     mod = _MODULES[-1] if _MODULES else ModuleBuilder(name)
     loc = loc or _caller_location(2, mod.session.ctx)
     f = FunctionBuilder(mod, name, params, Facts(lower=symbol_lower, upper=symbol_bounds), loc)
@@ -237,6 +243,8 @@ def _dense(value, dtype: str | None) -> ir.DenseElementsAttr:
     elt = ir.Type.parse(dtype)
     ty = ir.RankedTensorType.get(list(arr.shape), elt)
     flat = arr.reshape(-1)
+    if isinstance(elt, ir.IntegerType) and flat.size:
+        _check_integer_values(flat, elt, dtype)
     if flat.size and (flat == flat[0]).all():
         x = flat[0]
         if dtype in ("f16", "bf16", "f32", "f64"):
@@ -249,6 +257,25 @@ def _dense(value, dtype: str | None) -> ir.DenseElementsAttr:
     if np_dtype is None:
         raise TypeError(f"constant: a non-splat {dtype} constant cannot be built from numpy")
     return ir.DenseElementsAttr.get(np.ascontiguousarray(arr.astype(np_dtype)), type=ty)
+
+
+def _check_integer_values(flat: np.ndarray, elt: ir.IntegerType, dtype: str, strict: bool = False) -> None:
+    """Integer constants must hold their values exactly (jax refuses int8 + 300, OverflowError): a
+    value outside the type's range, or a float with a fraction, is a ValueError, never wrapped.
+    `strict`: a signless type takes its signed range only (a Python number next to an i8 operand)."""
+    if flat.dtype.kind == "b":
+        return
+    if flat.dtype.kind == "f" and not np.all(np.isfinite(flat) & (flat == np.round(flat))):
+        raise ValueError(f"constant: {dtype} cannot hold the non-integer value(s) {flat[flat != np.round(flat)][:3]}")
+    w = elt.width
+    # signless: either reading of the bits (constant(255, "i8") then relax.bitcast to ui8)
+    lo, hi = (0, 2**w - 1) if elt.is_unsigned else (-(2**(w - 1)), 2**w - 1 if strict is False else 2**(w - 1) - 1)
+    if w == 1:
+        lo, hi = 0, 1
+    vmin, vmax = int(flat.min()), int(flat.max())
+    if vmin < lo or vmax > hi:
+        bad = vmin if vmin < lo else vmax
+        raise ValueError(f"constant: {bad} does not fit in {dtype} ({lo}..{hi})")
 
 
 # --- building one op -----------------------------------------------------------------------------
@@ -266,7 +293,10 @@ def _as_value(v, i: int, siblings: list) -> ir.Value:
         if not dtypes:
             raise TypeError(f"operand #{i} is the Python number {v!r} and no other operand gives its dtype; "
                             f"use builder.constant({v!r}, dtype)")
-        return constant(v, dtypes[0], loc=ir.Location.current)
+        dt = dtypes[0]
+        if dt in INT_DTYPES and dt != "i1":  # the number takes the operand's (signed) type, as in jax
+            _check_integer_values(np.asarray([v]), ir.IntegerType(ir.Type.parse(dt)), dt, strict=True)
+        return constant(v, dt, loc=ir.Location.current)
     raise TypeError(f"operand #{i} must be an ir.Value (a builder result or parameter), got {type(v).__name__}")
 
 
@@ -274,6 +304,8 @@ def _build(spec: type[OpSpec], operands: list, attrs: dict[str, Any], loc: ir.Lo
            result_types: list | None = None) -> list[ir.Value]:
     """Create `spec`'s op; its result types come from `spec.deduce` unless given."""
     f = _current()
+    if f.done:
+        raise _error(f"{_where(loc)}error: '{spec.name}' built after @{f.name} returned (f.ret ends the function)")
     flat: list[ir.Value] = []
     sizes: list[int] = []
     with loc:

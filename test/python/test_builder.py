@@ -124,3 +124,33 @@ def test_every_graph_op_has_a_builder_function():
         assert fn.__doc__ and fn.__doc__.startswith(f"`{name}`"), name
         if name not in ("relax.constant", "relax.match_cast"):
             assert "loc" in fn.__signature__.parameters, name
+
+
+def test_bad_builder_input_is_a_clear_error():
+    """Each misuse is an error naming it, never a wrapped value or a binding's internal error
+    (probe s21/errors: i8 + 300 gave 45; a dtype typo was a raw MLIRError; an op after f.ret an
+    IndexError about insertion points; a negative symbol bound surfaced only at call time)."""
+    with pytest.raises(ValueError, match=r"constant: 300 does not fit in i8 \(-128\.\.127\)"):
+        with rb.function("main", x=rb.tensor(["n", 4], "i8")) as f:
+            f.ret(rb.add(f.x, 300))
+    with pytest.raises(ValueError, match=r"constant: i32 cannot hold the non-integer value"):
+        with rb.function("main", x=rb.tensor(["n"], "i32")) as f:
+            f.ret(rb.add(f.x, 1.5))
+    with rb.function("main", x=rb.tensor(["n"], "i16")) as f:  # in range: exact
+        f.ret(rb.add(f.x, 300))
+    np.testing.assert_array_equal(relax_mlir.compile(f.module)(np.array([0, -1], np.int16)), [300, 299])
+    with pytest.raises(relax_mlir.CompileError, match=r"unknown dtype 'f99'; the dtypes are f32, f16"):
+        rb.tensor(["n", 4], "f99")
+    with pytest.raises(relax_mlir.CompileError, match=r"'relax.relu' built after @main returned"):
+        with rb.function("main", x=rb.tensor(["n"], "f32")) as f:
+            f.ret(rb.relu(f.x))
+            f.ret(rb.relu(f.x))
+    with pytest.raises(relax_mlir.CompileError, match=r"symbol_bounds\['n'\] must be an integer >= 0, got -5"):
+        with rb.function("main", symbol_bounds={"n": -5}, x=rb.tensor(["n"], "f32")) as f:
+            f.ret(f.x)
+    with pytest.raises(ValueError, match=r"constant: 200 does not fit in i8 \(-128\.\.127\)"):
+        with rb.function("main", x=rb.tensor(["n"], "i8")) as f:
+            f.ret(rb.add(f.x, 200))
+    with rb.function("main") as f:  # an explicit signless constant may hold the unsigned reading
+        f.ret(rb.constant([255, 1], "i8"))
+    np.testing.assert_array_equal(relax_mlir.compile(f.module)(), np.array([-1, 1], np.int8))
