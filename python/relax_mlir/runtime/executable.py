@@ -1050,7 +1050,8 @@ class Function:
         if code:
             sig = self.sig
             msg = sig.messages[code - 1] if 0 < code <= len(sig.messages) else f"check {code}"
-            raise ValueError(f"@{sig.name}: shape check failed: {msg}")
+            given = ", ".join(f"{sig.arg_names[i]} {tuple(np.shape(a))}" for i, a in zip(plan.free, originals))
+            raise ValueError(f"@{sig.name}: shape check failed: {msg} (given: {given})")
         for r, cdt in self._complex_out.items():  # interleaved parts -> the complex array (a view)
             if r not in self._donor:
                 outs[r] = outs[r].view(cdt).reshape(outs[r].shape[:-1])

@@ -237,7 +237,10 @@ def _bound_by(d: Expr, binds, names) -> str:
 
 def _match_cast_message(op: ir.Operation, j: int, a, b: Expr, entry: ir.Block, names: list[str]) -> str:
     if "relax.origin" not in op.attributes:
-        return f"match_cast at {where(op)}: dim {j} is {a if a is not None else '?'}, the pattern requires {b}"
+        shown = a if a is not None else "?"
+        if str(shown).startswith("arg") and "_dim" in str(shown):  # the importer's name of a plain argument dim
+            shown = "the argument's size"
+        return f"match_cast at {where(op)}: dim {j} is {shown}, the pattern requires {b}"
     # Inserted by relax-infer-shapes: an op's deduction needs this "?" dim to be b.
     origin = ir.StringAttr(op.attributes["relax.origin"]).value
     src = op.operands[0]
