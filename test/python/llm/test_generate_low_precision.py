@@ -45,8 +45,8 @@ def test_low_precision_llama_generation(dtype):
 def test_gptj_caches_keys_and_values_in_their_own_dtypes(dtype, tmp_path):
     """GPT-J's half-precision cache holds f32 keys (its rotary embedding computes them in f32)
     and bf16 / f16 values: the runtime's cache keeps each in its own dtype (was an internal
-    TypeError from dynamic_update_slice at export). Tokens equal HF's own greedy `generate` and
-    the jax reference, through a saved package too."""
+    TypeError from dynamic_update_slice at export). Tokens equal the jax reference, and HF's own
+    greedy `generate` (f16) or a saved package's (bf16): each path once, for CI's time."""
     from transformers import FlaxGPTJForCausalLM, GPTJConfig
 
     cfg = GPTJConfig(vocab_size=96, n_positions=80, n_embd=32, n_layer=2, n_head=4, rotary_dim=4)
@@ -58,13 +58,15 @@ def test_gptj_caches_keys_and_values_in_their_own_dtypes(dtype, tmp_path):
     ref = Generator.from_hf_flax(model, params, max_context=32, cache_chunk=8, target="jax")
     tokens = gen.generate(prompts, 6)
     assert tokens == ref.generate(prompts, 6)
-    hf = model.generate(np.array([prompts[0]], np.int32), params=params, max_length=11, do_sample=False,
-                        pad_token_id=0).sequences
-    assert tokens[0] == np.asarray(hf)[0, 5:].tolist()
-    gen.save(str(tmp_path / "pkg"))
-    from relax_mlir.llm import load
+    if dtype == jnp.float16:
+        hf = model.generate(np.array([prompts[0]], np.int32), params=params, max_length=11, do_sample=False,
+                            pad_token_id=0).sequences
+        assert tokens[0] == np.asarray(hf)[0, 5:].tolist()
+    else:
+        gen.save(str(tmp_path / "pkg"))
+        from relax_mlir.llm import load
 
-    assert load(str(tmp_path / "pkg")).generate(prompts, 6) == tokens
+        assert load(str(tmp_path / "pkg")).generate(prompts, 6) == tokens
 
 
 _GEMMA_BF16 = """
