@@ -15,3 +15,9 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xcomplex<f32>>) -> t
   %3 = stablehlo.tanh %2 : tensor<4xcomplex<f32>>
   return %arg0 : tensor<4xf32>
 }
+
+// RUN: not relax-import-stablehlo %S/Inputs/types-and-ops.mlir 2>&1 | FileCheck %s --check-prefix=BOTH -DFILE=%S/Inputs/types-and-ops.mlir
+// An unsupported element type does not hide the unsupported ops: all of them in one error.
+// BOTH: [[FILE]]:3:8: error: unsupported StableHLO op 'stablehlo.convert': result #0 has element type f8E4M3FN
+// BOTH-NEXT: [[FILE]]:4:8: error: unsupported StableHLO op 'stablehlo.after_all'
+// BOTH-NOT: error

@@ -17,7 +17,8 @@ from relax_mlir.frontend.stablehlo.common import (CVal, Val, _DTYPES, _attr, _dt
                                                   _jax_ttype, _qtype, _scalar_attr, _splat, _string, _subs, _ttype,
                                                   complex_part_type)
 from relax_mlir.frontend.stablehlo.complex import convert_complex, touches_complex
-from relax_mlir.frontend.stablehlo.errors import StableHLOParseError, UnsupportedOpError, _file_position
+from relax_mlir.frontend.stablehlo.errors import (StableHLOParseError, UnsupportedOpError, UnsupportedOpsError,
+                                                  UnsupportedTypesError, _file_position)
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
 from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
@@ -470,7 +471,14 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     `spmd`: build the per-device program of a sharded module (frontend/stablehlo/sharding.py)."""
     from relax_mlir.targets import registry
 
-    check_element_types(module)
+    try:
+        check_element_types(module)
+    except UnsupportedTypesError as types:  # the unsupported ops too, all in one error
+        try:
+            check_supported_ops(module, spmd)
+        except UnsupportedOpsError as ops:
+            raise UnsupportedTypesError(types.items + [ops]) from None
+        raise
     check_supported_ops(module, spmd)
     session = Session(source_name)
     with session.ctx, ir.Location.unknown():
