@@ -22,8 +22,9 @@ column sum is 2e-7 off. The same terms are added, in another order; NaN, Inf and
 out as before (a sum of -0.0 terms onto +0.0 is +0.0 either way). The cost is one vector add per
 block of BLOCK iterations.
 
-Only loops whose every carried value is such a float accumulator are rewritten; loops with a
-static trip count of at most BLOCK are left alone.
+Only loops whose every carried value is such a float accumulator, read nowhere but by its own
+update and the loop's yield, are rewritten (a scan that writes each prefix keeps its order); loops
+with a static trip count of at most BLOCK are left alone.
 """
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def _is_accumulator(acc: ir.BlockArgument, yielded: ir.Value) -> bool:
     `vector.reduction <add>, x, acc`; a 0-d vector `acc` is read with `vector.extract` and the scalar
     sum broadcast back."""
     if not _float_like(acc.type) or acc.type != yielded.type:
+        return False
+    # the sum is only carried: a running value read elsewhere (a scan writing each prefix) would
+    # see a block's partial sum
+    if _only_use(yielded) is None or _only_use(yielded).name != "scf.yield":
         return False
     total, core = acc, _op(yielded)
     if core is not None and core.name == "vector.broadcast":
