@@ -17,7 +17,7 @@ _native.install()  # before anything imports MLIR's libraries (see there)
 
 from relax_mlir.core.diagnostics import CompileError
 from relax_mlir.core.module import Module
-from relax_mlir.passes import parse_pipeline
+from relax_mlir.core.pipeline_text import parse_pipeline
 
 # The relax passes of compile(..., target="cpu") with and without optimization (the named
 # pipelines relax-compile-cpu and relax-lower; relax_mlir.targets holds every target's).

@@ -8,6 +8,7 @@ from mlir import ir
 
 from relax_mlir import knobs
 from relax_mlir.core.diagnostics import suggest
+from relax_mlir.core.pipeline_text import parse_pipeline, split_top
 
 
 class PassError(Exception):
@@ -80,28 +81,7 @@ def adapter(p: ModulePass):
     return run
 
 
-# --- pipeline strings --------------------------------------------------------------------------
-
-def split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at `sep` outside (), {} and quotes."""
-    out, depth, cur, quote = [], 0, [], False
-    for ch in text:
-        if ch == '"':
-            quote = not quote
-        if not quote:
-            if ch in "({[":
-                depth += 1
-            elif ch in ")}]":
-                depth -= 1
-        if ch == sep and depth == 0 and not quote:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
-
+# --- pipeline strings (split_top, parse_pipeline: core/pipeline_text.py) -----------------------
 
 class PipelineError(ValueError):
     """A pipeline string names an unknown pass or option, or gives an option a bad value."""
@@ -172,13 +152,3 @@ def parse_options(cls, text: str) -> ModulePass:
     except (TypeError, ValueError) as e:  # a check that is not (yet) a PipelineError: still an option error
         raise PipelineError(f"invalid option of {cls.name}: {e}") from None
     return p
-
-
-def parse_pipeline(text: str) -> list[str]:
-    """'builtin.module(a,b{x=1},func.func(c))' -> ['a', 'b{x=1}', 'func.func(c)']."""
-    text = text.strip()
-    if text.startswith("builtin.module(") and text.endswith(")"):
-        text = text[len("builtin.module("):-1]
-    elif text.startswith("any(") and text.endswith(")"):
-        text = text[len("any("):-1]
-    return split_top(text)

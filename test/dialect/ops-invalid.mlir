@@ -152,3 +152,16 @@ func.func @unranked_operand(%x: !relax.unranked_tensor<f32>) {
   return
 }
 
+
+// -----
+
+// Recursion (direct or mutual) is refused at the call (relax-to-upstream made an invalid call of it).
+func.func @even(%a: !relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32> {
+  %0 = func.call @odd(%a) : (!relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32>
+  return %0 : !relax.tensor<["n"], f32>
+}
+func.func @odd(%a: !relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32> {
+  // expected-error @+1 {{'func.call' op @even is called recursively (directly or through other functions): recursion is not supported}}
+  %0 = func.call @even(%a) : (!relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32>
+  return %0 : !relax.tensor<["n"], f32>
+}

@@ -191,6 +191,7 @@ def check_donations(f: ir.Operation, params: list, results: list, facts: Facts) 
 class _Checker:
     def __init__(self, module: ir.Operation, infer: bool):
         self.module = module
+        self.pending: set[str] = set()  # graph functions not checked yet (run)
         self.infer = infer
         self.types: dict = {}  # value -> deduced type (verify mode leaves the IR untouched)
         self.deduced: dict = {}  # (op name, facts, operand types, result types, attributes) -> deduction
@@ -201,9 +202,13 @@ class _Checker:
                 self.kernels[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
 
     def run(self):
-        for f in graph_functions(self.module):
+        order = graph_functions(self.module)  # callees first: a call to one not done yet is recursion
+        self.pending = {ir.StringAttr(f.attributes["sym_name"]).value for f in order
+                        if "relax.region" not in f.attributes}
+        for f in order:
             if "relax.region" not in f.attributes:  # checked at its control-flow op
                 self.function(f)
+                self.pending.discard(ir.StringAttr(f.attributes["sym_name"]).value)
 
     def function(self, f: ir.Operation, region_params: list[RelaxType] | None = None, caller_facts: Facts | None = None):
         requirement_entries(f)  # one from the input must be well-formed
@@ -530,6 +535,9 @@ class _Checker:
 
     def call(self, op: ir.Operation):
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        if callee in self.pending:
+            raise PassError(op, f"'func.call' op @{callee} is called recursively (directly or through other "
+                                f"functions): recursion is not supported; write the loop with relax_v.while")
         sig = self.signatures.get(callee)
         if sig is None:
             return
