@@ -76,7 +76,8 @@ def _is_accumulator(acc: ir.BlockArgument, yielded: ir.Value) -> bool:
         total, core = ext.results[0], _op(core.operands[0])
         if core is None or _only_use(core.results[0]) is None:
             return False
-    if core is None or _only_use(total) != core:
+    user = _only_use(total)  # (an MLIR op compared with None raises: both checked first)
+    if core is None or user is None or user != core:
         return False
     operands = list(core.operands)
     if core.name == "arith.addf":
