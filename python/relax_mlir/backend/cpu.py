@@ -1350,9 +1350,9 @@ def move_bf16_through_f32(module_op: ir.Operation) -> int:
 def bf16_rounding_keeps_nan_sign(module_op: ir.Operation) -> int:
     """f32 -> bf16 `arith.truncf` as integer operations that keep a NaN's sign, as XLA converts:
     round to nearest even, (bits + 0x7fff + (bits >> 16 & 1)) >> 16, and a NaN the quiet NaN of its
-    sign (0x7fc0 or 0xffc0, its payload dropped). arith-expand (which would lower it otherwise) makes every NaN +NaN 0x7fc0:
-    bf16(-NaN), bf16 inf - inf (x86's NaN is negative) had signbit False where jax has True
-    (helper probe). Returns the number of conversions rewritten."""
+    sign (0x7fc0 or 0xffc0, its payload dropped). arith-expand (which would lower it otherwise)
+    makes every NaN +NaN 0x7fc0: bf16(-NaN), bf16 inf - inf (x86's NaN is negative) had signbit
+    False where jax has True (helper probe). Returns the number of conversions rewritten."""
     def wanted(o) -> bool:
         if o.name != "arith.truncf":
             return False

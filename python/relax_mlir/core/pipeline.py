@@ -7,6 +7,7 @@ know which passes exist (`relax_mlir.targets.registry()` assembles them)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -116,8 +117,6 @@ def _upstream_error(text: str, message: str, registry: PassRegistry) -> str:
 
 def _anchor(text: str, name: str) -> str:
     """The op name of the innermost `anchor(...)` around the first `name` in pipeline `text`."""
-    import re
-
     m = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
     depth, i = 0, m.start() if m else 0
     while i > 0:
