@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.passmanager import PassManager
+from mlir.passmanager import PassDisplayMode, PassManager
 
 from relax_mlir.core.diagnostics import Diag, suggest
 from relax_mlir.core.session import Session
@@ -64,6 +64,8 @@ class Instrumentation:
     verbose: bool = False         # one line per pass with its wall time (stderr)
     dump_dir: str | None = None   # IR after each pass, one file per pass, under this folder
     disable_threading: bool = False
+    dump_pipeline: bool = False   # the pass manager's pipeline before the run (stderr)
+    statistics: str | None = None  # MLIR's pass statistics after the run: "list" or "pipeline"
 
     @property
     def prints_ir(self) -> bool:
@@ -230,6 +232,12 @@ def run_pipeline(session: Session, module: ir.Operation, items: list[str], regis
                                   print_after_change=inst.print_after_change,
                                   print_after_failure=inst.print_after_failure,
                                   tree_printing_dir_path=inst.dump_dir)
+        if inst.dump_pipeline:
+            text = str(pm)
+            inner = text[text.index("(") + 1:text.rindex(")")] if "(" in text else ""
+            print(f"Pass Manager with {len(split_top(inner))} passes:\n{text}\n", file=sys.stderr, flush=True)
+        if inst.statistics is not None:
+            pm.enable_statistics(PassDisplayMode.LIST if inst.statistics == "list" else PassDisplayMode.PIPELINE)
         if inst.timing:
             pm.enable_timing()
         pm.enable_verifier(verify_each)

@@ -134,6 +134,107 @@ def parse_module(session: Session, text: str):
         return op.operation
 
 
+BYTECODE_MAGIC = b"ML\xefR"
+
+
+def parse_bytecode(session: Session, data: bytes):
+    """The `builtin.module` in MLIR bytecode `data` (what `--emit-bytecode` writes), or None with
+    the reader's diagnostics recorded. Read through the C API, as `_parses_cleanly` does: the
+    bindings' `Operation.parse` takes text only."""
+    lib, get = _capi()
+    ctx = get(session.ctx._CAPIPtr, b"mlir.ir.Context._CAPIPtr")
+    before = len(session.diags)
+    with session.ctx, ir.Location.unknown():
+        m = lib.mlirModuleCreateParse(ctx, _MlirString(data, len(data)))
+        if m and not any(d.severity == "error" for d in session.diags[before:]):
+            return ir.Module._CAPICreate(_capsule(m, b"mlir.ir.Module._CAPIPtr")).operation
+        if m:
+            lib.mlirModuleDestroy(m)
+    if not session.has_errors():
+        session.error("the input is not valid MLIR bytecode")
+    return None
+
+
+def _capsule(ptr: int, name: bytes):
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return new(ptr, name, None)
+
+
+def load_irdl(session: Session, text: str, file: str) -> bool:
+    """Load the dialects an IRDL file defines into the session's context (mlir-opt's --irdl-file).
+    False, with located errors recorded, when the file does not parse, holds anything but
+    `irdl.dialect`s, or a dialect exists already or names an op, type or attribute twice (MLIR
+    aborts the process on either)."""
+    from mlir.dialects import irdl
+
+    own = Session(file)  # diagnostics named after the IRDL file
+    twice = _dialect_defined_twice(text, file)
+    if twice is not None:  # MLIR's verifier aborts on it (a symbol table with a name twice)
+        session.diags.append(twice)
+        return False
+    checked = parse_module(own, text)
+    if checked is not None:
+        with own.ctx:
+            _check_irdl(session.ctx, checked)
+    session.diags.extend(own.diags)
+    if checked is None or own.has_errors():
+        return False
+    with session.ctx, ir.Location.unknown():
+        try:
+            irdl.load_dialects(ir.Module.parse(text))
+        except ir.MLIRError as e:
+            session.add_error_diagnostics(e)
+            return False
+    return True
+
+
+_IRDL_DIALECT_RE = re.compile(r'irdl\.dialect\s+@(?:"((?:[^"\\]|\\.)*)"|([\w.$-]+))'
+                              r'|"irdl\.dialect"\s*\(\s*\)\s*<?\s*\{\s*sym_name\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _dialect_defined_twice(text: str, file: str) -> Diag | None:
+    """A located error at the second definition of an IRDL dialect name in `text` (a lexical scan
+    before parsing, comments skipped), else None."""
+    seen: set[str] = set()
+    for m in _IRDL_DIALECT_RE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if "//" in text[line_start:m.start()]:
+            continue
+        name = next(g for g in m.groups() if g is not None)
+        if name in seen:
+            line = text.count("\n", 0, m.start()) + 1
+            return Diag(file, line, m.start() - line_start + 1, "error", f"dialect '{name}' is defined twice")
+        seen.add(name)
+    return None
+
+
+def _check_irdl(ctx: ir.Context, module) -> None:
+    """Emit a located error (in the module's context) for what `irdl.load_dialects` would abort on."""
+    dialects: set[str] = set()
+    for op in module.regions[0].blocks[0].operations:
+        if op.operation.name != "irdl.dialect":
+            op.location.emit_error(f"'{op.operation.name}' at the top level of an IRDL file (expected irdl.dialect)")
+            continue
+        dialect = ir.StringAttr(op.attributes["sym_name"]).value
+        if dialect in dialects:  # spelled in a way the lexical scan missed
+            op.location.emit_error(f"dialect '{dialect}' is defined twice")
+        dialects.add(dialect)
+        try:
+            ctx.dialects[dialect]
+            op.location.emit_error(f"dialect '{dialect}' is already loaded")
+        except IndexError:
+            pass
+        seen: set[str] = set()
+        for inner in op.regions[0].blocks[0].operations:
+            if "sym_name" in inner.attributes:
+                sym = ir.StringAttr(inner.attributes["sym_name"]).value
+                if sym in seen:
+                    inner.location.emit_error(f"'{sym}' is defined twice in dialect '{dialect}'")
+                seen.add(sym)
+
+
 def _parse_implicit_module(session: Session, text: str):
     # ir.Module.parse wraps any number of top-level ops in a module; it takes no source name, so
     # its locations say "-", which to_diag maps back to the session's file.

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import io
 import re
 import sys
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from mlir import ir
 
 from relax_mlir.core.diagnostics import Diag, decode_source, suggest
 from relax_mlir.core.pipeline import Instrumentation, run_pipeline, upstream_pass_names
-from relax_mlir.core.session import Session, parse_module
+from relax_mlir.core.session import BYTECODE_MAGIC, Session, load_irdl, parse_bytecode, parse_module
 from relax_mlir.dialect.spec import OPS
 from relax_mlir.passes import PipelineError, option_docs, parse_pipeline
 
@@ -108,6 +109,13 @@ Options take one or two dashes, as in mlir-opt (-split-input-file, --split-input
                                 one line per op; relax_mlir.core.script.to_script)
   --mlir-print-debuginfo        print locations
   --mlir-timing                 report pass timings (stderr)
+  --mlir-pass-statistics        report the upstream passes' statistics (stderr)
+  --mlir-pass-statistics-display=list|pipeline
+                                statistics merged per pass (list) or per pipeline position (default)
+  --dump-pass-pipeline          print the pass manager's pipeline before running it (stderr)
+  --emit-bytecode               write MLIR bytecode instead of text (inputs may be bytecode too)
+  --irdl-file=FILE              load the dialects defined in the IRDL file FILE before parsing
+  --allow-unregistered-dialect  accept ops of dialects that are not loaded
   --no-verify                   do not verify after each pass
   --list-passes                 list the relax passes with their options, and the named pipelines
   --version                     print the version
@@ -116,7 +124,10 @@ Options take one or two dashes, as in mlir-opt (-split-input-file, --split-input
 _FLAGS = ("split-input-file", "verify-diagnostics", "mlir-print-ir-before-all", "mlir-print-ir-after-all",
           "mlir-print-ir-after-change", "mlir-print-ir-after-failure", "mlir-print-ir-module-scope",
           "mlir-disable-threading", "mlir-print-op-generic", "mlir-print-debuginfo", "mlir-timing", "list-passes",
-          "version", "help", "no-verify", "allow-unregistered-dialect")
+          "version", "help", "no-verify", "allow-unregistered-dialect", "emit-bytecode", "dump-pass-pipeline",
+          "mlir-pass-statistics")
+# Options that take a value: name -> the accepted values (None: any, such as a file name).
+_VALUED = {"irdl-file": None, "mlir-pass-statistics-display": ("list", "pipeline")}
 
 
 class UsageError(Exception):
@@ -133,6 +144,8 @@ class Args:
     in_path: str = "-"
     out_path: str = "-"
     print_form: str = "mlir"
+    irdl_file: str | None = None
+    statistics_display: str = "pipeline"
 
 
 def parse_args(argv: list[str], registry) -> Args:
@@ -177,6 +190,20 @@ def parse_args(argv: list[str], registry) -> Args:
                 raise UsageError(f"unknown value '{value}' for --relax-print{suggest(value, PRINT_FORMS)}; "
                                  f"choices: {', '.join(PRINT_FORMS)}")
             args.print_form = value
+        elif name in _VALUED:
+            if not eq:
+                if i >= len(argv) or argv[i].startswith("-"):
+                    raise UsageError(f"--{name} needs a value")
+                value = argv[i]
+                i += 1
+            choices = _VALUED[name]
+            if choices is not None and value not in choices:
+                raise UsageError(f"unknown value '{value}' for --{name}{suggest(value, choices)}; "
+                                 f"choices: {', '.join(choices)}")
+            if name == "irdl-file":
+                args.irdl_file = value
+            else:
+                args.statistics_display = value
         elif name in _FLAGS:
             if eq and value not in ("true", "1"):
                 if value in ("false", "0"):
@@ -198,6 +225,11 @@ def parse_args(argv: list[str], registry) -> Args:
         raise UsageError(f"more than one input file: {', '.join(inputs)}")
     if inputs:
         args.in_path = inputs[0]
+    if "emit-bytecode" in args.flags:
+        if "split-input-file" in args.flags:
+            raise UsageError("--emit-bytecode cannot be combined with --split-input-file (one module per output)")
+        if args.print_form != "mlir":
+            raise UsageError("--emit-bytecode cannot be combined with --relax-print=script")
     return args
 
 
@@ -296,14 +328,37 @@ def _main(argv: list[str]) -> int:
                 data = f.read()
     except OSError as e:
         return _err(f"cannot read '{in_path}': {e.strerror or e}")
-    text, bad = decode_source(data, source_name)
-    if bad is not None:
-        print(bad.render(), file=sys.stderr)
-        return 1
+    irdl_text = None
+    if args.irdl_file is not None:
+        try:
+            with open(args.irdl_file, "rb") as f:
+                irdl_text, bad = decode_source(f.read(), args.irdl_file)
+        except OSError as e:
+            return _err(f"cannot read '{args.irdl_file}': {e.strerror or e}")
+        if bad is None:
+            probe = Session(source_name)  # its errors once, not once per input chunk
+            if not load_irdl(probe, irdl_text, args.irdl_file):
+                bad = probe.diags
+        if bad is not None:
+            for d in bad if isinstance(bad, list) else [bad]:
+                print(d.render(), file=sys.stderr)
+            return 1
+    bytecode = data.startswith(BYTECODE_MAGIC)
+    if bytecode:
+        for flag in ("split-input-file", "verify-diagnostics"):
+            if flag in flags:
+                return _err(f"--{flag} needs a text input; '{source_name}' is MLIR bytecode")
+        text = ""
+    else:
+        text, bad = decode_source(data, source_name)
+        if bad is not None:
+            print(bad.render(), file=sys.stderr)
+            return 1
+    emit_bytecode = "emit-bytecode" in flags
     out = None
     if args.out_path != "-":
         try:  # open the output first: an unwritable path fails before any work
-            out = open(args.out_path, "w", encoding="utf-8")
+            out = open(args.out_path, "wb") if emit_bytecode else open(args.out_path, "w", encoding="utf-8")
         except OSError as e:
             return _err(f"cannot write '{args.out_path}': {e.strerror or e}")
 
@@ -324,7 +379,9 @@ def _main(argv: list[str]) -> int:
                            print_after_change="mlir-print-ir-after-change" in flags,
                            print_after_failure="mlir-print-ir-after-failure" in flags,
                            timing="mlir-timing" in flags,
-                           disable_threading="mlir-disable-threading" in flags)
+                           disable_threading="mlir-disable-threading" in flags,
+                           dump_pipeline="dump-pass-pipeline" in flags,
+                           statistics=args.statistics_display if "mlir-pass-statistics" in flags else None)
     outputs: list[str] = []
     failed = False
     verify = "verify-diagnostics" in flags
@@ -332,7 +389,9 @@ def _main(argv: list[str]) -> int:
     for chunk, line_offset in chunks:
         session = Session(source_name)
         padded = "\n" * line_offset + chunk  # keep original line numbers in locations
-        module = parse_module(session, padded)
+        if irdl_text is not None:
+            load_irdl(session, irdl_text, args.irdl_file)  # checked above
+        module = parse_bytecode(session, data) if bytecode else parse_module(session, padded)
         if module is not None and "allow-unregistered-dialect" not in flags and _unregistered_ops(session, module):
             module = None
         ok = module is not None and run_pipeline(session, module, args.items, registry, instrument=inst,
@@ -348,7 +407,8 @@ def _main(argv: list[str]) -> int:
         if not ok:
             failed = True
             continue
-        outputs.append(_print(module, flags, session, args.print_form))
+        outputs.append(_bytecode(module, session) if emit_bytecode else
+                       _print(module, flags, session, args.print_form))
 
     if verify:
         for e in all_errors:
@@ -356,10 +416,14 @@ def _main(argv: list[str]) -> int:
         failed = bool(all_errors)
     if any(o is None for o in outputs):
         return 1
-    result = ("\n# -----\n" if args.print_form == "script" else "\n// -----\n").join(outputs)
+    if emit_bytecode:
+        result, stream = b"".join(outputs), out or sys.stdout.buffer
+    else:
+        result = ("\n# -----\n" if args.print_form == "script" else "\n// -----\n").join(outputs)
+        stream = out or sys.stdout
     try:
         if not failed or "split-input-file" in flags:
-            (out or sys.stdout).write(result)
+            stream.write(result)
         if out is not None:
             out.close()
     except OSError as e:
@@ -383,6 +447,13 @@ def _unregistered_ops(session: Session, module) -> bool:
             o.location.emit_error(f"unregistered operation '{o.name}' (its dialect is not loaded; "
                                   f"--allow-unregistered-dialect accepts it)")
     return bool(found)
+
+
+def _bytecode(module, session: Session) -> bytes:
+    buf = io.BytesIO()
+    with session.ctx:
+        module.write_bytecode(buf)
+    return buf.getvalue()
 
 
 def _print(module, flags, session: Session, form: str = "mlir") -> str | None:
