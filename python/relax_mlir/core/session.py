@@ -4,11 +4,15 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import subprocess
+import tempfile
 
+import mlir
 from mlir import ir
+from mlir.dialects import irdl
 
 from relax_mlir.core.diagnostics import Diag, nesting_error, to_diag
-from relax_mlir.dialect import load
+from relax_mlir.dialect import _cached_text, load
 
 
 class Session:
@@ -137,29 +141,50 @@ def parse_module(session: Session, text: str):
 BYTECODE_MAGIC = b"ML\xefR"
 
 
-def parse_bytecode(session: Session, data: bytes):
+def bytecode_timeout_s(size: int) -> float:
+    """How long the bytecode reader may take: 10 s and 1 s more per MiB (real files decode at
+    hundreds of MiB/s; a corrupted one can make it loop)."""
+    return 10.0 + size / 2**20
+
+
+def parse_bytecode(session: Session, data: bytes, extra_irdl: str | None = None):
     """The `builtin.module` in MLIR bytecode `data` (what `--emit-bytecode` writes), or None with
-    the reader's diagnostics recorded. Read through the C API, as `_parses_cleanly` does: the
-    bindings' `Operation.parse` takes text only."""
-    lib, get = _capi()
-    ctx = get(session.ctx._CAPIPtr, b"mlir.ir.Context._CAPIPtr")
-    before = len(session.diags)
-    with session.ctx, ir.Location.unknown():
-        m = lib.mlirModuleCreateParse(ctx, _MlirString(data, len(data)))
-        if m and not any(d.severity == "error" for d in session.diags[before:]):
-            return ir.Module._CAPICreate(_capsule(m, b"mlir.ir.Module._CAPIPtr")).operation
-        if m:
-            lib.mlirModuleDestroy(m)
-    if not session.has_errors():
-        session.error("the input is not valid MLIR bytecode")
-    return None
+    errors recorded. MLIR's bytecode reader trusts its input (a corrupted file aborts, hangs or
+    overflows), so stock `mlir-opt` decodes it in a child process, with the relax dialect (and
+    `extra_irdl`, a user's IRDL file) loaded; its text output, locations kept, is then parsed as
+    any input is."""
+    exe = os.path.join(list(mlir.__path__)[0], "bin", "mlir-opt")
+    with tempfile.TemporaryDirectory(prefix="relax-bytecode-") as tmp:
+        irdl_path = os.path.join(tmp, "dialects.irdl.mlir")
+        with open(irdl_path, "w", encoding="utf-8") as f:
+            f.write(_cached_text() + "\n" + (extra_irdl or ""))
+        try:
+            run = subprocess.run([exe, "--irdl-file=" + irdl_path, "--allow-unregistered-dialect",
+                                  "--mlir-print-debuginfo", "--mlir-print-op-generic", "-"],
+                                 input=data, capture_output=True, timeout=bytecode_timeout_s(len(data)))
+        except subprocess.TimeoutExpired:
+            return _whole_file_error(session, f"reading the MLIR bytecode took over "
+                                              f"{bytecode_timeout_s(len(data)):.0f} s (a corrupted file?)")
+        except OSError as e:
+            return _whole_file_error(session, f"cannot run mlir-opt to read MLIR bytecode: {e.strerror or e}")
+    if run.returncode != 0:
+        lines = [l.strip() for l in run.stderr.decode("utf-8", "replace").splitlines()]
+        errors = [l.split("error: ", 1)[1] for l in lines if "error: " in l]
+        for e in errors:
+            _whole_file_error(session, f"malformed MLIR bytecode: {e}")
+        if not errors:
+            how = f"signal {-run.returncode}" if run.returncode < 0 else f"exit status {run.returncode}"
+            _whole_file_error(session, f"malformed MLIR bytecode (MLIR's reader stopped with {how})")
+        return None
+    try:
+        text = run.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return _whole_file_error(session, "malformed MLIR bytecode (its strings are not UTF-8)")
+    return parse_module(session, text)
 
 
-def _capsule(ptr: int, name: bytes):
-    new = ctypes.pythonapi.PyCapsule_New
-    new.restype = ctypes.py_object
-    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    return new(ptr, name, None)
+def _whole_file_error(session: Session, message: str) -> None:
+    session.diags.append(Diag(session.source_name, 0, 0, "error", message))
 
 
 def load_irdl(session: Session, text: str, file: str) -> bool:
@@ -167,8 +192,6 @@ def load_irdl(session: Session, text: str, file: str) -> bool:
     False, with located errors recorded, when the file does not parse, holds anything but
     `irdl.dialect`s, or a dialect exists already or names an op, type or attribute twice (MLIR
     aborts the process on either)."""
-    from mlir.dialects import irdl
-
     own = Session(file)  # diagnostics named after the IRDL file
     twice = _dialect_defined_twice(text, file)
     if twice is not None:  # MLIR's verifier aborts on it (a symbol table with a name twice)

@@ -391,7 +391,7 @@ def _main(argv: list[str]) -> int:
         padded = "\n" * line_offset + chunk  # keep original line numbers in locations
         if irdl_text is not None:
             load_irdl(session, irdl_text, args.irdl_file)  # checked above
-        module = parse_bytecode(session, data) if bytecode else parse_module(session, padded)
+        module = parse_bytecode(session, data, irdl_text) if bytecode else parse_module(session, padded)
         if module is not None and "allow-unregistered-dialect" not in flags and _unregistered_ops(session, module):
             module = None
         ok = module is not None and run_pipeline(session, module, args.items, registry, instrument=inst,

@@ -139,6 +139,24 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return data
 
 
+def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
+    """One to four seeded byte edits of a binary input (MLIR bytecode): bit flips, extreme bytes,
+    insertions or a truncation; the 4-byte magic is kept so that the reader is reached."""
+    b = bytearray(data)
+    kind = rng.choice(("flip", "byte", "insert", "truncate"))
+    for _ in range(rng.randint(1, 4)):
+        p = rng.randrange(4, len(b)) if len(b) > 4 else len(b)
+        if kind == "flip" and p < len(b):
+            b[p] ^= 1 << rng.randrange(8)
+        elif kind == "byte" and p < len(b):
+            b[p] = rng.choice((0, 0xFF, 0x7F, 0x80, rng.randrange(256)))
+        elif kind == "insert":
+            b[p:p] = bytes([rng.randrange(256)])
+        else:
+            return bytes(b[:p])
+    return bytes(b)
+
+
 def split_chunks(text: str) -> list[str]:
     """A lit input's `// -----` chunks, RUN and CHECK lines dropped (they only make inputs longer)."""
     out = []

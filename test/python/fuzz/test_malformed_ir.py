@@ -96,8 +96,31 @@ def stablehlo_seeds() -> list[tuple[str, bytes]]:
     return out + _jax_stablehlo()
 
 
+def bytecode_seeds(relax: list[tuple[str, bytes]], count: int = 40) -> list[tuple[str, bytes]]:
+    """MLIR bytecode of the first `count` relax seeds that parse (`relax-opt --emit-bytecode` reads
+    it back), their locations naming the mutant's file so that errors count as located."""
+    import io
+
+    from relax_mlir.core.session import Session, parse_module
+
+    out = []
+    for name, data in relax:
+        session = Session("mutant.mlir")
+        module = parse_module(session, data.decode())
+        if module is None:
+            continue
+        buf = io.BytesIO()
+        with session.ctx:
+            module.write_bytecode(buf)
+        out.append((name + " (bytecode)", buf.getvalue()))
+        if len(out) == count:
+            break
+    return out
+
+
 def make_jobs(n: int, seed: int) -> list[mutate.Job]:
     relax, shlo = relax_seeds(), stablehlo_seeds()
+    bytecode: list[tuple[str, bytes]] = []
     assert relax and shlo
     lit_files = sorted(p for p in glob.glob(os.path.join(ROOT, "test", "**", "*.mlir"), recursive=True)
                        if "// -----" in open(p, encoding="utf-8").read())
@@ -113,6 +136,11 @@ def make_jobs(n: int, seed: int) -> list[mutate.Job]:
             (name, data), tool = ((rng.choice(relax), "relax-import-stablehlo") if rng.random() < 0.5
                                   else (rng.choice(shlo), "relax-opt"))
             jobs.append(mutate.Job(i, tool, ["{input}"], mutate.mutate(data, rng), "mutant.mlir", name))
+        elif r < 0.27:  # MLIR bytecode (read in an isolated mlir-opt)
+            bytecode = bytecode or bytecode_seeds(relax)
+            name, data = rng.choice(bytecode)
+            jobs.append(mutate.Job(i, "relax-opt", ["{input}", "-o", os.devnull] + rng.choice(STAGES),
+                                   mutate.mutate_bytes(data, rng), "mutant.mlir", name))
         elif r < 0.3:  # whole lit files, split by the driver
             path = rng.choice(lit_files)
             with open(path, "rb") as f:
