@@ -72,6 +72,7 @@ from relax_mlir.backend.gpu_kernels import (
     make_op,
     map_cooperative_kernels,
     parallel_dims_first,
+    resolve_kernel_views,
     serial_linalg_in_one_thread,
     sink_constants,
 )
@@ -338,6 +339,8 @@ def stage_map(module, options: GPUOptions) -> None:
     fold_subviews(op)
     _map_parallel_loops(op, options)
     run_pipeline(op, _TO_LAUNCH, "map")
+    with op.context, ir.Location.unknown():
+        resolve_kernel_views(op)
     sink_constants(op)
     run_pipeline(op, OUTLINE, "map")
     drop_unused_workspace(op)

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from relax_mlir.backend.common import option_int
+from relax_mlir.backend.common import const_int, option_int, walk
 
 __all__ = [
     "OUTLINE",
@@ -97,7 +97,7 @@ def check_cooperative(reduce_threads: int, matmul_tile: int) -> None:
         raise ValueError(f"matmul_tile must be 0..16 or a multiple of 16 up to 128, got {matmul_tile!r}")
 
 
-def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+def is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     while True:
         parent = op.parent
         if parent is None:
@@ -153,7 +153,7 @@ def sink_constants(module_op: ir.Operation, select: Callable[[ir.Operation], boo
                 if isinstance(owner, ir.Block):
                     continue
                 owner = owner.operation if hasattr(owner, "operation") else owner
-                if owner.name == "arith.constant" and not _is_inside(owner, launch) and \
+                if owner.name == "arith.constant" and not is_inside(owner, launch) and \
                         (constant is None or constant(owner)):
                     uses.append((o, i, owner))
             return ir.WalkResult.ADVANCE
@@ -585,7 +585,7 @@ def _external_constants(v: _View, ops: list[ir.Operation], env: dict) -> None:
             if isinstance(owner, ir.Block) or x in env:
                 continue
             owner = owner.operation if hasattr(owner, "operation") else owner
-            if owner.name == "arith.constant" and not _is_inside(owner, v.op):
+            if owner.name == "arith.constant" and not is_inside(owner, v.op):
                 env[x] = owner.clone().results[0]
 
 
@@ -1318,3 +1318,157 @@ def drop_unused_workspace(module_op: ir.Operation) -> int:
         with f.context:
             f.attributes["relax.workspace"] = ir.ArrayAttr.get(new)
     return dropped
+
+
+def defined_outside(v: ir.Value, region_op: ir.Operation) -> bool:
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        owner = owner.owner
+    else:
+        owner = owner.operation if hasattr(owner, "operation") else owner
+    return not (owner == region_op or is_inside(owner, region_op))
+
+
+def view_sizes(view: ir.Operation) -> list | None:
+    """The result sizes of a `memref.expand_shape` or rank-preserving `memref.subview` (ints and
+    index values), None for another op."""
+    dynamic = ir.ShapedType.get_dynamic_size()
+    if view.name == "memref.expand_shape":
+        dyn, attr = iter(list(view.operands)[1:]), "static_output_shape"
+    elif view.name == "memref.subview" and \
+            ir.MemRefType(view.operands[0].type).rank == ir.MemRefType(view.results[0].type).rank:
+        seg = list(ir.DenseI32ArrayAttr(view.attributes["operandSegmentSizes"]))
+        dyn, attr = iter(list(view.operands)[1 + seg[1]:1 + seg[1] + seg[2]]), "static_sizes"
+    else:
+        return None
+    return [next(dyn) if v == dynamic else v for v in ir.DenseI64ArrayAttr(view.attributes[attr])]
+
+
+def fold_view_dims(op: ir.Operation) -> None:
+    """`memref.dim` of an expand_shape or subview result as the size the view op states, so that
+    neither the host program (which has no subview) nor a kernel (whose buffers must have identity
+    layouts) keeps the view for its dims alone: a strided convolution's weight gradient asked the
+    dims of an expanded window of its input."""
+    dims = []
+    walk(op, lambda o: dims.append(o) if o.name == "memref.dim" else None)
+    for o in dims:
+        owner = o.operands[0].owner
+        d = const_int(o.operands[1])
+        if not isinstance(owner, ir.OpView) or d is None:
+            continue
+        sizes = view_sizes(owner.operation)
+        if sizes is None or not 0 <= d < len(sizes):
+            continue
+        with ir.InsertionPoint(o), o.location:
+            v = const_index(sizes[d]) if isinstance(sizes[d], int) else sizes[d]
+        o.results[0].replace_all_uses_with(v)
+        o.erase()
+
+
+def _through_expand_shape(ex: ir.Operation, indices: list) -> tuple[ir.Value, list]:
+    """An access of `memref.expand_shape`'s result as one of its source: the indices of each
+    reassociation group linearized over the group's sizes (row-major, as expand_shape splits a
+    dim). Builds at the caller's insertion point."""
+    idx = ir.IndexType.get()
+    sizes = view_sizes(ex)
+    new = []
+    for group in ir.ArrayAttr(ex.attributes["reassociation"]):
+        dims = [ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
+        lin = indices[dims[0]]
+        for d in dims[1:]:
+            size = sizes[d]
+            if not (isinstance(size, int) and size == 1):
+                size = const_index(size) if isinstance(size, int) else size
+                lin = make_op("arith.muli", [idx], [lin, size]).results[0]
+            lin = make_op("arith.addi", [idx], [lin, indices[d]]).results[0]
+        new.append(lin)
+    return ex.operands[0], new
+
+
+def through_views(m: ir.Value, indices: list, launch: ir.Operation):
+    """A load or store through `memref.subview`s (and `memref.expand_shape`s of them) defined
+    outside the kernel (the O(n) scan of cumsum walks one row of a strided view; a strided
+    convolution's weight gradient reads an expanded window of its input), as one of their
+    identity-layout source: index offset + i * stride in each kept dim, the offset in each dim
+    the subview drops. Builds at the caller's insertion point (the access)."""
+    idx = ir.IndexType.get()
+    while True:
+        t = ir.MemRefType(m.type)
+        if identity_layout(t) or not defined_outside(m, launch):
+            return m, indices
+        owner = m.owner
+        if isinstance(owner, ir.OpView) and owner.operation.name == "memref.expand_shape":
+            m, indices = _through_expand_shape(owner.operation, indices)
+            continue
+        if not isinstance(owner, ir.OpView) or owner.operation.name != "memref.subview":
+            return m, indices
+        sv = owner.operation
+        src = sv.operands[0]
+        st = ir.MemRefType(src.type)
+        seg = list(ir.DenseI32ArrayAttr(sv.attributes["operandSegmentSizes"]))
+        dyn = list(sv.operands)
+        offs_dyn = iter(dyn[1:1 + seg[1]])
+        strides_dyn = iter(dyn[1 + seg[1] + seg[2]:])
+        dynamic = ir.ShapedType.get_dynamic_size()
+
+        def values(name, dyn_iter):
+            out = []
+            for v in ir.DenseI64ArrayAttr(sv.attributes[name]):
+                out.append(next(dyn_iter) if v == dynamic else v)
+            return out
+
+        offsets, strides = values("static_offsets", offs_dyn), values("static_strides", strides_dyn)
+        sizes = list(ir.DenseI64ArrayAttr(sv.attributes["static_sizes"]))
+        # which source dims the result keeps (a rank-reducing subview drops unit dims)
+        kept, r = [], t.rank
+        for d in range(st.rank):
+            if len(kept) < r and not (sizes[d] == 1 and st.rank - d > r - len(kept)):
+                kept.append(d)
+        if len(kept) != r:
+            return m, indices
+        new = []
+        it = iter(indices)
+        for d in range(st.rank):
+            off = offsets[d] if not isinstance(offsets[d], int) else const_index(offsets[d])
+            if d in kept:
+                i = next(it)
+                stv = strides[d]
+                if not (isinstance(stv, int) and stv == 1):
+                    stv = stv if not isinstance(stv, int) else const_index(stv)
+                    i = make_op("arith.muli", [idx], [i, stv]).results[0]
+                new.append(make_op("arith.addi", [idx], [off, i]).results[0])
+            else:
+                new.append(off)
+        m, indices = src, new
+
+
+def resolve_kernel_views(module_op: ir.Operation) -> int:
+    """Loads and stores in a `gpu.launch` through views defined outside it (subviews and their
+    expand_shapes) as accesses of the views' identity-layout sources (`through_views`), and their
+    dims as the sizes the views state: the kernels then take whole buffers, and the host program,
+    which has no subview, keeps no view for them (CUDA; the Vulkan backend does the same while it
+    flattens the buffers). Returns the number of accesses rewritten."""
+    fold_view_dims(module_op)
+    done = 0
+    launches = []
+    walk(module_op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
+    for launch in launches:
+        accesses = []
+        walk(launch, lambda o: accesses.append(o) if o.name in ("memref.load", "memref.store") else None)
+        for o in accesses:
+            is_load = o.name == "memref.load"
+            m = o.operands[0 if is_load else 1]
+            if identity_layout(ir.MemRefType(m.type)) or not defined_outside(m, launch):
+                continue
+            with ir.InsertionPoint(o), o.location:
+                src, indices = through_views(m, list(o.operands)[1 if is_load else 2:], launch)
+                if src == m:
+                    continue
+                if is_load:
+                    new = make_op("memref.load", [o.results[0].type], [src, *indices])
+                    o.results[0].replace_all_uses_with(new.results[0])
+                else:
+                    make_op("memref.store", [], [o.operands[0], src, *indices])
+            o.erase()
+            done += 1
+    return done

@@ -53,7 +53,9 @@ from relax_mlir.backend.gpu_kernels import (
     copies_to_kernels,
     drop_unused_workspace,
     finite_constant,
+    defined_outside,
     fold_subviews,
+    fold_view_dims,
     identity_layout,
     in_one_thread,
     make_op,
@@ -61,6 +63,7 @@ from relax_mlir.backend.gpu_kernels import (
     parallel_dims_first,
     serial_linalg_in_one_thread,
     sink_constants,
+    through_views,
 )
 from relax_mlir.passes import ModulePass, PipelineError
 
@@ -191,28 +194,10 @@ def _to_spirv_pipeline(options: SPIRVOptions, narrow_modules: tuple[str, ...] = 
             "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)")
 
 
-def _is_inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
-    p = op.parent
-    while p is not None:
-        if p == ancestor:
-            return True
-        p = p.parent
-    return False
-
-
 def _entries(module_op: ir.Operation):
     return [f.operation for f in top_funcs(module_op) if len(f.regions[0].blocks)
             and not ("sym_visibility" in f.attributes
                      and ir.StringAttr(f.attributes["sym_visibility"]).value == "private")]
-
-
-def _defined_outside(v: ir.Value, region_op: ir.Operation) -> bool:
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        owner = owner.owner
-    else:
-        owner = owner.operation if hasattr(owner, "operation") else owner
-    return not (owner == region_op or _is_inside(owner, region_op))
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,59 +335,6 @@ def _is_workgroup(t: ir.Type) -> bool:
     return "Workgroup" in str(ir.MemRefType(t).memory_space)
 
 
-def _through_subview(m: ir.Value, indices: list, launch: ir.Operation):
-    """A load or store through `memref.subview`s defined outside the kernel (the O(n) scan of
-    cumsum walks one row of a strided view), as one of their identity-layout source: index
-    offset + i * stride in each kept dim, the offset in each dim the subview drops. Builds at the
-    caller's insertion point (the access)."""
-    idx = ir.IndexType.get()
-    while True:
-        t = ir.MemRefType(m.type)
-        if identity_layout(t) or not _defined_outside(m, launch):
-            return m, indices
-        owner = m.owner
-        if not isinstance(owner, ir.OpView) or owner.operation.name != "memref.subview":
-            return m, indices
-        sv = owner.operation
-        src = sv.operands[0]
-        st = ir.MemRefType(src.type)
-        seg = list(ir.DenseI32ArrayAttr(sv.attributes["operandSegmentSizes"]))
-        dyn = list(sv.operands)
-        offs_dyn = iter(dyn[1:1 + seg[1]])
-        strides_dyn = iter(dyn[1 + seg[1] + seg[2]:])
-        dynamic = ir.ShapedType.get_dynamic_size()
-
-        def values(name, dyn_iter):
-            out = []
-            for v in ir.DenseI64ArrayAttr(sv.attributes[name]):
-                out.append(next(dyn_iter) if v == dynamic else v)
-            return out
-
-        offsets, strides = values("static_offsets", offs_dyn), values("static_strides", strides_dyn)
-        sizes = list(ir.DenseI64ArrayAttr(sv.attributes["static_sizes"]))
-        # which source dims the result keeps (a rank-reducing subview drops unit dims)
-        kept, r = [], t.rank
-        for d in range(st.rank):
-            if len(kept) < r and not (sizes[d] == 1 and st.rank - d > r - len(kept)):
-                kept.append(d)
-        if len(kept) != r:
-            return m, indices
-        new = []
-        it = iter(indices)
-        for d in range(st.rank):
-            off = offsets[d] if not isinstance(offsets[d], int) else const_index(offsets[d])
-            if d in kept:
-                i = next(it)
-                stv = strides[d]
-                if not (isinstance(stv, int) and stv == 1):
-                    stv = stv if not isinstance(stv, int) else const_index(stv)
-                    i = make_op("arith.muli", [idx], [i, stv]).results[0]
-                new.append(make_op("arith.addi", [idx], [off, i]).results[0])
-            else:
-                new.append(off)
-        m, indices = src, new
-
-
 def _drop_empty_buffer_accesses(accesses: list, launch: ir.Operation) -> list:
     """Accesses of a buffer with a static 0 dim (no element) never run: a load becomes a zero, a
     store goes, a dim is its constant, so the buffer is no kernel argument (SPIR-V declares no
@@ -412,7 +344,7 @@ def _drop_empty_buffer_accesses(accesses: list, launch: ir.Operation) -> list:
     for o in accesses:
         m = o.operands[1 if o.name == "memref.store" else 0]
         t = ir.MemRefType(m.type)
-        if not (0 in [t.shape[d] for d in range(t.rank) if not t.is_dynamic_dim(d)] and _defined_outside(m, launch)):
+        if not (0 in [t.shape[d] for d in range(t.rank) if not t.is_dynamic_dim(d)] and defined_outside(m, launch)):
             kept.append(o)
             continue
         with ir.InsertionPoint(o), o.location:
@@ -455,7 +387,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
         t = ir.MemRefType(m.type)
         if not identity_layout(t):
             raise LoweringError("flatten", "flatten buffers", f"a kernel buffer has a non-identity layout: {t}")
-        if not _defined_outside(m, launch):
+        if not defined_outside(m, launch):
             raise LoweringError("flatten", "flatten buffers", "a kernel buffer is defined inside the kernel")
         with ir.InsertionPoint(launch), launch.location:
             dims = []
@@ -488,7 +420,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
         if o.name == "memref.dim":
             m = o.operands[0]
             d = const_int(o.operands[1])
-            if d is None or not _defined_outside(m, launch):
+            if d is None or not defined_outside(m, launch):
                 raise LoweringError("flatten", "flatten buffers", "memref.dim of a non-constant dim in a kernel")
             _, dims = flat_of(m)
             v = dims[d]
@@ -506,7 +438,7 @@ def _flatten_launch(launch: ir.Operation) -> None:
             continue
         if not identity_layout(t):
             with ir.InsertionPoint(o), o.location:
-                m, indices = _through_subview(m, indices, launch)
+                m, indices = through_views(m, indices, launch)
             t = ir.MemRefType(m.type)
         fv, dims = flat_of(m)
         with ir.InsertionPoint(o), o.location:
@@ -1079,6 +1011,7 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
         _ieee_min_max(op)
         _series_near_zero(op)
         _widen_narrow_ints(op)
+        fold_view_dims(op)
         launches = []
         walk(op, lambda o: launches.append(o) if o.name == "gpu.launch" else None)
         for l in launches:

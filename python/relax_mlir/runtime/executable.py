@@ -123,6 +123,32 @@ class Signature:
                          tuple(sorted(int(i) for i in complex_params)), tuple(sorted(int(r) for r in complex_results)))
 
 
+    def unbound_symbols(self) -> list[str]:
+        """Symbols the signature uses (in result dims, derived expressions, workspace sizes, bounds)
+        that no parameter dim and no earlier derived symbol binds: a consistent signature (what
+        compile writes) has none; a hand-edited artifact manifest may."""
+        known = {s for s, _, _ in self.bindings}
+        used: list[str] = []
+
+        def need(e: Expr | None, have: set) -> None:
+            if e is not None:
+                used.extend(sorted(x for x in e.symbols() if x not in have and x not in used))
+
+        for p in self.params:
+            for d in p.dims:
+                need(d, known)
+        for s, e in self.derived:
+            need(e, known)
+            known.add(s)
+        for r in self.results:
+            for d in r.dims:
+                need(d, known)
+        for e in self.workspace:
+            need(e, known)
+        used.extend(s for s, _ in self.upper + self.lower if s not in known and s not in used)
+        return used
+
+
 _ndarray = np.ndarray
 
 
@@ -155,6 +181,17 @@ def _numpy_scalar_as(a: np.ndarray, dt: np.dtype) -> np.ndarray:
             and a.dtype.name != "bfloat16" and dt.name != "bfloat16":
         return a.astype(dt)
     return a
+
+
+def _contiguous_copy(sig: "Signature", i: int, a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of argument `i` (native code reads dense arrays); a ValueError naming
+    the argument when the copy cannot be allocated (a broadcast view of 2^40 elements)."""
+    try:
+        return np.ascontiguousarray(a) if a.ndim else a.copy()  # (ascontiguousarray makes 0-d 1-d)
+    except MemoryError:
+        size = a.size * a.itemsize
+        raise ValueError(f"@{sig.name}: {sig.arg_names[i]} is a non-contiguous {tuple(a.shape)} {a.dtype} view: its "
+                         f"C-contiguous copy ({size / 2**30:.1f} GiB) cannot be allocated") from None
 
 
 class _ComplexParam:
@@ -891,7 +928,7 @@ class Function:
         if i in self._donate and (not a.flags.c_contiguous or not a.flags.writeable):
             self._check_donated(i, a)
         if not a.flags.c_contiguous:
-            a = a.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+            a = _contiguous_copy(sig, i, a)
         return a.reshape(a.shape + (1,)).view(self._np[i])
 
     def _check_donated(self, i: int, a: np.ndarray) -> None:
@@ -984,7 +1021,7 @@ class Function:
                 if not arrays[k].flags.c_contiguous:
                     if i in self._donate:
                         self._check_donated(i, arrays[k])
-                    arrays[k] = np.ascontiguousarray(arrays[k])
+                    arrays[k] = _contiguous_copy(self.sig, i, arrays[k])
         for k in plan.donated_pos:
             if not arrays[k].flags.writeable:
                 self._check_donated(plan.free[k], arrays[k])
@@ -1128,7 +1165,7 @@ class Partial:
             if i in fn._donate:
                 fn._check_donated(i, arrays[i])  # written in place: never copied
             elif not arrays[i].flags.c_contiguous:
-                arrays[i] = np.ascontiguousarray(arrays[i])
+                arrays[i] = _contiguous_copy(sig, i, arrays[i])
         self.fn = fn
         self.sig = sig
         self.free = tuple(i for i in range(len(sig.params)) if i not in arrays)

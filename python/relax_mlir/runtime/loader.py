@@ -77,15 +77,24 @@ def _check_files(path: str, manifest: dict, needed: list[str]) -> None:
             raise ValueError(f"{path}: {rel} does not match the SHA-256 the manifest records (a modified file)")
 
 
+class _Malformed(ValueError):
+    """A manifest entry that parses but does not hold together."""
+
+
 def _sig(entry: dict) -> Signature:
     def tsig(t):
         return TensorSig(tuple(None if d is None else parse_expr(str(d)) for d in t["dims"]), t["dtype"])
 
-    return Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
-                          entry["arg_names"], entry["messages"], entry.get("derived", {}),
-                          entry.get("upper", {}), entry.get("workspace", []),
-                          entry.get("lower", {}), {int(i): r for i, r in entry.get("donate", {}).items()},
-                          entry.get("complex_params", ()), entry.get("complex_results", ()))
+    sig = Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
+                         entry["arg_names"], entry["messages"], entry.get("derived", {}),
+                         entry.get("upper", {}), entry.get("workspace", []),
+                         entry.get("lower", {}), {int(i): r for i, r in entry.get("donate", {}).items()},
+                         entry.get("complex_params", ()), entry.get("complex_results", ()))
+    unbound = sig.unbound_symbols()
+    if unbound:
+        raise _Malformed(f"entry @{sig.name} uses symbol{'s' if len(unbound) > 1 else ''} "
+                         f"{', '.join(unbound)} that no parameter binds")
+    return sig
 
 
 def _descriptor(a: np.ndarray) -> np.ndarray:
@@ -290,6 +299,8 @@ def load(path: str, *, driver=None) -> Executable:
     except (KeyError, TypeError, AttributeError, IndexError) as e:  # a manifest that parses but is not ours
         raise ValueError(f"{path}: {MANIFEST} is malformed ({type(e).__name__}: {e}); export the artifact "
                          f"again") from None
+    except _Malformed as e:
+        raise ValueError(f"{path}: {MANIFEST} is malformed: {e}; export the artifact again") from None
     if exe.main not in exe.functions:
         raise ValueError(f"{path}: {MANIFEST} is malformed: main entry {exe.main!r} is not among its entries "
                          f"({', '.join(exe.functions) or 'none'})")

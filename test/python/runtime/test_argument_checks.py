@@ -33,6 +33,17 @@ def test_shape_checked_before_copying_a_huge_view(exe):
         exe(huge)
 
 
+def test_a_view_too_big_to_copy_is_a_value_error_naming_it():
+    """A zero-stride view of 2^45 floats (128 TiB, more than the address space) passes the shape
+    checks of an unbounded symbol; its contiguous copy fails: a ValueError naming the argument
+    (was numpy's MemoryError)."""
+    unbounded = relax_mlir.compile(SRC.replace(" attributes {relax.symbol_bounds = {n = 1024}}", ""), optimize=False)
+    huge = np.broadcast_to(np.float32(1), (2 ** 45, 4))
+    with pytest.raises(ValueError, match=r"argument #0 is a non-contiguous \(35184372088832, 4\) float32 view: "
+                                         r"its C-contiguous copy \(524288.0 GiB\) cannot be allocated"):
+        unbounded(huge)
+
+
 def test_non_contiguous_view_within_bounds_runs(exe):
     x = np.broadcast_to(np.arange(4, dtype=np.float32), (3, 4))
     np.testing.assert_allclose(exe(x), np.exp(x), rtol=1e-6)

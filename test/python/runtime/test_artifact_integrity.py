@@ -108,7 +108,11 @@ def test_a_malformed_manifest_is_a_value_error(cpu_artifact, tmp_path):
     edits = {"entries": lambda m: m.pop("entries"), "NoneType": lambda m: m.__setitem__("entries", None),
              "'main'": lambda m: m.pop("main"), "main entry 'zzz'": lambda m: m.__setitem__("main", "zzz"),
              "undefined symbol": lambda m: m["entries"][0].__setitem__("name", "zzz"),
-             "'kernels'": lambda m: m.__setitem__("format", "relax-mlir-vulkan-1")}
+             "'kernels'": lambda m: m.__setitem__("format", "relax-mlir-vulkan-1"),
+             # a renamed symbol: the result dims' "n" is bound by nothing (was a KeyError at the
+             # first call)
+             "uses symbol n that no parameter binds": lambda m: [p.__setitem__("dims", ["q", 4])
+                                                                 for p in m["entries"][0]["params"]]}
     for i, (what, edit) in enumerate(edits.items()):
         art = tmp_path / f"a{i}"
         shutil.copytree(cpu_artifact, art)
