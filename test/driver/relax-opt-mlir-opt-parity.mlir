@@ -47,3 +47,13 @@ func.func @f(%x: !relax.tensor<["n"], f32>) -> !relax.tensor<["?"], f32> {
 // LOADED: relax.irdl.mlir:{{[0-9]+}}:1: error: dialect 'relax' is already loaded
 // NOTIRDL: relax-opt-mlir-opt-parity.mlir:[[@LINE-10]]:1: error: 'func.func' at the top level of an IRDL file (expected irdl.dialect)
 // MISSING: relax-opt: error: cannot read '{{.*}}.missing'
+
+// Printing and listing flags.
+// RUN: relax-opt --show-dialects | FileCheck %s --check-prefix=DIALECTS
+// RUN: relax-opt %s --mlir-print-local-scope --mlir-print-debuginfo --mlir-pretty-debuginfo | FileCheck %s --check-prefix=PRETTY
+// RUN: relax-opt %s --relax-infer-shapes --mlir-print-ir-tree-dir=%t.tree -o /dev/null && ls %t.tree/* | FileCheck %s --check-prefix=TREE
+// RUN: not relax-opt %s --mlir-elide-elementsattrs-if-larger=many 2>&1 | FileCheck %s --check-prefix=ELIDEBAD
+// DIALECTS: Available Dialects: {{.*}}arith,{{.*}}linalg,{{.*}}relax,relax_v,{{.*}}vector
+// PRETTY: "relax.exp"(%arg0) : (!relax.tensor<["n"], f32>) -> !relax.tensor<["?"], f32> {{.*}}relax-opt-mlir-opt-parity.mlir:
+// TREE: relax-infer-shapes.mlir
+// ELIDEBAD: --mlir-elide-elementsattrs-if-larger takes a number of elements >= 0 (got 'many')

@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 
@@ -115,6 +116,15 @@ Options take one or two dashes, as in mlir-opt (-split-input-file, --split-input
   --dump-pass-pipeline          print the pass manager's pipeline before running it (stderr)
   --emit-bytecode               write MLIR bytecode instead of text (inputs may be bytecode too)
   --irdl-file=FILE              load the dialects defined in the IRDL file FILE before parsing
+  --mlir-print-ir-tree-dir=DIR  write the IR after each pass under DIR, one file per pass
+  --mlir-elide-elementsattrs-if-larger=N
+                                print elements attributes of more than N elements as their type
+  --mlir-elide-resource-strings-if-larger=N
+                                likewise for resource blobs of more than N bytes
+  --mlir-print-local-scope      print types and attributes in place of their aliases
+  --mlir-pretty-debuginfo       print locations in the short form (with --mlir-print-debuginfo)
+  --mlir-print-assume-verified  print without verifying first
+  --show-dialects               list the loaded dialects
   --allow-unregistered-dialect  accept ops of dialects that are not loaded
   --no-verify                   do not verify after each pass
   --list-passes                 list the relax passes with their options, and the named pipelines
@@ -125,9 +135,11 @@ _FLAGS = ("split-input-file", "verify-diagnostics", "mlir-print-ir-before-all", 
           "mlir-print-ir-after-change", "mlir-print-ir-after-failure", "mlir-print-ir-module-scope",
           "mlir-disable-threading", "mlir-print-op-generic", "mlir-print-debuginfo", "mlir-timing", "list-passes",
           "version", "help", "no-verify", "allow-unregistered-dialect", "emit-bytecode", "dump-pass-pipeline",
-          "mlir-pass-statistics")
+          "mlir-pass-statistics", "mlir-print-local-scope", "mlir-pretty-debuginfo", "mlir-print-assume-verified",
+          "show-dialects")
 # Options that take a value: name -> the accepted values (None: any, such as a file name).
-_VALUED = {"irdl-file": None, "mlir-pass-statistics-display": ("list", "pipeline")}
+_VALUED = {"irdl-file": None, "mlir-pass-statistics-display": ("list", "pipeline"), "mlir-print-ir-tree-dir": None,
+           "mlir-elide-elementsattrs-if-larger": int, "mlir-elide-resource-strings-if-larger": int}
 
 
 class UsageError(Exception):
@@ -146,6 +158,7 @@ class Args:
     print_form: str = "mlir"
     irdl_file: str | None = None
     statistics_display: str = "pipeline"
+    values: dict = field(default_factory=dict)  # the other valued options, by name
 
 
 def parse_args(argv: list[str], registry) -> Args:
@@ -197,13 +210,19 @@ def parse_args(argv: list[str], registry) -> Args:
                 value = argv[i]
                 i += 1
             choices = _VALUED[name]
-            if choices is not None and value not in choices:
+            if choices is int:
+                if not value.isdigit():
+                    raise UsageError(f"--{name} takes a number of elements >= 0 (got '{value}')")
+                args.values[name] = int(value)
+            elif choices is not None and value not in choices:
                 raise UsageError(f"unknown value '{value}' for --{name}{suggest(value, choices)}; "
                                  f"choices: {', '.join(choices)}")
-            if name == "irdl-file":
+            elif name == "irdl-file":
                 args.irdl_file = value
-            else:
+            elif name == "mlir-pass-statistics-display":
                 args.statistics_display = value
+            else:
+                args.values[name] = value
         elif name in _FLAGS:
             if eq and value not in ("true", "1"):
                 if value in ("false", "0"):
@@ -305,6 +324,9 @@ def _main(argv: list[str]) -> int:
     if "list-passes" in flags:
         sys.stdout.write(list_passes(registry))
         return 0
+    if "show-dialects" in flags:
+        print("Available Dialects: " + ",".join(_dialects()))
+        return 0
 
     # The pipeline is checked (names, options, op names in options) before the input is read.
     try:
@@ -381,6 +403,7 @@ def _main(argv: list[str]) -> int:
                            timing="mlir-timing" in flags,
                            disable_threading="mlir-disable-threading" in flags,
                            dump_pipeline="dump-pass-pipeline" in flags,
+                           dump_dir=args.values.get("mlir-print-ir-tree-dir"),
                            statistics=args.statistics_display if "mlir-pass-statistics" in flags else None)
     outputs: list[str] = []
     failed = False
@@ -400,7 +423,7 @@ def _main(argv: list[str]) -> int:
             errs = verify_diagnostics(session.diags, collect_expectations(chunk, line_offset), source_name)
             all_errors.extend(errs)
             if ok and module is not None:
-                outputs.append(_print(module, flags, session, args.print_form))
+                outputs.append(_print(module, flags, session, args.print_form, args.values))
             continue
         for d in session.diags:
             print(d.render(), file=sys.stderr)
@@ -408,7 +431,7 @@ def _main(argv: list[str]) -> int:
             failed = True
             continue
         outputs.append(_bytecode(module, session) if emit_bytecode else
-                       _print(module, flags, session, args.print_form))
+                       _print(module, flags, session, args.print_form, args.values))
 
     if verify:
         for e in all_errors:
@@ -429,6 +452,24 @@ def _main(argv: list[str]) -> int:
     except OSError as e:
         return _err(f"cannot write '{args.out_path}': {e.strerror or e}")
     return 1 if failed else 0
+
+
+def _dialects() -> list[str]:
+    """The upstream dialects (stock mlir-opt's --show-dialects, from the same MLIR build as the
+    bindings) and relax's."""
+    import subprocess
+
+    import mlir
+
+    names = {"relax", "relax_v"}
+    exe = os.path.join(list(mlir.__path__)[0], "bin", "mlir-opt")
+    try:
+        out = subprocess.run([exe, "--show-dialects"], capture_output=True, text=True, timeout=30).stdout
+        listed = out.split(":", 1)[1] if ":" in out else ""
+        names.update(n.strip() for n in listed.replace("\n", ",").split(",") if n.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return sorted(names)
 
 
 def _unregistered_ops(session: Session, module) -> bool:
@@ -456,7 +497,7 @@ def _bytecode(module, session: Session) -> bytes:
     return buf.getvalue()
 
 
-def _print(module, flags, session: Session, form: str = "mlir") -> str | None:
+def _print(module, flags, session: Session, form: str = "mlir", values: dict | None = None) -> str | None:
     """The module in the chosen output form; None (after a one-line error) if it cannot be printed."""
     with session.ctx:
         if form == "script":
@@ -467,8 +508,14 @@ def _print(module, flags, session: Session, form: str = "mlir") -> str | None:
             except Exception as e:  # a view must never end in a traceback
                 _err(f"cannot print the script form: {type(e).__name__}: {e}")
                 return None
+        values = values or {}
         return module.get_asm(print_generic_op_form="mlir-print-op-generic" in flags,
-                              enable_debug_info="mlir-print-debuginfo" in flags)
+                              enable_debug_info="mlir-print-debuginfo" in flags,
+                              pretty_debug_info="mlir-pretty-debuginfo" in flags,
+                              use_local_scope="mlir-print-local-scope" in flags,
+                              assume_verified="mlir-print-assume-verified" in flags,
+                              large_elements_limit=values.get("mlir-elide-elementsattrs-if-larger"),
+                              large_resource_limit=values.get("mlir-elide-resource-strings-if-larger"))
 
 
 if __name__ == "__main__":
