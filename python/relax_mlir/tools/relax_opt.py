@@ -513,7 +513,9 @@ def _print(module, flags, session: Session, form: str = "mlir", values: dict | N
                               enable_debug_info="mlir-print-debuginfo" in flags,
                               pretty_debug_info="mlir-pretty-debuginfo" in flags,
                               use_local_scope="mlir-print-local-scope" in flags,
-                              assume_verified="mlir-print-assume-verified" in flags,
+                              # (with --no-verify the IR may be invalid, which the printer would
+                              # then crash on: it is verified before printing)
+                              assume_verified="mlir-print-assume-verified" in flags and "no-verify" not in flags,
                               large_elements_limit=values.get("mlir-elide-elementsattrs-if-larger"),
                               large_resource_limit=values.get("mlir-elide-resource-strings-if-larger"))
 
