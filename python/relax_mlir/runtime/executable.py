@@ -554,7 +554,7 @@ class _Plan:
 class _CallState:
     """One thread's call buffer for a plan, and what it last held."""
 
-    __slots__ = ("buf", "words", "pairs", "packed", "descs", "err", "busy", "key", "ws_key", "ws_gen")
+    __slots__ = ("buf", "words", "pairs", "packed", "descs", "err", "busy", "key", "ws_key", "ws_gen", "ws_hold")
 
     def __init__(self, plan: _Plan):
         n_desc, n = plan.n_desc, plan.n_mem
@@ -578,6 +578,10 @@ class _CallState:
         self.busy = False
         self.key = None  # the binding whose sizes the buffer holds
         self.ws_key, self.ws_gen = None, -1
+        # the storage blocks whose descriptors `buf` holds, kept alive while a call runs: a
+        # re-entrant call in the same thread (a signal handler, a finalizer, a trace hook calling
+        # the model) may grow them, replacing the blocks the outer call's descriptors point to
+        self.ws_hold = None
 
 
 class Function:
@@ -634,10 +638,10 @@ class Function:
         nothing (64-byte aligned, uninitialized)."""
         sizes = self._ws_const or sizes or [max(int(w.evaluate(env)), 1) for w in self.sig.workspace]
         have = getattr(self._ws, "blocks", None)
-        if have is None:
-            have = self._ws.blocks = [_EMPTY_BLOCK] * len(sizes)
+        if have is None:  # (blocks last: an interrupt in between leaves the state consistent)
             self._ws.gen = 0
             self._ws.allocations = 0
+            have = self._ws.blocks = [_EMPTY_BLOCK] * len(sizes)
         out = []
         fresh: list[np.ndarray] = []
         cap = self._ws_cap
@@ -650,15 +654,27 @@ class Function:
                     # grown at least 2x (up to the size at the symbols' upper bounds, where all have
                     # one): calls at ever larger shapes allocate, and fault in fresh pages, O(log) times
                     grow = max(n, min(2 * have[i].size, cap[i] if cap else 1 << 62))
-                have[i] = _aligned_block(grow)
+                block = self._storage_block(grow)
+                # descriptors cached by call states (`_workspace_words`) are stale from here on
+                # (before the block is replaced: an interrupt in between must not leave them valid)
+                self._ws.gen += 1
+                have[i] = block
                 if grow >= PREFAULT_MIN:
                     fresh.append(have[i])
                 self._ws.allocations += 1
-                self._ws.gen += 1  # descriptors cached by call states (`_workspace_words`) are stale
             out.append(have[i][:n])
         if fresh and PREFAULT:
             _prefault_in_background(fresh)
         return out
+
+    def _storage_block(self, nbytes: int) -> np.ndarray:
+        """A fresh storage block; a ValueError naming the entry when it cannot be allocated."""
+        try:
+            return _aligned_block(nbytes)
+        except (MemoryError, ValueError) as e:
+            sig = self.sig
+            raise ValueError(f"@{sig.name}: a storage block of {nbytes} bytes ({nbytes / 2**30:.1f} GiB) for this "
+                             f"call's intermediates cannot be allocated ({type(e).__name__}: {e})") from None
 
     def reserve(self, bindings: dict[str, int]) -> int:
         """Prepare this thread for calls with the symbols at `bindings` (or smaller): its storage
@@ -715,11 +731,15 @@ class Function:
     def _workspace_words(self, st: _CallState, env: dict, sizes: Sequence[int] | None) -> tuple | None:
         """The descriptors of this call's storage blocks; None while the buffer already holds them
         (the symbols they depend on and the blocks themselves, `gen`, unchanged)."""
+        held = list(getattr(self._ws, "blocks", ()))  # (before the check: see _CallState.ws_hold)
         key = tuple([env[s] for s in self._ws_syms])
         if st.ws_key == key and st.ws_gen == getattr(self._ws, "gen", -2):
+            st.ws_hold = held
             return None
         words = []
-        for b in self.workspace(env, sizes):
+        blocks = self.workspace(env, sizes)
+        st.ws_hold = blocks
+        for b in blocks:
             p = _pointer(b)
             words += (p, p, 0, b.shape[0], 1)
         st.ws_key, st.ws_gen = key, self._ws.gen
@@ -1069,6 +1089,7 @@ class Function:
             code = int(st.err[0])
         finally:
             st.busy = False
+            st.ws_hold = None
         return self._finish(plan, code, outs, originals)
 
     def _call_generic(self, plan: _Plan, arrays: Sequence, originals: Sequence, outs: list, env: dict):
@@ -1192,6 +1213,15 @@ class Partial:
     def params(self) -> tuple[int, ...]:
         """The indices of the parameters this callable takes, in order."""
         return self.free
+
+    def _storage_block(self, nbytes: int) -> np.ndarray:
+        """A fresh storage block; a ValueError naming the entry when it cannot be allocated."""
+        try:
+            return _aligned_block(nbytes)
+        except (MemoryError, ValueError) as e:
+            sig = self.sig
+            raise ValueError(f"@{sig.name}: a storage block of {nbytes} bytes ({nbytes / 2**30:.1f} GiB) for this "
+                             f"call's intermediates cannot be allocated ({type(e).__name__}: {e})") from None
 
     def reserve(self, bindings: dict[str, int]) -> int:
         """`Function.reserve` for calls of this partial: the bound parameters' symbols are
