@@ -1214,15 +1214,6 @@ class Partial:
         """The indices of the parameters this callable takes, in order."""
         return self.free
 
-    def _storage_block(self, nbytes: int) -> np.ndarray:
-        """A fresh storage block; a ValueError naming the entry when it cannot be allocated."""
-        try:
-            return _aligned_block(nbytes)
-        except (MemoryError, ValueError) as e:
-            sig = self.sig
-            raise ValueError(f"@{sig.name}: a storage block of {nbytes} bytes ({nbytes / 2**30:.1f} GiB) for this "
-                             f"call's intermediates cannot be allocated ({type(e).__name__}: {e})") from None
-
     def reserve(self, bindings: dict[str, int]) -> int:
         """`Function.reserve` for calls of this partial: the bound parameters' symbols are
         filled in, and this partial's checks for the binding are cached too."""
