@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from relax_mlir.backend.common import LoweringError
 from relax_mlir.backend.cpu import CPUOptions, lower
-from relax_mlir.runtime import native_rt
+from relax_mlir.runtime import machine, native_rt
 from relax_mlir.runtime.loader import LIBRARY, THREADED_LIBRARY, manifest, write_manifest
 
 # What kernels may call that neither libc, libm nor libgcc define: MLIR's strided copy (its C
@@ -94,6 +94,18 @@ def _tool(pkg: str, name: str) -> str:
     return p
 
 
+def _llvm_host_cpu() -> str | None:
+    """LLVM's name for this machine's CPU (`llc --version`: "Host CPU: rocketlake"), or None."""
+    try:
+        out = subprocess.run([_tool("llvm", "llc"), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError, LoweringError):
+        return None
+    for line in out.splitlines():
+        if line.strip().startswith("Host CPU:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
 def _run_tool(cmd: list[str], what: str, text: bool = False) -> str | bytes:
     """Run one build step of the artifact; its failure (a non-zero exit, or a tool that cannot be
     started) is the package's CompileError naming the step and carrying the tool's stderr."""
@@ -125,6 +137,7 @@ def export(upstream, signatures, main: str, path: str, cpu: str | None = "native
         files += [f for f in _library(upstream, path, cpu, options, THREADED_LIBRARY) if f not in files]
         extra["threaded"] = {"library": THREADED_LIBRARY, "threads": options.num_threads,
                              "min_elements": int(min_elements)}
+    extra["built_for"] = machine.built_for(cpu, _llvm_host_cpu() if cpu not in (None, "native") else None)
     write_manifest(path, manifest("relax-mlir-cpu-1", main, signatures, **extra), files)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import tempfile
 
@@ -28,6 +27,7 @@ import numpy as np
 
 from relax_mlir.llm.model import CausalLM
 from relax_mlir.runtime.executable import NUMPY_DTYPES
+from relax_mlir.runtime import machine
 from relax_mlir.runtime.loader import MANIFEST, file_record
 
 __all__ = ["FORMAT", "INDEX", "read", "save"]
@@ -38,28 +38,11 @@ _VERSION = 1
 INDEX = "llm.json"
 ENTRIES = ("prefill", "decode")
 _ALIGN = 64  # bytes: the weights' alignment (a cache line; what the runtime's own buffers get)
-# Instruction-set flags (/proc/cpuinfo) that code built with -mcpu=native may use: a package
-# built where one of them is present does not run where it is missing (SIGILL), so load refuses.
-_ISA_PREFIXES = ("sse", "ssse", "avx", "fma", "f16c", "bmi", "amx", "popcnt", "abm", "movbe", "adx", "sha_ni",
-                 "vaes", "vpclmulqdq", "gfni", "aes", "pclmul", "asimd", "sve", "neon", "fp16", "bf16")
 _DTYPE_NAMES = {np.dtype(t).name if n != "bf16" else "bfloat16": n for n, t in NUMPY_DTYPES.items()}
 
 
-def _isa_features() -> list[str]:
-    """This machine's instruction-set flags (empty where /proc/cpuinfo is absent)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() in ("flags", "Features"):
-                    return sorted(x for x in value.split() if x.startswith(_ISA_PREFIXES))
-    except OSError:
-        pass
-    return []
-
-
-def _machine() -> dict:
-    return {"system": platform.system(), "machine": platform.machine(), "isa": _isa_features()}
+_isa_features = machine.isa_features
+_machine = machine.this_machine
 
 
 def _relax_dtype(dtype: np.dtype) -> str:
@@ -212,14 +195,7 @@ def _check_machine(path: str, index: dict) -> None:
     built = index.get("built_for")
     if not isinstance(built, dict):
         raise ValueError(f"{path}: {INDEX} does not say which machine the package was built for")
-    here = _machine()
-    for key in ("system", "machine"):
-        if built.get(key) != here[key]:
-            raise ValueError(f"{path}: built for {key} {built.get(key)!r}; this machine is {here[key]!r}")
-    missing = sorted(set(built.get("isa") or ()) - set(here["isa"])) if here["isa"] else []
-    if missing:
-        raise ValueError(f"{path}: built for a CPU with {', '.join(missing)}, which this CPU lacks: "
-                         "compile and save the package on this machine")
+    machine.check(path, built, "compile and save the package on this machine")
 
 
 _CONFIG = {"name": str, "layers": int, "kv_heads": int, "head_dim": int, "vocab": int, "max_positions": int,

@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from relax_mlir import knobs
-from relax_mlir.runtime import library, native_rt
+from relax_mlir.runtime import library, machine, native_rt
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
 from relax_mlir.shape import parse as parse_expr
 
@@ -322,6 +322,10 @@ def _load(path: str, driver) -> Executable:
     if fmt != "relax-mlir-cpu-1":
         raise ValueError(f"{path}: not a relax-mlir artifact (format {fmt!r}; known: relax-mlir-cpu-1, "
                          + ", ".join(n for n, _, _ in GPU_FORMATS.values()) + ")")
+    if "built_for" in manifest:  # (artifacts from before it was recorded carry no record)
+        machine.check(path, manifest["built_for"], "export the artifact on this machine (cpu='native'), or for a "
+                                                   "CPU it has: cpu=None (baseline) or an x86-64 level "
+                                                   "('x86-64-v3')")
     threaded = _threaded_build(path, manifest)
     _check_files(path, manifest, [LIBRARY] + ([threaded["library"]] if threaded else []))
     libs = [_open_library(path, manifest, LIBRARY)]

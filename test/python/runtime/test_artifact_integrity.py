@@ -144,3 +144,28 @@ def test_damaged_gpu_artifact_is_refused(tmp_path, target):
     host.write_text(host.read_text().replace('"', "'", 1))
     with pytest.raises(ValueError, match="host.json"):
         load(str(art))
+
+
+def test_an_artifact_for_a_cpu_this_machine_lacks_is_refused_at_load(cpu_artifact, tmp_path):
+    """The manifest records the CPU the library was built for and the instruction-set flags it may
+    use: a flag this CPU lacks, or a named CPU whose flags cannot be checked here, is a ValueError
+    at load (was SIGILL at the first call: probe s22/rt F1). A native build and a build for a
+    level this machine has load and run."""
+    from relax_mlir.runtime import load, machine
+
+    built = json.loads((cpu_artifact / "manifest.json").read_text())["built_for"]
+    assert built["cpu"] == "native" and built["isa"] == machine.isa_features()
+    assert _load_in_child(cpu_artifact).stdout.strip() == "ran"
+
+    art = _copy(cpu_artifact, tmp_path)
+    m = json.loads((art / "manifest.json").read_text())
+    m["built_for"]["isa"] = m["built_for"]["isa"] + ["avx_from_the_future"]
+    (art / "manifest.json").write_text(json.dumps(m))
+    if machine.isa_features():
+        with pytest.raises(ValueError, match="built for a CPU with avx_from_the_future, which this CPU lacks"):
+            load(str(art))
+
+    other = tmp_path / "other"
+    relax_mlir.compile(SRC).export(str(other), cpu="diamondrapids")  # APX / AVX10.2
+    r = _load_in_child(other)
+    assert r.returncode == 3 and "built for CPU 'diamondrapids'" in r.stdout, (r.returncode, r.stdout, r.stderr)
