@@ -56,7 +56,7 @@ def _build(blas: str) -> str:
         raise RuntimeError("no C compiler (cc) to build relax-mlir's run-time library")
     key = hashlib.sha256((source() + "\0" + os.path.realpath(cc) + "\0" + os.path.realpath(blas)).encode())
     out = os.path.join(_cache_dir(), f"librelax_rt-{key.hexdigest()[:16]}.so")
-    if os.path.exists(out):
+    if _intact(out):
         return out
     with tempfile.TemporaryDirectory(dir=os.path.dirname(out)) as tmp:
         tmp_out = os.path.join(tmp, "librelax_rt.so")
@@ -66,7 +66,31 @@ def _build(blas: str) -> str:
         if r.returncode != 0:
             raise RuntimeError(f"building relax-mlir's run-time library failed ({' '.join(cmd)}):\n{r.stderr}")
         os.replace(tmp_out, out)  # atomic: concurrent builders (pytest workers) write the same file
+        record = os.path.join(tmp, "record")
+        with open(record, "w") as f:
+            f.write(f"{os.path.getsize(out)} {_sha256(out)}\n")
+        os.replace(record, out + ".sha256")
     return out
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _intact(out: str) -> bool:
+    """Whether the cached library `out` is whole: the size and SHA-256 recorded after it was built
+    match (a truncated library with intact headers maps, then faults in dlopen: SIGBUS; a cache
+    from before the record is rebuilt once)."""
+    try:
+        with open(out + ".sha256", encoding="ascii") as f:
+            size, digest = f.read().split()
+        return os.path.getsize(out) == int(size) and _sha256(out) == digest
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
 
 
 def configure(lib: ctypes.CDLL, threads: int | None = None) -> None:

@@ -237,3 +237,31 @@ def test_artifact_process_runs_openblas_on_one_thread(tmp_path, monkeypatch, bla
                          env=dict(os.environ, OPENBLAS_NUM_THREADS="2"))
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "1"
+
+
+def test_a_damaged_cached_library_is_rebuilt(tmp_path):
+    """The cached run-time library carries a record of its size and SHA-256, checked before it is
+    loaded: a truncated one (disk full, a killed copy of ~/.cache; its intact headers let it map,
+    then dlopen died of SIGBUS: probe s22/rt F2) or one without the record is rebuilt."""
+    script = textwrap.dedent("""
+        import ctypes, sys
+        from relax_mlir.runtime import native_rt
+        lib = native_rt.load()
+        print("loaded", lib is not None and hasattr(lib, "relax_rt_sgemm"), native_rt.unavailable_reason())
+    """)
+    env = dict(os.environ, RELAX_MLIR_CACHE_DIR=str(tmp_path))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert run().startswith("loaded True")
+    (lib,) = [p for p in tmp_path.iterdir() if p.suffix == ".so"]
+    good = lib.read_bytes()
+    assert (tmp_path / (lib.name + ".sha256")).read_text().split()[0] == str(len(good))
+    lib.write_bytes(good[:len(good) // 2])
+    assert run().startswith("loaded True")
+    assert lib.read_bytes() == good  # rebuilt, whole
+    (tmp_path / (lib.name + ".sha256")).unlink()
+    assert run().startswith("loaded True") and (tmp_path / (lib.name + ".sha256")).exists()
