@@ -15,6 +15,7 @@ from relax_mlir import _native
 
 _native.install()  # before anything imports MLIR's libraries (see there)
 
+from relax_mlir.core import forksafe
 from relax_mlir.core.diagnostics import CompileError
 from relax_mlir.core.module import Module
 from relax_mlir.core.pipeline_text import parse_pipeline
@@ -101,6 +102,11 @@ def compile(module: Module | str, target: str = "cpu", *, optimize: bool = True,
     (`relax-compile-<target>`, or `relax-lower` without `optimize`). `verbose=True` (or
     RELAX_MLIR_VERBOSE=1) prints each pass with its time; RELAX_MLIR_DUMP_IR=DIR writes the IR
     after each pass under DIR."""
+    with forksafe.compiling():  # os.fork() in another thread waits for it (core/forksafe.py)
+        return _compile(module, target, optimize, passes, options, verbose)
+
+
+def _compile(module, target: str, optimize: bool, passes, options, verbose: bool):
     import sys
     import time
 

@@ -7,6 +7,7 @@ its StableHLO as a relax module.
 """
 from __future__ import annotations
 
+from relax_mlir.core import forksafe
 from relax_mlir.core.module import Module
 from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo
 
@@ -55,6 +56,11 @@ def import_exported(exported) -> Module:
     jax.export assumes every dimension variable is >= 1; the importer says so in the function's
     `relax.symbol_lower`, so that shape deduction proves what jax proved (x[:, :1] of an [s, s]
     array has dim min(1, s) = 1, and broadcasts to s)."""
+    with forksafe.compiling():  # builds MLIR objects: a fork in another thread waits for it
+        return _import_exported(exported)
+
+
+def _import_exported(exported) -> Module:
     names = _dim_names(exported.in_avals)
     dim_vars = {n for ns in names for n in ns if _is_var(n)}
     upper, lower = _bounds(exported.in_avals)

@@ -104,7 +104,10 @@ struct job {
 };
 
 static struct job job;
-static _Atomic uint64_t claim_word;   /* generation << 32 | next chunk (0xffffffff: closed) */
+/* generation << 32 | next chunk (0xffffffff: closed). Closed from the start: a worker woken for a
+   task claimed chunk 0 of the open generation 0 and ran the first one-chunk product a second time,
+   unsynchronized, beside its caller (wrong f16 / bf16 products, probe s22/big F1). */
+static _Atomic uint64_t claim_word = 0xffffffffu;
 static atomic_uint pub_gen;           /* futex word: the generation of the last published job */
 static atomic_long done_chunks;
 static atomic_int sleepers;
@@ -229,6 +232,7 @@ static void reset_tasks(void);
 static void after_fork_child(void) {
   /* The workers do not exist in a forked child: start them again at its first product. */
   started = 0;
+  atomic_store(&claim_word, (atomic_load(&claim_word) & ~(uint64_t)0xffffffffu) | 0xffffffffu);
   atomic_store(&busy, 0);
   reset_tasks();
   atomic_store(&sleepers, 0);

@@ -265,3 +265,40 @@ def test_a_damaged_cached_library_is_rebuilt(tmp_path):
     assert lib.read_bytes() == good  # rebuilt, whole
     (tmp_path / (lib.name + ".sha256")).unlink()
     assert run().startswith("loaded True") and (tmp_path / (lib.name + ".sha256")).exists()
+
+
+def test_no_worker_runs_a_product_that_was_not_split():
+    """A worker woken for a task must not claim a chunk of a product its caller runs alone: the
+    claim word started open (generation 0), and the first one-chunk product of a process ran twice,
+    unsynchronized (wrong f16 / bf16 matmuls in 3 of 4 processes: probe s22/big F1). A threaded
+    build's tasks wake the workers around a one-chunk pooled product; no chunk may reach a worker
+    while no product was split."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import relax_mlir
+        from relax_mlir.runtime import native_rt
+        src = '''
+        func.func @main(%x: !relax.tensor<["m", 16385], f32>, %w: !relax.tensor<[16385, 15], f32>)
+            -> (!relax.tensor<["m", 15], f32>, !relax.tensor<["m", 16385], f32>) {
+          %y = "relax.matmul"(%x, %w) : (!relax.tensor<["m", 16385], f32>, !relax.tensor<[16385, 15], f32>) -> !relax.tensor<["m", 15], f32>
+          %e = "relax.exp"(%x) : (!relax.tensor<["m", 16385], f32>) -> !relax.tensor<["m", 16385], f32>
+          return %y, %e : !relax.tensor<["m", 15], f32>, !relax.tensor<["m", 16385], f32>
+        }'''
+        exe = relax_mlir.compile(src)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((16, 16385)).astype(np.float32)
+        w = rng.standard_normal((16385, 15)).astype(np.float32)
+        want = x.astype(np.float64) @ w
+        for i in range(6):
+            y, e = exe(x, w)
+            assert np.allclose(y, want, rtol=1e-4, atol=1e-3), i
+        st = native_rt.stats()
+        print("stats", st["parallel"], st["serial"], st["worker_chunks"], st["tasks"])
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, RELAX_MLIR_NUM_THREADS="2"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    parallel, serial, worker_chunks, tasks = map(int, out.stdout.split("stats", 1)[1].split())
+    assert serial >= 1
+    if parallel == 0:
+        assert worker_chunks == 0, out.stdout
