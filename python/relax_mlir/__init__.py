@@ -121,6 +121,10 @@ def _compile(module, target: str, optimize: bool, passes, options, verbose: bool
     if passes is not None:
         passes = _pipeline_items(passes, "compile()")
     verbose = verbose or knobs.verbose()
+    try:  # environment settings the pipeline reads: a bad value is named before any pass runs
+        knobs.use_library()
+    except ValueError as e:
+        raise CompileError(str(e)) from None
     t0 = time.perf_counter()
     if isinstance(module, str):
         module = parse(module)

@@ -66,7 +66,10 @@ def flush_denormals() -> bool:
 
 def use_library() -> str:
     """RELAX_MLIR_LIBRARY=auto|always|never: library dispatch of matmuls (default auto)."""
-    return os.environ.get("RELAX_MLIR_LIBRARY", "auto")
+    v = os.environ.get("RELAX_MLIR_LIBRARY", "auto") or "auto"
+    if v not in ("auto", "always", "never"):
+        raise ValueError(f"RELAX_MLIR_LIBRARY must be auto, always or never, got {v!r}")
+    return v
 
 
 def blas_threads() -> int:

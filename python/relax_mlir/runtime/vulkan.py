@@ -166,10 +166,20 @@ class WgpuDriver:
     def _buffer_with(self, data: bytes):
         if len(data) % 4:
             data = bytes(data) + b"\0" * (4 - len(data) % 4)
+        self._check_size(len(data))
         return self.device.create_buffer_with_data(data=data, usage=self._usage)
+
+    def _check_size(self, nbytes: int) -> None:
+        """Every buffer is bound as a storage buffer: one past the device's binding limit (128 MiB
+        on lavapipe) is a ValueError here, not wgpu's validation error at the launch."""
+        limit = int(self.device.limits.get("max-storage-buffer-binding-size", 0) or 0)
+        if limit and nbytes > limit:
+            raise ValueError(f"this call needs a Vulkan buffer of {nbytes} bytes; the device binds at most {limit} "
+                             f"bytes per storage buffer (max-storage-buffer-binding-size)")
 
     # the protocol of runtime/hostprog.py
     def alloc(self, nbytes: int):
+        self._check_size(_round4(nbytes))
         return self.device.create_buffer(size=_round4(nbytes), usage=self._usage)
 
     def upload(self, handle, data: np.ndarray) -> None:
@@ -189,6 +199,11 @@ class WgpuDriver:
         self.pending.append(enc.finish())
 
     def launch(self, module: str, kernel: str, grid, block, shared: int, args) -> None:
+        most = int(self.device.limits.get("max-compute-workgroups-per-dimension", 0) or 0)
+        if most and any(int(g) > most for g in grid):
+            # (the kernels take their workgroup id from the grid as launched: it is not folded yet)
+            raise ValueError(f"kernel {kernel} needs a grid of {tuple(int(g) for g in grid)} workgroups for this "
+                             f"call's shapes; the Vulkan device allows at most {most} per dimension")
         pipe = self.pipeline(module, kernel)
         entries = []
         for i, (abi, v) in enumerate(args):

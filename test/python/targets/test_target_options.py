@@ -142,3 +142,11 @@ def test_pipeline_string_with_a_bad_pass_names_it():
     with pytest.raises(relax_mlir.CompileError, match=r"unknown pass or pipeline 'relax-lowr' \(did you mean "
                                                       r"'relax-lower'\?\)"):
         relax_mlir.compile(SRC, passes="relax-lowr")
+
+
+def test_a_bad_library_setting_is_named_before_any_pass(monkeypatch):
+    """RELAX_MLIR_LIBRARY=default (not a mode) was an 'internal error in relax-dispatch-library'."""
+    monkeypatch.setenv("RELAX_MLIR_LIBRARY", "default")
+    with pytest.raises(relax_mlir.CompileError, match="RELAX_MLIR_LIBRARY must be auto, always or never, got 'default'"):
+        relax_mlir.compile('func.func @main(%x: !relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32> {\n'
+                           '  return %x : !relax.tensor<["n"], f32>\n}')
