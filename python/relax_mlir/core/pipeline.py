@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from mlir import ir
 from mlir.passmanager import PassDisplayMode, PassManager
 
 from relax_mlir.core.diagnostics import Diag, suggest
-from relax_mlir.core.session import Session
+from relax_mlir.core.session import Session, stock_mlir_opt
 from relax_mlir.passes import PipelineError, adapter, parse_options, run_pass, split_top
 
 
@@ -80,15 +81,9 @@ def upstream_pass_names() -> list[str]:
     """The upstream pass names (from `mlir-opt --help`, once), for did-you-mean; [] if unavailable."""
     global _UPSTREAM_NAMES
     if _UPSTREAM_NAMES is None:
-        import re
-        import subprocess
-
-        import mlir
-
         names: list[str] = []
-        exe = os.path.join(list(mlir.__path__)[0], "bin", "mlir-opt")
         try:
-            out = subprocess.run([exe, "--help-list-hidden"], capture_output=True, text=True, timeout=20).stdout
+            out = subprocess.run([stock_mlir_opt(), "--help-list-hidden"], capture_output=True, text=True, timeout=20).stdout
             names = re.findall(r"^ {6}--([a-z][\w-]*)\b", out, re.M)
         except (OSError, subprocess.SubprocessError):
             pass

@@ -141,6 +141,11 @@ def parse_module(session: Session, text: str):
 BYTECODE_MAGIC = b"ML\xefR"
 
 
+def stock_mlir_opt() -> str:
+    """The path of the mlir-opt that ships with the MLIR Python bindings (the same build)."""
+    return os.path.join(list(mlir.__path__)[0], "bin", "mlir-opt")
+
+
 def bytecode_timeout_s(size: int) -> float:
     """How long the bytecode reader may take: 10 s and 1 s more per MiB (real files decode at
     hundreds of MiB/s; a corrupted one can make it loop)."""
@@ -153,7 +158,7 @@ def parse_bytecode(session: Session, data: bytes, extra_irdl: str | None = None)
     overflows), so stock `mlir-opt` decodes it in a child process, with the relax dialect (and
     `extra_irdl`, a user's IRDL file) loaded; its text output, locations kept, is then parsed as
     any input is."""
-    exe = os.path.join(list(mlir.__path__)[0], "bin", "mlir-opt")
+    exe = stock_mlir_opt()
     with tempfile.TemporaryDirectory(prefix="relax-bytecode-") as tmp:
         irdl_path = os.path.join(tmp, "dialects.irdl.mlir")
         with open(irdl_path, "w", encoding="utf-8") as f:
@@ -192,11 +197,11 @@ def load_irdl(session: Session, text: str, file: str) -> bool:
     False, with located errors recorded, when the file does not parse, holds anything but
     `irdl.dialect`s, or a dialect exists already or names an op, type or attribute twice (MLIR
     aborts the process on either)."""
-    own = Session(file)  # diagnostics named after the IRDL file
     twice = _dialect_defined_twice(text, file)
     if twice is not None:  # MLIR's verifier aborts on it (a symbol table with a name twice)
         session.diags.append(twice)
         return False
+    own = Session(file)  # diagnostics named after the IRDL file
     checked = parse_module(own, text)
     if checked is not None:
         with own.ctx:

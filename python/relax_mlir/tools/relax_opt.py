@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import io
-import os
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 
@@ -17,7 +17,8 @@ from mlir import ir
 
 from relax_mlir.core.diagnostics import Diag, decode_source, suggest
 from relax_mlir.core.pipeline import Instrumentation, run_pipeline, upstream_pass_names
-from relax_mlir.core.session import BYTECODE_MAGIC, Session, load_irdl, parse_bytecode, parse_module
+from relax_mlir.core.session import (BYTECODE_MAGIC, Session, load_irdl, parse_bytecode, parse_module,
+                                     stock_mlir_opt)
 from relax_mlir.dialect.spec import OPS
 from relax_mlir.passes import PipelineError, option_docs, parse_pipeline
 
@@ -457,14 +458,9 @@ def _main(argv: list[str]) -> int:
 def _dialects() -> list[str]:
     """The upstream dialects (stock mlir-opt's --show-dialects, from the same MLIR build as the
     bindings) and relax's."""
-    import subprocess
-
-    import mlir
-
     names = {"relax", "relax_v"}
-    exe = os.path.join(list(mlir.__path__)[0], "bin", "mlir-opt")
     try:
-        out = subprocess.run([exe, "--show-dialects"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([stock_mlir_opt(), "--show-dialects"], capture_output=True, text=True, timeout=30).stdout
         listed = out.split(":", 1)[1] if ":" in out else ""
         names.update(n.strip() for n in listed.replace("\n", ",").split(",") if n.strip())
     except (OSError, subprocess.SubprocessError):
