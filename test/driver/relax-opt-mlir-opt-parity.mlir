@@ -18,6 +18,7 @@
 // RUN: relax-opt %S/Inputs/cmath-use.mlir --irdl-file=%S/Inputs/cmath.irdl.mlir | FileCheck %s --check-prefix=IRDL
 // RUN: not relax-opt %S/Inputs/cmath-use.mlir 2>&1 | FileCheck %s --check-prefix=NOIRDL
 // RUN: not relax-opt %S/Inputs/cmath-use.mlir --irdl-file %S/Inputs/cmath-twice.irdl.mlir 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not relax-opt %S/Inputs/cmath-twice.irdl.mlir 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not relax-opt %s --irdl-file %relax_irdl 2>&1 | FileCheck %s --check-prefix=LOADED
 // RUN: not relax-opt %s --irdl-file %s 2>&1 | FileCheck %s --check-prefix=NOTIRDL
 // RUN: not relax-opt %s --irdl-file %t.missing 2>&1 | FileCheck %s --check-prefix=MISSING

@@ -114,6 +114,11 @@ def parse_module(session: Session, text: str):
     if deep is not None:  # MLIR's parser would overflow the stack
         session.diags.append(deep)
         return None
+    if "irdl.dialect" in text:  # MLIR's verifier aborts on a dialect defined twice (see load_irdl)
+        twice = _dialect_defined_twice(text, session.source_name)
+        if twice is not None:
+            session.diags.append(twice)
+            return None
     with session.ctx, ir.Location.unknown():
         before = len(session.diags)
         if not _parses_cleanly(session, text, implicit=False):
