@@ -21,3 +21,9 @@ func.func @f() {
 // RUN: %python -c "print('module {' + '\n'.join('func.func @f%d() attributes {a = [' % i + '[' * 900 + ']' * 900 + ']} { return }' for i in range(3)) + '}')" \
 // RUN:   | relax-opt - --allow-unregistered-dialect | FileCheck %s --check-prefix=WIDE
 // WIDE: func.func @f2()
+
+// A string whose hex escapes make bytes that are not UTF-8: an op name made of them reached
+// Python in a diagnostic and the bindings terminated the process (fuzzer seed 53054).
+// RUN: printf 'func.func @f() {\n  "rel\\FFx.max"() : () -> ()\n  return\n}\n' > %t.badutf8.mlir
+// RUN: not relax-opt %t.badutf8.mlir 2>&1 | FileCheck %s --check-prefix=BADUTF8
+// BADUTF8: badutf8.mlir:2:3: error: a string whose escapes make bytes that are not UTF-8

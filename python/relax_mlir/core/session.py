@@ -11,7 +11,7 @@ import mlir
 from mlir import ir
 from mlir.dialects import irdl
 
-from relax_mlir.core.diagnostics import Diag, nesting_error, to_diag
+from relax_mlir.core.diagnostics import Diag, nesting_error, string_escape_error, to_diag
 from relax_mlir.dialect import _cached_text, load
 
 
@@ -113,6 +113,10 @@ def parse_module(session: Session, text: str):
     deep = nesting_error(text, session.source_name)
     if deep is not None:  # MLIR's parser would overflow the stack
         session.diags.append(deep)
+        return None
+    bad = string_escape_error(text, session.source_name) if "\\" in text else None
+    if bad is not None:  # the bindings would terminate converting such bytes in a diagnostic
+        session.diags.append(bad)
         return None
     if "irdl.dialect" in text:  # MLIR's verifier aborts on a dialect defined twice (see load_irdl)
         twice = _dialect_defined_twice(text, session.source_name)
