@@ -5,7 +5,9 @@
 so bufferization places its operands and destination like any other. After bufferization
 (`stage_bufferize`), `lower_library_ops` replaces each tagged op whose buffers have the identity
 layout by a call of a small helper function (one per operand ranks and transposes) that reads the
-aligned pointers and sizes of the buffers and calls `relax_rt_sgemm` once per batch element:
+aligned pointers and sizes of the buffers and calls `relax_rt_sgemm` once per batch element (the op
+itself, untagged, stays behind in an `scf.if` for sizes past CBLAS's 32-bit ints, where the helper
+returns false: loops there instead of truncated sizes):
 
     C[.., M, N] = op(A)[.., M, K] * op(B)[.., K, N]    row-major, lda/ldb = last dim, ldc = N
 
@@ -117,6 +119,19 @@ def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool, callee
         emit(f"{z} = arith.index_cast {x} : index to i32")
         return z
 
+    # CBLAS takes 32-bit sizes: a product with a size or leading dimension past 2^31 - 1 is left to
+    # the caller's generated loops (the helper returns false)
+    limit = v("lim")
+    emit(f"{limit} = arith.constant {2**31 - 1} : index")
+    fits = None
+    for x in (mm, nn, kk, lda, ldb):
+        ok = v("fit")
+        emit(f"{ok} = arith.cmpi sle, {x}, {limit} : index")
+        if fits is not None:
+            both = v("fit")
+            emit(f"{both} = arith.andi {fits}, {ok} : i1")
+            ok = both
+        fits = ok
     m32, n32, k32 = i32(mm), i32(nn), i32(kk)
     lda32, ldb32, ldc32 = i32(lda, True), i32(ldb, True), i32(nn, True)
     flags = []
@@ -125,6 +140,7 @@ def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool, callee
         emit(f"{flags[-1]} = arith.constant {val} : i32")
     one = v("one")
     emit(f"{one} = arith.constant 1.0 : f32")
+    emit(f"scf.if {fits} {{")
     emit(f"scf.for %b = {c(0)} to {batch} step {c(1)} {{")
 
     def at(base, stride):
@@ -141,9 +157,10 @@ def helper_text(name: str, ra: int, rb: int, rr: int, ta: bool, tb: bool, callee
          f"{lda32}, {xb}, {ldb32}, %beta, {xc}, {ldc32}) : (i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, "
          f"!llvm.ptr, i32, f32, !llvm.ptr, i32) -> ()")
     emit("}")
-    emit("return")
+    emit("}")
+    emit(f"return {fits} : i1")
     args = f"%A: {_dyn_memref(ra)}, %B: {_dyn_memref(rb)}, %C: {_dyn_memref(rr)}, %beta: f32"
-    return f"func.func private @{name}({args}) {{\n" + "\n".join(lines) + "\n}"
+    return f"func.func private @{name}({args}) -> i1 {{\n" + "\n".join(lines) + "\n}"
 
 
 def _bool_attr(op: ir.Operation, name: str) -> bool:
@@ -249,9 +266,21 @@ def lower_library_ops(module_op: ir.Operation) -> int:
             f32 = ir.F32Type.get()
             beta = ir.Operation.create("arith.constant", [f32], [], {
                 "value": ir.FloatAttr.get(f32, 0.0 if fill is not None else 1.0)}).results[0]
-            ir.Operation.create("func.call", [], args + [beta], {"callee": ir.FlatSymbolRefAttr.get(name)})
-        op.erase()
+            i1 = ir.IntegerType.get_signless(1)
+            done_call = ir.Operation.create("func.call", [i1], args + [beta],
+                                            {"callee": ir.FlatSymbolRefAttr.get(name)}).results[0]
+            # sizes past CBLAS's 32-bit ints: the product as generated loops (the op, untagged)
+            true = ir.Operation.create("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, 1)}).results[0]
+            missed = ir.Operation.create("arith.xori", [i1], [done_call, true]).results[0]
+            branch = ir.Operation.create("scf.if", [], [missed], regions=2)
+            then = branch.regions[0].blocks.append()
+            with ir.InsertionPoint(then):
+                end = ir.Operation.create("scf.yield", [], [])
         if fill is not None:
-            fill.erase()
+            fill.move_before(end)
+        op.move_before(end)
+        for attr in (LIBRARY_ATTR, "relax.transpose_a", "relax.transpose_b"):
+            if attr in op.attributes:
+                del op.attributes[attr]
         done += 1
     return done

@@ -134,6 +134,14 @@ def test_every_version_matches_jax(monkeypatch, blas_threads):
         low = str(op)
     assert len(re.findall(r"call @__relax_sgemm_222_nn\(", low)) == 2 + pooled
     assert low.count('relax.library') == 0  # every tagged op became a BLAS call
+    # ... that says whether its sizes fit CBLAS's 32-bit ints; where not, the op runs as loops
+    calls = re.findall(r"(%\w+) = func.call @__relax_sgemm_222_nn\(.*\) -> i1", low)
+    assert len(calls) == 2 + pooled
+    for done in calls:
+        missed = re.search(rf"(%\w+) = arith.xori {done}, %\w+ : i1\n\s*scf.if \1 {{\n(\s*linalg.fill.*\n)?"
+                           r"\s*linalg.generic", low)
+        assert missed, done
+    assert "cmpi sle, %d" in low and "2147483647" in low
     assert len(re.findall(r'relax_cpu.schedules = \["matmul-register-blocked"\]', low)) == 2
 
     rng = np.random.default_rng(7)
