@@ -69,6 +69,7 @@ from relax_mlir.backend.gpu_kernels import (
     copies_to_kernels,
     drop_unused_workspace,
     fold_subviews,
+    interchange_elementwise_loops,
     make_op,
     map_cooperative_kernels,
     parallel_dims_first,
@@ -330,6 +331,7 @@ def stage_map(module, options: GPUOptions) -> None:
     """Row reductions and matmuls -> cooperative gpu.launch; the other linalg -> scf.parallel ->
     tiled and mapped -> gpu.launch; then outlined gpu.func kernels."""
     op = as_op(module)
+    interchange_elementwise_loops(op)  # a scan: one kernel, not two launches per position
     copies_to_kernels(op)
     map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
                             memory=NVVM_WORKGROUP)
@@ -443,7 +445,7 @@ def pipeline_strings(options: GPUOptions | None = None) -> dict[str, str]:
     options = options or GPUOptions()
     return {
         "bufferize": "relax-cpu-inline, relax-cpu-bufferize (backend/cpu.py)",
-        "map": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
+        "map": (f"[interchange elementwise loops],[strided copies -> linalg.copy],[cooperative gpu.launch: "
                 f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
                 f"[parallel dims first],[serial linalg in one thread],{TO_LOOPS},"
                 "[fold subviews into loads and stores],"

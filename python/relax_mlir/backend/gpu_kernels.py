@@ -74,6 +74,9 @@ __all__ = [
     "fold_subviews",
     "identity_layout",
     "in_one_thread",
+    "CHUNKABLE",
+    "interchange_elementwise_loops",
+    "gpu_funcs",
     "make_op",
     "map_cooperative_kernels",
     "parallel_dims_first",
@@ -1282,17 +1285,216 @@ def serial_linalg_in_one_thread(module_op: ir.Operation) -> int:
     return len(todo)
 
 
+# Marks an scf.parallel whose iterations are independent and whose body is one scf.for that may run
+# in consecutive chunks, one launch each (backend/loop_budget.py `chunk_serial_loops`): the
+# one-iteration parallel of `in_one_thread`, and the parallel of `interchange_elementwise_loops`.
+CHUNKABLE = "relax.chunkable"
+
+
 def in_one_thread(o: ir.Operation) -> None:
     """Move `o` into a new one-iteration `scf.parallel` in its place (a one-thread kernel once
-    the loop is mapped)."""
+    the loop is mapped), marked `relax.chunkable`."""
     with o.context, o.location, ir.InsertionPoint(o):
         c0, c1 = const_index(0), const_index(1)
         par = make_op("scf.parallel", [], [c0, c1, c1],
-                      {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 0])}, regions=1)
+                      {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 0]),
+                       CHUNKABLE: ir.UnitAttr.get()}, regions=1)
         body = par.regions[0].blocks.append(ir.IndexType.get())
         with ir.InsertionPoint(body):
             make_op("scf.reduce", [], [])
         o.move_before(body.operations[0])
+
+
+def gpu_funcs(module_op: ir.Operation):
+    """(gpu.module name, gpu.func name, gpu.func op) of every outlined kernel of a module."""
+    for m in module_op.regions[0].blocks[0].operations:
+        m = m.operation
+        if m.name != "gpu.module":
+            continue
+        mname = ir.StringAttr(m.attributes["sym_name"]).value
+        for k in m.regions[0].blocks[0].operations:
+            k = k.operation
+            if k.name == "gpu.func":
+                yield mname, ir.StringAttr(k.attributes["sym_name"]).value, k
+
+
+def _clone_mapped(o: ir.Operation, mapping: dict) -> None:
+    """Clone `o` (region-free) at the insertion point with its operands looked up in `mapping`,
+    recording its results' clones there."""
+    c = o.clone()
+    for i, v in enumerate(c.operands):
+        c.operands[i] = mapping.get(v, v)
+    for old, new in zip(o.results, c.results):
+        mapping[old] = new
+
+
+def _slice_view(o: ir.Operation, loop: ir.Operation) -> bool:
+    """A memref.subview of a buffer defined outside `loop` that picks a position along dims of size
+    1 only: strides 1, and every other dim's offset a static 0 (its element p is the source's p)."""
+    v = o.opview
+    if not defined_outside(o.operands[0], loop) or any(s != 1 for s in v.static_strides):
+        return False
+    sizes, offsets = list(v.static_sizes), list(v.static_offsets)
+    return all(size == 1 or off == 0 for size, off in zip(sizes, offsets))
+
+
+def _elementwise(o: ir.Operation, rank: int) -> bool:
+    """A linalg.generic whose loops are all parallel, its maps all identities of `rank` dims, and its
+    body region-free ops: iteration p touches element p of every operand, nothing else."""
+    if o.name != "linalg.generic":
+        return False
+    its = [str(a) for a in ir.ArrayAttr(o.attributes["iterator_types"])]
+    if any("parallel" not in a for a in its) or len(its) != rank:
+        return False
+    ident = ir.AffineMap.get_identity(rank)
+    if any(ir.AffineMapAttr(m).value != ident for m in ir.ArrayAttr(o.attributes["indexing_maps"])):
+        return False
+    return all(not len(b.regions) for b in o.regions[0].blocks[0].operations)
+
+
+def _interchangeable(loop: ir.Operation) -> list[ir.Value] | None:
+    """The buffers of `loop`'s elementwise body when it can run as `parallel p { for it { body at p } }`
+    (see interchange_elementwise_loops); else None."""
+    if len(loop.results) or len(loop.regions[0].blocks[0].arguments) != 1:
+        return None
+    shaped, has_linalg = [], False
+    for o in loop.regions[0].blocks[0].operations:
+        o = o.operation
+        n = o.name
+        if n == "scf.yield":
+            continue
+        if n == "memref.subview":
+            if not _slice_view(o, loop):
+                return None
+            shaped.append(o.results[0])
+        elif n in ("linalg.generic", "linalg.fill", "memref.copy"):
+            has_linalg = True
+            shaped.extend(v for v in o.operands if isinstance(v.type, ir.MemRefType))
+        elif n.startswith("arith.") and not len(o.regions):
+            continue
+        else:
+            return None
+    if not has_linalg or not shaped:
+        return None
+    shapes = {tuple(ir.MemRefType(v.type).shape) for v in shaped}
+    if len(shapes) != 1:
+        return None
+    rank = len(next(iter(shapes)))
+    for o in loop.regions[0].blocks[0].operations:
+        o = o.operation
+        if o.name == "linalg.generic" and not _elementwise(o, rank):
+            return None
+        if o.name == "linalg.fill" and len(o.results):
+            return None
+    for v in shaped:  # every buffer is a slice view made in the loop or a buffer from outside it
+        if not defined_outside(v, loop) and v.owner.operation.name != "memref.subview":
+            return None
+    return shaped
+
+
+def interchange_elementwise_loops(module_op: ir.Operation) -> int:
+    """A host-level `scf.for` whose body is elementwise linalg ops and copies on slices of one shape
+    S (views that pick a position along dims of size 1, buffers from outside the loop) becomes
+    `scf.parallel p over S { scf.for it { the body at element p } }`, marked `relax.chunkable`.
+    Iteration p of the body touches element p of every buffer and nothing else, so the iterations
+    of p are independent and each keeps the loop's order. A cumulative scan (ops/window.py
+    `_scan_kernel`: one elementwise step per position along the axis) was a host loop of two
+    launches per position (2n launches for a cumsum of n, and host memory that grew with them);
+    it is one kernel now, each invocation scanning one row. Returns the number interchanged."""
+    loops = []
+
+    def visit(o):
+        if o.name in ("gpu.launch", "scf.parallel"):
+            return ir.WalkResult.SKIP
+        if o.name == "scf.for":
+            loops.append(o)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    n = 0
+    for loop in loops:
+        shaped = _interchangeable(loop)
+        if shaped is None:
+            continue
+        with loop.context, loop.location, ir.InsertionPoint(loop):
+            _interchange(loop, shaped)
+        loop.erase()
+        n += 1
+    return n
+
+
+def _interchange(loop: ir.Operation, shaped: list[ir.Value]) -> None:
+    idx = ir.IndexType.get()
+    t = ir.MemRefType(shaped[0].type)
+    dims = [d for d in range(t.rank) if ir.ShapedType(t).is_dynamic_dim(d) or t.shape[d] != 1]
+    ubs = []
+    for d in dims:  # (a dim of size 1, the scanned one, is index 0 in every slice)
+        if not ir.ShapedType(t).is_dynamic_dim(d):
+            ubs.append(const_index(t.shape[d]))
+            continue
+        outside = next((v for v in shaped if defined_outside(v, loop)), None)
+        if outside is not None:
+            ubs.append(make_op("memref.dim", [idx], [outside, const_index(d)]).results[0])
+        else:  # a slice view's size operand (defined outside the loop: `_slice_view`'s source is)
+            view = shaped[0].owner.operation.opview
+            dyn = [i for i, s in enumerate(view.static_sizes) if ir.ShapedType.is_dynamic_size(s)]
+            ubs.append(list(view.sizes)[dyn.index(d)])
+    c0, c1 = const_index(0), const_index(1)
+    if not dims:  # one element a slice: one thread
+        dims, ubs = [None], [c1]
+    rank = len(dims)
+    par = make_op("scf.parallel", [], [c0] * rank + ubs + [c1] * rank,
+                  {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([rank, rank, rank, 0]),
+                   CHUNKABLE: ir.UnitAttr.get()}, regions=1)
+    pbody = par.regions[0].blocks.append(*([idx] * rank))
+    with ir.InsertionPoint(pbody):
+        zero = const_index(0)
+        at = {d: a for d, a in zip(dims, pbody.arguments)}
+        p = [at.get(d, zero) for d in range(t.rank)]
+        lb, ub, step = (loop.operands[i] for i in range(3))
+        inner = make_op("scf.for", [], [lb, ub, step], regions=1)
+        ibody = inner.regions[0].blocks.append(idx)
+        make_op("scf.reduce")
+    mapping = {loop.regions[0].blocks[0].arguments[0]: ibody.arguments[0]}
+
+    def get(v):
+        return mapping.get(v, v)
+
+    def load(buf):
+        return make_op("memref.load", [ir.MemRefType(buf.type).element_type], [get(buf)] + p).results[0]
+
+    def store(value, buf):
+        make_op("memref.store", [], [value, get(buf)] + p)
+
+    with ir.InsertionPoint(ibody):
+        for o in loop.regions[0].blocks[0].operations:
+            o = o.operation
+            if o.name == "scf.yield":
+                continue
+            if o.name == "memref.copy":
+                store(load(o.operands[0]), o.operands[1])
+            elif o.name == "linalg.fill":
+                store(get(o.operands[0]), o.operands[1])
+            elif o.name == "linalg.generic":
+                block = o.regions[0].blocks[0]
+                nin = list(ir.DenseI32ArrayAttr(o.attributes["operandSegmentSizes"]))[0]
+                outs = list(o.operands)[nin:]
+                for arg, buf in zip(block.arguments, o.operands):
+                    if any(True for _ in arg.uses):
+                        mapping[arg] = load(buf)
+                for b in block.operations:
+                    b = b.operation
+                    if b.name == "linalg.yield":
+                        for v, buf in zip(b.operands, outs):
+                            store(get(v), buf)
+                    elif b.name == "linalg.index":
+                        mapping[b.results[0]] = p[ir.IntegerAttr(b.attributes["dim"]).value]
+                    else:
+                        _clone_mapped(b, mapping)
+            else:
+                _clone_mapped(o, mapping)
+        make_op("scf.yield")
 
 
 def drop_unused_workspace(module_op: ir.Operation) -> int:

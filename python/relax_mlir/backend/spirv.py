@@ -41,6 +41,7 @@ from typing import ClassVar
 
 from mlir import ir
 
+from relax_mlir.backend import loop_budget
 from relax_mlir.backend.common import (LoweringError, as_op, const_int, option_ints, require_upstream, run_pipeline,
                                       run_stages, top_funcs, walk)
 from relax_mlir.backend.gpu_kernels import (
@@ -54,10 +55,12 @@ from relax_mlir.backend.gpu_kernels import (
     drop_unused_workspace,
     finite_constant,
     defined_outside,
+    gpu_funcs,
     fold_subviews,
     fold_view_dims,
     identity_layout,
     in_one_thread,
+    interchange_elementwise_loops,
     make_op,
     map_cooperative_kernels,
     parallel_dims_first,
@@ -261,6 +264,7 @@ def stage_loops(module, options: SPIRVOptions) -> None:
     """Row reductions and matmuls -> cooperative gpu.launch (workgroup memory, barriers); the
     other linalg -> parallel loops (host-level sequential work wrapped), tiled, canonicalized."""
     op = as_op(module)
+    interchange_elementwise_loops(op)
     copies_to_kernels(op)
     map_cooperative_kernels(op, reduce_threads=options.reduce_threads, matmul_tile=options.matmul_tile,
                             memory=SPIRV_WORKGROUP)
@@ -270,6 +274,7 @@ def stage_loops(module, options: SPIRVOptions) -> None:
     fold_subviews(op)
     for f in _entries(op):
         _wrap_host_work(f)
+    loop_budget.chunk_serial_loops(op)
     run_pipeline(op, _loops_pipeline(options), "loops")
 
 
@@ -299,8 +304,47 @@ def _map_loop(par: ir.Operation, options: SPIRVOptions) -> None:
         if assigned[i] is None:
             assigned[i] = _PROCS["block"][blocks] if blocks < 3 else "sequential"
             blocks += 1
+            if blocks <= 3:
+                _cap_workgroups(par, i)
     par.attributes["mapping"] = ir.ArrayAttr.get([ir.Attribute.parse(
         f"#gpu.loop_dim_map<processor = {a}, map = (d0) -> (d0), bound = (d0) -> (d0)>") for a in assigned])
+
+
+# Workgroups a dispatch may have along each dimension: Vulkan's guaranteed minimum (lavapipe's
+# maximum); `_cap_workgroups` keeps every grid within it.
+MAX_WORKGROUPS = 65535
+
+
+def _cap_workgroups(par: ir.Operation, i: int) -> None:
+    """Dim `i` of `par` goes to workgroups: at most MAX_WORKGROUPS of them. Unless its trip count is a
+    constant within that, its upper bound becomes min(ub, lb + MAX_WORKGROUPS * step) and the body
+    runs in `scf.for k = iv to ub step MAX_WORKGROUPS * step` with k in place of iv: each workgroup
+    takes every MAX_WORKGROUPS-th tile (an elementwise kernel over more than 2,097,120 elements was
+    refused for its grid)."""
+    rank = list(ir.DenseI32ArrayAttr(par.attributes["operandSegmentSizes"]))[0]
+    lb, ub, step = par.operands[i], par.operands[rank + i], par.operands[2 * rank + i]
+    lo, hi, st = const_int(lb), const_int(ub), const_int(step)
+    if st is None or st <= 0 or len(par.results):
+        return
+    if lo is not None and hi is not None and -(-(hi - lo) // st) <= MAX_WORKGROUPS:
+        return
+    body = par.regions[0].blocks[0]
+    iv = body.arguments[i]
+    with par.context, par.location:
+        with ir.InsertionPoint(par):
+            span = const_index(MAX_WORKGROUPS * st)
+            far = make_op("arith.addi", [lb.type], [lb, span]).results[0]
+            par.operands[rank + i] = make_op("arith.minsi", [ub.type], [ub, far]).results[0]
+        ops = [o.operation for o in body.operations]
+        with ir.InsertionPoint.at_block_begin(body):
+            loop = make_op("scf.for", [], [iv, ub, span], regions=1)
+            inner = loop.regions[0].blocks.append(ir.IndexType.get())
+            with ir.InsertionPoint(inner):
+                end = make_op("scf.yield")
+        for o in ops[:-1]:  # (the last: scf.reduce)
+            o.move_before(end)
+        iv.replace_all_uses_with(inner.arguments[0])
+        loop.operands[0] = iv
 
 
 def stage_map(module, options: SPIRVOptions) -> None:
@@ -512,9 +556,8 @@ def _where(o: ir.Operation) -> tuple[bool, str]:
     return False, f"a host or kernel op of @{name}"
 
 
-# math ops this Vulkan lowering cannot compile: f32 `powf` (its SPIR-V lowering puts a NaN literal
-# in the shader, which naga rejects); the inverse trigonometric functions and the cube root, which
-# MLIR 22's math-to-SPIR-V does not convert (found by fuzz V7 seed 2,390,152: jnp.angle).
+# math ops this Vulkan lowering cannot compile: f32 `powf` on the host (in a kernel it is expanded,
+# `_expand_powf`; its SPIR-V lowering puts a NaN literal in the shader, which naga rejects).
 _NO_SPIRV_LOWERING = {"math.powf": "relax.power on floats"}
 
 
@@ -795,6 +838,68 @@ def _expand_atan2_cbrt(op: ir.Operation) -> None:
         o.erase()
 
 
+def _expand_powf(op: ir.Operation) -> None:
+    """f32 / f16 `math.powf` in the kernels as exp(y * log|x|) with C's (and StableHLO's) special
+    cases by selects: pow(x, 0) = 1 and pow(1, y) = 1 (even for a NaN), a negative x to an integer
+    power takes the sign of x^odd (-0 too), a negative finite x to a non-integer power is NaN,
+    |x| = 1 to an infinite power is 1; zeros and infinities follow from log / exp of 0 and inf.
+    y = 1, 2, -1 are exact (x, x*x, 1/x). MLIR's SPIR-V lowering of powf puts a NaN literal in the
+    shader, which naga rejects, so the op was refused (optax's Adam bias correction, Gemma's RoPE).
+    Precision: the driver's log / exp (a few ulps), the error of y log|x| growing with it: within
+    1e-5 relative for results within f32's range (no exp2 lowering in MLIR's math-to-SPIR-V)."""
+    todo = []
+    walk(op, lambda o: todo.append(o) if o.name == "math.powf" and _in_launch(o) else None)
+    f32, i1, i32, i64 = (ir.F32Type.get(), ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(32),
+                         ir.IntegerType.get_signless(64))
+
+    def c(v):
+        return make_op("arith.constant", [f32], [], {"value": ir.FloatAttr.get(f32, v)}).results[0]
+
+    def b(name, *xs):
+        return make_op(name, [f32], list(xs)).results[0]
+
+    def cmp(pred, a, bb):  # arith.cmpf predicates: 1 oeq, 2 ogt, 4 olt, 6 one
+        return make_op("arith.cmpf", [i1], [a, bb], {"predicate": ir.IntegerAttr.get(i64, pred)}).results[0]
+
+    def sel(p, a, bb):
+        return make_op("arith.select", [a.type], [p, a, bb]).results[0]
+
+    def both(p, q):
+        return make_op("arith.andi", [i1], [p, q]).results[0]
+
+    for o in todo:
+        t = o.results[0].type
+        if not isinstance(t, (ir.F32Type, ir.F16Type)):
+            continue  # refused elsewhere (f64)
+        with ir.InsertionPoint(o), o.location:
+            x, y = (v if isinstance(t, ir.F32Type) else make_op("arith.extf", [f32], [v]).results[0]
+                    for v in o.operands)
+            ax = b("math.absf", x)
+            r = b("math.exp", b("arith.mulf", y, b("math.log", ax)))
+            whole = cmp(1, b("math.floor", y), y)  # (true for infinities too: even)
+            half = b("arith.mulf", y, c(0.5))
+            odd = both(both(whole, cmp(6, b("math.floor", half), half)), cmp(4, b("math.absf", y), c(16777216.0)))
+            xbits = make_op("arith.bitcast", [i32], [x]).results[0]
+            zero_i = make_op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+            xneg = make_op("arith.cmpi", [i1], [xbits, zero_i], {"predicate": ir.IntegerAttr.get(i64, 2)}).results[0]
+            r = sel(both(xneg, odd), b("arith.negf", r), r)
+            nan_bits = make_op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0x7FC00000)}).results[0]
+            nan = make_op("arith.bitcast", [f32], [nan_bits]).results[0]  # (no NaN literal: naga rejects them)
+            finite_neg = both(cmp(4, x, c(0.0)), cmp(5, ax, c(3.4028234663852886e38)))  # olt 0, ole max
+            r = sel(both(finite_neg, make_op("arith.xori", [i1], [whole, make_op(
+                "arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, 1)}).results[0]]).results[0]), nan, r)
+            r = sel(both(cmp(1, ax, c(1.0)), cmp(2, b("math.absf", y), c(3.4028234663852886e38))), c(1.0), r)
+            r = sel(cmp(1, y, c(1.0)), x, r)
+            r = sel(cmp(1, y, c(2.0)), b("arith.mulf", x, x), r)
+            r = sel(cmp(1, y, c(-1.0)), b("arith.divf", c(1.0), x), r)
+            r = sel(cmp(1, x, c(1.0)), c(1.0), r)
+            new = sel(cmp(1, y, c(0.0)), c(1.0), r)
+            if not isinstance(t, ir.F32Type):
+                new = make_op("arith.truncf", [t], [new]).results[0]
+        o.results[0].replace_all_uses_with(new)
+        o.erase()
+
+
 def _expand_copysign(op: ir.Operation) -> None:
     """math.copysign (no SPIR-V lowering) as select(sign bit of y, -|x|, |x|), f16 via f32."""
     todo = []
@@ -925,6 +1030,160 @@ def _ieee_min_max(op: ir.Operation) -> None:
         new.operands[2] = o.results[0]
 
 
+def _zero_constant(v: ir.Value) -> int | None:
+    """0 or 1, the sign bit of `v` when it is a float constant zero (scalar or splat); else None."""
+    owner = v.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return None
+    a = owner.operation.attributes["value"]
+    try:
+        if isinstance(a, ir.DenseFPElementsAttr) and a.is_splat:
+            a = a.get_splat_value()
+        x = ir.FloatAttr(a).value if isinstance(a, ir.FloatAttr) else None
+    except (TypeError, ValueError):
+        return None
+    return None if x is None or x != 0.0 else int(math.copysign(1.0, x) < 0)
+
+
+def _same_negated(a: ir.Value, b: ir.Value) -> bool:
+    """`b` is `arith.negf a`."""
+    owner = b.owner
+    return not isinstance(owner, ir.Block) and owner.operation.name == "arith.negf" and owner.operation.operands[0] == a
+
+
+def _exact_zero_identities(op: ir.Operation) -> None:
+    """In the kernels, `x * ±0`, `x - x`, `x + -x` and `+0 - x` computed on the bits. Mesa (lavapipe)
+    applies its inexact rewrites to every float op it gets through naga, which drops the
+    `NoContraction` decoration that would mark them exact: it folded `x * 0` and `x - x` to +0.0
+    where StableHLO gives NaN for an infinite or NaN x and -0.0 for a negative x, and `0 - x` to
+    `-x` (-0.0 for x = +0.0). The integer forms below hold no float op for it to rewrite."""
+    todo = []
+
+    def visit(o):
+        if o.name == "func.func":
+            return ir.WalkResult.SKIP  # host code (the kernels are gpu.func in gpu.module)
+        if o.name in ("arith.mulf", "arith.subf", "arith.addf"):
+            todo.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    i1, i32, f32 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(32), ir.F32Type.get()
+    i64 = ir.IntegerType.get_signless(64)
+
+    def c32(v: int) -> ir.Value:
+        v &= 0xFFFFFFFF
+        return make_op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, v - (1 << 32) if v >> 31 else v)}).results[0]
+
+    def binop(name, a, b):
+        return make_op(f"arith.{name}", [a.type], [a, b]).results[0]
+
+    def cmp(pred: int, a, b):
+        return make_op("arith.cmpi", [i1], [a, b], {"predicate": ir.IntegerAttr.get(i64, pred)}).results[0]
+
+    def finite(bits):  # |x| below the infinity's bits (ult: 6)
+        return cmp(6, binop("andi", bits, c32(0x7FFFFFFF)), c32(0x7F800000))
+
+    for o in todo:
+        t = o.results[0].type
+        if not isinstance(t, (ir.F32Type, ir.F16Type, ir.BF16Type)):
+            continue
+        a, b = o.operands
+        form = None
+        if o.name == "arith.mulf":
+            for x, c in ((a, b), (b, a)):
+                sign = _zero_constant(c)
+                if sign is not None:
+                    form = ("times_zero", x, sign)
+                    break
+        elif o.name == "arith.subf" and a == b or o.name == "arith.addf" and (_same_negated(a, b) or _same_negated(b, a)):
+            form = ("minus_self", a if o.name == "arith.subf" or _same_negated(a, b) else b, 0)
+        elif o.name == "arith.subf" and _zero_constant(a) == 0:
+            form = ("zero_minus", b, 0)
+        if form is None:
+            continue
+        kind, x, sign = form
+        with ir.InsertionPoint(o), o.location:
+            x32 = x if isinstance(t, ir.F32Type) else make_op("arith.extf", [f32], [x]).results[0]
+            bits = make_op("arith.bitcast", [i32], [x32]).results[0]
+            nan = c32(0x7FC00000)
+            if kind == "times_zero":  # ±0 with the product's sign, NaN for inf / NaN
+                zero = binop("xori", binop("andi", bits, c32(0x80000000)), c32(sign << 31))
+                out = make_op("arith.select", [i32], [finite(bits), zero, nan]).results[0]
+            elif kind == "minus_self":  # +0, NaN for inf / NaN
+                out = make_op("arith.select", [i32], [finite(bits), c32(0), nan]).results[0]
+            else:  # the sign bit flipped, but +0 - +0 = +0 (eq: 0)
+                out = make_op("arith.select", [i32], [cmp(0, bits, c32(0)), bits,
+                                                      binop("xori", bits, c32(0x80000000))]).results[0]
+            res = make_op("arith.bitcast", [f32], [out]).results[0]
+            if not isinstance(t, ir.F32Type):
+                res = make_op("arith.truncf", [t], [res]).results[0]
+        o.results[0].replace_all_uses_with(res)
+        o.erase()
+
+
+def _f16_bitcasts(op: ir.Operation) -> None:
+    """f16 <-> i16 `arith.bitcast` in the kernels as integer arithmetic on the f32 of the value.
+    MLIR emulates i16 in 32 bits on Vulkan (no Int16 capability), so a 16-bit bitcast became an
+    f16 -> i32 spirv.Bitcast that fails to verify (`jnp.signbit` of f16, `bitcast_convert_type`);
+    naga cannot cast a `vec2<f16>` to a 32-bit word either. Every f16 is exact in f32, so its
+    fields move between the formats exactly (subnormals through value * 2^24). A NaN keeps its sign but
+    not its payload bits: lavapipe's f16 <-> f32 conversions quiet a signaling NaN and an f32 -> f16
+    conversion gives the canonical NaN."""
+    todo = []
+    walk(op, lambda o: todo.append(o) if o.name == "arith.bitcast" and _in_launch(o) else None)
+    f16, f32 = ir.F16Type.get(), ir.F32Type.get()
+    i1, i16, i32, i64 = (ir.IntegerType.get_signless(w) for w in (1, 16, 32, 64))
+
+    def c(v: int) -> ir.Value:
+        return make_op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, v)}).results[0]
+
+    def b(name, x, y):
+        return make_op(f"arith.{name}", [x.type], [x, y]).results[0]
+
+    def cmp(pred: int, x, y):
+        return make_op("arith.cmpi", [i1], [x, y], {"predicate": ir.IntegerAttr.get(i64, pred)}).results[0]
+
+    def sel(cond, x, y):
+        return make_op("arith.select", [x.type], [cond, x, y]).results[0]
+
+    def fconst(v: float):
+        return make_op("arith.constant", [f32], [], {"value": ir.FloatAttr.get(f32, v)}).results[0]
+
+    for o in todo:
+        src, dst = o.operands[0].type, o.results[0].type
+        with ir.InsertionPoint(o), o.location:
+            if isinstance(src, ir.F16Type) and _is_int(dst, (16,)):
+                x = make_op("arith.extf", [f32], [o.operands[0]]).results[0]
+                w = make_op("arith.bitcast", [i32], [x]).results[0]
+                sign = b("andi", b("shrui", w, c(16)), c(0x8000))
+                e = b("andi", b("shrui", w, c(23)), c(0xFF))
+                top = b("shrui", b("andi", w, c(0x7FFFFF)), c(13))  # the f16 mantissa of a normal / inf / NaN
+                normal = b("ori", b("shli", b("subi", e, c(112)), c(10)), top)
+                special = b("ori", c(0x7C00), top)
+                mag = make_op("arith.bitcast", [f32], [b("andi", w, c(0x7FFFFFFF))]).results[0]
+                scaled = make_op("arith.mulf", [f32], [mag, fconst(16777216.0)]).results[0]  # 2^24: exact
+                small = make_op("arith.fptoui", [i32], [scaled]).results[0]
+                bits = sel(cmp(0, e, c(255)), special, sel(cmp(9, e, c(113)), normal, small))  # eq: 0, uge: 9
+                new = make_op("arith.trunci", [i16], [b("ori", sign, bits)]).results[0]
+            elif _is_int(src, (16,)) and isinstance(dst, ir.F16Type):
+                h = b("andi", make_op("arith.extui", [i32], [o.operands[0]]).results[0], c(0xFFFF))
+                sign = b("shli", b("andi", h, c(0x8000)), c(16))
+                e = b("andi", b("shrui", h, c(10)), c(0x1F))
+                m = b("andi", h, c(0x3FF))
+                normal = b("ori", b("shli", b("addi", e, c(112)), c(23)), b("shli", m, c(13)))
+                special = b("ori", c(0x7F800000), b("shli", m, c(13)))
+                value = make_op("arith.mulf", [f32], [make_op("arith.uitofp", [f32], [m]).results[0],
+                                                      fconst(2.0 ** -24)]).results[0]
+                small = make_op("arith.bitcast", [i32], [value]).results[0]
+                bits = sel(cmp(0, e, c(31)), special, sel(cmp(0, e, c(0)), small, normal))
+                x = make_op("arith.bitcast", [f32], [b("ori", sign, bits)]).results[0]
+                new = make_op("arith.truncf", [f16], [x]).results[0]
+            else:
+                continue
+        o.results[0].replace_all_uses_with(new)
+        o.erase()
+
+
 def _elem_of(t: ir.Type) -> ir.Type:
     return ir.ShapedType(t).element_type if isinstance(t, ir.ShapedType) else t
 
@@ -1004,12 +1263,15 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
     """Pass 1-D buffers and host-computed dims to every launch; outline the kernels."""
     op = as_op(module)
     _expand_erf(op)
+    with op.context, ir.Location.unknown():
+        _expand_powf(op)
     _refuse_unsupported(op)
     with op.context, ir.Location.unknown():
         _expand_atan2_cbrt(op)
         _expand_copysign(op)
         _ieee_min_max(op)
         _series_near_zero(op)
+        _f16_bitcasts(op)
         _widen_narrow_ints(op)
         fold_view_dims(op)
         launches = []
@@ -1025,6 +1287,7 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
     sink_constants(op, constant=_sinkable_constant)
     run_pipeline(op, OUTLINE, "flatten")
     with op.context, ir.Location.unknown():
+        _exact_zero_identities(op)  # after the last cse, which could make `x - x` of two products
         changed = {}  # (module, kernel) -> the parameters that became i16 buffers
         for m in op.regions[0].blocks[0].operations:
             if m.operation.name == "gpu.module":
@@ -1050,6 +1313,7 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
                     size = list(ir.DenseI32ArrayAttr(k.attributes["known_block_size"]))
                 k.attributes["spirv.entry_point_abi"] = ir.Attribute.parse(
                     f"#spirv.entry_point_abi<workgroup_size = [{size[0]}, {size[1]}, {size[2]}]>")
+        loop_budget.annotate(op)  # the loop iterations of each launch, for llvmpipe's limit
 
 
 def _spv_const(t: ir.Type, v: int) -> ir.Value:
@@ -1233,13 +1497,14 @@ def pipeline_strings(options: SPIRVOptions | None = None) -> dict[str, str]:
     return {
         "inline": INLINE,
         "bufferize": _BUFFERIZE,
-        "loops": (f"[strided copies -> linalg.copy],[cooperative gpu.launch: "
+        "loops": (f"[interchange elementwise loops],[strided copies -> linalg.copy],[cooperative gpu.launch: "
                   f"reduce_threads={options.reduce_threads} matmul_tile={options.matmul_tile}],"
                   "[parallel dims first],[serial linalg in one thread],convert-linalg-to-parallel-loops,cse,"
-                  "[fold subviews],[wrap host work],"
+                  "[fold subviews],[wrap host work],[chunk serial loops],"
                   + _loops_pipeline(options)),
         "map": "[map loops]," + _TO_GPU + ",[drop unused workspace]",
-        "flatten": "[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + OUTLINE,
+        "flatten": ("[flatten buffers],canonicalize,cse,[sink constants of cooperative launches]," + OUTLINE
+                    + ",[exact zero identities],[loop cost of each launch]"),
         "to-spirv": _to_spirv_pipeline(options),
         "serialize": "[move spirv.module],gpu-module-to-binary{format=bin}",
     }
@@ -1311,23 +1576,14 @@ class KernelABI:
 def kernel_abis(module_op: ir.Operation) -> dict[tuple[str, str], KernelABI]:
     """After `to-spirv` (before `serialize`): workgroup size of each kernel, from its spirv.func."""
     res = {}
-    for o in as_op(module_op).regions[0].blocks[0].operations:
-        o = o.operation
-        if o.name != "gpu.module":
-            continue
-        mname = ir.StringAttr(o.attributes["sym_name"]).value
-        for k in o.regions[0].blocks[0].operations:
-            k = k.operation
-            if k.name != "gpu.func":
-                continue
-            wg = (1, 1, 1)
-            if "spirv.entry_point_abi" in k.attributes:
-                text = str(k.attributes["spirv.entry_point_abi"])
-                nums = text[text.index("[") + 1:text.index("]")].split(",")
-                wg = tuple(int(x) for x in nums) + (1,) * (3 - len(nums))
-            ft = ir.FunctionType(ir.TypeAttr(k.attributes["function_type"]).value)
-            kname = ir.StringAttr(k.attributes["sym_name"]).value
-            res[(mname, kname)] = KernelABI(mname, kname, wg, tuple(str(t) for t in ft.inputs))
+    for mname, kname, k in gpu_funcs(as_op(module_op)):
+        wg = (1, 1, 1)
+        if "spirv.entry_point_abi" in k.attributes:
+            text = str(k.attributes["spirv.entry_point_abi"])
+            nums = text[text.index("[") + 1:text.index("]")].split(",")
+            wg = tuple(int(x) for x in nums) + (1,) * (3 - len(nums))
+        ft = ir.FunctionType(ir.TypeAttr(k.attributes["function_type"]).value)
+        res[(mname, kname)] = KernelABI(mname, kname, wg, tuple(str(t) for t in ft.inputs))
     return res
 
 

@@ -27,13 +27,14 @@ Values are numbered per entry (arguments first). An instruction is a dict with a
     alias {out, src}   copy {src, dst}   load {out, src, idx}   store {value, dst, idx}   free {buf}
     error {value}                           (a write into the error slot)
     if {cond, then, else, out}              for {lb, ub, step, iv, init, iter, out, body}    yield {in}
-    launch {module, kernel, grid, block, shared, args, abi}                               return {}
+    launch {module, kernel, grid, block, shared, args, abi, loops?}                       return {}
 
 `shape` lists hold an int per static dim and null per dynamic dim, filled in order from `dyn`.
 A buffer is `host` (a numpy array) when nothing but host loads, stores, dims and reshape shapes use
 it, else a device buffer owned by the driver. Launch `abi` holds one entry per kernel argument:
 vulkan `{"kind": "buffer"}` (binding i) or `{"kind": "scalar", "pack": struct format}` (its own
-4-byte storage buffer, binding i); cuda `{"kind": "memref", "rank", "params": 3 + 2*rank}`
+4-byte storage buffer, binding i); `loops`, where the kernel has loops, bounds the loop iterations
+of one invocation (backend/loop_budget.py; a driver with a `loop_limit` refuses a launch over it); cuda `{"kind": "memref", "rank", "params": 3 + 2*rank}`
 (allocated/aligned pointer, offset, sizes, strides) or `{"kind": "scalar", "ctype", "params": 1}`.
 
 Driver protocol (see runtime/vulkan.py `WgpuDriver`, runtime/cuda.py `CupyDriver`):
@@ -46,9 +47,12 @@ Driver protocol (see runtime/vulkan.py `WgpuDriver`, runtime/cuda.py `CupyDriver
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any, Sequence
 
 import numpy as np
+
+from relax_mlir.runtime import loop_budget
 
 FORMAT = "relax-mlir-hostprog-1"
 
@@ -336,8 +340,11 @@ class _Extractor:
         block = [self.ref(x) for x in (v.blockSizeX, v.blockSizeY, v.blockSizeZ)]
         shared = None if v.dynamicSharedMemorySize is None else self.ref(v.dynamicSharedMemorySize)
         kargs = list(v.kernelOperands)
-        return {"op": "launch", "module": mname, "kernel": kname, "grid": grid, "block": block, "shared": shared,
-                "args": [self.ref(a) for a in kargs], "abi": [self.abi(a.type) for a in kargs]}
+        out = {"op": "launch", "module": mname, "kernel": kname, "grid": grid, "block": block, "shared": shared,
+               "args": [self.ref(a) for a in kargs], "abi": [self.abi(a.type) for a in kargs]}
+        if "relax.loop_cost" in o.attributes:  # backend/loop_budget.py
+            out["loops"] = json.loads(ir.StringAttr(o.attributes["relax.loop_cost"]).value)
+        return out
 
     def abi(self, t) -> dict:
         ir = self.ir
@@ -813,4 +820,13 @@ class HostProgram:
         for abi, v in args:
             if abi["kind"] in ("buffer", "memref") and (type(v) is not Buffer or v.host):
                 raise HostError(f"kernel @{ins['module']}::@{ins['kernel']} got a host value for a buffer")
+        limit = getattr(driver, "loop_limit", None)
+        if limit is not None and "loops" in ins:
+            n = loop_budget.iterations(ins["loops"], [v for _, v in args], grid, block)
+            if n > limit:
+                raise ValueError(
+                    f"kernel @{ins['module']}::@{ins['kernel']} may run "
+                    + ("an unbounded number of" if n == float("inf") else f"{n}")
+                    + f" loop iterations in one invocation for this call's shapes; {driver.loop_limit_why} "
+                    f"stops every loop of an invocation after {limit} (the result would be wrong)")
         driver.launch(ins["module"], ins["kernel"], grid, block, shared, args)

@@ -85,6 +85,25 @@ def _get_device():
         return _device
 
 
+# Mesa's llvmpipe (gallivm lp_bld_limits.h, LP_MAX_TGSI_LOOP_ITERATIONS): one counter per shader
+# invocation, shared by all its loops; when it runs out every loop exits at its next iteration.
+LLVMPIPE_LOOP_ITERATIONS = 65535
+
+
+def loop_limit(device) -> tuple[int | None, str]:
+    """The loop iterations one shader invocation may run on `device`'s driver (None: no limit), and
+    the driver's name for messages. The host program refuses a launch whose kernel may run more
+    (backend/loop_budget.py): past it llvmpipe's results are silently wrong."""
+    try:
+        info = device.adapter.info
+        name = f"{info.get('device', '')} {info.get('vendor', '')}"
+    except Exception:  # an adapter without info: nothing known of a limit
+        return None, ""
+    if "llvmpipe" in name.lower():
+        return LLVMPIPE_LOOP_ITERATIONS, "Mesa's llvmpipe (lavapipe), this Vulkan driver,"
+    return None, ""
+
+
 def available() -> bool:
     try:
         _get_device()
@@ -118,6 +137,7 @@ class WgpuDriver:
         self._pipelines = {}
         self.pending = []
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        self.loop_limit, self.loop_limit_why = loop_limit(self.device)
 
     def check_program(self, program: dict) -> None:
         """Refuse, before anything runs, a kernel that binds more storage buffers (each buffer
@@ -201,7 +221,7 @@ class WgpuDriver:
     def launch(self, module: str, kernel: str, grid, block, shared: int, args) -> None:
         most = int(self.device.limits.get("max-compute-workgroups-per-dimension", 0) or 0)
         if most and any(int(g) > most for g in grid):
-            # (the kernels take their workgroup id from the grid as launched: it is not folded yet)
+            # (backend/spirv.py keeps grids within 65535 a dimension, Vulkan's minimum: a safety net)
             raise ValueError(f"kernel {kernel} needs a grid of {tuple(int(g) for g in grid)} workgroups for this "
                              f"call's shapes; the Vulkan device allows at most {most} per dimension")
         pipe = self.pipeline(module, kernel)

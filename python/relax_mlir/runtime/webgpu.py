@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from relax_mlir.runtime.vulkan import VulkanUnavailable, WgpuDriver, _round4, shield_drivers
+from relax_mlir.runtime.vulkan import VulkanUnavailable, WgpuDriver, _round4, loop_limit, shield_drivers
 
 __all__ = ["WebGPUDriver", "WebGPUUnavailable", "fold_grid", "pack_params"]
 
@@ -136,6 +136,7 @@ class WebGPUDriver(WgpuDriver):
         self.pending = []
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self._max_binding = int(self.limits.get("maxStorageBufferBindingSize", 1 << 27))
+        self.loop_limit, self.loop_limit_why = loop_limit(self.device)  # WGSL on lavapipe: its limiter too
 
     def storage_bindings(self, launch: dict) -> int:
         # scalars travel in the launch's uniform buffer
