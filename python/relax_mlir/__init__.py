@@ -126,11 +126,13 @@ def _compile(module, target: str, optimize: bool, passes, options, verbose: bool
     except ValueError as e:
         raise CompileError(str(e)) from None
     t0 = time.perf_counter()
+    trees = None
     if isinstance(module, str):
         module = parse(module)
     elif type(module).__name__ == "Exported" and hasattr(module, "mlir_module_serialized"):
         from relax_mlir.frontend.jax import import_exported  # a jax.export.Exported: imported first
 
+        trees = (module.in_tree, module.out_tree)
         try:
             module = import_exported(module)
         except CompileError:  # the importer's refusals (UnsupportedOpError, ...) are CompileErrors
@@ -161,6 +163,8 @@ def _compile(module, target: str, optimize: bool, passes, options, verbose: bool
         if target == "cuda" and "needs a CUDA device" in str(e):
             raise
         raise CompileError(f"the {target} backend cannot compile this module: {e}") from e
+    if trees is not None and len(exe.functions) == 1:
+        exe.pytree = trees  # exe(params, x) takes and returns the exported function's pytrees
     if verbose:
         t2 = time.perf_counter()
         print(f"[relax-mlir] parse + relax pipeline {t1 - t0:8.3f} s, {target} backend {t2 - t1:8.3f} s, "

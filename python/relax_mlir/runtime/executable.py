@@ -1238,6 +1238,11 @@ class Partial:
         return self.fn._call(self.plan, args)
 
 
+def _containers(args: tuple) -> bool:
+    """Whether an argument is a pytree container (never an array): dict, list, tuple or None."""
+    return any(a is None or isinstance(a, (dict, list, tuple)) for a in args)
+
+
 class Executable:
     """A compiled module: `exe(*arrays)` calls its main entry; `exe["name"]` any other."""
 
@@ -1246,6 +1251,8 @@ class Executable:
         self.main = main
         self._keepalive = keepalive
         self.artifacts = artifacts or {}
+        # (in_tree, out_tree) of a compiled jax.export.Exported: `exe(params, x)` with its pytrees
+        self.pytree = None
 
     def __getitem__(self, name: str) -> Function:
         try:
@@ -1253,8 +1260,26 @@ class Executable:
         except KeyError:
             raise KeyError(f"no public function @{name}; have {', '.join('@' + n for n in self.functions)}") from None
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if self.pytree is not None and (kwargs or _containers(args) or len(args) != self.pytree[0].num_leaves):
+            return self._call_tree(args, kwargs)
+        if kwargs:
+            raise TypeError(f"@{self.main} takes positional arrays, got keyword arguments {', '.join(kwargs)}")
         return self.functions[self.main](*args)
+
+    def _call_tree(self, args: tuple, kwargs: dict):
+        """The call of a compiled jax.export.Exported with the exported function's arguments as
+        jax takes them (pytrees: a params dict, ...): flattened as jax flattens them, checked
+        against the exported structure, and the results put back into its result structure."""
+        from jax import tree_util
+
+        in_tree, out_tree = self.pytree
+        leaves, tree = tree_util.tree_flatten((args, kwargs))
+        if tree != in_tree:
+            raise ValueError(f"@{self.main} was exported for arguments structured as {in_tree}; got {tree}")
+        out = self.functions[self.main](*leaves)
+        outs = list(out) if isinstance(out, tuple) else [out]
+        return tree_util.tree_unflatten(out_tree, outs)
 
     def reserve(self, bindings: dict[str, int], name: str | None = None) -> int:
         """Prepare calls with the symbols at `bindings` (`{"s": 2048}`) or smaller: every entry
