@@ -584,6 +584,11 @@ class _CallState:
         self.ws_hold = None
 
 
+# A compiled executable holds native code and device state: it moves between processes as an artifact.
+_NO_PICKLE = ("a compiled relax_mlir {} holds native code and cannot be pickled; in the other process "
+              "load what exe.export(path) writes: relax_mlir.runtime.load(path)")
+
+
 class Function:
     """One callable entry of an Executable: `f(*arrays)`; `f.partial({...})` binds some parameters once.
 
@@ -622,6 +627,9 @@ class Function:
     # most this many bytes are allocated at those sizes at once (and, for the building thread, at
     # build time): no call of that entry ever grows them.
     RESERVE_AT_BOUNDS = 16 << 20
+
+    def __reduce__(self):
+        raise TypeError(_NO_PICKLE.format(type(self).__name__))
 
     def workspace_bytes(self) -> int:
         """Bytes of storage blocks this thread holds for this entry between calls."""
@@ -1259,6 +1267,9 @@ class Executable:
             return self.functions[name]
         except KeyError:
             raise KeyError(f"no public function @{name}; have {', '.join('@' + n for n in self.functions)}") from None
+
+    def __reduce__(self):
+        raise TypeError(_NO_PICKLE.format(type(self).__name__))
 
     def __call__(self, *args, **kwargs):
         if self.pytree is not None and (kwargs or _containers(args) or len(args) != self.pytree[0].num_leaves):

@@ -150,3 +150,19 @@ def test_every_build_compiled_up_front():
     assert run.built == (True, False)  # no call reaches the threshold
     x, w = np.ones((3, 64), np.float32), np.full((64, 64), 0.5, np.float32)
     np.testing.assert_allclose(exe(x, w), np.full((3, 64), 32.0, np.float32))
+
+
+def test_pickling_names_the_artifact_route():
+    """pickle (multiprocessing's spawn, a cache) of a compiled executable was an AttributeError about
+    a local lambda; it is a TypeError that says to export the artifact and load it."""
+    import pickle
+
+    import jax
+    import jax.numpy as jnp
+
+    import relax_mlir
+
+    exe = relax_mlir.compile(jax.export.export(jax.jit(lambda a: a * 2))(jax.ShapeDtypeStruct((3,), jnp.float32)))
+    for obj in (exe, exe["main"]):
+        with pytest.raises(TypeError, match=r"cannot be pickled.*exe.export\(path\).*runtime.load\(path\)"):
+            pickle.dumps(obj)
