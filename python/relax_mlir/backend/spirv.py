@@ -839,10 +839,10 @@ def _expand_atan2_cbrt(op: ir.Operation) -> None:
 
 
 def _expand_powf(op: ir.Operation) -> None:
-    """f32 / f16 `math.powf` in the kernels as exp(y * log|x|) with C's (and StableHLO's) special
+    """f32 / f16 / bf16 `math.powf` in the kernels as exp(y * log|x|) (in f32) with C's (and StableHLO's) special
     cases by selects: pow(x, 0) = 1 and pow(1, y) = 1 (even for a NaN), a negative x to an integer
     power takes the sign of x^odd (-0 too), a negative finite x to a non-integer power is NaN,
-    |x| = 1 to an infinite power is 1; zeros and infinities follow from log / exp of 0 and inf.
+    |x| = 1 to an infinite power is 1, zeros and infinities (of x or y) by their rules.
     y = 1, 2, -1 are exact (x, x*x, 1/x). MLIR's SPIR-V lowering of powf puts a NaN literal in the
     shader, which naga rejects, so the op was refused (optax's Adam bias correction, Gemma's RoPE).
     Precision: the driver's log / exp (a few ulps), the error of y log|x| growing with it: within
@@ -869,13 +869,22 @@ def _expand_powf(op: ir.Operation) -> None:
 
     for o in todo:
         t = o.results[0].type
-        if not isinstance(t, (ir.F32Type, ir.F16Type)):
+        if not isinstance(t, (ir.F32Type, ir.F16Type, ir.BF16Type)):
             continue  # refused elsewhere (f64)
         with ir.InsertionPoint(o), o.location:
             x, y = (v if isinstance(t, ir.F32Type) else make_op("arith.extf", [f32], [v]).results[0]
                     for v in o.operands)
             ax = b("math.absf", x)
+            inf = make_op("arith.bitcast", [f32], [make_op("arith.constant", [i32], [], {
+                "value": ir.IntegerAttr.get(i32, 0x7F800000)}).results[0]]).results[0]  # (no inf literal)
+            up = cmp(2, y, c(0.0))
+            # zeros and infinities by selects (the driver rewrites exp(c log|x|) for a constant c,
+            # and its rewrite gave 0 for pow(0, -0.5)); the rest through exp and log
             r = b("math.exp", b("arith.mulf", y, b("math.log", ax)))
+            r = sel(cmp(1, b("math.absf", y), inf), sel(make_op("arith.xori", [i1], [cmp(2, ax, c(1.0)), up]).results[0],
+                                                          c(0.0), inf), r)
+            r = sel(cmp(1, ax, inf), sel(up, inf, c(0.0)), r)
+            r = sel(cmp(1, ax, c(0.0)), sel(up, c(0.0), inf), r)
             whole = cmp(1, b("math.floor", y), y)  # (true for infinities too: even)
             half = b("arith.mulf", y, c(0.5))
             odd = both(both(whole, cmp(6, b("math.floor", half), half)), cmp(4, b("math.absf", y), c(16777216.0)))
@@ -889,6 +898,8 @@ def _expand_powf(op: ir.Operation) -> None:
             r = sel(both(finite_neg, make_op("arith.xori", [i1], [whole, make_op(
                 "arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, 1)}).results[0]]).results[0]), nan, r)
             r = sel(both(cmp(1, ax, c(1.0)), cmp(2, b("math.absf", y), c(3.4028234663852886e38))), c(1.0), r)
+            # a NaN operand gives NaN (Mesa's rewrite of exp(c log|x|) for a constant c lost it)
+            r = sel(cmp(14, x, x), x, sel(cmp(14, y, y), y, r))  # uno: 14
             r = sel(cmp(1, y, c(1.0)), x, r)
             r = sel(cmp(1, y, c(2.0)), b("arith.mulf", x, x), r)
             r = sel(cmp(1, y, c(-1.0)), b("arith.divf", c(1.0), x), r)

@@ -103,3 +103,24 @@ def test_float_power_matches_jax():
             np.testing.assert_allclose(got[ok], want[ok], rtol=tol, atol=0)
             exact = ok & (np.isin(y, [0, 1, 2, -1]) | (x == 1) | np.isinf(want) | (want == 0))
             np.testing.assert_array_equal(got[exact], want[exact])
+
+
+def test_float_power_by_constants():
+    """A constant exponent lets the driver rewrite exp(c log|x|) (it lost a NaN x: pow(NaN, 2.5)
+    came back 0.0 before the explicit NaN select)."""
+    _vulkan()
+    n = jax.export.symbolic_shape("n")[0]
+    xs = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -3.0, 1e30, 0.9], np.float32)
+    for c in (2.5, -0.5, 3.0, -3.0, np.inf, np.nan, 7.0):
+        f = lambda x, c=c: (jnp.power(x, jnp.float32(c)), jnp.power(jnp.float32(c), x))  # noqa: E731
+        exe = relax_mlir.compile(jax.export.export(jax.jit(f))(jax.ShapeDtypeStruct((n,), jnp.float32)),
+                                 target="vulkan")
+        for x in (xs, xs[:1], np.resize(xs, 101)):
+            with np.errstate(all="ignore"):
+                want = [np.asarray(w, np.float64) for w in jax.jit(f)(x)]
+            for g, w in zip(exe(x), want):
+                g = np.asarray(g, np.float64)
+                np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"c = {c}")
+                ok = ~np.isnan(w)
+                np.testing.assert_array_equal(np.signbit(g[ok]), np.signbit(w[ok]), err_msg=f"c = {c}")
+                np.testing.assert_allclose(g[ok], w[ok], rtol=2e-5, atol=0, err_msg=f"c = {c}")
