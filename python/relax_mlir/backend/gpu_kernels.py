@@ -1384,8 +1384,8 @@ def _interchangeable(loop: ir.Operation) -> list[ir.Value] | None:
         o = o.operation
         if o.name == "linalg.generic" and not _elementwise(o, rank):
             return None
-        if o.name == "linalg.fill" and len(o.results):
-            return None
+        if o.name in ("linalg.fill", "linalg.generic") and len(o.results):
+            return None  # (on tensors: not bufferized)
     for v in shaped:  # every buffer is a slice view made in the loop or a buffer from outside it
         if not defined_outside(v, loop) and v.owner.operation.name != "memref.subview":
             return None

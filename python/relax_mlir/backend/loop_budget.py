@@ -106,6 +106,8 @@ class _Kernel:
                 branches = [b for b in branches if b != ["sum"]]
                 if branches:
                     parts.append(["max"] + branches)
+            elif o.name == "scf.while":
+                parts.append(["?"])  # no bound known: the launch cannot be proven within a limit
             elif len(o.regions):
                 for r in o.regions:
                     for b in r.blocks:

@@ -33,9 +33,10 @@ Values are numbered per entry (arguments first). An instruction is a dict with a
 A buffer is `host` (a numpy array) when nothing but host loads, stores, dims and reshape shapes use
 it, else a device buffer owned by the driver. Launch `abi` holds one entry per kernel argument:
 vulkan `{"kind": "buffer"}` (binding i) or `{"kind": "scalar", "pack": struct format}` (its own
-4-byte storage buffer, binding i); `loops`, where the kernel has loops, bounds the loop iterations
-of one invocation (backend/loop_budget.py; a driver with a `loop_limit` refuses a launch over it); cuda `{"kind": "memref", "rank", "params": 3 + 2*rank}`
+4-byte storage buffer, binding i); cuda `{"kind": "memref", "rank", "params": 3 + 2*rank}`
 (allocated/aligned pointer, offset, sizes, strides) or `{"kind": "scalar", "ctype", "params": 1}`.
+`loops`, where the kernel has loops, bounds the loop iterations of one invocation
+(backend/loop_budget.py); a driver with a `loop_limit` refuses a launch over it.
 
 Driver protocol (see runtime/vulkan.py `WgpuDriver`, runtime/cuda.py `CupyDriver`):
 

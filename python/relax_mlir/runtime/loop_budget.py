@@ -8,6 +8,7 @@ infinite: the caller cannot prove the launch stays within its driver's limit and
 from __future__ import annotations
 
 import math
+import operator
 
 __all__ = ["iterations"]
 
@@ -58,9 +59,11 @@ class _Eval:
             return (t[1], t[1])
         if op == "p":
             v = self.args[t[1]] if t[1] < len(self.args) else None
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and not v.is_integer():
-                return (-_INF, _INF)
-            return (int(v), int(v))
+            try:
+                v = operator.index(v)  # an int or a numpy integer (a value loaded from a host buffer)
+            except TypeError:
+                return (-_INF, _INF)  # a buffer, a float: no bound
+            return (v, v)
         if op == "iv":
             return self.ivs.get(t[1], (-_INF, _INF))
         if op == "tid":

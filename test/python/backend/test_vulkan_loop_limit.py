@@ -107,3 +107,11 @@ def test_cumulative_scans_run_as_one_kernel_per_row():
         np.testing.assert_array_equal(a, np.cumsum(x), err_msg=f"cumsum at n = {size}")
         np.testing.assert_array_equal(b, np.maximum.accumulate(y, axis=0), err_msg=f"cummax at n = {size}")
         np.testing.assert_array_equal(c, np.flip(np.cumsum(np.flip(y, 0), 0), 0), err_msg=f"reverse at n = {size}")
+
+
+def test_loop_cost_takes_numpy_integers():
+    """A scalar the host program loaded from a shape buffer is a numpy integer: a bound like any int."""
+    row = ["sum", ["loop", ["c", 0], ["p", 0], ["c", 1], 0, ["sum"]]]
+    assert rt_budget.iterations(row, [np.int64(70000)], (1, 1, 1), (1, 1, 1)) == 70000
+    assert rt_budget.iterations(row, [np.int32(5)], (1, 1, 1), (1, 1, 1)) == 5
+    assert rt_budget.iterations(row, [2.5], (1, 1, 1), (1, 1, 1)) == float("inf")
