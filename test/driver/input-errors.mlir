@@ -6,6 +6,15 @@
 // UTF8: [[FILE]]:2:3: error: the input is not valid UTF-8 (byte 0xff)
 // UTF8-NOT: Traceback
 //
+// A string element in a literal of integers: MLIR's parser asserted and aborted the process
+// (malformed-IR fuzzer seed 53055); a located error before parsing. A string element type takes strings.
+// RUN: printf 'func.func @f() -> tensor<2xi32> {\n  %%%%c = arith.constant dense<[0, "n*"]> : tensor<2xi32>\n  return %%%%c : tensor<2xi32>\n}\n' > %t.dense.mlir
+// RUN: not relax-opt %t.dense.mlir 2>&1 | FileCheck %s --check-prefix=DENSE -DFILE=%t.dense.mlir
+// DENSE: [[FILE]]:2:33: error: a string element in a literal of i32 elements (integers expected): refused before parsing
+// RUN: printf '"test.op"() {a = dense<["x>", "y"]> : tensor<2x!t.str>} : () -> ()\n' > %t.str.mlir
+// RUN: relax-opt --allow-unregistered-dialect %t.str.mlir | FileCheck %s --check-prefix=STR
+// STR: dense<["x>", "y"]> : tensor<2x!t.str>
+//
 // Two top-level functions without `module {}`: an implicit module, as mlir-opt does.
 // RUN: printf 'func.func @f() {\n  return\n}\nfunc.func @g() {\n  return\n}\n' > %t.two.mlir
 // RUN: relax-opt %t.two.mlir | FileCheck %s --check-prefix=TWO

@@ -107,6 +107,68 @@ def string_escape_error(text: str, file: str) -> Diag | None:
     return None
 
 
+_ELEMENTS_RE = re.compile(r'\b(?:dense|sparse)<\s*[\[(]')
+_DIMS_RE = re.compile(r'^\s*(?:(?:\d+|\?)\s*x\s*)*')
+_INT_ELEMENT_RE = re.compile(r'(?:si|ui|i)\d+|index|complex<\s*(?:si|ui|i)\d+\s*>')
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The index just past the `>` closing the `<` before `start` (strings skipped), or None."""
+    depth, i = 1, start
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "<":
+            depth += 1
+        elif c == ">" and text[i - 1] != "-":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def dense_string_error(text: str, file: str) -> Diag | None:
+    """A located error at a string element in the element list of a `dense<[...]>` / `sparse<>`
+    literal of integer, index or complex-integer elements, else None (a lexical scan before
+    parsing). MLIR's parser asserts on such an element and aborts the process (stock mlir-opt too;
+    malformed-IR fuzzer seed 53055: `dense<[0, "n*"]> : tensor<2xi32>`); a string list of floats is
+    an ordinary parse error, and a string element type (`!tf.string`) takes strings."""
+    for m in _ELEMENTS_RE.finditer(text):
+        end = _closing(text, m.end() - 1)
+        if end is None:
+            return None
+        body = text[m.end() - 1:end - 1]
+        q = body.find('"')
+        if q < 0:
+            continue
+        rest = text[end:end + 400]
+        alias = re.match(r'\s*:\s*!([\w.$-]+)', rest)
+        if alias is not None:  # a type alias: its definition, `!name = tensor<...>`
+            d = re.search(rf'^\s*!{re.escape(alias.group(1))}\s*=(\s*(?:tensor|vector)<.{{0,400}})', text, re.M)
+            rest = ":" + d.group(1) if d is not None else rest
+        t = re.match(r'\s*:\s*(?:tensor|vector)<', rest)
+        if t is None:
+            continue
+        tend = _closing(rest, t.end())
+        if tend is None:
+            continue
+        elem = _DIMS_RE.sub("", rest[t.end():tend - 1]).strip()  # (the dims `2x?x` dropped)
+        if not _INT_ELEMENT_RE.fullmatch(elem):
+            continue
+        start = m.end() - 1 + q
+        line = text.count("\n", 0, start) + 1
+        col = start - (text.rfind("\n", 0, start) + 1) + 1
+        return Diag(file, line, col, "error", f"a string element in a literal of {elem} elements (integers "
+                                              f"expected): refused before parsing")
+    return None
+
+
 def nesting_error(text: str, file: str, limit: int = MAX_NESTING) -> Diag | None:
     """A located error if brackets ({, (, [, and the < of a type or attribute) nest deeper than
     `limit` in `text` (strings and comments skipped), else None. A lexical scan before parsing."""

@@ -11,7 +11,7 @@ import mlir
 from mlir import ir
 from mlir.dialects import irdl
 
-from relax_mlir.core.diagnostics import Diag, nesting_error, string_escape_error, to_diag
+from relax_mlir.core.diagnostics import Diag, dense_string_error, nesting_error, string_escape_error, to_diag
 from relax_mlir.dialect import _cached_text, load
 
 
@@ -123,6 +123,10 @@ def parse_module(session: Session, text: str):
         if twice is not None:
             session.diags.append(twice)
             return None
+    literal = dense_string_error(text, session.source_name) if '"' in text else None
+    if literal is not None:  # MLIR's literal parser asserts on it
+        session.diags.append(literal)
+        return None
     with session.ctx, ir.Location.unknown():
         before = len(session.diags)
         if not _parses_cleanly(session, text, implicit=False):
