@@ -97,7 +97,7 @@ def loop_limit(device) -> tuple[int | None, str]:
     try:
         info = device.adapter.info
         name = f"{info.get('device', '')} {info.get('vendor', '')}"
-    except Exception:  # an adapter without info: nothing known of a limit
+    except (AttributeError, KeyError, TypeError):  # an adapter without info: nothing known of a limit
         return None, ""
     if "llvmpipe" in name.lower():
         return LLVMPIPE_LOOP_ITERATIONS, "Mesa's llvmpipe (lavapipe), this Vulkan driver,"
