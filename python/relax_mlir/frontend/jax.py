@@ -10,6 +10,7 @@ from __future__ import annotations
 from relax_mlir.core import forksafe
 from relax_mlir.core.module import Module
 from relax_mlir.frontend.stablehlo import UnsupportedOpError, import_stablehlo
+from relax_mlir.frontend.stablehlo.platforms import choose_platform
 
 __all__ = ["from_jax", "import_exported", "UnsupportedOpError"]
 
@@ -55,7 +56,9 @@ def import_exported(exported) -> Module:
 
     jax.export assumes every dimension variable is >= 1; the importer says so in the function's
     `relax.symbol_lower`, so that shape deduction proves what jax proved (x[:, :1] of an [s, s]
-    array has dim min(1, s) = 1, and broadcasts to s)."""
+    array has dim min(1, s) = 1, and broadcasts to s). An export for several platforms imports
+    its CPU lowering (else its first; frontend/stablehlo/platforms.py) and takes the same
+    arguments as a one-platform export."""
     with forksafe.compiling():  # builds MLIR objects: a fork in another thread waits for it
         return _import_exported(exported)
 
@@ -66,7 +69,8 @@ def _import_exported(exported) -> Module:
     upper, lower = _bounds(exported.in_avals)
     return import_stablehlo(exported.mlir_module(), names, unused_args=_unused_args(exported, names),
                             dim_vars=dim_vars, symbol_bounds=upper, symbol_lower=lower,
-                            symbol_relations=_relations(exported.in_avals))
+                            symbol_relations=_relations(exported.in_avals),
+                            platform_index=choose_platform(exported.platforms))
 
 
 def _relations(avals) -> list[tuple[str, str, str]]:

@@ -13,6 +13,9 @@ def main(argv=None) -> int:
                    help="import a sharded module as its per-device program (relax_mlir.spmd)")
     p.add_argument("--split-collectives", action="store_true",
                    help="with --spmd: cut @main at its collectives into segment functions")
+    p.add_argument("--platform-index", type=int, default=None, metavar="K",
+                   help="a module jax exported for several platforms: import the lowering of platform K "
+                        "(its index in Exported.platforms)")
     args = p.parse_args(argv)
     from relax_mlir.frontend.stablehlo import import_stablehlo, render_error
     from relax_mlir.tools.relax_opt import decode_source
@@ -32,7 +35,8 @@ def main(argv=None) -> int:
         print(bad.render(), file=sys.stderr)
         return 1
     try:
-        module = import_stablehlo(text, source_name=name, spmd=args.spmd or args.split_collectives)
+        module = import_stablehlo(text, source_name=name, spmd=args.spmd or args.split_collectives,
+                                  platform_index=args.platform_index)
         if args.split_collectives:
             from relax_mlir.spmd import split_collectives
 

@@ -215,3 +215,7 @@ def test_classify_catches_each_failure_kind():
     assert mutate.classify(mutate.Outcome(job, 1, "-:3:7: error: op expects\n"))[0].startswith("unlocated")
     assert mutate.classify(mutate.Outcome(job, 1, "error: something\n"))[0].startswith("unlocated")
     assert mutate.classify(mutate.Outcome(job, 1, ""))
+    # bytecode names its own locations; a mutated file name there is still a location (seed 53061)
+    bc = mutate.Job(0, "relax-opt", [], b"ML\xefR\x00mutant.ml\x7fr", "mutant.mlir")
+    assert mutate.classify(mutate.Outcome(bc, 1, "mutant.ml\\7Fr:3:8: error: 'relax.x' op bad\n")) == []
+    assert mutate.classify(mutate.Outcome(bc, 1, "error: something\n"))[0].startswith("unlocated")

@@ -26,7 +26,9 @@ _REFUSED_OPS = {
 }
 
 
-_SHARDING_ATTRS = ("sdy.sharding", "mhlo.sharding", "sdy.sharding_rule")
+# (`sdy.sharding_rule`, which jax puts on its LAPACK custom calls, is not one: it says how the op
+# could be sharded, not how anything is; a one-device import has nothing to drop and says nothing)
+_SHARDING_ATTRS = ("sdy.sharding", "mhlo.sharding")
 # Collectives: converted only in an SPMD import (sharding.py), refused for one device.
 _COLLECTIVES = frozenset({"stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce_scatter",
                           "stablehlo.all_to_all", "stablehlo.collective_permute", "stablehlo.collective_broadcast"})

@@ -20,6 +20,7 @@ from relax_mlir.frontend.stablehlo.complex import convert_complex, touches_compl
 from relax_mlir.frontend.stablehlo.errors import (StableHLOParseError, UnsupportedOpError, UnsupportedOpsError,
                                                   UnsupportedTypesError, _file_position)
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS
+from relax_mlir.frontend.stablehlo.platforms import specialize_platform
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
 from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
 from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
@@ -458,7 +459,7 @@ def _finish_region_functions(im: Importer, mapping: dict) -> None:
 def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterable[str] = (),
                   source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None,
                   symbol_lower: dict[str, int] | None = None, symbol_relations=(),
-                  spmd: bool = False) -> Module:
+                  spmd: bool = False, platform_index: int | None = None) -> Module:
     """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
     `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
@@ -468,9 +469,12 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     `symbol_bounds`: symbol -> upper bound (jax's `s <= 32` constraints), `relax.symbol_bounds`;
     `symbol_relations`: (lhs, rhs, text) for jax's constraints between symbols, lhs <= rhs checked
     at entry (`relax.requires`);
-    `spmd`: build the per-device program of a sharded module (frontend/stablehlo/sharding.py)."""
+    `spmd`: build the per-device program of a sharded module (frontend/stablehlo/sharding.py);
+    `platform_index`: the lowering to import from a module exported for several platforms
+    (platforms.py; the module is changed in place)."""
     from relax_mlir.targets import registry
 
+    specialize_platform(module, platform_index)
     try:
         check_element_types(module)
     except UnsupportedTypesError as types:  # the unsupported ops too, all in one error
@@ -500,7 +504,7 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
                      dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None,
                      symbol_lower: dict[str, int] | None = None, symbol_relations=(),
-                     spmd: bool = False) -> Module:
+                     spmd: bool = False, platform_index: int | None = None) -> Module:
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
@@ -530,7 +534,7 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
                 module.body.append(op.operation)
         return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
                              symbol_bounds=symbol_bounds, symbol_lower=symbol_lower,
-                             symbol_relations=symbol_relations, spmd=spmd)
+                             symbol_relations=symbol_relations, spmd=spmd, platform_index=platform_index)
 
 
 class _ModuleView:

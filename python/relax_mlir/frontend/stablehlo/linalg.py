@@ -3,6 +3,8 @@
 relax.householder_product (ops/linear_algebra.py); `..syevd_ffi` and `..gesdd_ffi` where only the
 eigenvalues / singular values are used -> relax_v.eigvalsh / relax_v.svdvals, sorted (the vectors
 are refused: their signs are LAPACK's algorithm's, which a different algorithm cannot reproduce).
+The StableHLO ops `cholesky` and `triangular_solve` (what jax exports for TPUs) become the same
+relax ops; jax's GPU solver calls are refused by name, pointing to a CPU export.
 
 The matrices have LAPACK's column-major layout in the custom call (operand_layouts), which does
 not change what they mean: `uplo = L` is the logical lower triangle. Trailing operands are shape
@@ -13,7 +15,8 @@ from __future__ import annotations
 from mlir import ir
 
 from relax_mlir.frontend.stablehlo.common import Val, _emit_multi, _merge_dims, _res, _splat
-from relax_mlir.frontend.stablehlo.registry import register_custom_calls
+from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
+from relax_mlir.shape import const
 
 _L, _U, _N, _T, _C = ord("L"), ord("U"), ord("N"), ord("T"), ord("C")
 
@@ -143,3 +146,67 @@ def _lapack(kind):
 
 
 CUSTOM_CALLS = register_custom_calls({name: conv for kind in _KINDS for name, conv in _lapack(kind).items()})
+
+# jax's GPU solvers (a CUDA or ROCm export of jnp.linalg): refused by name, with the way out.
+_GPU_WHY = ("a GPU solver call (jnp.linalg in a CUDA / ROCm export); export for the CPU platform "
+            "(jax.export(..., platforms=('cpu', ...))): relax-mlir compiles that lowering for every target")
+register_custom_calls({f"{p}{name}": _GPU_WHY for p in ("cu", "hip") for name in (
+    *(f"solver_{k}_ffi" for k in ("potrf", "getrf", "geqrf", "orgqr", "ormqr", "syevd", "gesvd", "gesvdj",
+                                  "gesvdp", "gesdd", "geev", "sytrd", "syrk")),
+    "_lu_pivots_to_permutation", "_cholesky_update_ffi", "_tridiagonal_solve_perturbed", "hybrid_eig_real",
+    "hybrid_eig_comp")})
+register_custom_calls({name: f"the TPU lowering of jnp.linalg ({name}); export for the CPU platform "
+                             "(jax.export(..., platforms=('cpu', ...))): relax-mlir compiles that lowering for "
+                             "every target" for name in ("LuDecomposition", "Qr")})
+
+
+def _bool_attr(op, name: str) -> bool:
+    from jax._src.lib.mlir import ir as jir
+    return name in op.attributes and jir.BoolAttr(op.attributes[name]).value
+
+
+def _cholesky(im, op, ins):
+    """stablehlo.cholesky (a TPU export's jnp.linalg.cholesky): the factor of the `lower` (else
+    upper) triangle; a matrix that is not positive definite gives a factor of NaNs (StableHLO leaves
+    it implementation-defined; jax's CPU lowering says NaN), as does the triangle the spec leaves
+    unspecified of such a matrix; elsewhere that triangle is the operand's."""
+    x = ins[0]
+    lower = _bool_attr(op, "lower")
+    dims, dt = _res(op)
+    a = x if lower else _swap_last(im, x)
+    dims = _merge_dims(dims, a.dims)
+    f, info = _emit_multi(im, "relax_v.cholesky", [a], [(dims, dt), (list(a.dims[:-2]), "i32")], {})
+    zero = im.emit("relax.constant", [], 0, "i32", {"value": _splat([], "i32", 0)}, dims=[])
+    bad = im.emit("relax.not_equal", [info, im.broadcast(zero, info.dims)], len(info.dims), "i1", dims=info.dims)
+    bad = im.broadcast(im.reshape(bad, list(info.dims) + [const(1), const(1)]), dims)
+    nan = im.broadcast(im.emit("relax.constant", [], 0, dt, {"value": _splat([], dt, float("nan"))}, dims=[]), dims)
+    f = im.emit("relax.where", [bad, nan, f], len(dims), dt, dims=dims)
+    return [f if lower else _swap_last(im, f)]
+
+
+def _triangular_solve(im, op, ins):
+    """stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b, reading the `lower` (else
+    upper) triangle of a, its diagonal taken as ones with unit_diagonal."""
+    from jax._src.lib.mlir.dialects import hlo
+
+    a, b = ins
+    lower, left, unit = _bool_attr(op, "lower"), _bool_attr(op, "left_side"), _bool_attr(op, "unit_diagonal")
+    trans = str(hlo.TransposeAttr(op.attributes["transpose_a"]).value)
+    if trans not in ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"):
+        raise ValueError(f"triangular_solve with transpose_a {trans}")
+    transpose = trans != "NO_TRANSPOSE"  # real matrices: the adjoint is the transpose
+    dims, dt = _res(op)
+    attrs = {"lower": int(lower), "unit_diagonal": int(unit)}
+    if left:
+        return [im.emit("relax.triangular_solve", [a, b], len(dims), dt, attrs | {"transpose_a": int(transpose)},
+                        dims=_merge_dims(dims, b.dims))]
+    bt = _swap_last(im, b)  # X op(A) = B  <=>  op(A)^T X^T = B^T
+    xt = im.emit("relax.triangular_solve", [a, bt], len(dims), dt, attrs | {"transpose_a": int(not transpose)},
+                 dims=bt.dims)
+    return [_swap_last(im, xt)]
+
+
+CONVERTERS = register_converters({
+    "stablehlo.cholesky": _cholesky,
+    "stablehlo.triangular_solve": _triangular_solve,
+})
