@@ -5,8 +5,9 @@ work unchanged.
 
 Structural and linear ops (reshape, transpose, slice, gather, pad, select, add, ...) run the real
 converter on each part; products, quotients, abs, exp, log, sqrt and compare follow XLA's complex
-formulas; sums (reductions, windows, scatters) sum each part, a product over a short static axis
-is unrolled; control flow and composites take the pairs as they are (control_flow.py flattens
+formulas; sin, cos, tan, tanh, log1p, expm1, rsqrt, logistic and power are built from real ops on
+the parts (their special values as jax.jit's: test/python/ops/test_complex.py); sums
+(reductions, windows, scatters) sum each part, a product over a short static axis is unrolled; control flow and composites take the pairs as they are (control_flow.py flattens
 them into region parameters and results). `stablehlo.fft`
 (FFT, IFFT, RFFT, IRFFT over the last 1-3 axes; lengths are static in StableHLO) is a discrete
 Fourier transform per axis: a product with a constant table of exact twiddles for lengths up to
@@ -95,10 +96,21 @@ class _Emit:
     def zeros(self) -> Val:
         return self.im.broadcast(self.c(0.0), self.dims)
 
+    def broadcast_c(self, v: float) -> Val:
+        return self.im.broadcast(self.c(v), self.dims)
+
 
 def _emitter(im, op, z) -> _Emit:
     dims, dt = _res(op)
     return _Emit(im, [a if a is not None else b for a, b in zip(dims, z.dims)], z.re.dtype)
+
+
+def _all(e: _Emit, *xs: Val) -> Val:
+    """The conjunction of boolean tensors."""
+    out = xs[0]
+    for x in xs[1:]:
+        out = e("relax.logical_and", out, x, dt="i1")
+    return out
 
 
 def _cmul(e: _Emit, a: CVal, b: CVal) -> CVal:
@@ -122,10 +134,7 @@ def _divide(im, op, ins):
     zero, one, inf = e.c(0.0), e.c(1.0), e.c(math.inf)
 
     def and_(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = e("relax.logical_and", out, x, dt="i1")
-        return out
+        return _all(e, *xs)
 
     def or_(x, y):
         return e("relax.logical_or", x, y, dt="i1")
@@ -191,12 +200,20 @@ def _abs(im, op, ins):
 
 
 def _exp(im, op, ins):
-    """e^(a + ib) = e^a (cos b + i sin b); a real argument (b == 0) keeps a zero imaginary part."""
+    """e^(a + ib) = e^a (cos b + i sin b); a real argument (b == 0) keeps a zero imaginary part.
+    Where e^a overflows but a is finite, e^(a/2) (e^(a/2) cos b) (XLA's: e^100 sin 1e-8 is 2.7e35
+    in f32, not inf)."""
     (z,) = ins
     e = _emitter(im, op, z)
     ea = e("relax.exp", z.re)
-    imv = e.where(e.cmp("relax.equal", z.im, e.c(0.0)), z.im, e.mul(ea, e("relax.sin", z.im)))
-    re = e.where(e.cmp("relax.equal", z.im, e.c(0.0)), ea, e.mul(ea, e("relax.cos", z.im)))
+    h = e("relax.exp", e.mul(z.re, e.c(0.5)))
+    split = e("relax.logical_and", e.cmp("relax.equal", ea, e.c(math.inf)),
+              e.cmp("relax.less", z.re, e.c(math.inf)), dt="i1")
+    cos_b, sin_b = e("relax.cos", z.im), e("relax.sin", z.im)
+    re_b = e.where(split, e.mul(h, e.mul(h, cos_b)), e.mul(ea, cos_b))
+    im_b = e.where(split, e.mul(h, e.mul(h, sin_b)), e.mul(ea, sin_b))
+    imv = e.where(e.cmp("relax.equal", z.im, e.c(0.0)), z.im, im_b)
+    re = e.where(e.cmp("relax.equal", z.im, e.c(0.0)), ea, re_b)
     return CVal(re, imv)
 
 
@@ -224,6 +241,168 @@ def _sqrt(im, op, ins):
     imv = e.where(is_zero, b, imv)
     binf = e.isinf(b)
     return CVal(e.where(binf, e.c(math.inf), re), e.where(binf, b, imv))
+
+
+def _expm1_real(e: _Emit, x: Val) -> Val:
+    """e**x - 1 of a real part, accurate near 0 (Kahan's, as the real converter)."""
+    one = e.c(1.0)
+    u = e("relax.exp", x)
+    um1 = e.sub(u, one)
+    k = e.mul(um1, e.div(x, e("relax.log", u)))
+    r = e.where(e.cmp("relax.equal", um1, e.c(-1.0)), um1, k)
+    r = e.where(e.cmp("relax.equal", u, e.c(math.inf)), u, r)
+    return e.where(e.cmp("relax.equal", u, one), x, r)
+
+
+def _sinh_cosh(e: _Emit, b: Val) -> tuple[Val, Val]:
+    """(sinh b, cosh b); sinh as (expm1(b) - expm1(-b)) / 2, exact in sign and accurate near 0."""
+    half = e.c(0.5)
+    sinh = e.mul(e.sub(_expm1_real(e, b), _expm1_real(e, e("relax.negative", b))), half)
+    eb = e("relax.exp", b)
+    cosh = e.mul(e.add(eb, e.div(e.c(1.0), eb)), half)
+    return sinh, cosh
+
+
+def _sin(im, op, ins):
+    """sin(a + ib) = sin a cosh b + i cos a sinh b."""
+    (z,) = ins
+    e = _emitter(im, op, z)
+    sh, ch = _sinh_cosh(e, z.im)
+    return CVal(e.mul(e("relax.sin", z.re), ch), e.mul(e("relax.cos", z.re), sh))
+
+
+def _cos(im, op, ins):
+    """cos(a + ib) = cos a cosh b - i sin a sinh b."""
+    (z,) = ins
+    e = _emitter(im, op, z)
+    sh, ch = _sinh_cosh(e, z.im)
+    return CVal(e.mul(e("relax.cos", z.re), ch), e("relax.negative", e.mul(e("relax.sin", z.re), sh)))
+
+
+def _tanh_parts(e: _Emit, a: Val, b: Val) -> CVal:
+    """tanh(a + ib) = (t + i s) / (1 + i t s), t = tanh a, s = tan b: with d = 1 + t^2 s^2, the
+    real part t (1 + s^2) / d and the imaginary part s (1 - t^2) / d, 1 - t^2 as 1 / cosh^2 a (no
+    cancellation where t rounds to +-1). An infinite a gives +-1 + 0i for finite b."""
+    t, s = e("relax.tanh", a), e("relax.tan", b)
+    one = e.c(1.0)
+    ts = e.mul(t, s)
+    d = e.add(one, e.mul(ts, ts))
+    ea = e("relax.exp", e("relax.abs", a))
+    ch = e.mul(e.add(ea, e.div(one, ea)), e.c(0.5))
+    re, imv = e.div(e.mul(t, e.add(one, e.mul(s, s))), d), e.div(s, e.mul(e.mul(ch, ch), d))
+    # C99 (and jax): tanh(+-inf + iy) = +-1 + 0i whatever y; tanh(x + 0i) keeps the zero
+    a_inf = e.isinf(a)
+    s_fin = e.cmp("relax.less", e("relax.abs", s), e.c(math.inf))
+    re = e.where(a_inf, t, re)
+    imv = e.where(a_inf, e.where(s_fin, e.mul(e.c(0.0), s), e.c(0.0)), imv)
+    return CVal(re, e.where(e.cmp("relax.equal", b, e.c(0.0)), b, imv))
+
+
+def _tanh(im, op, ins):
+    (z,) = ins
+    return _tanh_parts(_emitter(im, op, z), z.re, z.im)
+
+
+def _tan(im, op, ins):
+    """tan z = -i tanh(iz), iz = -b + ia."""
+    (z,) = ins
+    e = _emitter(im, op, z)
+    w = _tanh_parts(e, e("relax.negative", z.im), z.re)
+    return CVal(w.im, e("relax.negative", w.re))
+
+
+def _log1p(im, op, ins):
+    """log(1 + z): the imaginary part atan2(b, 1 + a); the real part 0.5 log1p(a (a + 2) + b^2)
+    where |z| < 0.5 (no cancellation near 0), else log |1 + z|."""
+    (z,) = ins
+    e = _emitter(im, op, z)
+    a, b = z.re, z.im
+    one = e.c(1.0)
+    ap1 = e.add(a, one)
+    near = e("relax.log1p", e.add(e.mul(a, e.add(a, e.c(2.0))), e.mul(b, b)))
+    small = e.cmp("relax.less", _hypot(e, a, b), e.c(0.5))
+    re = e.where(small, e.mul(near, e.c(0.5)), e("relax.log", _hypot(e, ap1, b)))
+    return CVal(re, e("relax.atan2", b, ap1))
+
+
+def _expm1(im, op, ins):
+    """e^z - 1: the real part expm1(a) cos b - 2 sin^2(b / 2) (no cancellation near 0), the
+    imaginary part e^a sin b (b itself where b == 0: a real argument keeps its zero); past e^a's
+    overflow the parts are infinite, as jax's (no split as in _exp)."""
+    (z,) = ins
+    e = _emitter(im, op, z)
+    a, b = z.re, z.im
+    sh = e("relax.sin", e.mul(b, e.c(0.5)))
+    re = e.sub(e.mul(_expm1_real(e, a), e("relax.cos", b)), e.mul(e.c(2.0), e.mul(sh, sh)))
+    imv = e.where(e.cmp("relax.equal", b, e.c(0.0)), b, e.mul(e("relax.exp", a), e("relax.sin", b)))
+    return CVal(re, imv)
+
+
+def _rsqrt(im, op, ins):
+    """1 / sqrt(z), the principal root, divided as complex division does; 0 - 0i where a part is
+    infinite."""
+    (z,) = ins
+    e = _emitter(im, op, z)
+    r = _divide(im, op, [CVal(e.broadcast_c(1.0), e.zeros()), _sqrt(im, op, ins)])
+    # an infinite part (even beside a NaN) gives 0 - 0i, zeros signed as jax's: (copysign(0, a),
+    # copysign(0, -b)), -0 for a NaN b
+    zero, nzero = e.c(0.0), e.c(-0.0)
+
+    def negative(x):
+        return e("relax.logical_or", e.cmp("relax.less", x, zero), e.cmp("relax.less", e.div(e.c(1.0), x), zero),
+                 dt="i1")
+    big = e("relax.logical_or", e.isinf(z.re), e.isinf(z.im), dt="i1")
+    re = e.where(big, e.where(negative(z.re), nzero, zero), r.re)
+    # on the cut (a < 0, b = +-0) the sign of b's zero picks the side: 1/sqrt(-x -+ 0i) = +-i/sqrt(x)
+    cut = e("relax.logical_and", e.cmp("relax.less", z.re, zero), e.cmp("relax.equal", z.im, zero), dt="i1")
+    mag = e("relax.abs", r.im)
+    imv = e.where(cut, e.where(negative(z.im), mag, e("relax.negative", mag)), r.im)
+    imv = e.where(big, e.where(negative(z.im), zero, nzero), imv)
+    return CVal(re, imv)
+
+
+def _logistic(im, op, ins):
+    """1 / (1 + e^-z)."""
+    (z,) = ins
+    e = _emitter(im, op, z)
+    w = _exp(im, op, [CVal(e("relax.negative", z.re), e("relax.negative", z.im))])
+    return _divide(im, op, [CVal(e.broadcast_c(1.0), e.zeros()), CVal(e.add(w.re, e.c(1.0)), w.im)])
+
+
+def _power(im, op, ins):
+    """z^w (w = c + id) as MLIR's complex lowering (what XLA on CPU computes): |z|^c e^(-d arg z)
+    times cos q + i sin q, q = c arg z + d log|z|; then Kahan's cases: 0^w = 0 for d = 0 < c,
+    z^0 = 1 (also 0^0), 1^w = 1, and (+inf + 0i)^c = inf (c > 0) or 0 (c < 0) for d = 0."""
+    z, w = ins
+    e = _emitter(im, op, z if isinstance(z, CVal) else w)
+    if not isinstance(w, CVal):
+        w = CVal(w, e.zeros())
+    if not isinstance(z, CVal):
+        z = CVal(z, e.zeros())
+    a, b, c, d = z.re, z.im, w.re, w.im
+    zero, one, inf = e.c(0.0), e.c(1.0), e.c(math.inf)
+
+    def and_(*xs):
+        return _all(e, *xs)
+
+    absz = _hypot(e, a, b)
+    arg = e("relax.atan2", b, a)
+    coeff = e.mul(e("relax.power", absz, c), e("relax.exp", e.mul(e("relax.negative", d), arg)))
+    q = e.add(e.mul(c, arg), e.mul(d, e("relax.log", absz)))
+    re, imv = e.mul(coeff, e("relax.cos", q)), e.mul(coeff, e("relax.sin", q))
+    c0, d0 = e.cmp("relax.equal", c, zero), e.cmp("relax.equal", d, zero)
+    w0 = and_(c0, d0)
+    case0 = and_(e.cmp("relax.equal", absz, zero), d0, e.cmp("relax.less_equal", zero, c))
+    re = e.where(case0, e.where(w0, one, zero), re)
+    imv = e.where(case0, zero, imv)
+    one_z = and_(e.cmp("relax.equal", a, one), e.cmp("relax.equal", b, zero))
+    ones = e("relax.logical_or", w0, one_z, dt="i1")
+    re, imv = e.where(ones, one, re), e.where(ones, zero, imv)
+    inf_z = and_(e.cmp("relax.equal", a, inf), e.cmp("relax.equal", b, zero), d0)
+    re = e.where(and_(inf_z, e.cmp("relax.greater", c, zero)), inf, re)
+    re = e.where(and_(inf_z, e.cmp("relax.less", c, zero)), zero, re)
+    imv = e.where(and_(inf_z, e("relax.logical_not", c0, dt="i1")), zero, imv)
+    return CVal(re, imv)
 
 
 def _sign(im, op, ins):
@@ -697,6 +876,15 @@ COMPLEX_CONVERTERS.update({
     "stablehlo.log": _log,
     "stablehlo.sqrt": _sqrt,
     "stablehlo.sign": _sign,
+    "stablehlo.sine": _sin,
+    "stablehlo.cosine": _cos,
+    "stablehlo.tan": _tan,
+    "stablehlo.tanh": _tanh,
+    "stablehlo.log_plus_one": _log1p,
+    "stablehlo.exponential_minus_one": _expm1,
+    "stablehlo.rsqrt": _rsqrt,
+    "stablehlo.logistic": _logistic,
+    "stablehlo.power": _power,
     "stablehlo.compare": _compare,
     "stablehlo.complex": _complex,
     "stablehlo.real": _real,
