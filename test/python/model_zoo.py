@@ -136,6 +136,25 @@ def reductions(x):
     return jnp.sum(x), jnp.mean(x, axis=0), jnp.max(x, axis=1), jnp.sum(x * x, axis=(0, 2))
 
 
+_WH, _WX = _weights(10, (8, 8), (4, 8), scale=0.3)
+
+
+def control_flow(x, wh, wx):
+    """The graph's loops and branches: an RNN cell over the symbolic sequence (lax.scan), a
+    rescaling whose trip count depends on the data (while_loop), a branch on a reduction (cond),
+    a three-way switch and a fixed fori_loop; on GPU targets the host program reads each condition
+    back from the device."""
+    def cell(h, xt):
+        h = jnp.tanh(h @ wh + xt @ wx)
+        return h, h.sum()
+    h, sums = jax.lax.scan(cell, jnp.zeros(8, x.dtype), x)
+    h, steps = jax.lax.while_loop(lambda c: jnp.abs(c[0]).sum() > 0.5,
+                                  lambda c: (c[0] * 0.5, c[1] + 1), (h * 4.0, 0))
+    y = jax.lax.cond(sums.sum() > 0, lambda v: v * 2.0, lambda v: -v, sums)
+    z = jax.lax.switch(jnp.clip(steps, 0, 2), [jnp.sin, jnp.cos, lambda v: v * v], h)
+    return y, z, jax.lax.fori_loop(0, 3, lambda i, a: a * 0.5 + i, h), steps
+
+
 # -- the demo's models (examples/models.py) ---------------------------------------------------
 
 _DD, _DH = 64, 128
@@ -181,6 +200,8 @@ def _catalog() -> list[Model]:
               _inputs(lambda r, n: [rnd(r, n, 24), _W24, _B40])),
         Model("reductions", reductions, lambda: [spec((*bs, 4))], _inputs(lambda r, n: [rnd(r, n, n + 2, 4)]),
               rtol=1e-4, atol=1e-3),
+        Model("control_flow", control_flow, lambda: [spec((s, 4)), spec((8, 8)), spec((4, 8))],
+              _inputs(lambda r, n: [rnd(r, n, 4), _WH, _WX])),
         Model("demo_mlp", demo.mlp, lambda: [spec((b, _DD))] + _specs_of(_MLP_W),
               _inputs(lambda r, n: [rnd(r, n, _DD)] + _MLP_W), sizes=(1, 13, 257)),
         Model("demo_transformer", demo.transformer_block, lambda: [spec((s, _DD))] + _specs_of(_BLOCK_W),

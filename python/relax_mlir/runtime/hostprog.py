@@ -3,8 +3,9 @@
 `extract(module_op, target)` (compile time, needs MLIR) walks each public entry function after the
 backend lowering (backend/spirv.py up to `to-spirv`, backend/gpu.py up to `map`) and returns a
 plain JSON-able dict. `HostProgram(program).run(entry, arrays, driver)` (run time, numpy only)
-executes it: index arithmetic, dims, allocations, views, copies, `scf.if`/`scf.for`, kernel
-launches through a pluggable `driver`, error-slot writes. Each entry's body is turned into Python
+executes it: index arithmetic, dims, allocations, views, copies, `scf.if` / `scf.for` /
+`scf.while` / `scf.index_switch` (the graph's loops and branches: conditions read back from the
+device), kernel launches through a pluggable `driver`, error-slot writes. Each entry's body is turned into Python
 closures (one per instruction, its fields bound) on its first call. In-process executables and
 exported artifacts run the same interpreter.
 
@@ -27,6 +28,8 @@ Values are numbered per entry (arguments first). An instruction is a dict with a
     alias {out, src}   copy {src, dst}   load {out, src, idx}   store {value, dst, idx}   free {buf}
     error {value}                           (a write into the error slot)
     if {cond, then, else, out}              for {lb, ub, step, iv, init, iter, out, body}    yield {in}
+    while {init, before_args, before, after_args, after, out}   condition {cond, in}  (before's last)
+    switch {arg, cases, regions, default, out}   (scf.index_switch: the region of the case equal to arg)
     launch {module, kernel, grid, block, shared, args, abi, loops?}                       return {}
 
 `shape` lists hold an int per static dim and null per dynamic dim, filled in order from `dyn`.
@@ -149,14 +152,22 @@ class _Extractor:
         return i
 
     # host/device placement ------------------------------------------------------------------
-    def _device_use(self, v) -> bool:
+    def _device_use(self, v, seen: set | None = None) -> bool:
+        """Whether buffer `v` reaches a kernel or a copy: through views, and through the values of
+        loops and branches it becomes (an iteration's argument, a result)."""
+        seen = set() if seen is None else seen
+        if v in seen:
+            return False
+        seen.add(v)
         for use in v.uses:
             o = use.owner
             o = o.operation if hasattr(o, "operation") else o
             n = o.name
             if n in ("gpu.launch_func", "memref.copy"):
                 return True
-            if n in _VIEW_USES and use.operand_number == 0 and self._device_use(o.results[0]):
+            if n in _VIEW_USES and use.operand_number == 0 and self._device_use(o.results[0], seen):
+                return True
+            if any(self._device_use(w, seen) for w in _carried(o, use.operand_number)):
                 return True
         return False
 
@@ -271,6 +282,21 @@ class _Extractor:
                     "iter": it, "body": self.block(body)}
             inst["out"] = [self.define(r) for r in o.results]
             out.append(inst)
+        elif n == "scf.while":
+            before, after = o.regions[0].blocks[0], o.regions[1].blocks[0]
+            inst = {"op": "while", "init": ins, "before_args": [self.define(a) for a in before.arguments],
+                    "before": self.block(before), "after_args": [self.define(a) for a in after.arguments],
+                    "after": self.block(after)}
+            inst["out"] = [self.define(r) for r in o.results]
+            out.append(inst)
+        elif n == "scf.condition":
+            out.append({"op": "condition", "cond": ins[0], "in": ins[1:]})
+        elif n == "scf.index_switch":
+            cases = [int(c) for c in ir.DenseI64ArrayAttr(o.attributes["cases"])]
+            regions = list(o.regions)
+            out.append({"op": "switch", "arg": ins[0], "cases": cases,
+                        "regions": [self.block(r.blocks[0]) for r in regions[1:]],
+                        "default": self.block(regions[0].blocks[0]), "out": [self.define(r) for r in o.results]})
         elif n == "scf.yield":
             out.append({"op": "yield", "in": ins})
         elif n in ("func.return", "return"):
@@ -364,6 +390,30 @@ class _Extractor:
         if s not in _SCALAR_PACK:
             raise HostError(f"unsupported scalar kernel argument of type {s} (a Vulkan binding holds i1, i8, i16, i32, i64, f16 or f32)")
         return {"kind": "scalar", "type": s, "pack": _SCALAR_PACK[s]}
+
+
+def _carried(o, k: int) -> list:
+    """The values operand k of `o` becomes when `o` is a loop, a branch or their terminator: the
+    iteration's argument, a result (scf.while / scf.for / scf.if / scf.index_switch)."""
+    n = o.name
+    if n == "scf.while":
+        return [o.regions[0].blocks[0].arguments[k]]
+    if n == "scf.for":
+        return [o.regions[0].blocks[0].arguments[k - 2], o.results[k - 3]] if k >= 3 else []
+    if n not in ("scf.condition", "scf.yield"):
+        return []
+    parent = o.parent
+    parent = parent.operation if hasattr(parent, "operation") else parent
+    p = parent.name
+    if n == "scf.condition":
+        return [parent.regions[1].blocks[0].arguments[k - 1], parent.results[k - 1]] if k >= 1 else []
+    if p == "scf.while":
+        return [parent.regions[0].blocks[0].arguments[k]]
+    if p == "scf.for":
+        return [parent.regions[0].blocks[0].arguments[k + 1], parent.results[k]]
+    if p in ("scf.if", "scf.index_switch"):
+        return [parent.results[k]]
+    return []
 
 
 def extract(module_op, target: str, platform: str | None = None) -> dict:
@@ -564,7 +614,7 @@ class HostProgram:
 
     def _compile_block(self, body):
         steps = [self._compile(ins) for ins in body]
-        final = steps[-1] if steps and body[-1]["op"] in ("yield", "return") else None
+        final = steps[-1] if steps and body[-1]["op"] in ("yield", "return", "condition") else None
         if final is not None:
             steps = steps[:-1]
 
@@ -748,6 +798,45 @@ class HostProgram:
                 for o, v in zip(outs, vals):
                     env[o] = v
             return for_
+        if op == "while":
+            init, bargs, aargs, outs = ins["init"], ins["before_args"], ins["after_args"], ins["out"]
+            before, after = self._compile_block(ins["before"]), self._compile_block(ins["after"])
+
+            def while_(env, driver, err):
+                vals = [env[i] for i in init]
+                while True:
+                    for k, v in zip(bargs, vals):
+                        env[k] = v
+                    res = before(env, driver, err)
+                    if res is _RETURN:
+                        return _RETURN
+                    go, vals = res
+                    if not go:
+                        break
+                    for k, v in zip(aargs, vals):
+                        env[k] = v
+                    res = after(env, driver, err)
+                    if res is _RETURN:
+                        return _RETURN
+                    vals = res or []
+                for o, v in zip(outs, vals):
+                    env[o] = v
+            return while_
+        if op == "condition":
+            cond, ids = ins["cond"], ins["in"]
+            return lambda env, driver, err: (bool(env[cond]), [env[i] for i in ids])
+        if op == "switch":
+            arg, outs = ins["arg"], ins["out"]
+            table = {c: self._compile_block(b) for c, b in zip(ins["cases"], ins["regions"])}
+            default = self._compile_block(ins["default"])
+
+            def switch(env, driver, err):
+                res = table.get(int(env[arg]), default)(env, driver, err)
+                if res is _RETURN:
+                    return _RETURN
+                for o, v in zip(outs, res or ()):
+                    env[o] = v
+            return switch
         if op == "yield":
             ids = ins["in"]
             return lambda env, driver, err: [env[i] for i in ids]
@@ -799,6 +888,8 @@ class HostProgram:
             raise HostError(f"memref.copy between buffers of {src.nbytes} and {dst.nbytes} bytes")
         if not src.nbytes:
             return
+        if not src.host and not dst.host and src.handle is dst.handle:
+            return  # a buffer onto itself (views start at byte 0): a branch's result copied where it is
         if src.host and dst.host:
             dst.handle[...] = src.handle.reshape(dst.shape)
         elif dst.host:

@@ -37,7 +37,9 @@ def compile_gpu(module, target: str, lower: Callable[[ir.Operation], None],
     with ctx:
         if not entry_signatures(op):
             raise ValueError("the module has no public graph function to call")
-        _refuse_control_flow(op, target)
+        _refuse_cpu_only(op, target)
+        if target == "cuda":
+            _refuse_control_flow(op, target)
         lower(op)
         sigs = entry_signatures(op)  # after mapping: workspace blocks no kernel uses are dropped
         program = json.loads(json.dumps(extract(op, target)))  # exactly what an artifact holds
@@ -45,10 +47,23 @@ def compile_gpu(module, target: str, lower: Callable[[ir.Operation], None],
     return gpu_executable(target, sigs, program, {kind: bins}, lambda: driver(bins))
 
 
+def _refuse_cpu_only(op: ir.Operation, target: str) -> None:
+    """Kernels that are one sequential scalar loop nest (dense linear algebra) have no GPU mapping:
+    refused as the other GPU refusals are worded ("... is not supported on Vulkan yet"). The
+    graph's loops and branches (relax_v.while / if / case, scf ops marked `relax.control_flow`)
+    run on the host program, which reads their conditions back from the device."""
+    platform = platform_name(target)
+    for f in op.regions[0].blocks[0].operations:
+        if f.operation.name == "func.func" and "relax.kernel" in f.attributes \
+                and ir.StringAttr(f.attributes["relax.kernel"]).value in _SEQUENTIAL:
+            kind = ir.StringAttr(f.attributes["relax.kernel"]).value
+            raise ValueError(f"{_SEQUENTIAL[kind]} (a kernel of sequential scalar loops, CPU only: "
+                             f"@{ir.StringAttr(f.attributes['sym_name']).value}) is not supported on {platform} yet")
+
+
 def _refuse_control_flow(op: ir.Operation, target: str) -> None:
-    """Loops and branches of the graph (relax_v.while / if / case, lowered to scf ops marked
-    `relax.control_flow`) need a host that reads device scalars: not there yet. Refused as the
-    other GPU refusals are worded ("... is not supported on Vulkan")."""
+    """The graph's loops and branches on CUDA: its lowering leaves strided-metadata ops on the host
+    beside them, which the host program does not run (Vulkan and WebGPU run them)."""
     platform = platform_name(target)
 
     def walk(o):
@@ -64,10 +79,6 @@ def _refuse_control_flow(op: ir.Operation, target: str) -> None:
     for f in op.regions[0].blocks[0].operations:
         if f.operation.name == "func.func" and "relax.kernel" not in f.attributes:
             walk(f.operation)
-        elif f.operation.name == "func.func" and ir.StringAttr(f.attributes["relax.kernel"]).value in _SEQUENTIAL:
-            kind = ir.StringAttr(f.attributes["relax.kernel"]).value
-            raise ValueError(f"{_SEQUENTIAL[kind]} (a kernel of sequential scalar loops, CPU only: "
-                             f"@{ir.StringAttr(f.attributes['sym_name']).value}) is not supported on {platform} yet")
 
 
 # Kernels that are one sequential loop nest over scalars (ops/linear_algebra.py): no GPU mapping

@@ -13,7 +13,7 @@ from relax_mlir.backend.cpu_runtime import entry_signatures
 from relax_mlir.runtime.hostprog import extract
 from relax_mlir.runtime.loader import gpu_executable
 from relax_mlir.targets.base import OPTIMIZE, Target, fusion_limited, register
-from relax_mlir.targets.gpu import _refuse_control_flow, module_op
+from relax_mlir.targets.gpu import _refuse_cpu_only, module_op
 
 FORMAT_KEY = "webgpu"
 
@@ -54,7 +54,7 @@ def compile_webgpu(module, options: spirv.SPIRVOptions | None = None):
     with ctx:
         if not entry_signatures(op):
             raise ValueError("the module has no public graph function to call")
-        _refuse_control_flow(op, "webgpu")
+        _refuse_cpu_only(op, "webgpu")
         try:
             spirv.lower(op, options, until="flatten")
         except LoweringError as e:  # the GPU mapping's refusals (f64, powf) hold for WebGPU too

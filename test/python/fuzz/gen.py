@@ -402,6 +402,10 @@ V7_FIRST_SEED = 2_390_000
 # the function).
 FAMILIES_V8 = FAMILIES_V7 + (("complex_io", 8),)
 V8_FIRST_SEED = 2_400_000
+# From V9_FIRST_SEED on: complex sin, cos, tan, tanh, log1p, expm1, rsqrt, logistic and powers in
+# the complex families (each kept off its poles and branch points), drawn more often.
+V9_FIRST_SEED = 2_410_000
+FAMILIES_V9 = tuple((n, 12 if n in ("complex", "complex_io") else w) for n, w in FAMILIES_V8)
 COMPLEX = ("complex64", "complex128")
 
 
@@ -416,6 +420,7 @@ class _Gen:
         self.v6 = seed >= V6_FIRST_SEED
         self.v7 = seed >= V7_FIRST_SEED
         self.v8 = seed >= V8_FIRST_SEED
+        self.v9 = seed >= V9_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -1283,13 +1288,31 @@ class _Gen:
         return self.emit(e, x.dims, x.dtype, x.exact, [x, i], "loop")
 
     def complex_unary(self, z: str) -> str:
-        """One of exp, log, sqrt, conj, sign, square, negation of the complex expression z, kept
-        finite on moderate values."""
-        fn = self.r.choice(("jnp.exp", "jnp.log", "jnp.sqrt", "jnp.conj", "jnp.sign", "jnp.square", "jnp.negative"))
-        if fn == "jnp.log":  # away from 0: log's real part is -inf there
+        """One of exp, log, sqrt, conj, sign, square, negation of the complex expression z (from
+        V9_FIRST_SEED on also sin, cos, tan, tanh, log1p, expm1, rsqrt, sigmoid, a power), kept
+        finite on moderate values and off the poles, where f32 results of two correct formulas
+        differ by far more than the tolerance (shifts by irrational-looking constants: a part of
+        z is often exactly 0, rarely exactly -0.3183)."""
+        fns = ("jnp.exp", "jnp.log", "jnp.sqrt", "jnp.conj", "jnp.sign", "jnp.square", "jnp.negative")
+        if self.v9:
+            fns += ("jnp.sin", "jnp.cos", "jnp.tan", "jnp.tanh", "jnp.log1p", "jnp.expm1", "lax.rsqrt",
+                    "jax.nn.sigmoid", "power")
+        fn = self.r.choice(fns)
+        if fn in ("jnp.log", "jnp.log1p", "lax.rsqrt"):  # away from 0 (-1 for log1p)
             return f"{fn}({z} + (17 + 0.5j))"
-        if fn == "jnp.exp":  # |re| <= 8 keeps it finite
+        if fn in ("jnp.exp", "jnp.expm1"):  # |re| <= 8 keeps it finite
             return f"{fn}(jnp.clip({z}.real, -8, 8) + 1j * {z}.imag)"
+        if fn in ("jnp.sin", "jnp.cos"):  # |im| <= 8: cosh, sinh finite
+            return f"{fn}({z}.real + 1j * jnp.clip({z}.imag, -8, 8))"
+        if fn == "jnp.tan":  # poles at pi/2 + k pi on the real axis
+            return f"{fn}({z} + 0.3183j)"
+        if fn == "jnp.tanh":  # poles at i (pi/2 + k pi)
+            return f"{fn}({z} + 0.3183)"
+        if fn == "jax.nn.sigmoid":  # poles at i pi (2k + 1); |re| <= 8
+            return f"{fn}(jnp.clip({z}.real, -8, 8) + 0.3183 + 1j * {z}.imag)"
+        if fn == "power":  # off the cut of log z and away from 0
+            w = self.r.choice(("2", "3", "0.5", "(0.5 + 0.25j)", "(1.5 - 0.5j)"))
+            return f"(({z}) + 0.3183j) ** {w}"
         return f"{fn}({z})"
 
     def f_complex(self):
@@ -1372,7 +1395,7 @@ class _Gen:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
+        names, weights = zip(*(FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
                                else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]

@@ -25,6 +25,9 @@ Settings (`make fuzz` runs the same code with larger values):
                                  complex arithmetic inside the program (default 25)
     RELAX_MLIR_FUZZ_V8_PROGRAMS  CPU programs from seed gen.V8_FIRST_SEED, whose generator adds
                                  complex arguments and results (default 25)
+    RELAX_MLIR_FUZZ_V9_PROGRAMS  CPU programs from seed gen.V9_FIRST_SEED, whose generator adds
+                                 complex sin, cos, tan, tanh, log1p, expm1, rsqrt, sigmoid and
+                                 powers (default 15)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 50)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -46,6 +49,7 @@ V5_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V5_PROGRAMS", "25"))
 V6_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V6_PROGRAMS", "25"))
 V7_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V7_PROGRAMS", "25"))
 V8_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V8_PROGRAMS", "25"))
+V9_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V9_PROGRAMS", "15"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "50"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -99,6 +103,12 @@ def _v8_first():
     return gen.V8_FIRST_SEED
 
 
+def _v9_first():
+    from fuzz import gen
+
+    return gen.V9_FIRST_SEED
+
+
 def _check(seeds, target):
     results = campaign.run_batch(seeds, target, all_variants=ALL_VARIANTS)
     assert [r["seed"] for r in results] == list(seeds)
@@ -125,7 +135,8 @@ def _check(seeds, target):
 @pytest.mark.parametrize("seeds", _batches(PROGRAMS) + _batches(V2_PROGRAMS, _v2_first())
                          + _batches(V3_PROGRAMS, _v3_first()) + _batches(V4_PROGRAMS, _v4_first())
                          + _batches(V5_PROGRAMS, _v5_first()) + _batches(V6_PROGRAMS, _v6_first())
-                         + _batches(V7_PROGRAMS, _v7_first()) + _batches(V8_PROGRAMS, _v8_first()),
+                         + _batches(V7_PROGRAMS, _v7_first()) + _batches(V8_PROGRAMS, _v8_first())
+                         + _batches(V9_PROGRAMS, _v9_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
@@ -411,6 +422,11 @@ def test_generator_versions_keep_old_seeds():
                    for a in gen.generate(s).args)
     v8 = [gen.generate(s) for s in range(gen.V8_FIRST_SEED, gen.V8_FIRST_SEED + 100)]
     assert sum(any(a.dtype in gen.COMPLEX for a in p.args) for p in v8) >= 10
+    # complex transcendental functions from V9_FIRST_SEED on only
+    # (tan, tanh, sigmoid and powers shift z off their poles by 0.3183)
+    assert not any("0.3183" in p.source() for p in v8)
+    v9 = [gen.generate(s).source() for s in range(gen.V9_FIRST_SEED, gen.V9_FIRST_SEED + 100)]
+    assert sum("0.3183" in src for src in v9) >= 4
     for p in v8:
         for name, _ in p.stmts:
             v = p.values[name]

@@ -361,7 +361,7 @@ export class Executable {
     for (const ins of body) {
       const r = await this.step(ins, env, err);
       if (r === RETURN) return RETURN;
-      if (ins.op === "yield") return r;
+      if (ins.op === "yield" || ins.op === "condition") return r;
     }
     return null;
   }
@@ -458,6 +458,29 @@ export class Executable {
         ins.out.forEach((o, j) => { env[o] = vals[j]; });
         return null;
       }
+      case "while": {
+        let vals = ins.init.map((i) => env[i]);
+        for (;;) {
+          ins.before_args.forEach((k, j) => { env[k] = vals[j]; });
+          const r = await this.block(ins.before, env, err);
+          if (r === RETURN) return RETURN;
+          if (!r.go) { vals = r.vals; break; }
+          ins.after_args.forEach((k, j) => { env[k] = r.vals[j]; });
+          const y = await this.block(ins.after, env, err);
+          if (y === RETURN) return RETURN;
+          vals = y || [];
+        }
+        ins.out.forEach((o, j) => { env[o] = vals[j]; });
+        return null;
+      }
+      case "condition": return { go: Boolean(env[ins.cond]), vals: ins.in.map((i) => env[i]) };
+      case "switch": {
+        const k = ins.cases.indexOf(Number(env[ins.arg]));
+        const r = await this.block(k >= 0 ? ins.regions[k] : ins.default, env, err);
+        if (r === RETURN) return RETURN;
+        (r || []).forEach((v, j) => { env[ins.out[j]] = v; });
+        return null;
+      }
       case "yield": return ins.in.map((i) => env[i]);
       case "return": return RETURN;
       default: throw new Error(`unknown host instruction ${ins.op}`);
@@ -467,6 +490,7 @@ export class Executable {
   async copy(src, dst) {
     if (src.nbytes !== dst.nbytes) throw new Error(`memref.copy between ${src.nbytes} and ${dst.nbytes} bytes`);
     if (!src.nbytes) return;
+    if (!src.host && !dst.host && src.handle === dst.handle) return;  // onto itself (views start at byte 0)
     if (src.host && dst.host) dst.handle.set(src.handle);
     else if (dst.host) dst.handle.set(await this.read(src));
     else if (src.host) this.upload(dst.handle, new Uint8Array(deviceBytes(src)));
