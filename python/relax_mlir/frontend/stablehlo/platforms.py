@@ -91,6 +91,11 @@ def specialize_platform(module, platform_index: int | None, count: int | None = 
         positions = _platform_args(f)
         if not positions:
             continue
+        i32 = jir.RankedTensorType.get([], jir.IntegerType.get_signless(32))
+        for i in positions:
+            if i >= len(block.arguments) or block.arguments[i].type != i32:
+                raise UnsupportedOpError("func.func", str(f.location), f"argument #{i} is jax's platform index "
+                                         "but not a tensor<i32>")
         k = _i32_constant(block, platform_index)
         for i in positions:
             block.arguments[i].replace_all_uses_with(k)
