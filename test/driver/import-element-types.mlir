@@ -4,7 +4,7 @@
 // taken: see import-complex-boundary.mlir); an op without a complex form is refused.
 // CHECK: [[FILE]]:12:8: error: unsupported StableHLO op 'stablehlo.convert': result #0 has element type ui4
 // CHECK-NEXT: [[FILE]]:13:8: error: unsupported StableHLO op 'stablehlo.iota': result #0 has element type i4
-// CHECK-NEXT: [[FILE]]:15:8: error: unsupported StableHLO op 'stablehlo.tanh': on complex numbers (supported:
+// CHECK-NEXT: [[FILE]]:15:8: error: unsupported StableHLO op 'stablehlo.atan2': on complex numbers (supported:
 // CHECK-NOT: error
 // CHECK-NOT: Traceback
 
@@ -12,7 +12,7 @@ func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xcomplex<f32>>) -> t
   %0 = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xui4>
   %1 = stablehlo.iota dim = 0 : tensor<4xi4>
   %2 = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xcomplex<f32>>
-  %3 = stablehlo.tanh %2 : tensor<4xcomplex<f32>>
+  %3 = stablehlo.atan2 %2, %2 : tensor<4xcomplex<f32>>
   return %arg0 : tensor<4xf32>
 }
 
