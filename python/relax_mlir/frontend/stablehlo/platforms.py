@@ -77,25 +77,26 @@ def specialize_platform(module, platform_index: int | None, count: int | None = 
                                  "relax_mlir.frontend.jax.import_exported (or relax_mlir.compile(exported)), which "
                                  "imports its CPU lowering, or give the index of the lowering to import "
                                  "(platform_index=, relax-import-stablehlo --platform-index)")
-    if count is None:  # jax's first case on the index has one branch per platform
-        count = min((len(u.owner.regions) for f in funcs for i in _platform_args(f) if len(f.regions[0].blocks)
-                     for u in f.regions[0].blocks[0].arguments[i].uses
-                     if u.owner.name == "stablehlo.case" and u.operand_number == 0), default=None)
-    if platform_index < 0 or (count is not None and platform_index >= count):
-        raise UnsupportedOpError("func.func", str(main.location),
-                                 f"platform_index {platform_index} selects none of the {count} lowerings")
+    i32 = jir.RankedTensorType.get([], jir.IntegerType.get_signless(32))
+    bodies = {}  # function -> (its block, the positions of its platform-index arguments)
     for f in funcs:
-        block = f.regions[0].blocks[0] if len(f.regions) and len(f.regions[0].blocks) else None
-        if block is None:
-            continue
         positions = _platform_args(f)
-        if not positions:
+        if not positions or not len(f.regions) or not len(f.regions[0].blocks):
             continue
-        i32 = jir.RankedTensorType.get([], jir.IntegerType.get_signless(32))
+        block = f.regions[0].blocks[0]
         for i in positions:
             if i >= len(block.arguments) or block.arguments[i].type != i32:
                 raise UnsupportedOpError("func.func", str(f.location), f"argument #{i} is jax's platform index "
                                          "but not a tensor<i32>")
+        bodies[f] = (block, positions)
+    if count is None:  # jax's first case on the index has one branch per platform
+        count = min((len(u.owner.regions) for block, positions in bodies.values() for i in positions
+                     for u in block.arguments[i].uses
+                     if u.owner.name == "stablehlo.case" and u.operand_number == 0), default=None)
+    if platform_index < 0 or (count is not None and platform_index >= count):
+        raise UnsupportedOpError("func.func", str(main.location),
+                                 f"platform_index {platform_index} selects none of the {count} lowerings")
+    for f, (block, positions) in bodies.items():
         k = _i32_constant(block, platform_index)
         for i in positions:
             block.arguments[i].replace_all_uses_with(k)
