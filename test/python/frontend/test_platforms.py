@@ -48,6 +48,22 @@ def test_several_platforms_one_compile(platforms, caplog):
         exe(np.int32(0), x, w)
 
 
+def test_several_platforms_under_x64():
+    """Under x64 the platform index is a tensor<i64>, converted to i32 before the cases."""
+    def f(x):
+        return jnp.linalg.solve(x @ x.T + 3.0 * jnp.eye(3, dtype=x.dtype), x.sum(1)), x.astype(jnp.int64) * 3
+
+    with jax.enable_x64(True):
+        n = jax.export.symbolic_shape("n")[0]
+        exp = jax.export.export(jax.jit(f), platforms=("cuda", "cpu"))(jax.ShapeDtypeStruct((3, n), jnp.float64))
+        assert "tensor<i64> {jax.global_constant = \"_platform_index\"}" in exp.mlir_module()
+        exe = relax_mlir.compile(exp)
+        for k in (1, 9):
+            x = np.random.default_rng(k).standard_normal((3, k))
+            for g, w in zip(exe(x), jax.jit(f)(x)):
+                np.testing.assert_allclose(g, np.asarray(w), rtol=1e-12, atol=1e-12)
+
+
 def test_choose_platform():
     assert choose_platform(["cpu"]) is None
     assert choose_platform(["cuda", "cpu"]) == 1

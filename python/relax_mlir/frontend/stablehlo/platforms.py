@@ -49,12 +49,22 @@ def _platform_args(func) -> list[int]:
     return out
 
 
-def _i32_constant(block, value: int):
-    """A `stablehlo.constant dense<value> : tensor<i32>` at the start of `block`."""
+def _scalar_int(t):
+    """The integer element type of a scalar tensor type `t`, else None."""
     from jax._src.lib.mlir import ir as jir
 
-    ty = jir.RankedTensorType.get([], jir.IntegerType.get_signless(32))
-    attr = jir.DenseElementsAttr.get_splat(ty, jir.IntegerAttr.get(jir.IntegerType.get_signless(32), value))
+    try:
+        t = jir.RankedTensorType(t)
+        return jir.IntegerType(t.element_type) if t.rank == 0 else None
+    except ValueError:  # not a ranked tensor of integers
+        return None
+
+
+def _int_constant(block, ty, value: int):
+    """A `stablehlo.constant dense<value> : ty` (an integer scalar tensor) at the start of `block`."""
+    from jax._src.lib.mlir import ir as jir
+
+    attr = jir.DenseElementsAttr.get_splat(ty, jir.IntegerAttr.get(_scalar_int(ty), value))
     ip = jir.InsertionPoint.at_block_begin(block) if len(block.operations) else jir.InsertionPoint(block)
     return jir.Operation.create("stablehlo.constant", results=[ty], attributes={"value": attr},
                                 loc=jir.Location.unknown(), ip=ip).result
@@ -77,7 +87,6 @@ def specialize_platform(module, platform_index: int | None, count: int | None = 
                                  "relax_mlir.frontend.jax.import_exported (or relax_mlir.compile(exported)), which "
                                  "imports its CPU lowering, or give the index of the lowering to import "
                                  "(platform_index=, relax-import-stablehlo --platform-index)")
-    i32 = jir.RankedTensorType.get([], jir.IntegerType.get_signless(32))
     bodies = {}  # function -> (its block, the positions of its platform-index arguments)
     for f in funcs:
         positions = _platform_args(f)
@@ -85,9 +94,9 @@ def specialize_platform(module, platform_index: int | None, count: int | None = 
             continue
         block = f.regions[0].blocks[0]
         for i in positions:
-            if i >= len(block.arguments) or block.arguments[i].type != i32:
+            if i >= len(block.arguments) or _scalar_int(block.arguments[i].type) is None:
                 raise UnsupportedOpError("func.func", str(f.location), f"argument #{i} is jax's platform index "
-                                         "but not a tensor<i32>")
+                                         "but not an integer scalar (tensor<i32>, or tensor<i64> under x64)")
         bodies[f] = (block, positions)
     if count is None:  # jax's first case on the index has one branch per platform
         count = min((len(u.owner.regions) for block, positions in bodies.values() for i in positions
@@ -97,9 +106,8 @@ def specialize_platform(module, platform_index: int | None, count: int | None = 
         raise UnsupportedOpError("func.func", str(main.location),
                                  f"platform_index {platform_index} selects none of the {count} lowerings")
     for f, (block, positions) in bodies.items():
-        k = _i32_constant(block, platform_index)
         for i in positions:
-            block.arguments[i].replace_all_uses_with(k)
+            block.arguments[i].replace_all_uses_with(_int_constant(block, block.arguments[i].type, platform_index))
         if f is main:  # the executable's arguments are the export's in_avals
             for i in reversed(positions):
                 block.erase_argument(i)
@@ -128,6 +136,11 @@ def _constant_index(value) -> int | None:
     if isinstance(owner, jir.Block):
         return None
     owner = owner.operation
+    if owner.name == "stablehlo.convert" and _scalar_int(owner.results[0].type) is not None \
+            and _scalar_int(owner.operands[0].type) is not None:  # (the x64 index, i64, converted to i32)
+        v = _constant_index(owner.operands[0])
+        w = _scalar_int(owner.results[0].type).width
+        return None if v is None else (v + (1 << (w - 1))) % (1 << w) - (1 << (w - 1))
     if owner.name != "stablehlo.constant":
         return None
     attr = owner.attributes["value"]
