@@ -38,14 +38,16 @@ def main() -> None:
         return jax.lax.while_loop(lambda c: jnp.abs(c[0]).sum() > 1.0, lambda c: (c[0] * 0.5, c[1] + 1), (x, 0))
 
     s = jax.export.symbolic_shape("s")[0]
-    models = [("scan rnn d=64", rnn, [jax.ShapeDtypeStruct((s, d), jnp.float32), jax.ShapeDtypeStruct((d, d), jnp.float32)],
+    f32 = jnp.float32
+    models = [("scan rnn d=64", rnn, [jax.ShapeDtypeStruct((s, d), f32), jax.ShapeDtypeStruct((d, d), f32)],
                lambda n: [rng.standard_normal((n, d)).astype(np.float32), wh], lambda n: n),
               ("while halve", halve, [jax.ShapeDtypeStruct((s,), jnp.float32)],
                lambda n: [np.full(n, 2.0 ** 20, np.float32)], lambda n: int(np.ceil(np.log2(n * 2.0 ** 20))) + 1)]
     targets = args.targets.split(",")
     print(f"# load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} cores")
-    print(f"{'model':16s} {'n':>6s} {'iters':>6s} {'jax ms':>8s} " + " ".join(f"{t + ' ms':>10s} {'/ jax':>6s}" for t in targets)
-          + " " + " ".join(f"{t + ' us/it':>11s}" for t in targets))
+    print(f"{'model':16s} {'n':>6s} {'iters':>6s} {'jax ms':>8s} "
+          + " ".join(f"{t + ' ms':>10s} {'/ jax':>6s}" for t in targets) + " "
+          + " ".join(f"{t + ' us/it':>11s}" for t in targets))
     for name, fn, specs, make, iters in models:
         exp = jax.export.export(jax.jit(fn))(*specs)
         exes = {t: relax_mlir.compile(exp, target=t) for t in targets}

@@ -5,9 +5,9 @@ backend lowering (backend/spirv.py up to `to-spirv`, backend/gpu.py up to `map`)
 plain JSON-able dict. `HostProgram(program).run(entry, arrays, driver)` (run time, numpy only)
 executes it: index arithmetic, dims, allocations, views, copies, `scf.if` / `scf.for` /
 `scf.while` / `scf.index_switch` (the graph's loops and branches: conditions read back from the
-device), kernel launches through a pluggable `driver`, error-slot writes. Each entry's body is turned into Python
-closures (one per instruction, its fields bound) on its first call. In-process executables and
-exported artifacts run the same interpreter.
+device), kernel launches through a pluggable `driver`, error-slot writes. Each entry's body is
+turned into Python closures (one per instruction, its fields bound) on its first call. In-process
+executables and exported artifacts run the same interpreter.
 
 Program format ("relax-mlir-hostprog-1"):
 

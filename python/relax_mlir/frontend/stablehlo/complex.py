@@ -7,8 +7,9 @@ Structural and linear ops (reshape, transpose, slice, gather, pad, select, add, 
 converter on each part; products, quotients, abs, exp, log, sqrt and compare follow XLA's complex
 formulas; sin, cos, tan, tanh, log1p, expm1, rsqrt, logistic and power are built from real ops on
 the parts (their special values as jax.jit's: test/python/ops/test_complex.py); sums
-(reductions, windows, scatters) sum each part, a product over a short static axis is unrolled; control flow and composites take the pairs as they are (control_flow.py flattens
-them into region parameters and results). `stablehlo.fft`
+(reductions, windows, scatters) sum each part, a product over a short static axis is unrolled;
+control flow and composites take the pairs as they are (control_flow.py flattens them into region
+parameters and results). `stablehlo.fft`
 (FFT, IFFT, RFFT, IRFFT over the last 1-3 axes; lengths are static in StableHLO) is a discrete
 Fourier transform per axis: a product with a constant table of exact twiddles for lengths up to
 `_DENSE_MAX`, Cooley-Tukey's split n = n1 * n2 (two smaller transforms and a twiddle product)

@@ -44,7 +44,8 @@ def _platform_args(func) -> list[int]:
     out = []
     for i, a in enumerate(attrs):
         if isinstance(a, jir.DictAttr) and "jax.global_constant" in a \
-                and isinstance(a["jax.global_constant"], jir.StringAttr) and a["jax.global_constant"].value == PLATFORM_INDEX:
+                and isinstance(a["jax.global_constant"], jir.StringAttr) \
+                and a["jax.global_constant"].value == PLATFORM_INDEX:
             out.append(i)
     return out
 
