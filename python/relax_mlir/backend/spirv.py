@@ -408,7 +408,7 @@ def _drop_empty_buffer_accesses(accesses: list, launch: ir.Operation) -> list:
 
 def _flatten_launch(launch: ir.Operation) -> None:
     idx = ir.IndexType.get()
-    accesses = []
+    accesses, bad = [], []
 
     def visit(o):
         if o.name in ("memref.load", "memref.store", "memref.dim"):
@@ -417,10 +417,14 @@ def _flatten_launch(launch: ir.Operation) -> None:
             pass  # a cooperative kernel's workgroup buffer: 1-D, static, stays in the kernel
         elif o.name in ("memref.copy", "memref.subview", "memref.reinterpret_cast", "memref.alloc",
                         "memref.alloca", "memref.collapse_shape", "memref.expand_shape") or o.name.startswith("linalg."):
-            raise LoweringError("flatten", "flatten buffers", f"unsupported op in a GPU kernel: {o.name}")
+            bad.append(o)  # (raised after the walk: an exception inside MLIR's callback reaches the
+            return ir.WalkResult.INTERRUPT  # caller as a message holding a Python traceback)
         return ir.WalkResult.ADVANCE
 
     launch.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if bad:
+        raise LoweringError("flatten", "flatten buffers",
+                            f"unsupported op in a GPU kernel: {bad[0].name} at {bad[0].location}")
     accesses = _drop_empty_buffer_accesses(accesses, launch)
     flat: dict = {}  # memref value -> (flat value, dims)
 
