@@ -175,3 +175,30 @@ def test_sizes_divided_across_zero(name):
     }
     fn, shape = fns[name]
     check(fn, [spec(shape(n))], lambda k: [rnd(*shape(k))], sizes=(1, 2, 3, 4, 5, 6, 7, 8, 9, 33))
+
+
+# --- reshapes whose element count jax trusts --------------------------------------------------
+
+TRUSTED = {
+    "split_heads": (lambda x: x.reshape(x.shape[0], 2, x.shape[1] // 2) * 2.0, lambda n: (3, 2 * n), r"\[s, k\]",
+                    r"\[s, 2, floordiv\(k, 2\)\]"),
+    "merge_pairs": (lambda x: x.reshape(x.shape[0], x.shape[1] // 2, 2 * x.shape[2]).sum(1),
+                    lambda n: (2, 2 * n, 3), r"\[s, k, 3\]", r"\[s, floordiv\(k, 2\), 6\]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRUSTED))
+def test_reshape_trusting_divisibility_checks_it_at_run_time(name):
+    """x.reshape(s, 2, k // 2) over a symbolic k: jax exports it without asserting k even (an odd
+    k is not a program jax runs correctly). relax cannot prove the element counts equal and
+    refused it at compile time ('cannot reshape'); now the count is checked at run time, so the
+    program compiles once, runs at every even k, and an odd k raises ValueError naming the
+    reshape, its dims and where it is."""
+    fn, shape, src, dst = TRUSTED[name]
+    s, k = jax.export.symbolic_shape("s, k")
+    c = check(fn, [spec((s, k) + tuple(shape(1)[2:]))], lambda n: [rnd(*shape(n))], sizes=(1, 4, 31))
+    for n in (3, 5):
+        bad = rnd(*shape(1)[:1], n, *shape(1)[2:])
+        with pytest.raises(ValueError, match=rf"reshape of {src} to {dst} at .*test_dim_division.py:\d+:\d+: "
+                                             r"the element counts .* must be equal"):
+            c.exe(bad)

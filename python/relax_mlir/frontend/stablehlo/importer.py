@@ -150,7 +150,31 @@ class Importer:
         if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
                                             for a, b in zip(dims, x.dims)):
             return x
+        x = self._check_element_count(x, dims)
         return self.emit("relax.reshape", [x], len(dims), x.dtype, {"shape": list(dims)}, dims=dims)
+
+    def _check_element_count(self, x: Val, dims) -> Val:
+        """jax reshapes [n, k] to [n, 2, k floordiv 2] trusting k to be even (its export asserts
+        nothing). A count relax cannot prove is checked at run time: x is flattened and
+        match_cast to the new count (a ValueError naming the reshape, the dims and the symbols
+        when it differs), then reshaped."""
+        from relax_mlir.ops.common import dims_equal, fmt_dims, product
+        from relax_mlir.ops.manipulate import _same_after_common
+        if any(d is None for d in (*x.dims, *dims)):
+            return x
+        facts = self.int_facts()
+        n_in, n_out = product(x.dims), product(dims)
+        if dims_equal(n_in, n_out, facts) or _same_after_common(x.dims, dims, facts):
+            return x
+        flat = self.reshape(x, [n_in])
+        from relax_mlir.frontend.stablehlo.errors import _file_position
+        pos = _file_position(str(self.loc)) if self.loc is not None else None
+        where = f" at {pos[0]}:{pos[1]}:{pos[2]}" if pos else ""
+        cast = ir.Operation.create(
+            "relax.match_cast", results=[_ttype([n_out], x.dtype)], operands=[self.use(flat)],
+            loc=ir.Location.name(f"reshape of {fmt_dims(x.dims)} to {fmt_dims(dims)}{where}: the element "
+                                 f"counts {n_in} and {n_out} must be equal"))
+        return Val(cast.results[0], x.dtype, [n_out])
 
     def broadcast(self, x: Val, dims) -> Val:
         if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
