@@ -565,16 +565,23 @@ def _scale_down(k: Kernel, M: str, T: str, bi: str, rows: str, cols: str, dt: st
     k.emit(f"{s}_fin = arith.cmpf olt, {s}_m, {s}_inf : {dt}")
     k.emit(f"{s}_ok = arith.andi {s}_pos, {s}_fin : i1")
     k.emit(f"{s} = arith.select {s}_ok, {s}_m, %one : {dt}")
-    k.emit(f"{s}_M = scf.for %i = {c0} to {rows} step {c1} iter_args(%jq_A = {M}) -> ({T}) {{")
+    return _rewrite_elements(k, M, T, bi, rows, cols, f"arith.divf %jq_v, {s} : {dt}"), s, f"{s}_fin"
+
+
+def _rewrite_elements(k: Kernel, M: str, T: str, bi: str, rows: str, cols: str, expr: str) -> str:
+    """M with each element %jq_v of its matrix (rows x cols at batch index `bi`) replaced by `expr`."""
+    c0, c1 = k.const_index(0), k.const_index(1)
+    r = k.fresh("rw")
+    k.emit(f"{r} = scf.for %i = {c0} to {rows} step {c1} iter_args(%jq_A = {M}) -> ({T}) {{")
     k.emit(f"  %jq_r = scf.for %j = {c0} to {cols} step {c1} iter_args(%jq_B = %jq_A) -> ({T}) {{")
     k.emit(f"    %jq_v = tensor.extract %jq_B[{bi}%i, %j] : {T}")
-    k.emit(f"    %jq_d = arith.divf %jq_v, {s} : {dt}")
+    k.emit(f"    %jq_d = {expr}")
     k.emit(f"    %jq_B2 = tensor.insert %jq_d into %jq_B[{bi}%i, %j] : {T}")
     k.emit(f"    scf.yield %jq_B2 : {T}")
     k.emit("  }")
     k.emit(f"  scf.yield %jq_r : {T}")
     k.emit("}")
-    return f"{s}_M", s, f"{s}_fin"
+    return r
 
 
 def _rotation(k: Kernel, zeta: str, dt: str) -> tuple[str, str]:
@@ -621,57 +628,93 @@ def _rotate_columns(k: Kernel, M: str, T: str, bi: str, p: str, q: str, rows: st
 
 
 def _jacobi_kernel(name: str, op: OpInfo):
-    """The start of a Jacobi kernel: the working matrix (a copy of the operand) and the values
-    (zeros) carried through the batch loops, and the constants the steps use. Returns (kernel,
-    loops, (matrix, values) inside them, their types, the batch index prefix)."""
+    """The start of a Jacobi kernel: the working matrix (a copy of the operand), the values (zeros)
+    and, with the op's `vectors`, the accumulated rotations (an identity) carried through the batch
+    loops, and the constants the steps use. Returns (kernel, loops, the carried tensors inside
+    them, their types, the batch index prefix)."""
     x = op.tensor(0)
-    a_t, w_t = op.result_types
+    types = list(op.result_types)
+    a_t, w_t = types[0], types[1]
     rank, dt = len(x.dims), x.dtype
-    k = Kernel(name, [x], [a_t, w_t])
+    k = Kernel(name, [x], types)
     A = _copy(k, k.inp(0), k.out(0), a_t)
     W = k.fill("0.0", k.out(1), w_t)
-    T, WT = k.ty(a_t), k.ty(w_t)
-    loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], [(A, T), (W, WT)])
+    carried = [(A, k.ty(a_t)), (W, k.ty(w_t))]
+    if len(types) == 3:
+        v_t = types[2]
+        r = len(v_t.dims)
+        V = k.generic([], [(k.out(2), v_t, identity_map(r))], ["parallel"] * r,
+                      [f"%i = linalg.index {r - 2} : index", f"%j = linalg.index {r - 1} : index",
+                       "%eq = arith.cmpi eq, %i, %j : index", f"%one_ = arith.constant 1.0 : {dt}",
+                       f"%zero_ = arith.constant 0.0 : {dt}", f"%y = arith.select %eq, %one_, %zero_ : {dt}"], ["%y"])[0]
+        carried.append((V, k.ty(v_t)))
+    loops = _Loops(k, [k.dim(k.inp(0), x, d) for d in range(rank - 2)], carried)
     inside = loops.open()
     k.emit(f"%zf = arith.constant 0.0 : {dt}")
     k.emit(f"%one = arith.constant 1.0 : {dt}")
     k.emit(f"%eps = arith.constant {_EPS[dt]} : {dt}")
     k.emit(f"%jq_nan = arith.constant 0x{'7FC00000' if dt == 'f32' else '7FF8000000000000'} : {dt}")
     k.emit("%true = arith.constant true")
-    return k, loops, inside, T, WT, "".join(f"{v}, " for v in loops.ivs)
+    return k, loops, inside, [t for _, t in carried], "".join(f"{v}, " for v in loops.ivs)
 
 
-def _sweeps(k: Kernel, M: str, T: str, n: str, body) -> str:
+def _nan_unless(k: Kernel, M: str, T: str, bi: str, rows: str, cols: str, finite: str, dt: str) -> str:
+    """M, or NaN everywhere where the matrix was not finite (as the values)."""
+    return _rewrite_elements(k, M, T, bi, rows, cols, f"arith.select {finite}, %jq_v, %jq_nan : {dt}")
+
+
+def _sweeps(k: Kernel, M: str, T: str, n: str, body, V: str | None = None, VT: str | None = None) -> tuple[str, str | None]:
     """Cyclic Jacobi sweeps over the pairs p < q < n until a sweep rotates nothing (at most
-    _SWEEPS); `body(M, p, q)` emits one pair's step and returns (new M, whether it rotated)."""
+    _SWEEPS); `body(M, V, p, q)` emits one pair's step and returns (new M, new V, whether it
+    rotated). V (the accumulated rotations, type VT) is carried when given. Returns (M, V)."""
     c0, c1 = k.const_index(0), k.const_index(1)
+    carried = [(M, T)] + ([(V, VT)] if V is not None else [])
+    names = ["%jq_M", "%jq_V"][:len(carried)]
+    nc = len(carried)
+    types = ", ".join(t for _, t in carried)
+
+    def args(level: str, src: list[str]) -> str:
+        return ", ".join(f"{nm}{level} = {v}" for nm, v in zip(names, src))
+
+    def cur(level: str) -> list[str]:
+        return [f"{nm}{level}" for nm in names]
+
+    def res(head: str, count: int) -> list[str]:
+        return [f"{head}#{i}" for i in range(count)]
+
     k.emit(f"%jq_nsw = arith.constant {_SWEEPS} : index")
     k.emit("%false = arith.constant false")
-    k.emit(f"%jq_sw:2 = scf.for %t = {c0} to %jq_nsw step {c1} iter_args(%jq_M0 = {M}, %jq_done = %false) -> ({T}, i1) {{")
-    k.emit(f"  %jq_swr:2 = scf.if %jq_done -> ({T}, i1) {{")
-    k.emit(f"    scf.yield %jq_M0, %jq_done : {T}, i1")
+    k.emit(f"%jq_sw:{nc + 1} = scf.for %t = {c0} to %jq_nsw step {c1} iter_args({args('0', [v for v, _ in carried])}, "
+           f"%jq_done = %false) -> ({types}, i1) {{")
+    k.emit(f"  %jq_swr:{nc + 1} = scf.if %jq_done -> ({types}, i1) {{")
+    k.emit(f"    scf.yield {', '.join(cur('0'))}, %jq_done : {types}, i1")
     k.emit("  } else {")
-    k.emit(f"    %jq_pl:2 = scf.for %p = {c0} to {n} step {c1} iter_args(%jq_M1 = %jq_M0, %jq_rot1 = %false) -> ({T}, i1) {{")
+    k.emit(f"    %jq_pl:{nc + 1} = scf.for %p = {c0} to {n} step {c1} iter_args({args('1', cur('0'))}, %jq_rot1 = %false) "
+           f"-> ({types}, i1) {{")
     k.emit(f"      %jq_p1 = arith.addi %p, {c1} : index")
-    k.emit(f"      %jq_ql:2 = scf.for %q = %jq_p1 to {n} step {c1} iter_args(%jq_M2 = %jq_M1, %jq_rot2 = %jq_rot1) -> ({T}, i1) {{")
-    M3, rot = body("%jq_M2", "%p", "%q")
+    k.emit(f"      %jq_ql:{nc + 1} = scf.for %q = %jq_p1 to {n} step {c1} iter_args({args('2', cur('1'))}, "
+           f"%jq_rot2 = %jq_rot1) -> ({types}, i1) {{")
+    M3, V3, rot = body("%jq_M2", "%jq_V2" if V is not None else None, "%p", "%q")
     k.emit(f"        %jq_rot3 = arith.ori %jq_rot2, {rot} : i1")
-    k.emit(f"        scf.yield {M3}, %jq_rot3 : {T}, i1")
+    k.emit(f"        scf.yield {', '.join([M3] + ([V3] if V is not None else []))}, %jq_rot3 : {types}, i1")
     k.emit("      }")
-    k.emit(f"      scf.yield %jq_ql#0, %jq_ql#1 : {T}, i1")
+    k.emit(f"      scf.yield {', '.join(res('%jq_ql', nc + 1))} : {types}, i1")
     k.emit("    }")
-    k.emit("    %jq_still = arith.xori %jq_pl#1, %true : i1")
-    k.emit(f"    scf.yield %jq_pl#0, %jq_still : {T}, i1")
+    k.emit(f"    %jq_still = arith.xori %jq_pl#{nc}, %true : i1")
+    k.emit(f"    scf.yield {', '.join(res('%jq_pl', nc))}, %jq_still : {types}, i1")
     k.emit("  }")
-    k.emit(f"  scf.yield %jq_swr#0, %jq_swr#1 : {T}, i1")
+    k.emit(f"  scf.yield {', '.join(res('%jq_swr', nc + 1))} : {types}, i1")
     k.emit("}")
-    return "%jq_sw#0"
+    return "%jq_sw#0", ("%jq_sw#1" if V is not None else None)
 
 
-def _pair_step(k: Kernel, M: str, T: str, bi: str, p: str, q: str, dt: str, rows: str, symmetric: bool):
+def _pair_step(k: Kernel, M: str, T: str, bi: str, p: str, q: str, dt: str, rows: str, symmetric: bool,
+               V: str | None = None, VT: str | None = None, vrows: str | None = None):
     """One Jacobi step on the pair (p, q): two-sided on a symmetric matrix (a_pq against a_pp,
     a_qq), one-sided on columns (their dot product against their squared norms); skipped where the
-    coupling is below eps times the geometric mean of the diagonal terms (de Rijk's test)."""
+    coupling is below eps times the geometric mean of the diagonal terms (de Rijk's test). With V
+    (`vrows` rows), the same rotation of V's columns p, q accumulates the product of the rotations
+    (the eigenvectors, or the right singular vectors). Returns (M, V, whether it rotated)."""
     c0, c1 = k.const_index(0), k.const_index(1)
     if symmetric:
         k.emit(f"        %jq_g = tensor.extract {M}[{bi}{p}, {q}] : {T}")
@@ -701,30 +744,43 @@ def _pair_step(k: Kernel, M: str, T: str, bi: str, p: str, q: str, dt: str, rows
     k.emit(f"        %jq_gm = arith.mulf %jq_ral, %jq_rbe : {dt}")
     k.emit(f"        %jq_thr = arith.mulf %eps, %jq_gm : {dt}")
     k.emit(f"        %jq_small = arith.cmpf ole, %jq_ag, %jq_thr : {dt}")
-    k.emit(f"        %jq_step:2 = scf.if %jq_small -> ({T}, i1) {{")
-    k.emit(f"          scf.yield {M}, %false : {T}, i1")
+    types = f"{T}, {VT}, i1" if V is not None else f"{T}, i1"
+    both = f"{M}, {V}" if V is not None else M
+    n_res = 3 if V is not None else 2
+    k.emit(f"        %jq_step:{n_res} = scf.if %jq_small -> ({types}) {{")
+    k.emit(f"          scf.yield {both}, %false : {types}")
     k.emit("        } else {")
     k.emit(f"          %jq_d = arith.subf %jq_be, %jq_al : {dt}")
     k.emit(f"          %jq_g2 = arith.addf %jq_g, %jq_g : {dt}")
     k.emit(f"          %jq_zeta = arith.divf %jq_d, %jq_g2 : {dt}")
     c, s = _rotation(k, "%jq_zeta", dt)
     R = _rotate_columns(k, M, T, bi, p, q, rows, c, s, dt, symmetric)
-    k.emit(f"          scf.yield {R}, %true : {T}, i1")
+    if V is not None:
+        RV = _rotate_columns(k, V, VT, bi, p, q, vrows, c, s, dt, False)
+        k.emit(f"          scf.yield {R}, {RV}, %true : {types}")
+    else:
+        k.emit(f"          scf.yield {R}, %true : {types}")
     k.emit("        }")
-    return "%jq_step#0", "%jq_step#1"
+    if V is not None:
+        return "%jq_step#0", "%jq_step#1", "%jq_step#2"
+    return "%jq_step#0", None, "%jq_step#1"
 
 
 @relax_op
 class EigvalshOp(OpSpec):
     """The eigenvalues of each symmetric matrix of x ([..., n, n], f32 or f64; its lower triangle
-    is read, as LAPACK syevd's uplo = L), ascending, in the second result ([..., n]); the first
-    ([..., n, n]) is the working matrix (nearly diagonal). Cyclic Jacobi rotations on the matrix
-    scaled by its largest magnitude, until a sweep rotates nothing; accurate to a few eps of the
-    matrix's norm, as LAPACK. NaN in a matrix gives NaN eigenvalues."""
+    is read, as LAPACK syevd's uplo = L), unsorted, in the second result ([..., n]); the first
+    ([..., n, n]) is the working matrix (nearly diagonal). With `vectors`, a third result
+    ([..., n, n]) holds the eigenvectors, column j for value j (the product of the rotations; their
+    signs are this algorithm's, not LAPACK's: the importer lets them reach only uses where the
+    signs cancel, frontend/stablehlo/signs.py). Cyclic Jacobi rotations on the matrix scaled by its
+    largest magnitude, until a sweep rotates nothing; accurate to a few eps of the matrix's norm, as
+    LAPACK. NaN in a matrix gives NaN eigenvalues (and eigenvectors)."""
 
     name = "relax_v.eigvalsh"
     x = operand(TENSOR)
     results = result_(TENSOR, variadic=True)
+    vectors = attr("int", doc="1: also the eigenvectors (a third result)")
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -732,12 +788,16 @@ class EigvalshOp(OpSpec):
         d = _matrices(x, "operand")
         if not dims_equal(d[-1], d[-2], op.facts):
             raise DeduceError(f"needs square matrices, got {fmt(d[-2])} x {fmt(d[-1])}")
-        return [TensorType(d, x.dtype), TensorType(d[:-1], x.dtype)]
+        out = [TensorType(d, x.dtype), TensorType(d[:-1], x.dtype)]
+        return out + ([TensorType(d, x.dtype)] if op.attr("vectors", 0) else [])
 
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
         x, dt = op.tensor(0), op.tensor(0).dtype
-        k, loops, (Ab, Wb), T, WT, bi = _jacobi_kernel("syevj", op)
+        k, loops, inside, types, bi = _jacobi_kernel("syevj", op)
+        Ab, Wb = inside[0], inside[1]
+        T, WT = types[0], types[1]
+        Vb, VT = (inside[2], types[2]) if len(inside) == 3 else (None, None)
         c0, c1 = k.const_index(0), k.const_index(1)
         n = k.dim(k.inp(0), x, len(x.dims) - 1)
         # the upper triangle from the lower one
@@ -751,7 +811,7 @@ class EigvalshOp(OpSpec):
         k.emit(f"  scf.yield %jq_r : {T}")
         k.emit("}")
         M, scale, finite = _scale_down(k, "%jq_sy", T, bi, n, n, dt)
-        D = _sweeps(k, M, T, n, lambda m, p, q: _pair_step(k, m, T, bi, p, q, dt, n, True))
+        D, V = _sweeps(k, M, T, n, lambda m, v, p, q: _pair_step(k, m, T, bi, p, q, dt, n, True, v, VT, n), Vb, VT)
         k.emit(f"%jq_wv = scf.for %i = {c0} to {n} step {c1} iter_args(%jq_V = {Wb}) -> ({WT}) {{")
         k.emit(f"  %jq_d = tensor.extract {D}[{bi}%i, %i] : {T}")
         k.emit(f"  %jq_d0 = arith.mulf %jq_d, {scale} : {dt}")
@@ -759,7 +819,9 @@ class EigvalshOp(OpSpec):
         k.emit(f"  %jq_V2 = tensor.insert %jq_ds into %jq_V[{bi}%i] : {WT}")
         k.emit(f"  scf.yield %jq_V2 : {WT}")
         k.emit("}")
-        return Legalized(k, loops.close([D, "%jq_wv"]))
+        if V is None:
+            return Legalized(k, loops.close([D, "%jq_wv"]))
+        return Legalized(k, loops.close([D, "%jq_wv", _nan_unless(k, V, VT, bi, n, n, finite, dt)]))
 
 
 @relax_op
@@ -768,11 +830,16 @@ class SvdvalsOp(OpSpec):
     result ([..., n], unsorted: the importer sorts them descending); the first is the working
     matrix (orthogonal columns). One-sided Jacobi (Hestenes) rotations of column pairs on the
     matrix scaled by its largest magnitude until a sweep rotates nothing; the values are the
-    columns' norms (high relative accuracy, as LAPACK gesdd's)."""
+    columns' norms (high relative accuracy, as LAPACK gesdd's). With `vectors`, the first result
+    holds the left singular vectors (the working columns over their norms; a zero column stays
+    zero) and a third result ([..., n, n]) the right ones (the product of the rotations), column j
+    for value j: A = U diag(s) V^T. Their signs are this algorithm's, not LAPACK's (the importer
+    lets them reach only uses where the signs cancel, frontend/stablehlo/signs.py)."""
 
     name = "relax_v.svdvals"
     x = operand(TENSOR)
     results = result_(TENSOR, variadic=True)
+    vectors = attr("int", doc="1: the left singular vectors in the first result, the right ones in a third")
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -781,7 +848,8 @@ class SvdvalsOp(OpSpec):
         m, n = d[-2], d[-1]
         if m is not None and n is not None and m.is_const and n.is_const and m.value < n.value:
             raise DeduceError(f"needs rows >= columns, got {fmt(m)} x {fmt(n)} (transpose it)")
-        return [TensorType(d, x.dtype), TensorType(d[:-2] + (n,), x.dtype)]
+        out = [TensorType(d, x.dtype), TensorType(d[:-2] + (n,), x.dtype)]
+        return out + ([TensorType(d[:-2] + (n, n), x.dtype)] if op.attr("vectors", 0) else [])
 
     @classmethod
     def requirements(cls, op: OpInfo):
@@ -793,12 +861,15 @@ class SvdvalsOp(OpSpec):
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:
         x, dt = op.tensor(0), op.tensor(0).dtype
-        k, loops, (Ab, Wb), T, WT, bi = _jacobi_kernel("gesvj", op)
+        k, loops, inside, types, bi = _jacobi_kernel("gesvj", op)
+        Ab, Wb = inside[0], inside[1]
+        T, WT = types[0], types[1]
+        Vb, VT = (inside[2], types[2]) if len(inside) == 3 else (None, None)
         c0, c1 = k.const_index(0), k.const_index(1)
         m, n = k.dim(k.inp(0), x, len(x.dims) - 2), k.dim(k.inp(0), x, len(x.dims) - 1)
         M, scale, finite = _scale_down(k, Ab, T, bi, m, n, dt)
-        D = _sweeps(k, M, T, n, lambda mm, p, q: _pair_step(k, mm, T, bi, p, q, dt, m, False))
-        k.emit(f"%jq_wv = scf.for %j = {c0} to {n} step {c1} iter_args(%jq_V = {Wb}) -> ({WT}) {{")
+        D, V = _sweeps(k, M, T, n, lambda mm, v, p, q: _pair_step(k, mm, T, bi, p, q, dt, m, False, v, VT, n), Vb, VT)
+        k.emit(f"%jq_wv:2 = scf.for %j = {c0} to {n} step {c1} iter_args(%jq_V = {Wb}, %jq_U = {D}) -> ({WT}, {T}) {{")
         k.emit(f"  %jq_ss = scf.for %i = {c0} to {m} step {c1} iter_args(%jq_acc = %zf) -> ({dt}) {{")
         k.emit(f"    %jq_v = tensor.extract {D}[{bi}%i, %j] : {T}")
         k.emit(f"    %jq_v2 = arith.mulf %jq_v, %jq_v : {dt}")
@@ -809,9 +880,23 @@ class SvdvalsOp(OpSpec):
         k.emit(f"  %jq_n0 = arith.mulf %jq_nrm, {scale} : {dt}")
         k.emit(f"  %jq_ns = arith.select {finite}, %jq_n0, %jq_nan : {dt}")
         k.emit(f"  %jq_V2 = tensor.insert %jq_ns into %jq_V[{bi}%j] : {WT}")
-        k.emit(f"  scf.yield %jq_V2 : {WT}")
+        if V is None:
+            k.emit(f"  scf.yield %jq_V2, %jq_U : {WT}, {T}")
+        else:  # column j of U: the working column over its norm (zero where the norm is)
+            k.emit(f"  %jq_nz = arith.cmpf ogt, %jq_nrm, %zf : {dt}")
+            k.emit(f"  %jq_un = scf.for %i = {c0} to {m} step {c1} iter_args(%jq_U2 = %jq_U) -> ({T}) {{")
+            k.emit(f"    %jq_x = tensor.extract {D}[{bi}%i, %j] : {T}")
+            k.emit(f"    %jq_q = arith.divf %jq_x, %jq_nrm : {dt}")
+            k.emit(f"    %jq_q2 = arith.select %jq_nz, %jq_q, %zf : {dt}")
+            k.emit(f"    %jq_U3 = tensor.insert %jq_q2 into %jq_U2[{bi}%i, %j] : {T}")
+            k.emit(f"    scf.yield %jq_U3 : {T}")
+            k.emit("  }")
+            k.emit(f"  scf.yield %jq_V2, %jq_un : {WT}, {T}")
         k.emit("}")
-        return Legalized(k, loops.close([D, "%jq_wv"]))
+        if V is None:
+            return Legalized(k, loops.close([D, "%jq_wv#0"]))
+        U = _nan_unless(k, "%jq_wv#1", T, bi, m, n, finite, dt)
+        return Legalized(k, loops.close([U, "%jq_wv#0", _nan_unless(k, V, VT, bi, n, n, finite, dt)]))
 
 
 @relax_op

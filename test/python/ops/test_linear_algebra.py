@@ -180,12 +180,65 @@ def test_eigenvalues_of_a_symbolic_size_wide_ranges_and_non_finite():
     check(f, [S(B, 4, 4)], lambda b: [bad], sizes=(3,))
 
 
-def test_eigenvectors_and_singular_vectors_are_refused_where_used():
-    """The vectors are an algorithm's (LAPACK's signs): a use of them is refused by name; the same
-    custom call used for its values alone compiles."""
-    for f, what in ((lambda s: jnp.linalg.eigh(s)[1], "eigenvectors"), (lambda a: jnp.linalg.svd(a)[0], "singular vectors")):
-        with pytest.raises(relax_mlir.CompileError, match=f"{what} .* are not supported .*; the values alone are"):
-            from_jax(f, S(B, 3, 3))
+def _eigh_function(s):
+    """expm of a symmetric matrix through its eigenvectors: V diag(exp(w)) V^T."""
+    w, v = jnp.linalg.eigh(s)
+    return (v * jnp.exp(w * 0.3)[..., None, :]) @ jnp.swapaxes(v, -1, -2)
+
+
+def _reconstruct(a):
+    u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+    return (u * s[..., None, :]) @ vt
+
+
+def test_vectors_where_their_signs_cancel():
+    """Eigenvectors and singular vectors (Jacobi rotations accumulated; their signs are not
+    LAPACK's) through uses that do not depend on the signs: a matrix function through eigh (with a
+    triple eigenvalue in the batch, where the basis of the eigenspace is arbitrary too), pinv of
+    tall, wide and square matrices (a rank-deficient and a zero one in the batch), lstsq, an SVD
+    reconstruction, polyfit; a symbolic batch, one compile, against jax.jit."""
+    def f(s, a, w, q):
+        return (_eigh_function(s), jnp.linalg.pinv(a), jnp.linalg.pinv(w), jnp.linalg.pinv(q), _reconstruct(a),
+                _reconstruct(w))
+
+    def args(b):
+        s, a, w, q = (_symmetric(b + 1, 5, seed=b), rnd(b + 1, 6, 4, seed=b + 1), rnd(b + 1, 3, 7, seed=b + 2),
+                      rnd(b + 1, 4, 4, seed=b + 3))
+        s[0] = np.diag([2.0, -1.0, 2.0, 0.5, 2.0])
+        a[0, :, 3] = a[0, :, 1] + a[0, :, 2]  # rank 3
+        a[-1] = 0.0
+        return [s, a, w, q]
+    check(f, [S(B, 5, 5), S(B, 6, 4), S(B, 3, 7), S(B, 4, 4)], args, rtol=1e-3, atol=1e-4)
+    (m,) = export.symbolic_shape("m")
+    check(lambda a, y: jnp.linalg.lstsq(a, y)[0], [S(9, 3), S(9, m)], lambda n: [rnd(9, 3, seed=n), rnd(9, n, seed=n + 1)],
+          rtol=1e-3, atol=1e-4)
+    check(lambda x, y: jnp.polyfit(x, y, 3), [S(12), S(12, m)], lambda n: [np.linspace(-1, 1, 12, dtype=np.float32),
+                                                                          rnd(12, n, seed=n)], rtol=1e-3, atol=1e-3)
+
+
+def test_vectors_where_their_signs_matter_are_refused():
+    """A use that depends on the vectors' signs (returning them, summing them, abs, an elementwise
+    square: the last two independent of the signs but not of the basis of a repeated eigenvalue's
+    eigenspace) is refused at its line, naming the decomposition's line; so is svd with
+    full_matrices=True of a non-square matrix (a completed basis). The values alone still compile
+    to the Jacobi kernel without vectors."""
+    import inspect
+    line = inspect.currentframe().f_lineno
+    cases = [
+        (lambda s: jnp.linalg.eigh(s)[1], r"the eigenvectors of jnp.linalg.eigh are returned \(result #0\)"),
+        (lambda s: jnp.linalg.eigh(s)[1].sum(0), r"reach 'stablehlo.reduce' here, which depends on their signs"),
+        (lambda s: jnp.abs(jnp.linalg.eigh(s)[1]), r"reach 'stablehlo.abs' here"),
+        (lambda s: jnp.linalg.eigh(s)[1] ** 2, r"reach 'stablehlo.multiply' here.*multiplies the vectors elementwise"),
+        (lambda a: jnp.linalg.svd(a)[0][:, 0], r"the singular vectors of jnp.linalg.svd .*reach"),
+    ]
+    for k, (f, msg) in enumerate(cases):
+        with pytest.raises(relax_mlir.CompileError, match=rf"test_linear_algebra.py:{line + 2 + k}:\d+: .*{msg}") as e:
+            relax_mlir.compile(from_jax(f, S(B, 3, 3)) if k < 4 else from_jax(f, S(3, 3)))
+        assert f"computed at " in str(e.value) or "returned" in str(e.value)
+    with pytest.raises(relax_mlir.CompileError, match="full singular vector bases .* are not supported"):
+        relax_mlir.compile(from_jax(lambda a: (lambda u, s, vt: (u[:, :3] * s) @ vt)(*jnp.linalg.svd(a)), S(5, 3)))
+    text = str(from_jax(lambda s: jnp.linalg.eigvalsh(s), S(B, 3, 3)))
+    assert "relax_v.eigvalsh" in text and "vectors" not in text
 
 
 @pytest.mark.parametrize("target", ["cuda", "vulkan", "webgpu"])

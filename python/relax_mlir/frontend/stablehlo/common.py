@@ -170,13 +170,14 @@ class Val:
     """An imported value: relax SSA value (or None when only known symbolically), dtype, symbolic
     dims, and `known` integer values for small int tensors of rank <= 1."""
 
-    __slots__ = ("value", "dtype", "dims", "known")
+    __slots__ = ("value", "dtype", "dims", "known", "signs")
 
     def __init__(self, value, dtype, dims, known=None):
         self.value = value
         self.dtype = dtype
         self.dims = list(dims)
         self.known = known
+        self.signs = None  # eigenvectors' signs it carries (signs.py)
 
 
 class CVal:

@@ -14,7 +14,7 @@ from relax_mlir.core.pipeline import run_pipeline
 from relax_mlir.core.session import Session
 from relax_mlir.frontend.stablehlo.checks import check_element_types, check_supported_ops
 from relax_mlir.frontend.stablehlo.common import (CVal, Val, _DTYPES, _attr, _dtype_attr, _elt, _is_name, _is_symbolic,
-                                                  _jax_ttype, _qtype, _scalar_attr, _splat, _string, _subs, _ttype,
+                                                  _jax_ttype, _qtype, _res, _scalar_attr, _splat, _string, _subs, _ttype,
                                                   complex_part_type)
 from relax_mlir.frontend.stablehlo.complex import convert_complex, touches_complex
 from relax_mlir.frontend.stablehlo.errors import (StableHLOParseError, UnsupportedOpError, UnsupportedOpsError,
@@ -23,6 +23,8 @@ from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 from relax_mlir.frontend.stablehlo.platforms import specialize_platform
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
 from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
+from relax_mlir.frontend.stablehlo.signs import Refused as SignsRefused, SignsError
+from relax_mlir.frontend.stablehlo.signs import propagate as propagate_signs
 from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
 from relax_mlir.shape import Expr, Facts, ShapeParseError, const, sym
 from relax_mlir.shape import parse as parse_expr
@@ -42,6 +44,7 @@ class Importer:
         # drops it from @main); the relax function still takes it, so callers pass every argument.
         self.unused_args = dict(unused_args or {})
         self.source_name = source_name
+        self.call_sites: list = []  # the func.call ops being imported, outermost first
         self.funcs = {}
         self.renames: dict[str, str] = {}  # placeholder symbol -> real name
         self.unions: list[tuple[str, str]] = []
@@ -73,15 +76,19 @@ class Importer:
     # --- emission ---------------------------------------------------------------------------
 
     def location(self, jax_op) -> ir.Location:
-        """Our location for a jax op: its first file position (the user's Python line), else unknown."""
+        """Our location for a jax op: its first file position (the user's Python line), else that of
+        the innermost call being imported that has one (jax's `svd`, `_where`, ... functions carry
+        only a name), else unknown."""
         text = str(jax_op.location)
         loc = self._locs.get(text)
         if loc is None:
             p = _file_position(text)
             if p is None:
-                loc = ir.Location.unknown()
-            else:
-                loc = ir.Location.file(self.source_name if p[0] in ("-", "") else p[0], p[1], p[2])
+                for site in reversed(self.call_sites):
+                    if _file_position(str(site.location)) is not None:
+                        return self.location(site)
+                return ir.Location.unknown()
+            loc = ir.Location.file(self.source_name if p[0] in ("-", "") else p[0], p[1], p[2])
             self._locs[text] = loc
         return loc
 
@@ -247,6 +254,14 @@ class Importer:
             used = [i for i, _, _ in params if i not in self.unused_args]
             args = [self.complex_parts(v) if i in complex_params else v for i, v in zip(used, args)]
             results, ret_loc = self.run_func(main, args)
+            for k, r in enumerate(results):
+                t = getattr(r, "signs", None)
+                if t is not None:
+                    raise SignsError(f"{t.where}: error: {t.what} are returned (result #{k}): their signs are "
+                                     "the decomposition algorithm's choice (LAPACK's and relax-mlir's differ), so "
+                                     "relax-mlir lets them reach only uses where the signs cancel: V diag(f(w)) V^T, "
+                                     "U diag(s) V^T, jnp.linalg.pinv, jnp.linalg.lstsq; or use the values alone "
+                                     "(jnp.linalg.eigvalsh, svd(compute_uv=False))")
             if self.spmd is not None:
                 results = self.spmd.check_results(self, results, str(ret_loc))
             self.loc = ret_loc
@@ -371,7 +386,11 @@ class Importer:
                     raise UnsupportedOpError(name, str(op.location), f"unknown callee @{callee}")
                 cargs = [env[o] for o in op.operands]
                 self.note_global_constants(f, cargs)
-                outs, _ = self.run_func(f, cargs)
+                self.call_sites.append(op)
+                try:
+                    outs, _ = self.run_func(f, cargs)
+                finally:
+                    self.call_sites.pop()
                 for r, v in zip(op.results, outs):
                     env[r] = v
                 continue
@@ -380,6 +399,16 @@ class Importer:
                 raise UnsupportedOpError(name, str(op.location))
             ins = [env[o] for o in op.operands]
             self.loc = self.location(op)
+            signs = None
+            if any(getattr(v, "signs", None) is not None for v in ins):
+                try:
+                    signs = propagate_signs(self, op, ins)
+                except SignsRefused as e:  # computed nowhere: refused where (if) the results are used
+                    for i, r in enumerate(op.results):
+                        dims, dt = _res(op, i)
+                        env[r] = self.emit("relax_v.unavailable", [], len(dims), dt,
+                                           {"message": ir.StringAttr.get(e.message)}, dims=dims)
+                    continue
             self.env = env  # the converter may look through its operands' defining ops
             self.scope = env  # what a converter of an op with regions (stablehlo.while) sees
             try:
@@ -403,9 +432,20 @@ class Importer:
                 outs = []
             if isinstance(outs, (Val, CVal)):
                 outs = [outs]
+            if signs is not None:
+                outs = [_with_signs(v, t, ins) for v, t in zip(outs, signs)]
             for r, v in zip(op.results, outs):
                 env[r] = v
         raise ValueError("function without a return")
+
+    def position(self, jax_op) -> str:
+        """'file:line:col' of a jax op (its first file position, else its nearest call site's), for
+        messages."""
+        for o in [jax_op] + self.call_sites[::-1]:
+            p = _file_position(str(o.location))
+            if p is not None:
+                return f"{self.source_name if p[0] in ('-', '') else p[0]}:{p[1]}:{p[2]}"
+        return self.source_name or "<unknown>"
 
     def note_global_constants(self, f, cargs):
         """Name placeholder symbols after the `jax.global_constant` (a jax dimension variable) that
@@ -449,12 +489,37 @@ def _import_arg_attrs(main, kept: list[int], func: ir.Operation, complex_params:
             | ({COMPLEX_ATTR: ir.UnitAttr.get()} if i in complex_params else {})) for i in range(n)])
 
 
+def _with_signs(v, signs, ins):
+    """v carrying `signs` (a copy when v is one of the op's operands, whose own signs stay)."""
+    if not isinstance(v, Val) or (signs is None and v.signs is None):
+        return v
+    if any(v is x for x in ins):
+        v = Val(v.value, v.dtype, v.dims, v.known)
+    v.signs = signs
+    return v
+
+
 def _erase_dead_ops(block: ir.Block) -> None:
     """Erase the ops whose results are never used (every relax op built here is pure), last first;
-    a match_cast stays (it binds symbols and checks them)."""
+    a match_cast stays (it binds symbols and checks them). A decomposition whose vectors are not
+    used computes the values alone."""
     for op in reversed(list(block.operations)):
         if op.name not in ("func.return", "relax.match_cast") and all(not list(r.uses) for r in op.results):
             op.erase()
+        elif op.name in ("relax_v.eigvalsh", "relax_v.svdvals") and "vectors" in op.attributes:
+            _drop_unused_vectors(op)
+
+
+def _drop_unused_vectors(op) -> None:
+    vectors = [op.results[2]] + ([op.results[0]] if op.name == "relax_v.svdvals" else [])
+    if any(list(r.uses) for r in vectors):
+        return
+    with op.location, ir.InsertionPoint(op):
+        values = ir.Operation.create(op.name, results=[r.type for r in list(op.results)[:2]],
+                                     operands=list(op.operands))
+    op.results[1].replace_all_uses_with(values.results[1])
+    op.results[0].replace_all_uses_with(values.results[0])
+    op.erase()
 
 
 def _finish_region_functions(im: Importer, mapping: dict) -> None:

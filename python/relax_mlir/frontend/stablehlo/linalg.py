@@ -90,12 +90,10 @@ def _orgqr(im, op, ins):
 
 def _unavailable(im, op, i: int, what: str) -> Val:
     """Result i, which is not computed: a relax_v.unavailable that the importer erases when unused
-    (jax's eigvalsh selects on the vectors too, then drops them) and that is refused by name when
-    used."""
+    and that is refused by name when used."""
     dims, dt = _res(op, i)
     return im.emit("relax_v.unavailable", [], len(dims), dt, {"message": ir.StringAttr.get(
-        f"{what} are not supported (their signs are LAPACK's algorithm's choice); the values alone are: "
-        f"jnp.linalg.eigvalsh, svd(compute_uv=False), norm(x, 2), cond, matrix_rank")}, dims=dims)
+        f"{what} are not supported")}, dims=dims)
 
 
 def _sorted_values(im, w: Val, dims, dt, descending: bool) -> Val:
@@ -105,36 +103,90 @@ def _sorted_values(im, w: Val, dims, dt, descending: bool) -> Val:
     return out
 
 
+def _sorted_columns(im, vecs: Val, w: Val, descending: bool) -> Val:
+    """The columns of vecs ([..., r, n]) in the order that sorts w ([..., n]) as _sorted_values
+    does: each row sorted with w as its key (the same stable order in every row)."""
+    dims = list(vecs.dims)
+    key = im.broadcast(im.reshape(w, list(w.dims[:-1]) + [const(1), w.dims[-1]]), dims)
+    _, out = _emit_multi(im, "relax_v.sort", [key, vecs], [(dims, w.dtype), (dims, vecs.dtype)],
+                         {"axis": len(dims) - 1, "num_keys": 1, "descending": [int(descending)], "total_order": [0]})
+    return out
+
+
+def _signed(im, op, v: Val, what: str, nbatch: int, index_axis: int) -> Val:
+    """v as vectors whose signs are the algorithm's: only uses where they cancel may follow
+    (signs.py). Axis `index_axis` is the vector index, the first `nbatch` the batch."""
+    from relax_mlir.frontend.stablehlo.signs import Signs
+
+    roles = [("b", k) if k < nbatch else None for k in range(len(v.dims))]
+    roles[index_axis] = "i"
+    im.decompositions = getattr(im, "decompositions", 0) + 1
+    v.signs = Signs(im.decompositions, tuple(roles), what, im.position(op))
+    return v
+
+
 def _syevd(im, op, ins):
-    """The eigenvalues (results: vectors, values, info; the vectors unused), ascending; info 0."""
+    """The eigenvalues, ascending, and the eigenvectors in their order (results: vectors, values,
+    info 0). The vectors' signs are the Jacobi kernel's: signs.py checks where they go; unused,
+    only the values are computed (importer.py)."""
     x = ins[0]
     uplo = _config(op).get("uplo", _L)
     if uplo not in (_L, _U):
         raise ValueError(f"syevd with uplo {uplo!r}")
     (vd, vdt), (wd, wdt), (idims, idt) = _res(op, 0), _res(op, 1), _res(op, 2)
     a = x if uplo == _L else _swap_last(im, x)
-    _, w = _emit_multi(im, "relax_v.eigvalsh", [a], [(_merge_dims(vd, a.dims), vdt),
-                                                         (_merge_dims(wd, a.dims[:-1]), wdt)], {})
+    vdims = _merge_dims(vd, a.dims)
+    _, w, v = _emit_multi(im, "relax_v.eigvalsh", [a], [(vdims, vdt), (_merge_dims(wd, a.dims[:-1]), wdt),
+                                                        (vdims, vdt)], {"vectors": 1})
     info = im.broadcast(im.emit("relax.constant", [], 0, idt, {"value": _splat([], idt, 0)}, dims=[]),
                         _merge_dims(idims, a.dims[:-2]))
-    return [_unavailable(im, op, 0, "eigenvectors (jnp.linalg.eigh)"), _sorted_values(im, w, w.dims, wdt, False), info]
+    vs = _sorted_columns(im, v, w, False)
+    n = len(vdims)
+    pair = _signed(im, op, vs, "the eigenvectors of jnp.linalg.eigh", n - 2, n - 1)
+    # a second decomposition's id for the same vectors would be wrong: one Signs per call
+    return [pair, _sorted_values(im, w, w.dims, wdt, False), info]
 
 
 def _gesdd(im, op, ins):
-    """The singular values (results: a, s, u, vt, info; u and vt unused), descending; info 0. A
-    matrix with more columns than rows is transposed (the same values)."""
+    """The singular values, descending, and (economy mode, or a square matrix) the singular vectors
+    in their order (results: a, s, u, vt, info 0). A matrix with more columns than rows is
+    transposed (the same values; u and vt trade places). The vectors' signs are the Jacobi
+    kernel's: signs.py checks where they go; unused, only the values are computed."""
     x = ins[0]
-    (ad, adt), (sd, sdt), (idims, idt) = _res(op, 0), _res(op, 1), _res(op, 4)
+    (ad, adt), (sd, sdt), (ud, udt), (vtd, vtdt), (idims, idt) = (_res(op, i) for i in range(5))
     m, n = x.dims[-2], x.dims[-1]
-    a = x
-    if m is not None and n is not None and m.is_const and n.is_const and m.value < n.value:
-        a = _swap_last(im, x)
-    _, s = _emit_multi(im, "relax_v.svdvals", [a], [(a.dims, adt), (_merge_dims(sd, a.dims[:-2] + [a.dims[-1]]), sdt)],
-                          {})
+    wide = m is not None and n is not None and m.is_const and n.is_const and m.value < n.value
+    a = _swap_last(im, x) if wide else x
+    rows, cols = a.dims[-2], a.dims[-1]
+    nb = len(a.dims) - 2
+    pu, s, pv = _emit_multi(im, "relax_v.svdvals", [a], [(a.dims, adt), (_merge_dims(sd, a.dims[:-2] + [cols]), sdt),
+                                                         (a.dims[:-2] + [cols, cols], adt)], {"vectors": 1})
     info = im.broadcast(im.emit("relax.constant", [], 0, idt, {"value": _splat([], idt, 0)}, dims=[]),
                         _merge_dims(idims, a.dims[:-2]))
-    uv = [_unavailable(im, op, i, "singular vectors (jnp.linalg.svd)") for i in (2, 3)]
-    return [_unavailable(im, op, 0, "the factored matrix of gesdd"), _sorted_values(im, s, s.dims, sdt, True), *uv, info]
+    # u and vt as jax has them: [m, k] and [k, n] (k = min(m, n)) in economy mode
+    u_dims, vt_dims = (a.dims[:-2] + [cols, cols], a.dims[:-2] + [cols, rows]) if wide else \
+        (list(a.dims), a.dims[:-2] + [cols, cols])
+    shapes_ok = all(len(got) == len(want) and all(d is not None and e is not None and d == e
+                                                  for d, e in zip(want[-2:], got[-2:]))
+                    for want, got in ((u_dims, ud), (vt_dims, vtd)))
+    s_sorted = _sorted_values(im, s, s.dims, sdt, True)
+    if not shapes_ok:  # full_matrices=True on a non-square matrix: a basis completion, not computed
+        uv = [_unavailable(im, op, i, "full singular vector bases (jnp.linalg.svd(full_matrices=True) of a "
+                                      "non-square matrix)") for i in (2, 3)]
+        return [_unavailable(im, op, 0, "the factored matrix of gesdd"), s_sorted, *uv, info]
+    left = _sorted_columns(im, pu, s, True)  # a's left vectors [rows, cols]
+    right = _sorted_columns(im, pv, s, True)  # a's right vectors [cols, cols]
+    what = "the singular vectors of jnp.linalg.svd"
+    if wide:  # x = a^T = V S U^T: u = V, vt = U^T
+        u, vt = right, _swap_last(im, left)
+    else:
+        u, vt = left, _swap_last(im, right)
+    u = _signed(im, op, u, what, nb, nb + 1)
+    vt_signs = u.signs
+    from relax_mlir.frontend.stablehlo.signs import Signs
+    vt.signs = Signs(vt_signs.source, tuple(("b", k) if k < nb else ("i" if k == nb else None)
+                                            for k in range(nb + 2)), what, vt_signs.where)
+    return [_unavailable(im, op, 0, "the factored matrix of gesdd"), s_sorted, u, vt, info]
 
 
 _KINDS = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf, "orgqr": _orgqr,

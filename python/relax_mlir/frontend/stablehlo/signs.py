@@ -1,0 +1,228 @@
+"""Where eigenvectors and singular vectors may go: uses in which their signs cancel.
+
+An eigenvector (a singular vector pair u_i, v_i) is defined up to its sign, and which sign a
+decomposition returns is its algorithm's choice: LAPACK's syevd / gesdd (what jax.jit runs on the
+CPU) and relax-mlir's Jacobi kernels (ops/linear_algebra.py) choose differently. A program whose
+result depends on those signs has no answer to match, so it is refused; most programs that use the
+vectors do not depend on them: V diag(f(w)) V^T (a matrix function through eigh), U diag(1/s) V^T
+(jnp.linalg.pinv), V diag(1/s) U^T b (jnp.linalg.lstsq), U diag(s) V^T (a reconstruction).
+
+The check follows the vectors through the jax program as it is imported. A value derived from the
+vectors carries `Signs`: which decomposition, and the role of each of its axes: a batch axis of
+the decomposition ("b", k), the vector index ("i", whose sign s_i the value is multiplied by), or
+none. Each op keeps the factor s_i (a transpose, a broadcast, a product or quotient with a value
+that carries no signs, a sum over other axes), cancels it (a dot_general contracting the two vector indices with the batch axes paired: also independent of
+the basis chosen within an eigenspace of repeated values), or depends on it: every other use's
+results are not computed (relax_v.unavailable), and refused, at its source line, where they are
+used. The check is of signs: V diag(d) V^T with weights d that differ within an eigenspace of
+repeated eigenvalues depends on the basis, in jax as here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.frontend.stablehlo.common import _ints, _res
+
+
+@dataclass(frozen=True)
+class Signs:
+    """Values multiplied by the signs of decomposition `source`: `roles[axis]` is ("b", k) for its
+    k-th batch axis, "i" for the vector index, None for an axis the signs do not vary along."""
+
+    source: int
+    roles: tuple
+    what: str  # "the eigenvectors of jnp.linalg.eigh"
+    where: str  # the decomposition's source position
+
+
+class SignsError(CompileError):
+    """Vectors are returned, or reach a use where their signs matter."""
+
+
+class Refused(Exception):
+    """An op whose result would depend on the vectors' signs: its results are not computed
+    (relax_v.unavailable, refused with `message` where they are used)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def _tagged(s) -> bool:
+    return s is not None and any(r is not None for r in s.roles)
+
+
+def _with(s: Signs, roles) -> Signs | None:
+    roles = tuple(roles)
+    return Signs(s.source, roles, s.what, s.where) if any(r is not None for r in roles) else None
+
+
+def _splat_zero_or_nan(value) -> bool:
+    """Whether a StableHLO value is a constant 0 or NaN everywhere (through broadcasts, converts,
+    reshapes): the other branch of jax's select(info == 0, vectors, NaN)."""
+    from jax._src.lib.mlir import ir as jir
+
+    for _ in range(8):
+        owner = value.owner
+        if not isinstance(owner, jir.Operation) and not hasattr(owner, "name"):
+            return False
+        name = owner.name
+        if name in ("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.convert",
+                    "stablehlo.reshape", "stablehlo.dynamic_reshape"):
+            value = owner.operands[0]
+            continue
+        if name != "stablehlo.constant":
+            return False
+        attr = owner.attributes["value"]
+        if not isinstance(attr, jir.DenseElementsAttr) or not attr.is_splat:
+            return False
+        x = attr.get_splat_value()
+        try:
+            v = jir.FloatAttr(x).value
+        except ValueError:
+            try:
+                v = jir.IntegerAttr(x).value
+            except ValueError:
+                return False
+        return v == 0 or v != v
+    return False
+
+
+def propagate(im, op, ins) -> list:
+    """The Signs of each result of StableHLO `op` whose operands `ins` carry some; `Refused` where
+    the op depends on them."""
+    tags = [getattr(v, "signs", None) for v in ins]
+    name = op.name
+    srcs = {t.source for t in tags if _tagged(t)}
+    first = next(t for t in tags if _tagged(t))
+
+    def refuse(why: str = ""):
+        raise Refused(
+            f"{first.what} (computed at {first.where}) reach '{name}' here, which depends on "
+            f"their signs{': ' + why if why else ''}. Each vector's sign is the decomposition algorithm's choice "
+            f"(LAPACK's and relax-mlir's differ), so relax-mlir lets the vectors reach only uses where the signs "
+            f"cancel: V diag(f(w)) V^T, U diag(s) V^T, jnp.linalg.pinv, jnp.linalg.lstsq; or use the values alone "
+            f"(jnp.linalg.eigvalsh, svd(compute_uv=False))")
+
+    if len(srcs) > 1:
+        refuse("it combines the vectors of two decompositions")
+    n_out = len(op.results)
+
+    def same(a, b) -> bool:
+        return _tagged(a) and _tagged(b) and a.roles == b.roles
+
+    if name in ("stablehlo.transpose",):
+        perm = _ints(op.attributes["permutation"])
+        return [_with(first, [first.roles[p] for p in perm])]
+    if name in ("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim"):
+        if not _tagged(tags[0]):
+            refuse()
+        bdims = _ints(op.attributes["broadcast_dimensions"])
+        out_dims, _ = _res(op)
+        roles = [None] * len(out_dims)
+        for i, d in enumerate(bdims):
+            r = first.roles[i]
+            src = ins[0].dims[i]
+            if r is not None and src is not None and src.is_const and src.value == 1 and \
+                    not (out_dims[d] is not None and out_dims[d].is_const and out_dims[d].value == 1):
+                refuse("it repeats one vector along the vector index")
+            roles[d] = r
+        return [_with(first, roles)]
+    if name in ("stablehlo.reshape", "stablehlo.dynamic_reshape"):
+        out_dims, _ = _res(op)
+        src = [(d, r) for d, r in zip(ins[0].dims, first.roles)
+               if r is not None or not (d is not None and d.is_const and d.value == 1)]
+        dst = [i for i, d in enumerate(out_dims) if not (d is not None and d.is_const and d.value == 1)]
+        if len(src) != len(dst) or any(d is None or out_dims[j] is None or d != out_dims[j]
+                                       for (d, _), j in zip(src, dst)):
+            refuse("it regroups the vector axes")
+        roles = [None] * len(out_dims)
+        for (_, r), j in zip(src, dst):
+            roles[j] = r
+        return [_with(first, roles)]
+    if name == "stablehlo.convert":
+        _, dt = _res(op)
+        if not dt.startswith(("f", "bf")):
+            refuse()
+        return [first]
+    if name == "stablehlo.negate":
+        return [first]
+    if name in ("stablehlo.multiply", "stablehlo.divide"):
+        # x * (s y) = s (x y), x / (s y) = s (x / y). A product of two such values elementwise
+        # (v * v, abs(v)) is refused too: where eigenvalues repeat, the vectors are any basis of
+        # their eigenspace, and only sums over the vector index are independent of that choice.
+        if _tagged(tags[0]) and _tagged(tags[1]):
+            refuse("it multiplies the vectors elementwise (independent of their signs, but not of "
+                   "the basis chosen where values repeat)")
+        return [first]
+    if name in ("stablehlo.add", "stablehlo.subtract"):
+        if same(tags[0], tags[1]):
+            return [first]
+        refuse()
+    if name == "stablehlo.select":
+        if _tagged(tags[0]):
+            refuse()
+        a, b = tags[1], tags[2]
+        if same(a, b):
+            return [a]
+        if _tagged(a) and not _tagged(b) and _splat_zero_or_nan(op.operands[2]):
+            return [a]
+        if _tagged(b) and not _tagged(a) and _splat_zero_or_nan(op.operands[1]):
+            return [b]
+        refuse()
+    if name == "stablehlo.slice":
+        start, limit, stride = (_ints(op.attributes[k]) for k in ("start_indices", "limit_indices", "strides"))
+        for ax, r in enumerate(first.roles):
+            d = ins[0].dims[ax]
+            if r is not None and not (start[ax] == 0 and stride[ax] == 1 and d is not None and d.is_const
+                                      and limit[ax] == d.value):
+                refuse("it takes part of a vector axis")
+        return [first]
+    if name == "stablehlo.reduce" and len(ins) == 2 and not _tagged(tags[1]):
+        body = list(op.regions[0].blocks[0].operations)
+        if len(body) != 2 or body[0].name != "stablehlo.add" or not _splat_zero_or_nan(op.operands[1]):
+            refuse("a reduction other than a sum")
+        axes = set(_ints(op.attributes["dimensions"]))
+        if any(first.roles[a] is not None for a in axes):
+            refuse("it sums over a vector axis")
+        return [_with(first, [r for a, r in enumerate(first.roles) if a not in axes])]
+    if name == "stablehlo.dot_general":
+        return [_dot_general(op, tags, refuse)]
+    refuse()
+    return [None] * n_out
+
+
+def _dot_general(op, tags, refuse):
+    from jax._src.lib.mlir.dialects import hlo
+
+    dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
+    lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
+    lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
+    ranks = [len(o.type.shape) for o in op.operands]
+    lfree = [a for a in range(ranks[0]) if a not in lb and a not in lc]
+    rfree = [a for a in range(ranks[1]) if a not in rb and a not in rc]
+    lt, rt = tags
+    if _tagged(lt) and _tagged(rt):
+        # the signs cancel when the two vector indices are contracted together and each batch axis
+        # of the decomposition is a batch axis of the product, paired with the same one
+        for mine, theirs, own_c, other_c, own_b, other_b in ((lt, rt, lc, rc, lb, rb), (rt, lt, rc, lc, rb, lb)):
+            for ax, role in enumerate(mine.roles):
+                if role is None:
+                    continue
+                if ax in own_c:
+                    partner, contracted = other_c[own_c.index(ax)], True
+                elif ax in own_b:
+                    partner, contracted = other_b[own_b.index(ax)], False
+                else:
+                    refuse("it keeps the vector axes of its two operands apart")
+                if theirs.roles[partner] != role or contracted != (role == "i"):
+                    refuse("it pairs a vector axis with a different axis")
+        return None
+    if _tagged(lt):
+        if any(lt.roles[a] is not None for a in lc):
+            refuse("it sums the vectors with weights that do not carry their signs")
+        return _with(lt, [lt.roles[a] for a in lb] + [lt.roles[a] for a in lfree] + [None] * len(rfree))
+    if any(rt.roles[a] is not None for a in rc):
+        refuse("it sums the vectors with weights that do not carry their signs")
+    return _with(rt, [rt.roles[a] for a in rb] + [None] * len(lfree) + [rt.roles[a] for a in rfree])
