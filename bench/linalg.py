@@ -4,7 +4,7 @@ One export per function with a symbolic matrix size n, compiled once by relax-ml
 shape. Calls interleaved (one of each side per round), median of `--rounds` rounds, ms per call;
 results checked against jax.jit first.
 
-    python bench/linalg.py --sizes 16,64,200,400 --rounds 9
+    python bench/linalg.py --sizes 16,64,200,400 --rounds 9 [--only eigvalsh,pinv]
 """
 from __future__ import annotations
 
@@ -36,6 +36,10 @@ def functions():
         "slogdet": (lambda a: jnp.linalg.slogdet(a)[1], lambda m: [gen(m, 7)]),
         "eigvalsh": (lambda a: jnp.linalg.eigvalsh(a), lambda m: [spd(m, 8)]),
         "svdvals": (lambda a: jnp.linalg.svd(a, compute_uv=False), lambda m: [gen(m, 9)]),
+        # the vectors where their signs cancel (frontend/stablehlo/signs.py)
+        "eigh: V diag(exp w) V^T": (lambda a: (lambda w, v: (v * jnp.exp(w / a.shape[0])) @ v.T)(*jnp.linalg.eigh(a)),
+                                    lambda m: [spd(m, 10)]),
+        "pinv": (lambda a: jnp.linalg.pinv(a), lambda m: [gen(m, 11)]),
     }
 
 
@@ -43,6 +47,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="16,64,200,400")
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--only", default="", help="comma-separated function names (default: all)")
     args = ap.parse_args()
     import jax
     import jax.numpy as jnp
@@ -55,7 +60,10 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}")
     print("| function | n | jax.jit ms | relax-mlir ms | / jax |")
     print("|---|---|---|---|---|")
+    only = [o for o in args.only.split(",") if o]
     for name, (f, make) in functions().items():
+        if only and not any(name.startswith(o) for o in only):
+            continue
         example = make(5)
         specs = [jax.ShapeDtypeStruct(tuple(n if d == 5 else d for d in a.shape), jnp.float32) for a in example]
         exe = relax_mlir.compile(from_jax(f, *specs))

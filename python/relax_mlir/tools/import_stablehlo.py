@@ -13,6 +13,8 @@ def main(argv=None) -> int:
                    help="import a sharded module as its per-device program (relax_mlir.spmd)")
     p.add_argument("--split-collectives", action="store_true",
                    help="with --spmd: cut @main at its collectives into segment functions")
+    p.add_argument("--split-input-file", action="store_true",
+                   help="import each '// -----' chunk separately (as mlir-opt); outputs joined by the marker")
     p.add_argument("--platform-index", type=int, default=None, metavar="K",
                    help="a module jax exported for several platforms: import the lowering of platform K "
                         "(its index in Exported.platforms)")
@@ -34,20 +36,28 @@ def main(argv=None) -> int:
     if bad is not None:
         print(bad.render(), file=sys.stderr)
         return 1
-    try:
-        module = import_stablehlo(text, source_name=name, spmd=args.spmd or args.split_collectives,
-                                  platform_index=args.platform_index)
-        if args.split_collectives:
-            from relax_mlir.spmd import split_collectives
+    from relax_mlir.tools.relax_opt import split_input
 
-            split_collectives(module)
-    except ValueError as e:  # parse errors, unsupported ops and element types, CompileError of the built module
-        print(render_error(e, name), file=sys.stderr)
-        return 1
-    except RecursionError:
-        print(f"{name}: error: the input nests too deeply", file=sys.stderr)
-        return 1
-    out = str(module)  # the output boundary: the module is printed once
+    chunks = split_input(text) if args.split_input_file else [(text, 0)]
+    outs, failed = [], False
+    for chunk, line in chunks:
+        try:  # blank lines before the chunk: its diagnostics keep the file's line numbers
+            module = import_stablehlo("\n" * line + chunk, source_name=name, spmd=args.spmd or args.split_collectives,
+                                      platform_index=args.platform_index)
+            if args.split_collectives:
+                from relax_mlir.spmd import split_collectives
+
+                split_collectives(module)
+        except ValueError as e:  # parse errors, unsupported ops and element types, CompileError of the module
+            print(render_error(e, name), file=sys.stderr)
+            failed = True
+            continue
+        except RecursionError:
+            print(f"{name}: error: the input nests too deeply", file=sys.stderr)
+            failed = True
+            continue
+        outs.append(str(module))  # the output boundary: each module is printed once
+    out = "\n// -----\n".join(outs)
     try:
         if args.output == "-":
             sys.stdout.write(out)
@@ -57,7 +67,7 @@ def main(argv=None) -> int:
     except OSError as e:
         print(f"relax-import-stablehlo: error: cannot write '{args.output}': {e.strerror}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -28,6 +28,19 @@ VERSION = "0.1.0"
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.M)
 
 
+def split_input(text: str) -> list[tuple[str, int]]:
+    """The '// -----' chunks of a file (as mlir-opt's --split-input-file), each with the number of
+    lines before it."""
+    chunks, pos, line = [], 0, 0
+    for m in SPLIT_MARKER.finditer(text):
+        chunk = text[pos:m.start()]
+        chunks.append((chunk, line))
+        line += chunk.count("\n") + 1
+        pos = m.end() + 1
+    chunks.append((text[pos:], line))
+    return chunks
+
+
 # --- --verify-diagnostics ----------------------------------------------------------------------
 
 _EXPECT_RE = re.compile(r"//\s*expected-(error|warning|note|remark)\s*(@([+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
@@ -385,17 +398,7 @@ def _main(argv: list[str]) -> int:
         except OSError as e:
             return _err(f"cannot write '{args.out_path}': {e.strerror or e}")
 
-    chunks: list[tuple[str, int]] = []
-    if "split-input-file" in flags:
-        pos, line = 0, 0
-        for m in SPLIT_MARKER.finditer(text):
-            chunk = text[pos:m.start()]
-            chunks.append((chunk, line))
-            line += chunk.count("\n") + 1
-            pos = m.end() + 1
-        chunks.append((text[pos:], line))
-    else:
-        chunks.append((text, 0))
+    chunks = split_input(text) if "split-input-file" in flags else [(text, 0)]
 
     inst = Instrumentation(print_before_all="mlir-print-ir-before-all" in flags,
                            print_after_all="mlir-print-ir-after-all" in flags,
