@@ -20,7 +20,7 @@ def main(argv=None) -> int:
                         "(its index in Exported.platforms)")
     args = p.parse_args(argv)
     from relax_mlir.frontend.stablehlo import import_stablehlo, render_error
-    from relax_mlir.tools.relax_opt import decode_source
+    from relax_mlir.tools.relax_opt import decode_source, split_input
 
     name = "<stdin>" if args.input == "-" else args.input
     try:
@@ -36,8 +36,6 @@ def main(argv=None) -> int:
     if bad is not None:
         print(bad.render(), file=sys.stderr)
         return 1
-    from relax_mlir.tools.relax_opt import split_input
-
     chunks = split_input(text) if args.split_input_file else [(text, 0)]
     outs, failed = [], False
     for chunk, line in chunks:

@@ -26,6 +26,8 @@ from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
 from relax_mlir.frontend.stablehlo.signs import Refused as SignsRefused, SignsError
 from relax_mlir.frontend.stablehlo.signs import propagate as propagate_signs
 from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
+from relax_mlir.ops.common import dims_equal, fmt_dims, product
+from relax_mlir.ops.manipulate import _same_after_common
 from relax_mlir.shape import Expr, Facts, ShapeParseError, const, sym
 from relax_mlir.shape import parse as parse_expr
 
@@ -165,8 +167,6 @@ class Importer:
         nothing). A count relax cannot prove is checked at run time: x is flattened and
         match_cast to the new count (a ValueError naming the reshape, the dims and the symbols
         when it differs), then reshaped."""
-        from relax_mlir.ops.common import dims_equal, fmt_dims, product
-        from relax_mlir.ops.manipulate import _same_after_common
         if any(d is None for d in (*x.dims, *dims)):
             return x
         facts = self.int_facts()
@@ -174,7 +174,6 @@ class Importer:
         if dims_equal(n_in, n_out, facts) or _same_after_common(x.dims, dims, facts):
             return x
         flat = self.reshape(x, [n_in])
-        from relax_mlir.frontend.stablehlo.errors import _file_position
         pos = _file_position(str(self.loc)) if self.loc is not None else None
         where = f" at {pos[0]}:{pos[1]}:{pos[2]}" if pos else ""
         cast = ir.Operation.create(

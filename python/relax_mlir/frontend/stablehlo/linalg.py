@@ -16,6 +16,7 @@ from mlir import ir
 
 from relax_mlir.frontend.stablehlo.common import Val, _emit_multi, _merge_dims, _res, _splat
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
+from relax_mlir.frontend.stablehlo.signs import Signs
 from relax_mlir.shape import const
 
 _L, _U, _N, _T, _C = ord("L"), ord("U"), ord("N"), ord("T"), ord("C")
@@ -116,8 +117,6 @@ def _sorted_columns(im, vecs: Val, w: Val, descending: bool) -> Val:
 def _signed(im, op, v: Val, what: str, nbatch: int, index_axis: int) -> Val:
     """v as vectors whose signs are the algorithm's: only uses where they cancel may follow
     (signs.py). Axis `index_axis` is the vector index, the first `nbatch` the batch."""
-    from relax_mlir.frontend.stablehlo.signs import Signs
-
     roles = [("b", k) if k < nbatch else None for k in range(len(v.dims))]
     roles[index_axis] = "i"
     im.decompositions = getattr(im, "decompositions", 0) + 1
@@ -183,7 +182,6 @@ def _gesdd(im, op, ins):
         u, vt = left, _swap_last(im, right)
     u = _signed(im, op, u, what, nb, nb + 1)
     vt_signs = u.signs
-    from relax_mlir.frontend.stablehlo.signs import Signs
     vt.signs = Signs(vt_signs.source, tuple(("b", k) if k < nb else ("i" if k == nb else None)
                                             for k in range(nb + 2)), what, vt_signs.where)
     return [_unavailable(im, op, 0, "the factored matrix of gesdd"), s_sorted, u, vt, info]
