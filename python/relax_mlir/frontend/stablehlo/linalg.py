@@ -28,7 +28,7 @@ def _config(op) -> dict[str, int]:
         return {}
     d = jir.DictAttr(op.attributes["mhlo.backend_config"])
     out = {}
-    for name in ("uplo", "side", "trans_x", "diag"):
+    for name in ("uplo", "side", "trans_x", "diag", "mode"):
         if name in d:
             out[name] = jir.IntegerAttr(d[name]).value
     return out
@@ -152,22 +152,21 @@ def _gesdd(im, op, ins):
     transposed (the same values; u and vt trade places). The vectors' signs are the Jacobi
     kernel's: signs.py checks where they go; unused, only the values are computed."""
     x = ins[0]
-    (ad, adt), (sd, sdt), (ud, udt), (vtd, vtdt), (idims, idt) = (_res(op, i) for i in range(5))
+    (ad, adt), (sd, sdt), (idims, idt) = _res(op, 0), _res(op, 1), _res(op, 4)
     m, n = x.dims[-2], x.dims[-1]
     wide = m is not None and n is not None and m.is_const and n.is_const and m.value < n.value
     a = _swap_last(im, x) if wide else x
-    rows, cols = a.dims[-2], a.dims[-1]
+    cols = a.dims[-1]
     nb = len(a.dims) - 2
     pu, s, pv = _emit_multi(im, "relax_v.svdvals", [a], [(a.dims, adt), (_merge_dims(sd, a.dims[:-2] + [cols]), sdt),
                                                          (a.dims[:-2] + [cols, cols], adt)], {"vectors": 1})
     info = im.broadcast(im.emit("relax.constant", [], 0, idt, {"value": _splat([], idt, 0)}, dims=[]),
                         _merge_dims(idims, a.dims[:-2]))
-    # u and vt as jax has them: [m, k] and [k, n] (k = min(m, n)) in economy mode
-    u_dims, vt_dims = (a.dims[:-2] + [cols, cols], a.dims[:-2] + [cols, rows]) if wide else \
-        (list(a.dims), a.dims[:-2] + [cols, cols])
-    shapes_ok = all(len(got) == len(want) and all(d is not None and e is not None and d == e
-                                                  for d, e in zip(want[-2:], got[-2:]))
-                    for want, got in ((u_dims, ud), (vt_dims, vtd)))
+    # gesdd's job: 'S' economy (u [m, k], vt [k, n]), 'A' full (u [m, m], vt [n, n]: the same as
+    # economy only for a square matrix), 'N' no vectors
+    job = _config(op).get("mode", ord("S"))
+    square = m is not None and n is not None and m == n
+    shapes_ok = job == ord("S") or (job == ord("A") and square)
     s_sorted = _sorted_values(im, s, s.dims, sdt, True)
     if not shapes_ok:  # full_matrices=True on a non-square matrix: a basis completion, not computed
         uv = [_unavailable(im, op, i, "full singular vector bases (jnp.linalg.svd(full_matrices=True) of a "
