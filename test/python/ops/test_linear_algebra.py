@@ -209,6 +209,9 @@ def test_vectors_where_their_signs_cancel():
         a[-1] = 0.0
         return [s, a, w, q]
     check(f, [S(B, 5, 5), S(B, 6, 4), S(B, 3, 7), S(B, 4, 4)], args, rtol=1e-3, atol=1e-4)
+    # a symbolic square matrix: jax's svd job is 'S' (economy) for pinv, 'A' (full) for svd()
+    check(lambda a: (jnp.linalg.pinv(a), _reconstruct(a), (lambda u, s, vt: (u * s) @ vt)(*jnp.linalg.svd(a))),
+          [S(N, N)], lambda n: [rnd(n, n, seed=n)], rtol=1e-3, atol=1e-4)
     (m,) = export.symbolic_shape("m")
     check(lambda a, y: jnp.linalg.lstsq(a, y)[0], [S(9, 3), S(9, m)], lambda n: [rnd(9, 3, seed=n), rnd(9, n, seed=n + 1)],
           rtol=1e-3, atol=1e-4)
