@@ -238,6 +238,13 @@ def test_vectors_where_their_signs_matter_are_refused():
         with pytest.raises(relax_mlir.CompileError, match=rf"test_linear_algebra.py:{line + 2 + k}:\d+: .*{msg}") as e:
             relax_mlir.compile(from_jax(f, S(B, 3, 3)) if k < 4 else from_jax(f, S(3, 3)))
         assert f"computed at " in str(e.value) or "returned" in str(e.value)
+    stacked = lambda xs: lax.scan(lambda c, x: (c, jnp.linalg.eigh(x)[1]), 0.0, xs)[1]  # noqa: E731
+    with pytest.raises(relax_mlir.CompileError, match="eigenvectors of jnp.linalg.eigh .* reach "
+                                                      "'stablehlo.dynamic_update_slice' here"):
+        relax_mlir.compile(from_jax(stacked, S(B, 3, 3)))
+    # where they cancel inside a loop body, the loop compiles
+    check(lambda xs: lax.scan(lambda c, x: (c, _eigh_function(x)), 0.0, xs)[1], [S(B, 4, 4)],
+          lambda b: [_symmetric(b, 4, seed=b)], rtol=1e-3, atol=1e-4)
     with pytest.raises(relax_mlir.CompileError, match="full singular vector bases .* are not supported"):
         relax_mlir.compile(from_jax(lambda a: (lambda u, s, vt: (u[:, :3] * s) @ vt)(*jnp.linalg.svd(a)), S(5, 3)))
     text = str(from_jax(lambda s: jnp.linalg.eigvalsh(s), S(B, 3, 3)))

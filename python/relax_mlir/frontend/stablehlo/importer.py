@@ -377,7 +377,13 @@ class Importer:
         for op in block.operations:
             name = op.operation.name
             if name in ("func.return", "stablehlo.return", "sdy.return"):
-                return [env[o] for o in op.operands], self.location(op)
+                outs = [env[o] for o in op.operands]
+                carried = [v.signs for v in outs if getattr(v, "signs", None) is not None]
+                if carried and name != "func.return":  # out of a loop or branch: not followed further
+                    raise SignsError(f"{self.position(op)}: error: {carried[0].what} (computed at {carried[0].where}) "
+                                     f"leave a loop or branch body here: relax-mlir follows them only where their "
+                                     f"signs cancel, which it does not check through the loop's results")
+                return outs, self.location(op)
             if name == "func.call":
                 callee = _string(op.attributes["callee"])
                 f = self.funcs.get(callee)
@@ -403,8 +409,10 @@ class Importer:
                 try:
                     signs = propagate_signs(self, op, ins)
                 except SignsRefused as e:  # computed nowhere: refused where (if) the results are used
-                    for i, r in enumerate(op.results):
-                        dims, dt = _res(op, i)
+                    results = [_res(op, i) for i in range(len(op.results))]
+                    if any(dt not in _DTYPES for _, dt in results):
+                        raise SignsError(f"{self.position(op)}: error: {e.message}") from None
+                    for r, (dims, dt) in zip(op.results, results):
                         env[r] = self.emit("relax_v.unavailable", [], len(dims), dt,
                                            {"message": ir.StringAttr.get(e.message)}, dims=dims)
                     continue
