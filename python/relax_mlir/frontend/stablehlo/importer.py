@@ -23,7 +23,7 @@ from relax_mlir.frontend.stablehlo.registry import CONVERTERS
 from relax_mlir.frontend.stablehlo.platforms import specialize_platform
 from relax_mlir.frontend.stablehlo.shape_arith import _fold_shape_scalar, fold_known
 from relax_mlir.frontend.stablehlo.sharding import SpmdImport, annotate_spmd
-from relax_mlir.frontend.stablehlo.signs import Refused as SignsRefused, SignsError
+from relax_mlir.frontend.stablehlo.signs import WHY as SIGNS_WHY, Refused as SignsRefused, SignsError
 from relax_mlir.frontend.stablehlo.signs import propagate as propagate_signs
 from relax_mlir.frontend.stablehlo.symbols import bind_dim_exprs, name_dim_exprs
 from relax_mlir.ops.common import dims_equal, fmt_dims, product
@@ -174,8 +174,8 @@ class Importer:
         if dims_equal(n_in, n_out, facts) or _same_after_common(x.dims, dims, facts):
             return x
         flat = self.reshape(x, [n_in])
-        pos = _file_position(str(self.loc)) if self.loc is not None else None
-        where = f" at {pos[0]}:{pos[1]}:{pos[2]}" if pos else ""
+        pos = _position_text(self.loc)
+        where = f" at {pos}" if pos else ""
         cast = ir.Operation.create(
             "relax.match_cast", results=[_ttype([n_out], x.dtype)], operands=[self.use(flat)],
             loc=ir.Location.name(f"reshape of {fmt_dims(x.dims)} to {fmt_dims(dims)}{where}: the element "
@@ -256,11 +256,7 @@ class Importer:
             for k, r in enumerate(results):
                 t = getattr(r, "signs", None)
                 if t is not None:
-                    raise SignsError(f"{t.where}: error: {t.what} are returned (result #{k}): their signs are "
-                                     "the decomposition algorithm's choice (LAPACK's and relax-mlir's differ), so "
-                                     "relax-mlir lets them reach only uses where the signs cancel: V diag(f(w)) V^T, "
-                                     "U diag(s) V^T, jnp.linalg.pinv, jnp.linalg.lstsq; or use the values alone "
-                                     "(jnp.linalg.eigvalsh, svd(compute_uv=False))")
+                    raise SignsError(f"{t.where}: error: {t.what} are returned (result #{k}). {SIGNS_WHY}")
             if self.spmd is not None:
                 results = self.spmd.check_results(self, results, str(ret_loc))
             self.loc = ret_loc
@@ -448,11 +444,7 @@ class Importer:
     def position(self, jax_op) -> str:
         """'file:line:col' of a jax op (its first file position, else its nearest call site's), for
         messages."""
-        for o in [jax_op] + self.call_sites[::-1]:
-            p = _file_position(str(o.location))
-            if p is not None:
-                return f"{self.source_name if p[0] in ('-', '') else p[0]}:{p[1]}:{p[2]}"
-        return self.source_name or "<unknown>"
+        return _position_text(self.location(jax_op)) or self.source_name or "<unknown>"
 
     def note_global_constants(self, f, cargs):
         """Name placeholder symbols after the `jax.global_constant` (a jax dimension variable) that
@@ -494,6 +486,12 @@ def _import_arg_attrs(main, kept: list[int], func: ir.Operation, complex_params:
         func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(
             ({"relax.donate": ir.IntegerAttr.get(i64, donate[i])} if i in donate else {})
             | ({COMPLEX_ATTR: ir.UnitAttr.get()} if i in complex_params else {})) for i in range(n)])
+
+
+def _position_text(loc) -> str | None:
+    """'file:line:col' of one of our locations (location() builds them), else None."""
+    p = _file_position(str(loc)) if loc is not None else None
+    return f"{p[0]}:{p[1]}:{p[2]}" if p else None
 
 
 def _with_signs(v, signs, ins):

@@ -114,13 +114,16 @@ def _sorted_columns(im, vecs: Val, w: Val, descending: bool) -> Val:
     return out
 
 
-def _signed(im, op, v: Val, what: str, nbatch: int, index_axis: int) -> Val:
+def _signed(im, op, v: Val, what: str, nbatch: int, index_axis: int, like: Signs | None = None) -> Val:
     """v as vectors whose signs are the algorithm's: only uses where they cancel may follow
-    (signs.py). Axis `index_axis` is the vector index, the first `nbatch` the batch."""
+    (signs.py). Axis `index_axis` is the vector index, the first `nbatch` the batch. `like`: the
+    Signs of vectors sharing v's signs (an SVD's u for its vt), else a new decomposition."""
     roles = [("b", k) if k < nbatch else None for k in range(len(v.dims))]
     roles[index_axis] = "i"
-    im.decompositions = getattr(im, "decompositions", 0) + 1
-    v.signs = Signs(im.decompositions, tuple(roles), what, im.position(op))
+    if like is None:
+        im.decompositions = getattr(im, "decompositions", 0) + 1
+        like = Signs(im.decompositions, (), what, im.position(op))
+    v.signs = Signs(like.source, tuple(roles), like.what, like.where)
     return v
 
 
@@ -142,7 +145,6 @@ def _syevd(im, op, ins):
     vs = _sorted_columns(im, v, w, False)
     n = len(vdims)
     pair = _signed(im, op, vs, "the eigenvectors of jnp.linalg.eigh", n - 2, n - 1)
-    # a second decomposition's id for the same vectors would be wrong: one Signs per call
     return [pair, _sorted_values(im, w, w.dims, wdt, False), info]
 
 
@@ -180,9 +182,7 @@ def _gesdd(im, op, ins):
     else:
         u, vt = left, _swap_last(im, right)
     u = _signed(im, op, u, what, nb, nb + 1)
-    vt_signs = u.signs
-    vt.signs = Signs(vt_signs.source, tuple(("b", k) if k < nb else ("i" if k == nb else None)
-                                            for k in range(nb + 2)), what, vt_signs.where)
+    vt = _signed(im, op, vt, what, nb, nb, like=u.signs)  # u_i and v_i share their sign
     return [_unavailable(im, op, 0, "the factored matrix of gesdd"), s_sorted, u, vt, info]
 
 

@@ -36,6 +36,11 @@ class Signs:
     where: str  # the decomposition's source position
 
 
+WHY = ("Each vector's sign is the decomposition algorithm's choice (LAPACK's and relax-mlir's differ), so "
+       "relax-mlir lets the vectors reach only uses where the signs cancel: V diag(f(w)) V^T, U diag(s) V^T, "
+       "jnp.linalg.pinv, jnp.linalg.lstsq; or use the values alone (jnp.linalg.eigvalsh, svd(compute_uv=False))")
+
+
 class SignsError(CompileError):
     """Vectors are returned, or reach a use where their signs matter."""
 
@@ -100,10 +105,7 @@ def propagate(im, op, ins) -> list:
     def refuse(why: str = ""):
         raise Refused(
             f"{first.what} (computed at {first.where}) reach '{name}' here, which depends on "
-            f"their signs{': ' + why if why else ''}. Each vector's sign is the decomposition algorithm's choice "
-            f"(LAPACK's and relax-mlir's differ), so relax-mlir lets the vectors reach only uses where the signs "
-            f"cancel: V diag(f(w)) V^T, U diag(s) V^T, jnp.linalg.pinv, jnp.linalg.lstsq; or use the values alone "
-            f"(jnp.linalg.eigvalsh, svd(compute_uv=False))")
+            f"their signs{': ' + why if why else ''}. {WHY}")
 
     if len(srcs) > 1:
         refuse("it combines the vectors of two decompositions")
