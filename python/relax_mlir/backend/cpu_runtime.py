@@ -11,6 +11,7 @@ from relax_mlir.backend.cpu_artifact import export
 from relax_mlir.runtime import native_rt
 from relax_mlir.backend.cpu_profile import register as profile_at_exit
 from relax_mlir.runtime.executable import Executable, Function, Signature, TensorSig
+from relax_mlir.transforms.lower_shapes import ENTRY_RELATIONS
 
 
 def entry_signatures(module_op: ir.Operation) -> list[Signature]:
@@ -52,8 +53,10 @@ def entry_signatures(module_op: ir.Operation) -> list[Signature]:
             lower = {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
         workspace = [str(ir.IntegerAttr(w).value) if isinstance(w, ir.IntegerAttr) else ir.StringAttr(w).value
                      for w in op.attributes["relax.workspace"]] if "relax.workspace" in op.attributes else []
+        requires = [tuple(ir.StringAttr(ir.DictAttr(d)[k]).value for k in ("lhs", "rhs", "message"))
+                    for d in op.attributes[ENTRY_RELATIONS]] if ENTRY_RELATIONS in op.attributes else []
         sigs.append(Signature.make(name, params, results, names, msgs, derived, bounds, workspace, lower, donate,
-                                   cplx_params, cplx_results))
+                                   cplx_params, cplx_results, requires))
     return sigs
 
 

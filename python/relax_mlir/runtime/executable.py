@@ -103,10 +103,14 @@ class Signature:
     # interleaved with the imaginary ones in one more dim of 2, numpy's complex layout
     complex_params: tuple[int, ...] = ()
     complex_results: tuple[int, ...] = ()
+    # relations lhs <= rhs between symbols the entry's prologue checks (relax.requires), each with
+    # its message: evaluated here only for a binding at which a result dim would be negative
+    requires: tuple[tuple[Expr, Expr, str], ...] = ()
 
     @staticmethod
     def make(name, params, results, arg_names, messages, derived=None, upper=None,
-             workspace=None, lower=None, donate=None, complex_params=(), complex_results=()) -> "Signature":
+             workspace=None, lower=None, donate=None, complex_params=(), complex_results=(),
+             requires=()) -> "Signature":
         binds = []
         seen = set()
         for i, p in enumerate(params):
@@ -120,7 +124,8 @@ class Signature:
                          tuple(parse_expr(str(w)) for w in (workspace or ())),
                          tuple(sorted((lower or {}).items())),
                          tuple(sorted((int(i), int(r)) for i, r in dict(donate or {}).items())),
-                         tuple(sorted(int(i) for i in complex_params)), tuple(sorted(int(r) for r in complex_results)))
+                         tuple(sorted(int(i) for i in complex_params)), tuple(sorted(int(r) for r in complex_results)),
+                         tuple((parse_expr(str(l)), parse_expr(str(r)), str(m)) for l, r, m in requires))
 
 
     def unbound_symbols(self) -> list[str]:
@@ -781,17 +786,31 @@ class Function:
                     env = dict(env)
                     env.update(zip(plan.derived_names, derived))
                 f.env = env
-                self._check_result_sizes(f.outs, env)
+                f.bound_error = self._check_result_sizes(f.outs, env)
                 f.size_vals = np.array(words, dtype=np.int64)
         if len(plan.cache) >= plan.CACHE:
             plan.cache.clear()
         plan.cache[key] = f
         return f
 
-    def _check_result_sizes(self, outs, env: dict) -> None:
+    def _check_result_sizes(self, outs, env: dict) -> str | None:
         """A ValueError naming the result whose size at this binding no memory can hold (a dim
-        product past 2^63 bytes would overflow the descriptors' 64-bit words)."""
+        product past 2^63 bytes would overflow the descriptors' 64-bit words). A negative dim
+        means a relation the program needs does not hold at this binding: the message of the first
+        `relax.requires` relation that fails (the one the native prologue would report), else one
+        naming the result; returned, for the caller to raise after the argument checks (it
+        allocates the results before the prologue runs)."""
         for r, shape in enumerate(outs):
+            if any(int(d) < 0 for d in shape):
+                syms = ", ".join(f"{k} = {v}" for k, v in sorted(env.items()))
+                for lhs, rhs, msg in self.sig.requires:
+                    try:
+                        if lhs.evaluate(env) > rhs.evaluate(env):
+                            return f"@{self.sig.name}: shape check failed: {msg} ({syms})"
+                    except KeyError:
+                        continue
+                return (f"@{self.sig.name}: result #{r} would have shape {tuple(int(d) for d in shape)}: a relation "
+                        f"between the arguments' dims that the program needs does not hold ({syms})")
             n = self._np_out[r].itemsize
             for d in shape:
                 n *= int(d)
@@ -799,6 +818,7 @@ class Function:
                 syms = ", ".join(f"{k} = {v}" for k, v in sorted(env.items()))
                 raise ValueError(f"@{self.sig.name}: result #{r} would have shape {tuple(int(d) for d in shape)}, "
                                  f"{n} bytes: more than any memory ({syms})")
+        return None
 
     def _bound_message(self, plan: _Plan, s: str, value: int, bound: int, below: bool) -> str:
         if below:
@@ -834,7 +854,7 @@ class Function:
                 if any(d is None for d in r.dims):
                     raise ValueError(f"@{sig.name}: a result has unknown ('?') dims: {r}")
                 f.outs.append(tuple(d.evaluate(env) for d in r.dims))
-            self._check_result_sizes(f.outs, env)
+            f.bound_error = self._check_result_sizes(f.outs, env)
             vals = []
             for shape in f.shapes:
                 vals += shape

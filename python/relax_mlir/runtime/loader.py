@@ -89,7 +89,8 @@ def _sig(entry: dict) -> Signature:
                          entry["arg_names"], entry["messages"], entry.get("derived", {}),
                          entry.get("upper", {}), entry.get("workspace", []),
                          entry.get("lower", {}), {int(i): r for i, r in entry.get("donate", {}).items()},
-                         entry.get("complex_params", ()), entry.get("complex_results", ()))
+                         entry.get("complex_params", ()), entry.get("complex_results", ()),
+                         [tuple(r) for r in entry.get("requires", ())])
     unbound = sig.unbound_symbols()
     if unbound:
         raise _Malformed(f"entry @{sig.name} uses symbol{'s' if len(unbound) > 1 else ''} "
@@ -211,6 +212,7 @@ def manifest(fmt: str, main: str, signatures, **extra) -> dict:
             "donate": {str(i): r for i, r in sig.donate},
             "complex_params": list(sig.complex_params),
             "complex_results": list(sig.complex_results),
+            "requires": [[str(l), str(r), m] for l, r, m in sig.requires],
         } for sig in signatures],
         **extra,
     }

@@ -178,6 +178,7 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
         walk(block)
         # Requirements recorded by relax-infer-shapes (lhs <= rhs), now that every symbol has a value.
         if REQUIRES in f.attributes:
+            relations = []
             for req in requirement_entries(f):
                 lhs = m.expr(parse_expr(ir.StringAttr(req["lhs"]).value))
                 if "rhs_dim" in req:
@@ -190,7 +191,11 @@ def lower_function(f: ir.Operation, messages: list[str], derived: dict[str, str]
                 else:
                     rhs = m.expr(parse_expr(ir.StringAttr(req["rhs"]).value))
                 check(lhs, rhs, ir.StringAttr(req["message"]).value, 3)  # sle
+                if "rhs" in req:
+                    relations.append(ir.DictAttr.get({k: req[k] for k in ("lhs", "rhs", "message")}))
             del f.attributes[REQUIRES]
+            if relations:  # for the runtime: it allocates the results before this prologue runs
+                f.attributes[ENTRY_RELATIONS] = ir.ArrayAttr.get(relations)
     except KeyError as e:
         raise PassError(f, f"symbol '{e.args[0]}' has no run-time value in this function") from None
 
@@ -250,6 +255,11 @@ def _match_cast_message(op: ir.Operation, j: int, a, b: Expr, entry: ir.Block, n
     reason = ir.StringAttr(op.attributes["relax.reason"]).value if "relax.reason" in op.attributes else ""
     return (f"{origin}{arg} at {where(op)}: dim {j} must be {b} (it is '?' in the signature"
             + (f"; {reason}" if reason else "") + ")")
+
+
+# The function's symbolic relations lhs <= rhs (its relax.requires without '?' dims), kept for the
+# runtime's signature (runtime/executable.py Signature.requires).
+ENTRY_RELATIONS = "relax.entry_relations"
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from relax_mlir.dialect.types import TensorType, builtin_memref_text, builtin_te
 from relax_mlir.ops.control_flow import CONTROL_FLOW, region_callees
 from relax_mlir.passes import ModulePass, PassError
 from relax_mlir.transforms.infer_shapes import donations, graph_functions
-from relax_mlir.transforms.lower_shapes import LowerShapesPass
+from relax_mlir.transforms.lower_shapes import ENTRY_RELATIONS, LowerShapesPass
 from relax_mlir.transforms.plan_memory import ITEMSIZE, _in_place_flag
 from relax_mlir.shape import parse as parse_expr
 
@@ -95,7 +95,7 @@ class _Lowerer:
                  "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, res_types))}
         old_attrs = attr_dict(f)
         for k in ("sym_visibility", "relax.check_messages", "relax.symbol_bounds", "relax.symbol_lower", "arg_attrs",
-                  "relax.derived_symbols"):
+                  "relax.derived_symbols", ENTRY_RELATIONS):
             if k in old_attrs:
                 attrs[k] = old_attrs[k]
         if self.entry:

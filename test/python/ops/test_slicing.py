@@ -237,6 +237,47 @@ def test_pad_by_symbolic_amounts_interior_and_crops():
         from_jax(lambda x: lax.pad(x, 0.0, [(0, 0, x.shape[0])]), S((b,)))
 
 
+def test_roll_and_its_gradient_over_a_symbolic_dim():
+    """jnp.roll by a constant over a symbolic n slices at mod(2, n); its gradient pads the
+    cotangent by n + mod(2, n) - min(1, mod(2, n))**2 * n elements, never negative but beyond
+    what the folds prove: checked at run time, not refused."""
+    def f(x):
+        w = jnp.cos(jnp.arange(x.shape[0], dtype=x.dtype) * 0.37)[:, None]
+        g = jax.grad(lambda z: (jnp.roll(z, 2, axis=0) * w).sum())(x)
+        return jnp.roll(x, -3, axis=0), g
+    mod = check(f, [S((b, 3))], lambda n: [(rnd(n, 3),)], sizes=(1, 2, 3, 7, 40)).module
+    assert "relax.requires" in text(mod) and "stablehlo.dynamic_pad: edge padding" in text(mod)
+
+
+def test_dynamic_pad_crop_that_may_exceed_the_dim_raises_at_run_time(tmp_path):
+    """A negative edge of dynamic_pad that the folds cannot bound (crop m of n elements) is a
+    run-time check at entry: a ValueError naming the op and the relation when m > n, also from a
+    saved artifact (the runtime allocates the result, of dim n - m < 0 here, before the entry's
+    prologue runs, so it evaluates the relations itself)."""
+    from relax_mlir.frontend.stablehlo import import_stablehlo
+
+    src = """func.func @main(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %m = stablehlo.get_dimension_size %y, dim = 0 : (tensor<?xf32>) -> tensor<i32>
+  %zero = stablehlo.constant dense<0> : tensor<1xi32>
+  %neg = stablehlo.negate %m : tensor<i32>
+  %lo = stablehlo.reshape %neg : (tensor<i32>) -> tensor<1xi32>
+  %v = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = stablehlo.dynamic_pad %x, %v, %lo, %zero, %zero : (tensor<?xf32>, tensor<f32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}"""
+    exe = relax_mlir.compile(import_stablehlo(src, [["n"], ["m"]]))
+    for n, m in ((5, 3), (4, 4), (9, 1)):
+        x = rnd(n)
+        np.testing.assert_array_equal(exe(x, rnd(m)), x[m:])
+    exe.export(str(tmp_path / "m"))
+    art = relax_mlir.runtime.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(art(np.arange(6, dtype=np.float32), rnd(4)), [4, 5])
+    for f in (exe, art):
+        with pytest.raises(ValueError, match=r"stablehlo.dynamic_pad: edge padding -m, 0 must crop at most the n "
+                                             r"elements of dim 0 at <string>:7:8: needs m <= n \(m = 3, n = 2\)"):
+            f(rnd(2), rnd(3))
+
+
 def test_flip():
     mod = check(lambda x: (jnp.flip(x, 0), jnp.flip(x, (0, 2)), jnp.flip(x)), [S((b, 3, s))],
                 lambda n: [(rnd(n, 3, 2),), (rnd(2, 3, n),)]).module

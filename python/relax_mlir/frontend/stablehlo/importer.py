@@ -57,6 +57,9 @@ class Importer:
         self.env: dict = {}  # jax value -> Val, of the function being walked
         self.extra_lower: dict[str, int] = {}  # lower bounds of argument symbols beyond jax's >= 1
         self.upper: dict[str, int] = {}  # upper bounds of argument symbols (jax constraints s <= 32)
+        self.relations: list[tuple[str, str, str]] = []  # jax's constraints lhs <= rhs (their text)
+        # shape relations lhs <= rhs an op needs and the folds cannot prove (see require)
+        self.requirements: list[tuple[Expr, Expr, str]] = []
         self._locs: dict[str, ir.Location] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -154,6 +157,15 @@ class Importer:
         return Facts(lower=lower)
 
     ttype = staticmethod(_jax_ttype)
+
+    def require(self, lhs: Expr, rhs: Expr, what: str) -> None:
+        """A relation `lhs <= rhs` between shape expressions that an op needs and the folds
+        cannot prove (jax proved it, or assumed it, when it exported): checked at @main's entry
+        (`relax.requires`), a ValueError naming the op, its position and the relation before any
+        kernel runs. A relation over symbols @main does not bind is refused at the end of the
+        import."""
+        pos = _position_text(self.loc)
+        self.requirements.append((lhs, rhs, f"{what}{f' at {pos}' if pos else ''}"))
 
     def reshape(self, x: Val, dims) -> Val:
         if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
@@ -294,15 +306,20 @@ class Importer:
             func.attributes["relax.symbol_lower"] = ir.DictAttr.get({n: ir.IntegerAttr.get(i64, v)
                                                                      for n, v in sorted(lower.items())})
         reqs = []
-        for lhs, rhs, text in getattr(self, "relations", ()):
+        for lhs, rhs, text in self.relations:
             try:
                 l, r = parse_expr(lhs).subs(mapping), parse_expr(rhs).subs(mapping)
             except ShapeParseError as e:
                 raise UnsupportedOpError("func.func", str(main.location),
                                          f"the jax constraint '{text}' cannot be checked: {e}") from None
             if (l.symbols() | r.symbols()) <= sig | bound_inside:
-                reqs.append(ir.DictAttr.get({"lhs": ir.StringAttr.get(str(l)), "rhs": ir.StringAttr.get(str(r)),
-                                             "message": ir.StringAttr.get(f"the jax constraint '{text}' does not hold")}))
+                reqs.append(_requirement(l, r, f"the jax constraint '{text}' does not hold"))
+        for lhs, rhs, what in self.requirements:
+            l, r = lhs.subs(mapping), rhs.subs(mapping)
+            if not (l.symbols() | r.symbols()) <= sig | bound_inside:
+                raise UnsupportedOpError("func.func", str(main.location),
+                                         f"{what} (symbols bound inside the program, not checkable at its entry)")
+            reqs.append(_requirement(l, r, f"{what}: needs {l} <= {r}"))
         if reqs:
             func.attributes["relax.requires"] = ir.ArrayAttr.get(reqs)
         upper = {n: v for n, v in self.upper.items() if n in sig | bound_inside}
@@ -582,7 +599,7 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     with session.ctx, ir.Location.unknown():
         im = Importer(module, dim_names, unused_args, dim_vars, source_name, spmd)
         im.upper = dict(symbol_bounds or {})
-        im.relations = list(symbol_relations or ())
+        im.relations.extend(symbol_relations or ())
         for n, v in (symbol_lower or {}).items():
             if v > 1:
                 im.extra_lower[n] = max(im.extra_lower.get(n, 0), v)
@@ -629,6 +646,12 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
         return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
                              symbol_bounds=symbol_bounds, symbol_lower=symbol_lower,
                              symbol_relations=symbol_relations, spmd=spmd, platform_index=platform_index)
+
+
+def _requirement(lhs: Expr, rhs: Expr, message: str) -> ir.DictAttr:
+    """A `relax.requires` entry of @main: lhs <= rhs, checked at its entry."""
+    return ir.DictAttr.get({"lhs": ir.StringAttr.get(str(lhs)), "rhs": ir.StringAttr.get(str(rhs)),
+                            "message": ir.StringAttr.get(message)})
 
 
 class _ModuleView:

@@ -200,8 +200,11 @@ def _dynamic_pad(im, op, ins):
         if crop_lo != const(0) or crop_hi != const(0):  # negative padding crops: a slice
             begin, end = crop_lo, cur.dims[a] - crop_hi
             if not facts.prove_le(begin, end):
-                raise ValueError(f"edge padding {lo[a]}, {hi[a]} is not provably within the {n} elements of "
-                                 f"dim {a} (negative padding crops)")
+                # jax's transpose of a slice whose bounds it computed (jnp.roll over a symbolic
+                # dim: an amount n + mod(2, n) - min(1, mod(2, n))**2 * n, never negative):
+                # checked at run time
+                im.require(begin, end, f"stablehlo.dynamic_pad: edge padding {lo[a]}, {hi[a]} must crop at most "
+                                       f"the {n} elements of dim {a}")
             dims = list(cur.dims)
             dims[a] = n + lo[a] + hi[a]
             cur = im.emit("relax.strided_slice", [cur], r, dt,
