@@ -248,6 +248,13 @@ def test_roll_and_its_gradient_over_a_symbolic_dim():
     mod = check(f, [S((b, 3))], lambda n: [(rnd(n, 3),)], sizes=(1, 2, 3, 7, 40)).module
     assert "relax.requires" in text(mod) and "stablehlo.dynamic_pad: edge padding" in text(mod)
 
+    # a roll of the flattened n * m elements: the gradient adds two pieces whose sizes are written
+    # with mod(5, n * m) two ways (match_cast to one another, checked at run time)
+    def g(x):
+        w = jnp.cos(jnp.arange(x.size, dtype=x.dtype).reshape(x.shape) * 0.37)
+        return jax.grad(lambda z: (jnp.roll(z, 5) * w).sum())(x)
+    check(g, [S((b, s))], lambda n: [(rnd(n, 3),), (rnd(2, n),)], sizes=(1, 2, 3, 7))
+
 
 def test_dynamic_pad_crop_that_may_exceed_the_dim_raises_at_run_time(tmp_path):
     """A negative edge of dynamic_pad that the folds cannot bound (crop m of n elements) is a
@@ -276,6 +283,27 @@ def test_dynamic_pad_crop_that_may_exceed_the_dim_raises_at_run_time(tmp_path):
         with pytest.raises(ValueError, match=r"stablehlo.dynamic_pad: edge padding -m, 0 must crop at most the n "
                                              r"elements of dim 0 at <string>:7:8: needs m <= n \(m = 3, n = 2\)"):
             f(rnd(2), rnd(3))
+
+
+def test_elementwise_operands_of_unprovably_equal_dims_are_checked_at_run_time():
+    """An elementwise StableHLO op has operands of one shape by definition; where their dims are
+    symbols the folds cannot prove equal (n and m here), the importer match_casts one to the
+    other: a ValueError naming the op when they differ, instead of a compile-time refusal."""
+    from relax_mlir.frontend.stablehlo import import_stablehlo
+
+    src = """func.func @main(%x: tensor<?x3xf32>, %y: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  %r = stablehlo.add %x, %y : tensor<?x3xf32>
+  return %r : tensor<?x3xf32>
+}"""
+    mod = import_stablehlo(src, [["n", None], ["m", None]])
+    assert '"relax.match_cast"' in text(mod)
+    exe = relax_mlir.compile(mod)
+    for n in (1, 4, 13):
+        x, y = rnd(n, 3), rnd(n, 3)
+        np.testing.assert_array_equal(exe(x, y), x + y)
+    with pytest.raises(ValueError, match=r"stablehlo.add of \[n, 3\] and \[m, 3\] at <string>:2:8: the operands' "
+                                         r"dims must be equal"):
+        exe(rnd(4, 3), rnd(5, 3))
 
 
 def test_flip():

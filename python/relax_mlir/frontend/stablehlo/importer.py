@@ -186,13 +186,42 @@ class Importer:
         if dims_equal(n_in, n_out, facts) or _same_after_common(x.dims, dims, facts):
             return x
         flat = self.reshape(x, [n_in])
+        return self.match_dims(flat, [n_out], f"reshape of {fmt_dims(x.dims)} to {fmt_dims(dims)}",
+                               f"the element counts {n_in} and {n_out} must be equal")
+
+    def match_dims(self, x: Val, dims, what: str, why: str) -> Val:
+        """x as a tensor of `dims`, checked at run time (relax.match_cast: a ValueError naming
+        `what`, its position and `why` when they differ)."""
         pos = _position_text(self.loc)
         where = f" at {pos}" if pos else ""
         cast = ir.Operation.create(
-            "relax.match_cast", results=[_ttype([n_out], x.dtype)], operands=[self.use(flat)],
-            loc=ir.Location.name(f"reshape of {fmt_dims(x.dims)} to {fmt_dims(dims)}{where}: the element "
-                                 f"counts {n_in} and {n_out} must be equal"))
-        return Val(cast.results[0], x.dtype, [n_out])
+            "relax.match_cast", results=[_ttype(list(dims), x.dtype)], operands=[self.use(x)],
+            loc=ir.Location.name(f"{what}{where}: {why}"))
+        return Val(cast.results[0], x.dtype, list(dims))
+
+    def same_shapes(self, name: str, ins: list) -> list:
+        """The operands of an elementwise StableHLO op (same shape by its definition, which jax's
+        shape arithmetic decided) whose dims the folds cannot prove equal (jax.grad of
+        jnp.roll(x, 5) over a symbolic n * m adds pieces of sizes written with mod(5, n * m) two
+        ways): each is match_cast to the simplest operand's dims, checked at run time."""
+        tensors = [v for v in ins if isinstance(v, Val) and v.dims and all(d is not None for d in v.dims)]
+        if len(tensors) < 2:
+            return ins
+        ref = min(tensors, key=lambda v: sum(len(str(d)) for d in v.dims))
+        facts = None
+        out = []
+        for v in ins:
+            if v is ref or not (isinstance(v, Val) and v.dims and len(v.dims) == len(ref.dims)) \
+                    or any(d is None for d in v.dims):
+                out.append(v)
+                continue
+            facts = facts or self.int_facts()
+            if all(a == b or dims_equal(a, b, facts) for a, b in zip(v.dims, ref.dims)):
+                out.append(v)
+                continue
+            out.append(self.match_dims(v, ref.dims, f"{name} of {fmt_dims(ref.dims)} and {fmt_dims(v.dims)}",
+                                       "the operands' dims must be equal"))
+        return out
 
     def broadcast(self, x: Val, dims) -> Val:
         if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b
@@ -417,6 +446,8 @@ class Importer:
                 raise UnsupportedOpError(name, str(op.location))
             ins = [env[o] for o in op.operands]
             self.loc = self.location(op)
+            if name in _SAME_SHAPE:
+                ins = self.same_shapes(name, ins)
             signs = None
             if any(getattr(v, "signs", None) is not None for v in ins):
                 try:
@@ -646,6 +677,13 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
         return import_module(module, dim_names, unused_args, dim_vars=dim_vars, source_name=source_name,
                              symbol_bounds=symbol_bounds, symbol_lower=symbol_lower,
                              symbol_relations=symbol_relations, spmd=spmd, platform_index=platform_index)
+
+
+# Elementwise StableHLO ops whose tensor operands have one shape (scalar operands of select and
+# clamp aside): Importer.same_shapes checks what the folds cannot prove.
+_SAME_SHAPE = frozenset("stablehlo." + n for n in (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "remainder", "atan2", "and", "or",
+    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "compare", "select", "clamp", "complex"))
 
 
 def _requirement(lhs: Expr, rhs: Expr, message: str) -> ir.DictAttr:

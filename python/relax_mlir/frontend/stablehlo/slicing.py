@@ -199,16 +199,19 @@ def _dynamic_pad(im, op, ins):
         crop_lo, crop_hi = edges[a, False][1], edges[a, True][1]
         if crop_lo != const(0) or crop_hi != const(0):  # negative padding crops: a slice
             begin, end = crop_lo, cur.dims[a] - crop_hi
-            if not facts.prove_le(begin, end):
+            provable = facts.prove_le(begin, end)
+            if not provable:
                 # jax's transpose of a slice whose bounds it computed (jnp.roll over a symbolic
                 # dim: an amount n + mod(2, n) - min(1, mod(2, n))**2 * n, never negative):
                 # checked at run time
-                im.require(begin, end, f"stablehlo.dynamic_pad: edge padding {lo[a]}, {hi[a]} must crop at most "
-                                       f"the {n} elements of dim {a}")
+                why = f"edge padding {lo[a]}, {hi[a]} must crop at most the {n} elements of dim {a}"
+                im.require(begin, end, f"stablehlo.dynamic_pad: {why}")
             dims = list(cur.dims)
             dims[a] = n + lo[a] + hi[a]
             cur = im.emit("relax.strided_slice", [cur], r, dt,
                           {"axes": [a], "begin": [begin], "end": [end], "strides": [1]}, dims=dims)
+            if not provable:  # the slice's dim is end - begin clamped at 0: n + lo + hi where it holds
+                cur = im.match_dims(cur, dims, "stablehlo.dynamic_pad", why)
     return cur
 
 
