@@ -343,7 +343,8 @@ class PadOp(OpSpec):
     """StableHLO pad: `low`/`high` elements of `pad_value` at each end of each dim (negative:
     cropped off) and `interior` elements between neighbours. Operands: x, pad_value (a 0-d tensor
     of x's dtype). Attributes: low, high (arrays of int), interior (array of non-negative int).
-    Result dim: low + d + max(d - 1, 0) * interior + high, which must be provably >= 0."""
+    Result dim: low + d + max(d - 1, 0) * interior + high, >= 0 where low and high are (d is a
+    dim); with a negative amount, checked at run time where not provable."""
 
     name = "relax.pad"
     x = operand(TENSOR)
@@ -354,7 +355,7 @@ class PadOp(OpSpec):
     interior = attr("array", optional=False)
 
     @classmethod
-    def deduce(cls, op: OpInfo):
+    def result_dims(cls, op: OpInfo) -> list:
         x, p = op.tensor(0), op.tensor(1)
         d = require_rank(x, "operand")
         if p.dims is None or len(p.dims) != 0 or p.dtype != x.dtype:
@@ -368,12 +369,21 @@ class PadOp(OpSpec):
                 out.append(None)
                 continue
             gaps = ZERO if it[i] == 0 else (n - ONE if op.facts.prove_ge(n, ONE) else max_(n - ONE, ZERO))
-            e = n + gaps * it[i] + lo[i] + hi[i]
-            if not op.facts.prove_ge(e, ZERO):
-                raise DeduceError(f"dim {i} of the result, {e}, is not provably >= 0 (operand {fmt_dims(d)}, "
-                                  f"low {lo[i]}, high {hi[i]}, interior {it[i]})" + symbols_note(e))
-            out.append(e)
-        return [TensorType(tuple(out), x.dtype)]
+            out.append(n + gaps * it[i] + lo[i] + hi[i])
+        return out
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        return [TensorType(tuple(cls.result_dims(op)), op.tensor(0).dtype)]
+
+    @classmethod
+    def requirements(cls, op: OpInfo):
+        """A result dim that crops (a negative low or high) is >= 0: checked at run time where
+        not provable. (With low, high >= 0 it is: the operand's dim is.)"""
+        d = op.tensor(0).dims
+        lo, hi = (_int_list(op, n, len(d)) for n in ("low", "high"))
+        return [(ZERO, e, f"dim {i} of the result, {e}, is negative (operand {fmt_dims(d)}, low {lo[i]}, high {hi[i]})")
+                for i, e in enumerate(cls.result_dims(op)) if e is not None and (lo[i] < 0 or hi[i] < 0)]
 
     @classmethod
     def legalize(cls, op: OpInfo) -> Legalized:

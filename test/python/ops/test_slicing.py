@@ -338,12 +338,20 @@ def test_pad_symbol_bound_to_zero():
         np.testing.assert_array_equal(exe(x, np.float32(5.0)), lax_pad(x, 5.0, [(2, 1, 3), (0, -1, 1)]))
 
 
-def test_pad_result_that_may_be_negative_is_refused():
+def test_pad_result_that_may_be_negative_is_checked_at_run_time():
+    """Cropping 2 elements of n needs n >= 2: not provable, so checked at entry (a ValueError
+    naming the op before any kernel runs), like every shape relation the compiler cannot prove."""
     src = func([("x", T(["n"])), ("v", T([]))],
                f'  %r = "relax.pad"(%x, %v) {{low = [-2], high = [0], interior = [0]}} : '
                f'({T(["n"])}, {T([])}) -> {T(["?"])}', T(["?"]))
-    with pytest.raises(relax_mlir.CompileError, match=r"'relax.pad' op dim 0 of the result, n - 2, is not provably >= 0"):
-        relax_mlir.compile(src)
+    exe = relax_mlir.compile(src)
+    for n in (2, 3, 9):
+        x = rnd(n)
+        np.testing.assert_array_equal(exe(x, np.float32(5.0)), x[2:])
+    for n in (0, 1):
+        with pytest.raises(ValueError, match=r"'relax.pad' op at .*: dim 0 of the result, n - 2, is negative "
+                                             r"\(operand \[n\], low -2, high 0\).*n = " + str(n)):
+            exe(rnd(n), np.float32(5.0))
 
 
 def test_dynamic_slice_and_update_with_zero_sizes_and_zero_dims():
