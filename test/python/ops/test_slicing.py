@@ -305,6 +305,22 @@ def test_elementwise_operands_of_unprovably_equal_dims_are_checked_at_run_time()
                                          r"dims must be equal"):
         exe(rnd(4, 3), rnd(5, 3))
 
+    # the contracting dims of a dot_general, the other dims of a concatenate's operands, likewise
+    src = """func.func @main(%x: tensor<?x3xf32>, %y: tensor<?x2xf32>) -> (tensor<3x2xf32>, tensor<?x5xf32>) {
+  %d = stablehlo.dot_general %x, %y, contracting_dims = [0] x [0] : (tensor<?x3xf32>, tensor<?x2xf32>) -> tensor<3x2xf32>
+  %c = stablehlo.concatenate %x, %y, dim = 1 : (tensor<?x3xf32>, tensor<?x2xf32>) -> tensor<?x5xf32>
+  return %d, %c : tensor<3x2xf32>, tensor<?x5xf32>
+}"""
+    exe = relax_mlir.compile(import_stablehlo(src, [["n", None], ["m", None]]))
+    for n in (1, 6):
+        x, y = rnd(n, 3), rnd(n, 2)
+        d, c = exe(x, y)
+        np.testing.assert_allclose(d, x.T @ y, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(c, np.concatenate([x, y], 1))
+    with pytest.raises(ValueError, match=r"stablehlo.dot_general of \[n, 3\] and \[m, 2\] at <string>:2:8: the "
+                                         r"operands' dims must be equal"):
+        exe(rnd(4, 3), rnd(5, 2))
+
 
 def test_flip():
     mod = check(lambda x: (jnp.flip(x, 0), jnp.flip(x, (0, 2)), jnp.flip(x)), [S((b, 3, s))],

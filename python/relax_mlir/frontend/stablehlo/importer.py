@@ -208,20 +208,27 @@ class Importer:
         if len(tensors) < 2:
             return ins
         ref = min(tensors, key=lambda v: sum(len(str(d)) for d in v.dims))
+        axes = list(range(len(ref.dims)))
+        return [v if v is ref or not (isinstance(v, Val) and len(v.dims) == len(ref.dims))
+                else self.align_axes(ref, axes, v, axes, name) for v in ins]
+
+    def align_axes(self, ref: Val, ref_axes, v: Val, v_axes, name: str) -> Val:
+        """v, its dims `v_axes` match_cast to ref's `ref_axes` where the folds cannot prove them
+        equal (StableHLO requires them equal: a dot_general's contracting and batch dims, the
+        other dims of a concatenate's operands); a ValueError naming the op when they differ."""
         facts = None
-        out = []
-        for v in ins:
-            if v is ref or not (isinstance(v, Val) and v.dims and len(v.dims) == len(ref.dims)) \
-                    or any(d is None for d in v.dims):
-                out.append(v)
+        dims = list(v.dims)
+        for i, j in zip(ref_axes, v_axes):
+            a, b = ref.dims[i], v.dims[j]
+            if a is None or b is None or a == b:
                 continue
             facts = facts or self.int_facts()
-            if all(a == b or dims_equal(a, b, facts) for a, b in zip(v.dims, ref.dims)):
-                out.append(v)
-                continue
-            out.append(self.match_dims(v, ref.dims, f"{name} of {fmt_dims(ref.dims)} and {fmt_dims(v.dims)}",
-                                       "the operands' dims must be equal"))
-        return out
+            if not dims_equal(a, b, facts):
+                dims[j] = a
+        if dims == list(v.dims):
+            return v
+        return self.match_dims(v, dims, f"{name} of {fmt_dims(ref.dims)} and {fmt_dims(v.dims)}",
+                               "the operands' dims must be equal")
 
     def broadcast(self, x: Val, dims) -> Val:
         if len(dims) == len(x.dims) and all(a is not None and b is not None and a == b

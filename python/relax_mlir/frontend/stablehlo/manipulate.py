@@ -73,6 +73,8 @@ def _concatenate(im, op, ins):
         for v in ins:
             k.extend(v.known)
         return Val(None, dt, rdims, k)
+    others = [i for i in range(len(rdims)) if i != axis]
+    ins = [ins[0]] + [im.align_axes(ins[0], others, v, others, "stablehlo.concatenate") for v in ins[1:]]
     dims = list(ins[0].dims)
     tot = const(0)
     for v in ins:
@@ -144,6 +146,7 @@ def _dot_general(im, op, ins):
     lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
     lc, rc = list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions)
     a, b, ct = _dot_operands(im, a, b, dt)
+    b = im.align_axes(a, lb + lc, b, rb + rc, "stablehlo.dot_general")
     ra, rb_ = len(a.dims), len(b.dims)
     lf = [i for i in range(ra) if i not in lb and i not in lc]
     rf = [i for i in range(rb_) if i not in rb and i not in rc]
