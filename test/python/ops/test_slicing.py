@@ -321,6 +321,41 @@ def test_elementwise_operands_of_unprovably_equal_dims_are_checked_at_run_time()
                                          r"operands' dims must be equal"):
         exe(rnd(4, 3), rnd(5, 2))
 
+    # a broadcast_in_dim operand dim that is neither provably 1 nor the result's
+    src = """func.func @main(%x: tensor<?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %s = stablehlo.get_dimension_size %y, dim = 0 : (tensor<?x?xf32>) -> tensor<i32>
+  %t = stablehlo.get_dimension_size %y, dim = 1 : (tensor<?x?xf32>) -> tensor<i32>
+  %s1 = stablehlo.reshape %s : (tensor<i32>) -> tensor<1xi32>
+  %t1 = stablehlo.reshape %t : (tensor<i32>) -> tensor<1xi32>
+  %shape = stablehlo.concatenate %s1, %t1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  %b = stablehlo.dynamic_broadcast_in_dim %x, %shape, dims = [1] : (tensor<?xf32>, tensor<2xi32>) -> tensor<?x?xf32>
+  %r = stablehlo.add %b, %y : tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}"""
+    exe = relax_mlir.compile(import_stablehlo(src, [["n"], ["m", "k"]]))
+    x, y = rnd(4), rnd(3, 4)
+    np.testing.assert_array_equal(exe(x, y), x + y)
+    with pytest.raises(ValueError, match=r"stablehlo.dynamic_broadcast_in_dim of \[m, k\] and \[n\] at <string>:7:8"):
+        exe(rnd(5), y)
+
+    # a scatter's updates (m rows) against its indices (n of them)
+    src = """func.func @main(%x: tensor<5x3xf32>, %i: tensor<?x1xi32>, %u: tensor<?x3xf32>) -> tensor<5x3xf32> {
+  %r = "stablehlo.scatter"(%x, %i, %u) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0],
+      scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<5x3xf32>, tensor<?x1xi32>, tensor<?x3xf32>) -> tensor<5x3xf32>
+  return %r : tensor<5x3xf32>
+}"""
+    exe = relax_mlir.compile(import_stablehlo(src, [None, ["n", None], ["m", None]]))
+    x, i, u = rnd(5, 3), np.array([[1], [4], [1]], np.int32), rnd(3, 3)
+    want = x.copy()
+    np.add.at(want, i[:, 0], u)
+    np.testing.assert_allclose(exe(x, i, u), want, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"stablehlo.scatter of \[n, 1\] and \[m, 3\] at <string>:2:8"):
+        exe(x, i, rnd(2, 3))
+
 
 def test_flip():
     mod = check(lambda x: (jnp.flip(x, 0), jnp.flip(x, (0, 2)), jnp.flip(x)), [S((b, 3, s))],

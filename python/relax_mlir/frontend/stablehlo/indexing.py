@@ -105,6 +105,11 @@ def _scatter(im, op, ins):
              "scatter_indices_batching_dims": list(dn.scatter_indices_batching_dims),
              "scatter_dims_to_operand_dims": list(dn.scattered_dims_to_operand_dims),
              "index_vector_dim": int(dn.index_vector_dim), "combiner": ir.StringAttr.get(kind)}
+    # the updates' scatter dims are the indices' batch dims (checked at run time where not provable)
+    batch = [a for a in range(len(idx.dims)) if a != int(dn.index_vector_dim)]
+    scattered = [j for j in range(len(upd.dims)) if j not in list(dn.update_window_dims)]
+    if len(batch) == len(scattered):
+        upd = im.align_axes(idx, batch, upd, scattered, "stablehlo.scatter")
     if dt.startswith("ui") and kind in ("max", "min"):  # on the signed order (unsigned.signed_order)
         r = im.emit("relax_v.scatter", [signed_order(im, x), idx, signed_order(im, upd)], len(rdims), dt[1:], attrs,
                     dims=_merge_dims(rdims, x.dims))

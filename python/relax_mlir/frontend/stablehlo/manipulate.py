@@ -32,6 +32,11 @@ def _broadcast_in_dim_impl(im, op, x: Val, bdims, rdims, dt):
         n = rdims[0].value if rdims else 1
         if len(x.known) in (1, n):
             return Val(None, dt, rdims, list(x.known) * (n if len(x.known) == 1 and n != 1 else 1))
+    # an operand dim is 1 or the result's: one that is neither provably is the result's (jax
+    # broadcasts a symbolic dim only onto itself), checked at run time
+    keep = [i for i, d in enumerate(x.dims) if not (d is not None and d.is_const and d.value == 1)]
+    if keep and len(bdims) == len(x.dims):
+        x = im.align_axes(Val(None, dt, list(rdims)), [bdims[i] for i in keep], x, keep, op.operation.name)
     order = sorted(range(len(bdims)), key=lambda i: bdims[i])
     x = im.permute(x, order)
     bsorted = [bdims[i] for i in order]
