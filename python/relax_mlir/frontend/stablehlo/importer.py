@@ -197,7 +197,9 @@ class Importer:
         cast = ir.Operation.create(
             "relax.match_cast", results=[_ttype(list(dims), x.dtype)], operands=[self.use(x)],
             loc=ir.Location.name(f"{what}{where}: {why}"))
-        return Val(cast.results[0], x.dtype, list(dims))
+        out = Val(cast.results[0], x.dtype, list(dims))
+        out.signs = x.signs  # the same values: the same eigenvector signs, if any
+        return out
 
     def same_shapes(self, name: str, ins: list) -> list:
         """The operands of an elementwise StableHLO op (same shape by its definition, which jax's
