@@ -162,10 +162,15 @@ def dilate_pad(k: Kernel, value: str, t: TensorType, axes: Sequence[int], lows: 
         strides = [1] * rank
         for a, d in zip(axes, dils):
             strides[a] = d
-        r = k.fresh("dil")
-        k.emit(f"{r} = tensor.insert_slice {cur} into {f}[{', '.join('0' for _ in range(rank))}] "
-               f"[{', '.join(ix.text(s) for s in sizes)}] [{', '.join(map(str, strides))}] : "
-               f"{k.ty(cur_t)} into {k.ty(nt)}")
+        if any(isinstance(s, int) and s == 0 for s in sizes):
+            # no element to place (a strided insert_slice of none does not verify: jax.grad of a
+            # convolution whose output has a 0 dim dilates that empty cotangent)
+            r = f
+        else:
+            r = k.fresh("dil")
+            k.emit(f"{r} = tensor.insert_slice {cur} into {f}[{', '.join('0' for _ in range(rank))}] "
+                   f"[{', '.join(ix.text(s) for s in sizes)}] [{', '.join(map(str, strides))}] : "
+                   f"{k.ty(cur_t)} into {k.ty(nt)}")
         cur, cur_t, sizes = r, nt, nd
     lo_pos, hi_pos = [0] * rank, [0] * rank
     lo_neg, hi_neg = [0] * rank, [0] * rank

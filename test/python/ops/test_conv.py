@@ -157,6 +157,17 @@ def test_conv_builds_from_relax_text():
         np.testing.assert_allclose(exe(x, w), want, rtol=1e-4, atol=1e-4)
 
 
+def test_gradient_of_a_convolution_with_an_empty_output():
+    """A window wider than the input (VALID, stride 2) gives an output with a 0 dim; its gradient
+    dilates that empty cotangent (lhs dilation 2), which the kernels built as a strided
+    insert_slice of nothing (the MLIR verifier refused it: 'offset 1 is out-of-bounds')."""
+    def f(x, w):
+        y = lax.conv_general_dilated(x, w, (2,), ((0, 0),), dimension_numbers=("NCW", "WIO", "NCW"))
+        return jax.grad(lambda x, w: lax.conv_general_dilated(
+            x, w, (2,), ((0, 0),), dimension_numbers=("NCW", "WIO", "NCW")).sum(), argnums=(0, 1))(x, w) + (y,)
+    check(f, [S((B, 5, 1)), S((2, 5, 1))], lambda n: [rnd((n, 5, 1)), rnd((2, 5, 1))])
+
+
 def test_conv_transpose_same():
     """lax.conv_transpose: lhs dilation 2 with the padding jax derives, at symbolic dims."""
     w = rnd((3, 3, 4, 2))
