@@ -1,0 +1,117 @@
+"""Gradients of the differential fuzzer's programs: for a seed, jax.grad of a weighted sum of the
+program's float results with respect to its float arguments (float32 / float64; programs with
+NaN / Inf inputs, half-precision or complex arguments are skipped), exported with the program's
+symbolic dims, compiled ONCE and compared with jax.jit at every binding (campaign.compare, as an
+inexact float chain). The transposes of slices, pads, convolutions, gathers and pools over
+symbolic and zero-size dims are programs the forward fuzzer never writes (seed 2412535: the
+gradient of a convolution whose output has a 0 dim was an internal error).
+
+In-process (no worker per batch: a signal ends the run, and names its seed on stderr first):
+
+    python test/python/fuzz/grad_campaign.py --programs 1000 --first-seed 2412200 --out grads.jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # test/python: `import fuzz`
+
+from fuzz import campaign, gen  # noqa: E402
+
+FLOATS = ("float32", "float64")
+
+
+def gradient_program(prog: gen.Program):
+    """(jax function of the program's arguments giving the gradients, their argument indices), or
+    None where the program has no float argument and result to differentiate."""
+    import jax
+    import jax.numpy as jnp
+
+    wrt = tuple(i for i, a in enumerate(prog.args) if a.dtype in FLOATS and a.index_into is None)
+    outs = [k for k, o in enumerate(prog.outputs) if prog.values[o].dtype in FLOATS]
+    if prog.specials or not wrt or not outs or any(a.dtype not in FLOATS + gen.INTS + gen.UINTS + ("bool",)
+                                                   for a in prog.args):
+        return None
+    f = prog.function()
+
+    def loss(*args):
+        results = f(*args)
+        total = jnp.zeros((), jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+        for k in outs:
+            y = results[k]
+            w = jnp.cos(jnp.arange(y.size, dtype=y.dtype).reshape(y.shape) * 0.37)  # a fixed cotangent
+            total = total + (jnp.where(jnp.isfinite(y), y, 0) * w).sum().astype(total.dtype)
+        return total
+
+    return jax.grad(loss, argnums=wrt), wrt
+
+
+def run_seed(seed: int) -> dict:
+    """{"seed", "status": skipped | generator | ok | refused | wrong | error, "detail"}."""
+    import jax
+
+    import relax_mlir
+
+    prog = gen.generate(seed)
+    made = gradient_program(prog)
+    if made is None:
+        return {"seed": seed, "status": "skipped"}
+    fn, _ = made
+    try:
+        exported = jax.export.export(jax.jit(fn))(*prog.specs())
+    except Exception as e:  # noqa: BLE001 (jax cannot export this gradient: not ours)
+        return {"seed": seed, "status": "generator", "detail": f"{type(e).__name__}: {e}"[:300]}
+    try:
+        exe = relax_mlir.compile(exported)
+    except (relax_mlir.CompileError, NotImplementedError, ValueError) as e:
+        internal = "internal error" in str(e) or "Traceback" in str(e)
+        return {"seed": seed, "status": "error" if internal else "refused", "detail": f"{type(e).__name__}: {e}"[:2000]}
+    ref = jax.jit(fn)
+    for env in prog.bindings():
+        args = gen.make_inputs(prog, env)
+        want = [np.asarray(x) for x in ref(*args)]
+        got = exe(*args)
+        got = [np.asarray(x) for x in (got if isinstance(got, tuple) else (got,))]
+        if len(got) != len(want):
+            return {"seed": seed, "status": "wrong", "detail": f"{env}: {len(got)} results, want {len(want)}"}
+        for k, (g, w) in enumerate(zip(got, want)):
+            m = campaign.compare(g, w, exact=False, order_dependent=True)
+            if m is not None:
+                return {"seed": seed, "status": "wrong", "detail": f"{env}: gradient #{k}: {m}"}
+    return {"seed": seed, "status": "ok"}
+
+
+def main() -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the programs' float64 and int64 values
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--programs", type=int, default=200)
+    p.add_argument("--first-seed", type=int, default=gen.V9_FIRST_SEED)
+    p.add_argument("--seeds", default="", help="comma-separated seeds (instead of a range)")
+    p.add_argument("--out", default="")
+    a = p.parse_args()
+    seeds = [int(s) for s in a.seeds.split(",") if s] or range(a.first_seed, a.first_seed + a.programs)
+    counts: dict[str, int] = {}
+    out = open(a.out, "a") if a.out else None
+    for seed in seeds:
+        print(f"seed {seed}", file=sys.stderr, flush=True)
+        r = run_seed(seed)
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        if r["status"] in ("wrong", "error"):
+            print(f"{seed}: {r['status'].upper()} {r['detail'][:500]}", flush=True)
+        if out:
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+    print(counts, flush=True)
+    return 1 if counts.get("wrong") or counts.get("error") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
