@@ -6,6 +6,10 @@ inexact float chain). The transposes of slices, pads, convolutions, gathers and 
 symbolic and zero-size dims are programs the forward fuzzer never writes (seed 2412535: the
 gradient of a convolution whose output has a 0 dim was an internal error).
 
+Known divergence, XLA's: a floor / trunc of a quotient that is exactly an integer where XLA divides
+by a broadcast divisor as a product with its reciprocal (seed 2413774: jnp.remainder(x, y) with
+x == y, whose gradient takes floor(|x / y|) = 0 in jax.jit, 1 in IEEE arithmetic and here).
+
 In-process (no worker per batch: a signal ends the run, and names its seed on stderr first):
 
     python test/python/fuzz/grad_campaign.py --programs 1000 --first-seed 2412200 --out grads.jsonl
@@ -81,7 +85,9 @@ def run_seed(seed: int) -> dict:
         if len(got) != len(want):
             return {"seed": seed, "status": "wrong", "detail": f"{env}: {len(got)} results, want {len(want)}"}
         for k, (g, w) in enumerate(zip(got, want)):
-            m = campaign.compare(g, w, exact=False, order_dependent=True)
+            # errors against max(1, |gradient|): a gradient that is 0 in exact arithmetic comes out
+            # as rounding noise on both sides (seed 70003267: angle((a - b)(1 - i)), -3.7e-9 in jax)
+            m = campaign.compare(g, w, exact=False, order_dependent=True, unit_scale=True)
             if m is not None:
                 return {"seed": seed, "status": "wrong", "detail": f"{env}: gradient #{k}: {m}"}
     return {"seed": seed, "status": "ok"}
