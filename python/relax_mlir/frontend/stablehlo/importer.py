@@ -207,8 +207,8 @@ class Importer:
         jnp.roll(x, 5) over a symbolic n * m adds pieces of sizes written with mod(5, n * m) two
         ways): each is match_cast to the simplest operand's dims, checked at run time."""
         tensors = [v for v in ins if isinstance(v, Val) and v.dims and all(d is not None for d in v.dims)]
-        if len(tensors) < 2:
-            return ins
+        if len(tensors) < 2 or all(v.dims == tensors[0].dims for v in tensors[1:]):
+            return ins  # (the common case: the same dims, nothing to prove)
         ref = min(tensors, key=lambda v: sum(len(str(d)) for d in v.dims))
         axes = list(range(len(ref.dims)))
         return [v if v is ref or not (isinstance(v, Val) and len(v.dims) == len(ref.dims))
