@@ -85,12 +85,16 @@ def _sig(entry: dict) -> Signature:
     def tsig(t):
         return TensorSig(tuple(None if d is None else parse_expr(str(d)) for d in t["dims"]), t["dtype"])
 
+    requires = entry.get("requires", [])
+    if not isinstance(requires, list) or not all(isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) for x in r)
+                                                 for r in requires):
+        raise _Malformed("'requires' must be a list of [lhs, rhs, message] strings")
     sig = Signature.make(entry["name"], [tsig(t) for t in entry["params"]], [tsig(t) for t in entry["results"]],
                          entry["arg_names"], entry["messages"], entry.get("derived", {}),
                          entry.get("upper", {}), entry.get("workspace", []),
                          entry.get("lower", {}), {int(i): r for i, r in entry.get("donate", {}).items()},
                          entry.get("complex_params", ()), entry.get("complex_results", ()),
-                         [tuple(r) for r in entry.get("requires", ())])
+                         [tuple(r) for r in requires])
     unbound = sig.unbound_symbols()
     if unbound:
         raise _Malformed(f"entry @{sig.name} uses symbol{'s' if len(unbound) > 1 else ''} "

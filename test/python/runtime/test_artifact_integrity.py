@@ -112,7 +112,9 @@ def test_a_malformed_manifest_is_a_value_error(cpu_artifact, tmp_path):
              # a renamed symbol: the result dims' "n" is bound by nothing (was a KeyError at the
              # first call)
              "uses symbol n that no parameter binds": lambda m: [p.__setitem__("dims", ["q", 4])
-                                                                 for p in m["entries"][0]["params"]]}
+                                                                 for p in m["entries"][0]["params"]],
+             # the entry's shape relations (Signature.requires): [lhs, rhs, message] strings
+             "'requires' must be a list": lambda m: m["entries"][0].__setitem__("requires", ["n <= 4"])}
     for i, (what, edit) in enumerate(edits.items()):
         art = tmp_path / f"a{i}"
         shutil.copytree(cpu_artifact, art)
