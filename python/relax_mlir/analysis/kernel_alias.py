@@ -78,59 +78,181 @@ _INT_IDENTITY = {  # op -> (the constant that leaves the other operand as it is,
     "arith.divui": (1, False), "arith.ori": (0, True), "arith.xori": (0, True), "arith.andi": (-1, True),
     "arith.shli": (0, False), "arith.shrsi": (0, False), "arith.shrui": (0, False),
     "arith.floordivsi": (1, False), "arith.ceildivsi": (1, False), "arith.ceildivui": (1, False)}
-_FLOAT_IDENTITY = {"arith.addf": (-0.0, True), "arith.subf": (0.0, False), "arith.mulf": (1.0, True),
-                   "arith.divf": (1.0, False)}
+_INF, _NAN = float("inf"), float("nan")
+_FLOAT_IDENTITY = {  # op -> (the constants that leave the other operand as it is, commutative)
+    "arith.addf": ((-0.0,), True), "arith.subf": ((0.0,), False), "arith.mulf": ((1.0,), True),
+    "arith.divf": ((1.0,), False), "arith.maximumf": ((-_INF,), True), "arith.minimumf": ((_INF,), True),
+    "arith.maxnumf": ((-_INF, _NAN), True), "arith.minnumf": ((_INF, _NAN), True)}
 _IDEMPOTENT = frozenset({"arith.andi", "arith.ori", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui",
                          "arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf"})
+_SELF_CANCELLING = frozenset({"arith.subi", "arith.xori"})  # x - x, x ^ x: 0
 _ROUND_TRIPS = {"arith.trunci": ("arith.extsi", "arith.extui"), "arith.truncf": ("arith.extf",),
                 "arith.negf": ("arith.negf",)}
 
 
-def _constant(v: ir.Value):
-    """The Python value of a scalar `arith.constant` (an int, a float), else None."""
+class Const(tuple):
+    """A constant a value folds to that no `arith.constant` holds yet: (value, type)."""
+
+
+def _width(t: ir.Type) -> int | None:
+    if isinstance(t, ir.IntegerType):
+        return ir.IntegerType(t).width
+    return 64 if isinstance(t, ir.IndexType) else None
+
+
+def _signed(x: int, width: int) -> int:
+    x &= (1 << width) - 1  # two's complement: -1 is all ones at any width (i1 true is -1)
+    return x - (1 << width) if x >> (width - 1) else x
+
+
+def _constant(v):
+    """The Python value of a scalar constant (an `arith.constant`, a Const): an int (signed, at its
+    width), a float; else None."""
+    if isinstance(v, Const):
+        return v[0]
     if isinstance(v, ir.BlockArgument) or v.owner.name != "arith.constant":
         return None
     attr = v.owner.attributes["value"]
     if isinstance(attr, ir.BoolAttr):
-        return -1 if attr.value else 0  # (i1 true is -1, as an i1 IntegerAttr's all ones)
+        return -1 if attr.value else 0
     if isinstance(attr, ir.IntegerAttr):
-        a = ir.IntegerAttr(attr)
-        width = ir.IntegerType(a.type).width if isinstance(a.type, ir.IntegerType) else 64
-        x = a.value & ((1 << width) - 1)  # two's complement: -1 is all ones at any width
-        return x - (1 << width) if x >> (width - 1) else x  # (i1 true is -1)
+        return _signed(ir.IntegerAttr(attr).value, _width(attr.type) or 64)
     if isinstance(attr, ir.FloatAttr):
         return ir.FloatAttr(attr).value
     return None
 
 
 def _same(x, c) -> bool:
-    """A constant equal to `c` (a float also in its sign: -0.0 is not 0.0)."""
-    if x is None or isinstance(x, bool) != isinstance(c, bool):
+    """A constant equal to `c` (a float also in its sign: -0.0 is not 0.0; NaN is NaN)."""
+    if x is None or isinstance(c, float) != isinstance(x, float):
         return False
     if isinstance(c, float):
-        return isinstance(x, float) and x == c and math.copysign(1.0, x) == math.copysign(1.0, c)
-    return isinstance(x, int) and x == c
+        if math.isnan(c):
+            return math.isnan(x)
+        return x == c and math.copysign(1.0, x) == math.copysign(1.0, c)
+    return x == c
+
+
+_FLOATS = {"f16": "float16", "f32": "float32", "f64": "float64"}
+_CMPI = {0: lambda a, b, ua, ub: a == b, 1: lambda a, b, ua, ub: a != b, 2: lambda a, b, ua, ub: a < b,
+         3: lambda a, b, ua, ub: a <= b, 4: lambda a, b, ua, ub: a > b, 5: lambda a, b, ua, ub: a >= b,
+         6: lambda a, b, ua, ub: ua < ub, 7: lambda a, b, ua, ub: ua <= ub, 8: lambda a, b, ua, ub: ua > ub,
+         9: lambda a, b, ua, ub: ua >= ub}
+
+
+def _evaluate(op, name: str, args: list, t: ir.Type):
+    """The value of `name` on constant arguments, as upstream folds it; raises _TooLarge for an
+    operation (or a case: division by zero, an oversized shift) this analysis does not evaluate."""
+    w = _width(t)
+    if w is not None:
+        win = _width(op.operands[0].type) or w
+        a = args[0]
+        if name in ("arith.extsi", "arith.trunci", "arith.index_cast"):
+            return _signed(a, w)
+        if name in ("arith.extui", "arith.index_castui"):
+            return _signed(a & ((1 << win) - 1), w)
+        if name == "arith.cmpi":
+            b = args[1]
+            pred = ir.IntegerAttr(op.attributes["predicate"]).value
+            m = (1 << win) - 1
+            return -1 if _CMPI[pred](a, b, a & m, b & m) else 0
+        if len(args) != 2 or not all(isinstance(x, int) for x in args):
+            raise _TooLarge
+        b = args[1]
+        m = (1 << w) - 1
+        ua, ub = a & m, b & m
+        if name in ("arith.shli", "arith.shrsi", "arith.shrui") and not 0 <= ub < w:
+            raise _TooLarge  # (poison)
+        if name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
+                    "arith.ceildivsi", "arith.ceildivui") and b == 0:
+            raise _TooLarge
+        table = {
+            "arith.addi": lambda: a + b, "arith.subi": lambda: a - b, "arith.muli": lambda: a * b,
+            "arith.andi": lambda: a & b, "arith.ori": lambda: a | b, "arith.xori": lambda: a ^ b,
+            "arith.shli": lambda: a << ub, "arith.shrsi": lambda: a >> ub, "arith.shrui": lambda: ua >> ub,
+            "arith.maxsi": lambda: max(a, b), "arith.minsi": lambda: min(a, b),
+            "arith.maxui": lambda: max(ua, ub), "arith.minui": lambda: min(ua, ub),
+            "arith.divsi": lambda: int(a / b) if abs(a) < 2 ** 52 else _too_large(),
+            "arith.remsi": lambda: a - b * int(a / b) if abs(a) < 2 ** 52 else _too_large(),
+            "arith.divui": lambda: ua // ub, "arith.remui": lambda: ua % ub,
+            "arith.floordivsi": lambda: a // b, "arith.ceildivsi": lambda: -(-a // b),
+            "arith.ceildivui": lambda: -(-ua // ub)}
+        if name not in table:
+            raise _TooLarge
+        return _signed(table[name](), w)
+    dt = _FLOATS.get(str(t))
+    if dt is None or not all(isinstance(x, float) for x in args):
+        raise _TooLarge
+    import numpy as np
+
+    f = getattr(np, dt)
+    x = [f(v) for v in args]
+    with np.errstate(all="ignore"):
+        table = {
+            "arith.addf": lambda: x[0] + x[1], "arith.subf": lambda: x[0] - x[1], "arith.mulf": lambda: x[0] * x[1],
+            "arith.divf": lambda: x[0] / x[1], "arith.negf": lambda: -x[0], "arith.remf": lambda: np.fmod(x[0], x[1]),
+            "arith.maximumf": lambda: np.maximum(x[0], x[1]), "arith.minimumf": lambda: np.minimum(x[0], x[1]),
+            "arith.maxnumf": lambda: np.fmax(x[0], x[1]), "arith.minnumf": lambda: np.fmin(x[0], x[1]),
+            "arith.extf": lambda: x[0], "arith.truncf": lambda: x[0]}
+        if name not in table or (len(x) != 2 and name not in ("arith.negf", "arith.extf", "arith.truncf")):
+            raise _TooLarge
+        return float(table[name]())
+
+
+def _too_large():
+    raise _TooLarge
+
+
+def _absorbed(name: str, a, b, t: ir.Type):
+    """The constant an integer operation with an absorbing operand folds to (x * 0, x & 0, x | -1,
+    0 / x, x % 1, max(x, INT_MAX), ...), or None."""
+    w = _width(t)
+    if w is None:
+        return None
+    smax, smin = (1 << (w - 1)) - 1 if w > 1 else 0, -(1 << (w - 1))
+    absorbing = {"arith.muli": (0, 0, True), "arith.andi": (0, 0, True), "arith.ori": (-1, -1, True),
+                 "arith.maxsi": (smax, smax, True), "arith.minsi": (smin, smin, True),
+                 "arith.maxui": (-1, -1, True), "arith.minui": (0, 0, True)}
+    if name in absorbing:
+        k, r, _ = absorbing[name]
+        if a == k or b == k:
+            return r
+    if name in ("arith.divsi", "arith.divui", "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui",
+                "arith.shli", "arith.shrsi", "arith.shrui") and a == 0:
+        return 0
+    if name in ("arith.remsi", "arith.remui") and b in (1, -1 if name == "arith.remsi" else 1):
+        return 0
+    return None
+
+
+def _const(v: ir.Value, assume: dict, memo: dict):
+    """The constant `v` folds to, or None."""
+    return _constant(_folded(v, assume, memo))
 
 
 class _TooLarge(Exception):
-    """A body too large to follow within _BUDGET steps: every input may be the result."""
+    """A body too large to follow within _BUDGET steps, or a constant this analysis does not
+    evaluate: every input may then be the result."""
 
 
 _BUDGET = 20000  # _folded steps per linalg op (a body of thousands of ops; sharing is memoized)
 
 
-def _folded(v: ir.Value, assume: dict, memo: dict | None = None) -> ir.Value:
-    """The value `v` may fold to under upstream canonicalization, given conditions assumed true or
-    false on the way (`assume`: value -> bool). Erring towards folding is safe (the result is then
-    taken to share its input's storage: a longer lifetime); missing a fold is a wrong result once
-    the kernel, inlined, becomes a view of its input while the plan reuses the input's storage
-    (fuzz seed 2412170: select(c, select(c, x, 0), x), canonicalized to x, returned while a later
-    kernel wrote the storage of x). Covered: a select of one value on both sides or on a known
-    condition (constant, or the same condition as an enclosing select: select(c, select(c, a, b),
-    x) is select(c, a, x)); select(c, true, false) of i1, which is c; an operation with its
-    identity constant (x + 0, x * 1, x | 0, x & -1, x >> 0, x + -0.0, x / 1.0, ...) or with one
-    operand twice (x & x, max(x, x)); casts that round-trip (trunc(ext(x)), negf(negf(x)),
-    bitcasts back to the same type)."""
+def _folded(v: ir.Value, assume: dict, memo: dict | None = None):
+    """The value `v` may fold to under upstream canonicalization (an ir.Value, or a Const), given
+    conditions assumed true or false on the way (`assume`: value -> bool). Erring towards folding
+    is safe (the result is then taken to share its input's storage: a longer lifetime); missing a
+    fold is a wrong result once the kernel, inlined, becomes a view of its input while the plan
+    reuses the input's storage (fuzz seed 2412170: select(c, select(c, x, 0), x), canonicalized
+    to x, returned while a later kernel wrote the storage of x). Covered: a select of one value on
+    both sides or on a known condition (constant, or the same condition as an enclosing select:
+    select(c, select(c, a, b), x) is select(c, a, x)); select(c, true, false) of i1, which is c;
+    an operation with its identity constant (x + 0, x * 1, x | 0, x & -1, x >> 0, x + -0.0,
+    x / 1.0, maxnumf(x, NaN), ...) or with one operand twice (x & x, max(x, x)); an operation
+    that undoes another ((a - b) + b, (x ^ a) ^ a); casts that round-trip (trunc(ext(x)),
+    negf(negf(x)), bitcasts back to the same type); constants computed from constants, and
+    absorbing operands (x * 0, 0 / x, x - x), which may then be some other operation's identity.
+    test_kernel_alias checks each against upstream canonicalize."""
     if memo is None:
         memo = {"steps": 0}
     key0 = (v, frozenset(assume.items()))
@@ -141,14 +263,21 @@ def _folded(v: ir.Value, assume: dict, memo: dict | None = None) -> ir.Value:
     return out
 
 
-def _fold_steps(v: ir.Value, assume: dict, memo: dict) -> ir.Value:
-    while not isinstance(v, ir.BlockArgument):
+def _fold_steps(v: ir.Value, assume: dict, memo: dict):
+    while not isinstance(v, (ir.BlockArgument, Const)):
         memo["steps"] += 1
         if memo["steps"] > _BUDGET:
             raise _TooLarge
         o = v.owner
         name = o.name
         ops = list(o.operands)
+        if name == "arith.constant" or not ops or o.regions:
+            return v
+        folded = [_folded(x, assume, memo) for x in ops] if name != "arith.select" else None
+        if folded is not None and name.startswith(("arith.", "math.")):
+            consts = [_constant(f) for f in folded]
+            if all(c is not None for c in consts):
+                return Const((_evaluate(o, name, consts, v.type), str(v.type)))
         if name == "arith.select":
             c, a, b = ops
             key = _folded(c, assume, memo)
@@ -158,8 +287,7 @@ def _fold_steps(v: ir.Value, assume: dict, memo: dict) -> ir.Value:
             if known is not None:
                 v = a if known else b
                 continue
-            if isinstance(v.type, ir.IntegerType) and ir.IntegerType(v.type).width == 1 \
-                    and _constant(a) == -1 and _constant(b) == 0:
+            if _width(v.type) == 1 and _const(a, assume, memo) == -1 and _const(b, assume, memo) == 0:
                 v = c
                 continue
             fa = _folded(a, {**assume, key: True}, memo)
@@ -180,28 +308,34 @@ def _fold_steps(v: ir.Value, assume: dict, memo: dict) -> ir.Value:
                 v = src.owner.operands[0]
                 continue
             return v
-        if len(ops) == 2 and name in _IDEMPOTENT and _folded(ops[0], assume, memo) == _folded(ops[1], assume, memo):
+        if len(ops) != 2:
+            return v
+        f0, f1 = folded
+        k0, k1 = _constant(f0), _constant(f1)
+        if name in _IDEMPOTENT and f0 == f1:
             v = ops[0]
             continue
-        ident = _INT_IDENTITY.get(name) or _FLOAT_IDENTITY.get(name)
-        if ident is not None and len(ops) == 2:
-            unit, commutative = ident
-            if _same(_constant(ops[1]), unit):
-                v = ops[0]
-                continue
-            if commutative and _same(_constant(ops[0]), unit):
-                v = ops[1]
-                continue
-        if name in _BOUNDS and len(ops) == 2 and isinstance(v.type, ir.IntegerType):
-            width = ir.IntegerType(v.type).width
-            bound = _BOUNDS[name](width)
-            if _constant(ops[1]) == bound:
-                v = ops[0]
-                continue
-            if _constant(ops[0]) == bound:
-                v = ops[1]
-                continue
-        inner = _undone(name, ops, assume, memo)
+        if name in _SELF_CANCELLING and f0 == f1:
+            return Const((0, str(v.type)))
+        absorbed = _absorbed(name, k0, k1, v.type)
+        if absorbed is not None:
+            return Const((absorbed, str(v.type)))
+        if name in _INT_IDENTITY:
+            unit, commutative = _INT_IDENTITY[name]
+            units = (unit,)
+        elif name in _FLOAT_IDENTITY:
+            units, commutative = _FLOAT_IDENTITY[name]
+        elif name in _BOUNDS and _width(v.type):
+            units, commutative = (_BOUNDS[name](_width(v.type)),), True
+        else:
+            units, commutative = (), False
+        if any(_same(k1, u) for u in units):
+            v = ops[0]
+            continue
+        if commutative and any(_same(k0, u) for u in units):
+            v = ops[1]
+            continue
+        inner = _undone(name, ops, f0, f1, assume, memo)
         if inner is not None:
             v = inner
             continue
@@ -218,7 +352,7 @@ _BOUNDS = {"arith.maxsi": lambda w: -(1 << (w - 1)), "arith.minsi": lambda w: (1
            "arith.maxui": lambda w: 0, "arith.minui": lambda w: -1}
 
 
-def _undone(name: str, ops: list, assume: dict, memo: dict) -> ir.Value | None:
+def _undone(name: str, ops: list, f0, f1, assume: dict, memo: dict) -> ir.Value | None:
     """What an operation that undoes its operand's operation folds to: (x ^ a) ^ a, (a - b) + b,
     b + (a - b), (a + b) - b, (a + b) - a (integers only: upstream folds no float pair)."""
     def parts(x, want):
@@ -226,9 +360,6 @@ def _undone(name: str, ops: list, assume: dict, memo: dict) -> ir.Value | None:
             return None
         return [_folded(y, assume, memo) for y in x.owner.operands], list(x.owner.operands)
 
-    if len(ops) != 2:
-        return None
-    f0, f1 = _folded(ops[0], assume, memo), _folded(ops[1], assume, memo)
     if name == "arith.xori":
         for x, other in ((ops[0], f1), (ops[1], f0)):
             p = parts(x, "arith.xori")
