@@ -194,7 +194,14 @@ def _evaluate(op, name: str, args: list, t: ir.Type):
             "arith.maximumf": lambda: np.maximum(x[0], x[1]), "arith.minimumf": lambda: np.minimum(x[0], x[1]),
             "arith.maxnumf": lambda: np.fmax(x[0], x[1]), "arith.minnumf": lambda: np.fmin(x[0], x[1]),
             "arith.extf": lambda: x[0], "arith.truncf": lambda: x[0]}
-        if name not in table or (len(x) != 2 and name not in ("arith.negf", "arith.extf", "arith.truncf")):
+        unary = {"arith.negf": np.negative, "arith.extf": np.asarray, "arith.truncf": np.asarray,
+                 "math.absf": np.abs, "math.sqrt": np.sqrt, "math.exp": np.exp, "math.log": np.log,
+                 "math.floor": np.floor, "math.ceil": np.ceil, "math.tanh": np.tanh, "math.sin": np.sin,
+                 "math.cos": np.cos, "math.rsqrt": lambda a: f(1) / np.sqrt(a),
+                 "math.erf": lambda a: f(math.erf(a)) if math.isfinite(a) else np.sign(a)}
+        if len(x) == 1 and name in unary:
+            return float(unary[name](x[0]))
+        if name not in table or len(x) != 2:
             raise _TooLarge
         return float(table[name]())
 

@@ -406,6 +406,12 @@ V8_FIRST_SEED = 2_400_000
 # the complex families (each kept off its poles and branch points), drawn more often.
 V9_FIRST_SEED = 2_410_000
 FAMILIES_V9 = tuple((n, 12 if n in ("complex", "complex_io") else w) for n, w in FAMILIES_V8)
+# From V10_FIRST_SEED on: values computed the long way round to themselves (x + 0, x * 1,
+# where(c, where(c, x, 0), x), max(x, x), -(-x), casts there and back, (x - y) + y), which upstream
+# canonicalization folds away inside a kernel: the kernel's result is then its input's storage
+# (seed 2412170, where(c, where(c, x, 0), x): the plan reused that storage while the result lived).
+FAMILIES_V10 = FAMILIES_V9 + (("identity", 12),)
+V10_FIRST_SEED = 2_420_000
 COMPLEX = ("complex64", "complex128")
 
 
@@ -421,6 +427,7 @@ class _Gen:
         self.v7 = seed >= V7_FIRST_SEED
         self.v8 = seed >= V8_FIRST_SEED
         self.v9 = seed >= V9_FIRST_SEED
+        self.v10 = seed >= V10_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -988,6 +995,47 @@ class _Gen:
         exact = x.exact
         return self.emit(f"{x.name}.astype({_DT_SHORT[to]})", x.dims, to, exact, [x], "astype")
 
+    def f_identity(self):
+        """x the long way round: an expression equal to x (bit for bit, NaN included; broadcast
+        with the other values it names) that upstream canonicalization folds to x once the kernel
+        computing it is inlined."""
+        x = None
+        if self.r.random() < 0.5:  # of a reduction's result: a kernel of its own, its storage planned
+            x = self.f_reduce()
+        if x is None or x.dtype in COMPLEX:
+            x = self.operand(lambda v: v.dtype not in COMPLEX)
+        dt, n = x.dtype, x.name
+        y = self.partner(x)
+        if dt == "bool":
+            forms = [f"jnp.logical_not(jnp.logical_not({n}))", f"jnp.where({n}, True, False)", f"{n} & {n}",
+                     f"{n} | {n}", f"jnp.where({y.name}, {n}, {n})", f"{n} & True", f"{n} | False"]
+            zero, other = "False", f"~{n}"
+        elif is_int(dt):
+            wide = {"int8": "int32", "int16": "int32", "int32": "int64", "uint8": "uint32", "uint16": "uint32",
+                    "uint32": "uint64"}.get(dt, dt)
+            forms = [f"{n} + 0", f"{n} * 1", f"{n} - 0", f"{n} // 1", f"jnp.maximum({n}, {n})", f"{n} & {n}",
+                     f"{n} | 0", f"({n} ^ {y.name}) ^ {y.name}", f"({n} - {y.name}) + {y.name}",
+                     f"({n} + {y.name}) - {y.name}", f"{n}.astype({_DT_SHORT[wide]}).astype({_DT_SHORT[dt]})",
+                     f"{n} << 0", f"{n} >> 0"]
+            zero, other = "0", f"{n} * 2"
+        else:
+            wide = {"float16": "float32", "bfloat16": "float32", "float32": "float64"}.get(dt, dt)
+            forms = [f"{n} * 1.0", f"{n} / 1.0", f"-(-{n})", f"jnp.maximum({n}, {n})", f"jnp.fmax({n}, {n})",
+                     f"{n}.astype({_DT_SHORT[wide]}).astype({_DT_SHORT[dt]})", f"jnp.minimum({n}, {n})"]
+            zero, other = "0", f"{n} * 2"
+        deps = [x, y]
+        c = self.pick(lambda v: v.dtype == "bool" and v.name != n and self.bcast_dims(x, v) is not None)
+        if c is not None:  # selects of x on one condition
+            forms += [f"jnp.where({c.name}, jnp.where({c.name}, {n}, {zero}), {n})",
+                      f"jnp.where({c.name}, {n}, jnp.where({c.name}, {other}, {n}))"]
+            deps.append(c)
+        e = self.r.choice(forms)
+        used = [d for d in deps if re.search(rf"\b{d.name}\b", e)]
+        dims = tuple(x.dims)
+        for d in used:
+            dims = self.bcast_dims(Value("_", dims, dt), d)
+        return self.emit(e, dims, dt, x.exact and all(d.exact for d in used), used, "identity")
+
     def f_cumulative(self):
         """lax.cumsum (any number type), cumprod, cummax, cummin (integers: XLA's CPU max and min
         are not NaN-exact, gen.SpecJnp) along one axis, forward or reversed: a reduce_window whose
@@ -1312,7 +1360,7 @@ class _Gen:
             return f"{fn}(jnp.clip({z}.real, -8, 8) + 0.3183 + 1j * {z}.imag)"
         if fn == "power":  # off the cut of log z and away from 0
             w = self.r.choice(("2", "3", "0.5", "(0.5 + 0.25j)", "(1.5 - 0.5j)"))
-            return f"(({z}) + 0.3183j) ** {w}"
+            return f"((({z}) + 0.3183j) ** {w})"  # (parenthesized: an outer function takes its .real)
         return f"{fn}({z})"
 
     def f_complex(self):
@@ -1395,7 +1443,7 @@ class _Gen:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
+        names, weights = zip(*(FAMILIES_V10 if self.v10 else FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
                                else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]
