@@ -219,6 +219,20 @@ def test_vectors_where_their_signs_cancel():
                                                                           rnd(12, n, seed=n)], rtol=1e-3, atol=1e-3)
 
 
+def test_svd_of_a_matrix_whose_rows_may_be_fewer_than_its_columns():
+    """f32[n, 3] and f32[3, n] with n symbolic: min(n, 3) singular values and economy vectors, for
+    n below, at and above 3 from one compile (the Jacobi kernel takes zero rows up to the columns;
+    it refused n < 3 at run time before); values, a reconstruction, V S^-1 U^T (a pseudo-inverse:
+    jax exports neither pinv nor cond of such a matrix), the 2-norm and the nuclear norm."""
+    def f(a):
+        u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+        return (s, _reconstruct(a), (vt.T / s) @ u.T, jnp.linalg.norm(a, 2), jnp.linalg.norm(a, "nuc"))
+    for spec, make in (([S(N, 3)], lambda n: [rnd(n, 3, seed=n)]), ([S(3, N)], lambda n: [rnd(3, n, seed=n)])):
+        check(f, spec, make, sizes=(1, 2, 3, 4, 9), rtol=1e-3, atol=1e-4)
+    check(lambda a: (jnp.linalg.svd(a, compute_uv=False), _reconstruct(a)), [S(B, N, 2)],
+          lambda n: [rnd(2, n, 2, seed=n)], sizes=(1, 2, 5), rtol=1e-3, atol=1e-4)
+
+
 def test_vectors_where_their_signs_matter_are_refused():
     """A use that depends on the vectors' signs (returning them, summing them, abs, an elementwise
     square: the last two independent of the signs but not of the basis of a repeated eigenvalue's

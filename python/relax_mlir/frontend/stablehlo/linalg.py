@@ -17,7 +17,7 @@ from mlir import ir
 from relax_mlir.frontend.stablehlo.common import Val, _emit_multi, _merge_dims, _res, _splat
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
 from relax_mlir.frontend.stablehlo.signs import Signs
-from relax_mlir.shape import const
+from relax_mlir.shape import const, max_, min_
 
 _L, _U, _N, _T, _C = ord("L"), ord("U"), ord("N"), ord("T"), ord("C")
 
@@ -148,6 +148,14 @@ def _syevd(im, op, ins):
     return [pair, _sorted_values(im, w, w.dims, wdt, False), info]
 
 
+def _leading(im, v: Val, axis: int, k) -> Val:
+    """The first k entries of v along `axis` (k an expression no larger than that dim)."""
+    dims = list(v.dims)
+    dims[axis] = k
+    return im.emit("relax.strided_slice", [v], len(dims), v.dtype,
+                   {"axes": [axis], "begin": [const(0)], "end": [k], "strides": [1]}, dims=dims)
+
+
 def _gesdd(im, op, ins):
     """The singular values, descending, and (economy mode, or a square matrix) the singular vectors
     in their order (results: a, s, u, vt, info 0). A matrix with more columns than rows is
@@ -160,6 +168,16 @@ def _gesdd(im, op, ins):
     a = _swap_last(im, x) if wide else x
     cols = a.dims[-1]
     nb = len(a.dims) - 2
+    # A symbolic matrix that may have fewer rows than columns (f32[n, 3]) gets zero rows up to
+    # the columns' count: the same singular values and vectors (the zero rows' parts of the left
+    # vectors are 0), of which its k = min(m, n) are the first (its rank is at most m).
+    k = None
+    if not wide and m is not None and n is not None and not im.int_facts().prove_ge(m, n):
+        k = min_(m, n)
+        extra = max_(n - m, const(0))
+        zero = im.emit("relax.constant", [], 0, adt, {"value": _splat([], adt, 0)}, dims=[])
+        a = im.emit("relax_v.concat", [x, im.broadcast(zero, list(x.dims[:-2]) + [extra, n])], len(x.dims), adt,
+                    {"axis": nb}, dims=list(x.dims[:-2]) + [m + extra, n])
     pu, s, pv = _emit_multi(im, "relax_v.svdvals", [a], [(a.dims, adt), (_merge_dims(sd, a.dims[:-2] + [cols]), sdt),
                                                          (a.dims[:-2] + [cols, cols], adt)], {"vectors": 1})
     info = im.broadcast(im.emit("relax.constant", [], 0, idt, {"value": _splat([], idt, 0)}, dims=[]),
@@ -170,6 +188,8 @@ def _gesdd(im, op, ins):
     square = m is not None and n is not None and m == n
     shapes_ok = job == ord("S") or (job == ord("A") and square)
     s_sorted = _sorted_values(im, s, s.dims, sdt, True)
+    if k is not None:
+        s_sorted = _leading(im, s_sorted, len(s_sorted.dims) - 1, k)
     if not shapes_ok:  # full_matrices=True on a non-square matrix: a basis completion, not computed
         uv = [_unavailable(im, op, i, "full singular vector bases (jnp.linalg.svd(full_matrices=True) of a "
                                       "non-square matrix)") for i in (2, 3)]
@@ -181,6 +201,8 @@ def _gesdd(im, op, ins):
         u, vt = right, _swap_last(im, left)
     else:
         u, vt = left, _swap_last(im, right)
+    if k is not None:  # u: the matrix's own rows, k columns; vt: k rows
+        u, vt = _leading(im, _leading(im, u, nb, m), nb + 1, k), _leading(im, vt, nb, k)
     u = _signed(im, op, u, what, nb, nb + 1)
     vt = _signed(im, op, vt, what, nb, nb, like=u.signs)  # u_i and v_i share their sign
     return [_unavailable(im, op, 0, "the factored matrix of gesdd"), s_sorted, u, vt, info]
