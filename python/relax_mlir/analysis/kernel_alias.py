@@ -51,9 +51,10 @@ def _identity_sources(op: ir.Operation) -> list[int | None]:
             v = _folded(y, {}, memo)
         except _TooLarge:
             return [ANY] * len(op.results)
-        if not isinstance(v, ir.BlockArgument) or v.owner != body:
-            return none  # (upstream erases the op only when every yielded value is an argument)
-        out.append(v.arg_number if v.arg_number < len(ins) else None)  # (an init's value: its destination)
+        # (upstream erases the op only when every yielded value is an argument; any one that is
+        # counts here, erring on the safe side)
+        folds = isinstance(v, ir.BlockArgument) and v.owner == body and v.arg_number < len(ins)
+        out.append(v.arg_number if folds else None)  # (an init's value: its destination)
     return out
 
 
