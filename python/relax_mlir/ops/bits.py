@@ -20,7 +20,7 @@ from relax_mlir.dialect.types import DTYPES, FLOAT_DTYPES, TensorType, is_unsign
 from relax_mlir.ops.common import broadcast_shapes, require_rank, require_same_dtype
 from relax_mlir.ops.elementwise import BinaryOp, UnaryOp, _elementwise
 from relax_mlir.ops.int_scalars import convert_unsigned, int_power_scalar, width  # noqa: F401
-from relax_mlir.ops.kernel import Legalized
+from relax_mlir.ops.kernel import Legalized, via_f32
 
 
 # --- bitwise logic -------------------------------------------------------------------------------
@@ -175,25 +175,10 @@ class RightShiftArithmeticOp(_Shift):
                   "%n = arith.select %big, %wm, %b : {t}", "%r = arith.shrsi %a, %n : {t}")
 
 
-def _via_f32(dtype: str, lines: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, ...]:
-    """`lines` (a template over `args`, assigning %r) computed in f32 for f16/bf16 and rounded once."""
-    if dtype not in ("f16", "bf16"):
-        return lines
-    # (marked `contract` as the bf16 emulation's own conversions: an internal widening, after
-    # which a bf16 operand computed by the op before stays rounded, as XLA's upcast keeps it)
-    pre = tuple(f"{a}_w = arith.extf {a} fastmath<contract> : {{t}} to f32" for a in args)
-    body = []
-    for line in lines:
-        for a in args:
-            line = line.replace(f"{a},", f"{a}_w,").replace(f"{a} :", f"{a}_w :")
-        body.append(line.replace("%r =", "%r_w =").replace("{t}", "f32"))
-    return pre + tuple(body) + ("%r = arith.truncf %r_w : f32 to {t}",)
-
-
 class _FloatUnary(UnaryOp):
     @classmethod
     def template(cls, dtype: str) -> tuple[str, ...]:
-        return _via_f32(dtype, cls.scalar, ("%x",))
+        return via_f32(dtype, cls.scalar, ("%x",))
 
 
 @relax_op
@@ -237,7 +222,7 @@ class Atan2Op(BinaryOp):
 
     @classmethod
     def template(cls, dtype: str) -> tuple[str, ...]:
-        return _via_f32(dtype, cls.float_scalar, ("%a", "%b"))
+        return via_f32(dtype, cls.float_scalar, ("%a", "%b"))
 
 
 # --- bitcast --------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from relax_mlir.patterns import RewritePattern
 from relax_mlir.shape import Facts
 from relax_mlir.ops.int_scalars import convert_unsigned, int_power_scalar
 from relax_mlir.ops.kernel import (Kernel, Legalized, broadcast_map, highest_literal, identity_map,
-                                   scalar_body)
+                                   scalar_body, via_f32)
 
 
 # --- the kernel of every elementwise op -------------------------------------------------------
@@ -63,6 +63,12 @@ class UnaryOp(OpSpec):
     # others need a `uint_scalar`; neither: the op is not defined on unsigned types.
     unsigned_ok: ClassVar[bool] = False
     uint_scalar: ClassVar[tuple[str, ...]] = ()
+    # Exact in any float type (negation, floor, ...). Every other op on f16 / bf16 is computed in
+    # f32 and rounded once, as XLA computes them (jax.jit and op by op): in the half type each step
+    # of the template rounded (f16 rsqrt as a square root, then a division: 1 ulp off for a fifth
+    # of the inputs; log1p likewise), enough to turn -0.9995 into -1.0 ahead of a power (fuzz seed
+    # 2413417: NaN in jax, -1 here).
+    exact: ClassVar[bool] = False
 
     @classmethod
     def deduce(cls, op: OpInfo):
@@ -81,7 +87,7 @@ class UnaryOp(OpSpec):
     @classmethod
     def template(cls, dtype: str) -> tuple[str, ...]:
         if dtype in FLOAT_DTYPES:
-            return cls.scalar
+            return cls.scalar if cls.exact or cls.bool_result else via_f32(dtype, cls.scalar, ("%x",))
         if dtype == "i1" and cls.bool_scalar is not None:
             return cls.bool_scalar
         if is_unsigned(dtype) and cls.uint_scalar:
@@ -183,6 +189,7 @@ class FloorOp(UnaryOp):
     """Round down, elementwise."""
 
     name = "relax.floor"
+    exact = True
     scalar = ("%r = math.floor %x : {t}",)
 
 
@@ -191,6 +198,7 @@ class CeilOp(UnaryOp):
     """Round up, elementwise."""
 
     name = "relax.ceil"
+    exact = True
     scalar = ("%r = math.ceil %x : {t}",)
 
 
@@ -199,6 +207,7 @@ class NegativeOp(UnaryOp):
     """-x, elementwise (integers wrap: -INT_MIN = INT_MIN)."""
 
     name = "relax.negative"
+    exact = True
     scalar = ("%r = arith.negf %x : {t}",)
     int_scalar = ("%z = arith.constant 0 : {t}", "%r = arith.subi %z, %x : {t}")
     float_only = False
@@ -210,6 +219,7 @@ class AbsOp(UnaryOp):
     """|x|, elementwise (integers wrap: |INT_MIN| = INT_MIN; i1: x)."""
 
     name = "relax.abs"
+    exact = True
     scalar = ("%r = math.absf %x : {t}",)
     int_scalar = (
         "%z = arith.constant 0 : {t}", "%n = arith.cmpi slt, %x, %z : {t}",
@@ -223,6 +233,7 @@ class SignOp(UnaryOp):
     """Sign of x (-1, 0, 1; floats: +-0 and NaN give x), elementwise."""
 
     name = "relax.sign"
+    exact = True
     scalar = (
         # ueq is true for NaN and +-0, where the result is x itself; elsewhere copysign(1, x).
         "%z = arith.constant 0.0 : {t}", "%o = arith.constant 1.0 : {t}", "%s = math.copysign %o, %x : {t}",
@@ -250,6 +261,7 @@ class ReluOp(UnaryOp):
     """max(x, 0), elementwise (i1: x)."""
 
     name = "relax.relu"
+    exact = True
     scalar = ("%z = arith.constant 0.0 : {t}", "%r = arith.maximumf %x, %z : {t}")
     int_scalar = ("%z = arith.constant 0 : {t}", "%p = arith.cmpi sgt, %x, %z : {t}",
                   "%r = arith.select %p, %x, %z : {t}")
@@ -368,6 +380,12 @@ class BinaryOp(OpSpec):
     # Unsigned integers: as in UnaryOp (`unsigned_ok`: int_scalar is sign-agnostic; `uint_scalar`).
     unsigned_ok: ClassVar[bool] = False
     uint_scalar: ClassVar[tuple[str, ...]] = ()
+    # Exact in any float type (negation, floor, ...). Every other op on f16 / bf16 is computed in
+    # f32 and rounded once, as XLA computes them (jax.jit and op by op): in the half type each step
+    # of the template rounded (f16 rsqrt as a square root, then a division: 1 ulp off for a fifth
+    # of the inputs; log1p likewise), enough to turn -0.9995 into -1.0 ahead of a power (fuzz seed
+    # 2413417: NaN in jax, -1 here).
+    exact: ClassVar[bool] = False
     canonicalization_patterns = (ScalarizeSplatOperand,)
 
     @classmethod
@@ -692,7 +710,7 @@ def convert_scalar(src: str, dst: str, internal: bool = False) -> tuple[str, ...
     """Scalar conversion %x : src -> %r : dst, with XLA's semantics on every target: float -> int
     truncates toward zero and saturates (NaN -> 0, +-inf -> INT_MAX / INT_MIN); float -> i1 is
     x != 0 (NaN -> true); int -> int wraps; i1 is unsigned (true -> 1). `internal`: a float
-    widening the compiler inserted, marked as the bf16 emulation's own (see `_via_f32`)."""
+    widening the compiler inserted, marked as the bf16 emulation's own (see ops/kernel.py `via_f32`)."""
     if is_unsigned(src) or is_unsigned(dst):
         return convert_unsigned(src, dst)
     fsrc, fdst = src in FLOAT_DTYPES, dst in FLOAT_DTYPES
@@ -727,7 +745,7 @@ def convert_scalar(src: str, dst: str, internal: bool = False) -> tuple[str, ...
     lines: list[str] = []
     x, s = "%x", src
     if src in ("f16", "bf16"):  # exact in f32, whose range holds every integer bound
-        lines.append(f"%x32 = arith.extf %x fastmath<contract> : {src} to f32")  # (internal: see _via_f32)
+        lines.append(f"%x32 = arith.extf %x fastmath<contract> : {src} to f32")  # (internal: see ops/kernel.py via_f32)
         x, s = "%x32", "f32"
     w = width[dst]
     wide = "i64" if w == 64 else "i32"

@@ -69,7 +69,7 @@ def convert_unsigned(src: str, dst: str) -> tuple[str, ...]:
     lines: list[str] = []
     x, f = "%x", src
     if src in ("f16", "bf16"):
-        lines.append(f"%x32 = arith.extf %x fastmath<contract> : {src} to f32")  # (internal: ops/bits.py _via_f32)
+        lines.append(f"%x32 = arith.extf %x fastmath<contract> : {src} to f32")  # (internal: ops/kernel.py via_f32)
         x, f = "%x32", "f32"
     w = width(d)
     lines += [f"%fz = arith.constant 0.0 : {f}", f"%ok = arith.cmpf ogt, {x}, %fz : {f}",  # false for NaN

@@ -43,6 +43,22 @@ def highest_literal(dtype: str) -> str:
             "i64": "9223372036854775807"}[dtype]
 
 
+def via_f32(dtype: str, lines: tuple[str, ...], args: tuple[str, ...]) -> tuple[str, ...]:
+    """`lines` (a template over `args`, assigning %r) computed in f32 for f16/bf16 and rounded once
+    (`{inf}`: f32's infinity there)."""
+    if dtype not in ("f16", "bf16"):
+        return lines
+    # (marked `contract` as the bf16 emulation's own conversions: an internal widening, after
+    # which a bf16 operand computed by the op before stays rounded, as XLA's upcast keeps it)
+    pre = tuple(f"{a}_w = arith.extf {a} fastmath<contract> : {{t}} to f32" for a in args)
+    body = []
+    for line in lines:
+        for a in args:
+            line = line.replace(f"{a},", f"{a}_w,").replace(f"{a} :", f"{a}_w :")
+        body.append(line.replace("%r =", "%r_w =").replace("{t}", "f32").replace("{inf}", highest_literal("f32")))
+    return pre + tuple(body) + ("%r = arith.truncf %r_w : f32 to {t}",)
+
+
 def affine_map(ndims: int, results: Sequence[str]) -> str:
     ds = ", ".join(f"d{i}" for i in range(ndims))
     return f"affine_map<({ds}) -> ({', '.join(results)})>"

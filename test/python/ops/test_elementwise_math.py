@@ -1,8 +1,11 @@
 """Element math (issue 16) through jax.export with a symbolic dim, compiled ONCE per function and run at
 several bindings: tan, cbrt, atan2, round_nearest_even, round_nearest_afz, is_finite, expm1, log1p
 and sign over the whole range (random bit patterns, NaN, +-Inf, +-0, denormals, the largest and
-smallest normals). Each result is within a few ulps of the exact value (jax in f64, rounded) and of
-jax.jit in the dtype itself, except where XLA's CPU backend flushes a denormal (we keep them)."""
+smallest normals), and rsqrt. Each result is within a few ulps of the exact value (jax in f64,
+rounded) and of jax.jit in the dtype itself, except where XLA's CPU backend flushes a denormal (we
+keep them); f16 and bf16 are computed in f32 and rounded once (rsqrt, log1p and expm1 were steps
+each rounded to f16: 1 ulp off the exact value for a fifth of the inputs)."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -65,18 +68,21 @@ FUNCS = {
     "round_nearest_afz": (lax.round, 1, 0, 0, None),
     "expm1": (jnp.expm1, 1, 2, 4, np.expm1),
     "log1p": (jnp.log1p, 1, 2, 3, np.log1p),
+    "rsqrt": (lax.rsqrt, 1, 1, 1, lambda x: 1 / np.sqrt(x)),
     "sign": (jnp.sign, 1, 0, 0, np.sign),
 }
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float16, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dt", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64], ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("name", sorted(FUNCS))
 def test_float_math_within_ulps(name, dt):
     fn, arity, tol_exact, tol_jax, np_fn = FUNCS[name]
     if name == "log1p" and dt == np.float64:
-        tol_jax = 80  # ours is within 2 ulps of numpy's log1p; XLA's f64 log1p was measured 66 ulps off it
+        tol_jax = 200  # ours is within 2 ulps of numpy's log1p; XLA's f64 log1p was measured 66 and 93 ulps off it
     if name == "expm1" and dt == np.float64:
         tol_exact = 4  # Kahan's formula over exp/log: measured 4 ulps
+    if name == "rsqrt" and dt in (np.float32, np.float64):
+        tol_exact = tol_jax = 2  # math.rsqrt's f32 / f64 lowering: measured 2 ulps (halves: rounded once, 1)
     if name in ("tan", "cbrt") and dt == np.float64:
         tol_exact = tol_jax = 3  # LLVM's f64 tan/cbrt: measured up to 3 ulps from numpy's
     with jax.enable_x64(dt == np.float64):
@@ -97,6 +103,8 @@ def test_float_math_within_ulps(name, dt):
                     exact = exact.astype(dt)
             d = ulps(got, exact)
             assert d.max() <= tol_exact, (n, [a[d.argmax()] for a in args], got[d.argmax()], exact[d.argmax()])
+            if np.dtype(dt).itemsize == 2:  # rounded once from f32: off the exact value only near a tie
+                assert (d > 0).mean() <= 0.01, f"{(d > 0).mean():.1%} of {n} not correctly rounded"
             flushed = denormal(want) | (want == 0)
             for a in args:
                 flushed |= denormal(a)
