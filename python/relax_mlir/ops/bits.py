@@ -175,14 +175,8 @@ class RightShiftArithmeticOp(_Shift):
                   "%n = arith.select %big, %wm, %b : {t}", "%r = arith.shrsi %a, %n : {t}")
 
 
-class _FloatUnary(UnaryOp):
-    @classmethod
-    def template(cls, dtype: str) -> tuple[str, ...]:
-        return via_f32(dtype, cls.scalar, ("%x",))
-
-
 @relax_op
-class TanOp(_FloatUnary):
+class TanOp(UnaryOp):
     """Tangent, elementwise."""
 
     name = "relax.tan"
@@ -190,7 +184,7 @@ class TanOp(_FloatUnary):
 
 
 @relax_op
-class CbrtOp(_FloatUnary):
+class CbrtOp(UnaryOp):
     """Cube root (cbrt(-8) = -2), elementwise."""
 
     name = "relax.cbrt"
@@ -198,19 +192,21 @@ class CbrtOp(_FloatUnary):
 
 
 @relax_op
-class RoundOp(_FloatUnary):
+class RoundOp(UnaryOp):
     """Round to the nearest integer, ties away from zero (StableHLO round_nearest_afz), elementwise."""
 
     name = "relax.round"
     scalar = ("%r = math.round %x : {t}",)
+    exact = True
 
 
 @relax_op
-class RoundEvenOp(_FloatUnary):
+class RoundEvenOp(UnaryOp):
     """Round to the nearest integer, ties to even (StableHLO round_nearest_even), elementwise."""
 
     name = "relax.round_even"
     scalar = ("%r = math.roundeven %x : {t}",)
+    exact = True
 
 
 @relax_op
