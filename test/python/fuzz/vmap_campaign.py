@@ -124,33 +124,8 @@ def run_seed(seed: int) -> dict:
         if len(got) != len(want):
             return {**res, "status": "wrong", "detail": f"{where}: {len(got)} results, want {len(want)}"}
 
-        def mismatches(reference):
-            return [campaign.compare(g, w, *f) for g, w, f in zip(got, reference, flags)]
-
-        msgs = mismatches(want)
-        if any(m is not None and f[2] for m, f in zip(msgs, flags)):
-            # sums that cancel or overflow: judged against the size of their terms (jax.jit on the
-            # inputs' absolute values), as check_program judges them
-            mags = campaign._reference_on(jitted, args, want, lambda a: np.abs(a) if a.dtype.kind == "f"
-                                          or str(a.dtype) == "bfloat16" else None)
-            if mags is not None:
-                msgs = [m if m is None or not f[2] else campaign.compare(g, w, *f, magnitude=mg)
-                        for m, g, w, mg, f in zip(msgs, got, want, mags, flags)]
-        if any(msgs):
-            element = _elementwise_reference(jitted_one, args, axes, batch, want)
-            if element is not None and not any(mismatches(element)):
-                msgs = []
-        if any(msgs):
-            wide = campaign._wider_reference(jitted, args, want)
-            if wide is not None and all(m is None or (campaign._keeps_non_finite(g, w) and campaign.compare(g, r, *f) is None)
-                                        for m, g, w, r, f in zip(msgs, got, want, wide, flags)):
-                msgs = []
-        if any(m is not None and not f[0] for m, f in zip(msgs, flags)):
-            moved = campaign._perturbed_reference(jitted, args, want)
-            if moved is not None:
-                msgs = [m if m is None or f[0] else
-                        campaign.compare(g, w, *f, unstable=campaign._moved_elements(mv, w, f[1], f[3]))
-                        for m, g, w, mv, f in zip(msgs, got, want, moved, flags)]
+        element = ("element", lambda: _elementwise_reference(jitted_one, args, axes, batch, want))
+        msgs, _ = campaign.judge(got, want, flags, jitted, args, references=[element])
         for k, m in enumerate(msgs):
             if m is not None:
                 return {**res, "status": "wrong", "detail": f"{where}: result #{k}: {m}"}
