@@ -900,6 +900,157 @@ class SvdvalsOp(OpSpec):
 
 
 @relax_op
+class TridiagonalSolveOp(OpSpec):
+    """LAPACK gtsv: solves A X = B for each tridiagonal matrix A, given by its sub-diagonal `dl`
+    (dl[i] = A[i, i-1]; dl[0] is not read), diagonal `d` and super-diagonal `du` (du[i] = A[i, i+1];
+    du[m-1] is not read), all [..., m], and each right-hand side b ([..., m, n]); f32 or f64 (jax's
+    `lax.linalg.tridiagonal_solve`). Gaussian elimination with partial pivoting as gtsv does it
+    (rows i and i+1 exchanged where |A[i+1, i]| > |the pivot|, a NaN comparing false), then back
+    substitution with the two super-diagonals. Results: X ([..., m, n]) and info ([...], i32: 0,
+    or k where the pivot of row k - 1 is exactly 0, the first such; X is then unspecified, as jax
+    masks it with NaN). One sequential pass over the rows per matrix: O(m n)."""
+
+    name = "relax_v.tridiagonal_solve"
+    dl = operand(TENSOR)
+    d = operand(TENSOR)
+    du = operand(TENSOR)
+    b = operand(TENSOR)
+    results = result_(TENSOR, variadic=True)
+
+    @classmethod
+    def deduce(cls, op: OpInfo):
+        bt = op.tensor(3)
+        bd = _matrices(bt, "b")
+        for i, what in enumerate(("dl", "d", "du")):
+            t = op.tensor(i)
+            td = require_rank(t, what)
+            if t.dtype != bt.dtype:
+                raise DeduceError(f"{what} must have b's dtype {bt.dtype}, got {t.dtype}")
+            if len(td) != len(bd) - 1 or not all(dims_equal(x, y, op.facts) for x, y in zip(td, bd[:-1])):
+                raise DeduceError(f"{what} must be [{', '.join(fmt(x) for x in bd[:-1])}] (b's dims but the last), "
+                                  f"got [{', '.join(fmt(x) for x in td)}]")
+        return [TensorType(bd, bt.dtype), TensorType(bd[:-2], "i32")]
+
+    @classmethod
+    def legalize(cls, op: OpInfo) -> Legalized:
+        diag_t, b_t = op.tensor(1), op.tensor(3)
+        x_t, i_t = op.result_types
+        rank, dt = len(b_t.dims), b_t.dtype
+        k = Kernel("gtsv", [op.tensor(0), diag_t, op.tensor(2), b_t], [x_t, i_t])
+        c0, c1, c2 = k.const_index(0), k.const_index(1), k.const_index(2)
+        m, n = k.dim(k.inp(3), b_t, rank - 2), k.dim(k.inp(3), b_t, rank - 1)
+        # working copies of the diagonals: gtsv overwrites them with U's (and the second
+        # super-diagonal, fill-in of a row exchange, where dl was: U2[i] in DL[i + 1])
+        work = [_copy(k, k.inp(i), k.empty(diag_t, dims_from=(k.inp(i), diag_t)), diag_t) for i in range(3)]
+        X = _copy(k, k.inp(3), k.out(0), x_t)
+        info = _fill_i32(k, k.out(1), i_t)
+        T, DT, IT = k.ty(x_t), k.ty(diag_t), k.ty(i_t)
+        loops = _Loops(k, [k.dim(k.inp(3), b_t, d) for d in range(rank - 2)],
+                       [(X, T), (info, IT)] + [(w, DT) for w in work])
+        Xb, Ib, DLb, Db, DUb = loops.open()
+        bi = "".join(f"{v}, " for v in loops.ivs)
+        k.emit("%zi = arith.constant 0 : i32")
+        k.emit(f"%zf = arith.constant 0.0 : {dt}")
+        k.emit(f"%m1 = arith.subi {m}, {c1} : index")
+        # elimination: row k + 1 loses its sub-diagonal entry against row k (or they swap first)
+        k.emit(f"%el:5 = scf.for %k = {c0} to %m1 step {c1} iter_args(%X = {Xb}, %L = {DLb}, %D = {Db}, "
+               f"%U = {DUb}, %inf = %zi) -> ({T}, {DT}, {DT}, {DT}, i32) {{")
+        k.emit(f"  %k1 = arith.addi %k, {c1} : index")
+        k.emit(f"  %l = tensor.extract %L[{bi}%k1] : {DT}")  # A[k + 1, k]
+        k.emit(f"  %dk = tensor.extract %D[{bi}%k] : {DT}")
+        k.emit(f"  %dk1 = tensor.extract %D[{bi}%k1] : {DT}")
+        k.emit(f"  %uk = tensor.extract %U[{bi}%k] : {DT}")
+        k.emit(f"  %uk1 = tensor.extract %U[{bi}%k1] : {DT}")
+        k.emit(f"  %ad = math.absf %dk : {dt}")
+        k.emit(f"  %al = math.absf %l : {dt}")
+        k.emit(f"  %keep = arith.cmpf oge, %ad, %al : {dt}")
+        k.emit(f"  %num = arith.select %keep, %l, %dk : {dt}")
+        k.emit(f"  %den = arith.select %keep, %dk, %l : {dt}")
+        k.emit(f"  %fact = arith.divf %num, %den : {dt}")
+        # keep: D[k+1] - fact * U[k]; swap: U[k] - fact * D[k+1]
+        k.emit(f"  %p = arith.select %keep, %dk1, %uk : {dt}")
+        k.emit(f"  %q = arith.select %keep, %uk, %dk1 : {dt}")
+        k.emit(f"  %fq = arith.mulf %fact, %q : {dt}")
+        k.emit(f"  %dk1n = arith.subf %p, %fq : {dt}")
+        k.emit(f"  %dkn = arith.select %keep, %dk, %l : {dt}")
+        k.emit(f"  %ukn = arith.select %keep, %uk, %dk1 : {dt}")
+        k.emit(f"  %fu = arith.mulf %fact, %uk1 : {dt}")
+        k.emit(f"  %nfu = arith.negf %fu : {dt}")
+        k.emit(f"  %uk1n = arith.select %keep, %uk1, %nfu : {dt}")
+        k.emit(f"  %ln = arith.select %keep, %zf, %uk1 : {dt}")  # the second super-diagonal of row k
+        k.emit(f"  %D1 = tensor.insert %dkn into %D[{bi}%k] : {DT}")
+        k.emit(f"  %D2 = tensor.insert %dk1n into %D1[{bi}%k1] : {DT}")
+        k.emit(f"  %U1 = tensor.insert %ukn into %U[{bi}%k] : {DT}")
+        k.emit(f"  %U2 = tensor.insert %uk1n into %U1[{bi}%k1] : {DT}")
+        k.emit(f"  %L1 = tensor.insert %ln into %L[{bi}%k1] : {DT}")
+        k.emit(f"  %zero = arith.cmpf oeq, %dk, %zf : {dt}")
+        k.emit("  %sing = arith.andi %keep, %zero : i1")
+        k.emit("  %first = arith.cmpi eq, %inf, %zi : i32")
+        k.emit("  %set = arith.andi %sing, %first : i1")
+        k.emit("  %k1i = arith.index_cast %k1 : index to i32")
+        k.emit("  %inf2 = arith.select %set, %k1i, %inf : i32")
+        k.emit(f"  %Xn = scf.for %j = {c0} to {n} step {c1} iter_args(%Y = %X) -> ({T}) {{")
+        k.emit(f"    %bk = tensor.extract %Y[{bi}%k, %j] : {T}")
+        k.emit(f"    %bk1 = tensor.extract %Y[{bi}%k1, %j] : {T}")
+        # keep: B[k+1] - fact * B[k]; swap: B[k] - fact * B[k+1], and B[k] = B[k+1]
+        k.emit(f"    %bp = arith.select %keep, %bk1, %bk : {dt}")
+        k.emit(f"    %bq = arith.select %keep, %bk, %bk1 : {dt}")
+        k.emit(f"    %fb = arith.mulf %fact, %bq : {dt}")
+        k.emit(f"    %b1n = arith.subf %bp, %fb : {dt}")
+        k.emit(f"    %Y1 = tensor.insert %bq into %Y[{bi}%k, %j] : {T}")
+        k.emit(f"    %Y2 = tensor.insert %b1n into %Y1[{bi}%k1, %j] : {T}")
+        k.emit(f"    scf.yield %Y2 : {T}")
+        k.emit("  }")
+        k.emit(f"  scf.yield %Xn, %L1, %D2, %U2, %inf2 : {T}, {DT}, {DT}, {DT}, i32")
+        k.emit("}")
+        # the last pivot
+        k.emit(f"%has = arith.cmpi sgt, {m}, {c0} : index")
+        k.emit("%infl = scf.if %has -> (i32) {")
+        k.emit(f"  %dlast = tensor.extract %el#2[{bi}%m1] : {DT}")
+        k.emit(f"  %zl = arith.cmpf oeq, %dlast, %zf : {dt}")
+        k.emit("  %firstl = arith.cmpi eq, %el#4, %zi : i32")
+        k.emit("  %setl = arith.andi %zl, %firstl : i1")
+        k.emit(f"  %mi = arith.index_cast {m} : index to i32")
+        k.emit("  %vl = arith.select %setl, %mi, %el#4 : i32")
+        k.emit("  scf.yield %vl : i32")
+        k.emit("} else {")
+        k.emit("  scf.yield %el#4 : i32")
+        k.emit("}")
+        # back substitution, rows m-1 down to 0: (B[i] - U[i] B[i+1] - U2[i] B[i+2]) / D[i]
+        k.emit(f"%bs = scf.for %j = {c0} to {n} step {c1} iter_args(%Y = %el#0) -> ({T}) {{")
+        k.emit(f"  %br = scf.for %t = {c0} to {m} step {c1} iter_args(%Z = %Y) -> ({T}) {{")
+        k.emit("    %i = arith.subi %m1, %t : index")
+        k.emit(f"    %i1 = arith.addi %i, {c1} : index")
+        k.emit(f"    %i2 = arith.addi %i, {c2} : index")
+        k.emit(f"    %ok1 = arith.cmpi slt, %i1, {m} : index")
+        k.emit(f"    %ok2 = arith.cmpi slt, %i2, {m} : index")
+        k.emit("    %i1c = arith.minsi %i1, %m1 : index")
+        k.emit("    %i2c = arith.minsi %i2, %m1 : index")
+        k.emit(f"    %bi0 = tensor.extract %Z[{bi}%i, %j] : {T}")
+        k.emit(f"    %x1 = tensor.extract %Z[{bi}%i1c, %j] : {T}")
+        k.emit(f"    %x2 = tensor.extract %Z[{bi}%i2c, %j] : {T}")
+        k.emit(f"    %u1 = tensor.extract %el#3[{bi}%i] : {DT}")
+        k.emit(f"    %u2 = tensor.extract %el#1[{bi}%i1c] : {DT}")
+        k.emit(f"    %di = tensor.extract %el#2[{bi}%i] : {DT}")
+        k.emit(f"    %t1 = arith.mulf %u1, %x1 : {dt}")
+        k.emit(f"    %t1s = arith.select %ok1, %t1, %zf : {dt}")
+        k.emit(f"    %t2 = arith.mulf %u2, %x2 : {dt}")
+        k.emit(f"    %t2s = arith.select %ok2, %t2, %zf : {dt}")
+        k.emit(f"    %r1 = arith.subf %bi0, %t1s : {dt}")
+        k.emit(f"    %r2 = arith.subf %r1, %t2s : {dt}")
+        k.emit(f"    %xi = arith.divf %r2, %di : {dt}")
+        k.emit(f"    %Z1 = tensor.insert %xi into %Z[{bi}%i, %j] : {T}")
+        k.emit(f"    scf.yield %Z1 : {T}")
+        k.emit("  }")
+        k.emit(f"  scf.yield %br : {T}")
+        k.emit("}")
+        ivs = ", ".join(loops.ivs)
+        k.emit(f"%I2 = tensor.insert %infl into {Ib}[{ivs}] : {IT}")
+        outs = loops.close(["%bs", "%I2", "%el#1", "%el#2", "%el#3"])
+        return Legalized(k, outs[:2])
+
+
+@relax_op
 class UnavailableOp(OpSpec):
     """A result the importer does not compute (jax's eigenvectors and singular vectors): the
     importer erases it when nothing uses it; otherwise shape deduction refuses it with `message`
@@ -915,4 +1066,4 @@ class UnavailableOp(OpSpec):
 
 
 __all__ = ["CholeskyOp", "TriangularSolveOp", "LuOp", "QrOp", "HouseholderProductOp", "EigvalshOp", "SvdvalsOp",
-           "UnavailableOp"]
+           "TridiagonalSolveOp", "UnavailableOp"]

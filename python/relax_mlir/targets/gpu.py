@@ -85,4 +85,4 @@ def _refuse_control_flow(op: ir.Operation, target: str) -> None:
 # (on Vulkan the first try ran and returned NaN).
 _SEQUENTIAL = {"cholesky": "relax_v.cholesky", "trsm": "relax.triangular_solve", "lu": "relax_v.lu",
                "geqrf": "relax_v.qr", "orgqr": "relax.householder_product", "syevj": "relax_v.eigvalsh",
-               "gesvj": "relax_v.svdvals"}
+               "gesvj": "relax_v.svdvals", "gtsv": "relax_v.tridiagonal_solve"}

@@ -265,15 +265,67 @@ def test_vectors_where_their_signs_matter_are_refused():
     assert "relax_v.eigvalsh" in text and "vectors" not in text
 
 
+
+def _tridiagonal(shape, seed, case, dtype=np.float32):
+    """dl, d, du ([..., m]) and b ([..., m, 3]): random (rows exchanged wherever |dl| > |d|),
+    diagonally dominant, an exactly zero pivot in the first row (info 1: jax's NaN), a NaN on the
+    diagonal, or a zero last pivot (info m)."""
+    r = np.random.default_rng(seed)
+    dl, d, du = (r.standard_normal(shape).astype(dtype) for _ in range(3))
+    m = shape[-1]
+    if case == "dominant":
+        d = d + 4 * np.sign(d)
+    elif case == "zero_pivot" and m > 1:
+        d[..., 0], dl[..., 1] = 0, 0
+    elif case == "nan":
+        d[..., m // 2] = np.nan
+    elif case == "zero_last":
+        dl[..., 1:], d[..., -1] = 0, 0
+    return [dl, d, du, r.standard_normal(shape + (3,)).astype(dtype)]
+
+
+_TRIDIAGONAL_CASES = ("random", "dominant", "zero_pivot", "nan", "zero_last")
+
+
+def test_tridiagonal_solve():
+    """lax.linalg.tridiagonal_solve (jax's lapack_sgtsv_ffi: refused by name before): gtsv's
+    elimination with row exchanges, over a symbolic batch and size, m = 1, 4, 9, 50 from one
+    compile; singular systems NaN as jax has them; f64; the gradient (its transpose is another
+    tridiagonal solve); zero-size systems."""
+    from jax.lax.linalg import tridiagonal_solve as solve
+    c = check(solve, [S(B, N)] * 3 + [S(B, N, 3)],
+              lambda n: [_tridiagonal((2, n), n + k, case) for k, case in enumerate(_TRIDIAGONAL_CASES)],
+              sizes=(1, 4, 9, 50), rtol=1e-5, atol=1e-6, cases=True)
+    assert "relax_v.tridiagonal_solve" in c.text
+    got = c.exe(*_tridiagonal((2, 9), 0, "zero_pivot"))
+    assert np.isnan(got).all()
+    loss = jax.grad(lambda dl, d, du, b: jnp.sum(jnp.sin(solve(dl, d, du, b))), argnums=(0, 1, 2, 3))
+    check(loss, [S(N)] * 3 + [S(N, 3)], lambda n: [a[0] for a in _tridiagonal((1, n), n, "dominant")],
+          sizes=(1, 5, 40), rtol=1e-4, atol=1e-5)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        spec = [jax.ShapeDtypeStruct((N,), jnp.float64)] * 3 + [jax.ShapeDtypeStruct((N, 3), jnp.float64)]
+        check(solve, spec, lambda n: [[a[0] for a in _tridiagonal((1, n), n + k, case, np.float64)]
+                                      for k, case in enumerate(_TRIDIAGONAL_CASES)],
+              sizes=(1, 7, 33), rtol=1e-12, atol=1e-13, cases=True)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    for m, k in ((0, 3), (5, 0)):
+        check(solve, [S(m)] * 3 + [S(m, k)], lambda _: [np.ones((m,), np.float32)] * 3 + [np.ones((m, k), np.float32)],
+              sizes=(0,))
+
+
 @pytest.mark.parametrize("target", ["cuda", "vulkan", "webgpu"])
 def test_gpu_targets_refuse_the_sequential_kernels(target):
     """The kernels are sequential scalar loops with no GPU mapping: a located refusal at compile
     time (a first Vulkan run returned NaN for a positive definite matrix)."""
-    mod = from_jax(lambda a: jnp.linalg.cholesky(a), S(B, 3, 3))
+    from jax.lax.linalg import tridiagonal_solve
     platform = {"cuda": "CUDA", "vulkan": "Vulkan", "webgpu": "WebGPU"}[target]
-    with pytest.raises(relax_mlir.CompileError, match=rf"relax_v.cholesky \(a kernel of sequential scalar loops.*"
-                                                      rf"is not supported on {platform} yet"):
-        relax_mlir.compile(mod, target=target)
+    for name, mod in (("relax_v.cholesky", from_jax(lambda a: jnp.linalg.cholesky(a), S(B, 3, 3))),
+                      ("relax_v.tridiagonal_solve", from_jax(tridiagonal_solve, *[S(N)] * 3, S(N, 2)))):
+        with pytest.raises(relax_mlir.CompileError, match=rf"{name} \(a kernel of sequential scalar loops.*"
+                                                          rf"is not supported on {platform} yet"):
+            relax_mlir.compile(mod, target=target)
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)], ids=["tall", "wide", "square"])

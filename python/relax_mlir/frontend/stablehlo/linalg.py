@@ -208,8 +208,19 @@ def _gesdd(im, op, ins):
     return [_unavailable(im, op, 0, "the factored matrix of gesdd"), s_sorted, u, vt, info]
 
 
+def _gtsv(im, op, ins):
+    """lax.linalg.tridiagonal_solve (results: the factored dl, d, du, which jax's lowering does
+    not read, then x and info; jax masks x with NaN where info != 0 itself)."""
+    dl, d, du, b = ins[:4]  # (then shape values, with symbolic dims)
+    (xd, xdt), (idims, _) = _res(op, 3), _res(op, 4)
+    x, info = _emit_multi(im, "relax_v.tridiagonal_solve", [dl, d, du, b],
+                          [(_merge_dims(xd, b.dims), xdt), (_merge_dims(idims, b.dims[:-2]), "i32")], {})
+    factored = [_unavailable(im, op, i, "the factored diagonals of gtsv") for i in range(3)]
+    return [*factored, x, info]
+
+
 _KINDS = {"potrf": _potrf, "trsm": _trsm, "getrf": _getrf, "geqrf": _geqrf, "orgqr": _orgqr,
-          "syevd": _syevd, "gesdd": _gesdd}
+          "syevd": _syevd, "gesdd": _gesdd, "gtsv": _gtsv}
 
 
 def _lapack(kind):
