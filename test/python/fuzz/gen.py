@@ -412,6 +412,12 @@ FAMILIES_V9 = tuple((n, 12 if n in ("complex", "complex_io") else w) for n, w in
 # (seed 2412170, where(c, where(c, x, 0), x): the plan reused that storage while the result lived).
 FAMILIES_V10 = FAMILIES_V9 + (("identity", 12),)
 V10_FIRST_SEED = 2_420_000
+# From V11_FIRST_SEED on: the elementwise functions no other family draws (inverse trigonometric
+# and hyperbolic functions, lgamma / digamma, erfc / erf_inv, rounding modes, logaddexp, hypot,
+# atan2, copysign, nextafter, sign bits and finiteness tests, negative integer powers), in every
+# float dtype.
+FAMILIES_V11 = FAMILIES_V10 + (("special", 12),)
+V11_FIRST_SEED = 2_430_000
 COMPLEX = ("complex64", "complex128")
 
 
@@ -428,6 +434,7 @@ class _Gen:
         self.v8 = seed >= V8_FIRST_SEED
         self.v9 = seed >= V9_FIRST_SEED
         self.v10 = seed >= V10_FIRST_SEED
+        self.v11 = seed >= V11_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -995,6 +1002,38 @@ class _Gen:
         exact = x.exact
         return self.emit(f"{x.name}.astype({_DT_SHORT[to]})", x.dims, to, exact, [x], "astype")
 
+    def f_special(self):
+        """An elementwise function the other families never draw, of a float value (a new float
+        argument when there is none). Functions with a restricted domain or poles (arcsin, arccosh,
+        lgamma, erf_inv, x ** -2, ...) and the jumpy ones (rounding, sign bits, finiteness) take
+        exact operands only: an inexact value a rounding away from a pole or a half is ill-posed."""
+        x = self.operand(lambda v: is_float(v.dtype))
+        if not is_float(x.dtype):
+            x = self.some_arg(self.r.choice(FLOATS))
+        n = x.name
+        smooth = ["jnp.arctan({})", "jnp.sinh({})", "jnp.cosh({})", "jnp.arcsinh({})", "jnp.cbrt({})",
+                  "jax.scipy.special.erfc({})", "jax.nn.log_sigmoid({})", "jax.nn.elu({})", "jax.nn.selu({})",
+                  "jax.nn.mish({})", "jax.nn.hard_swish({})", "jnp.sinc({})", "jnp.logaddexp({}, 0.5)",
+                  "jnp.hypot({}, 2.0)", "jnp.arctan2({}, -1.5)"]
+        domain = ["jnp.arcsin({})", "jnp.arccos({})", "jnp.arccosh({})", "jnp.arctanh({})", "jnp.tan({})",
+                  "jax.scipy.special.gammaln({})", "jax.scipy.special.digamma({})", "jax.scipy.special.erfinv({})",
+                  "jnp.log10({})", "{} ** -2", "lax.integer_pow({}, -3)", "jnp.arcsin(jnp.tanh({}))"]
+        exact_ops = ["jnp.trunc({})", "jnp.rint({})", "jnp.round({})", "lax.round({})", "jnp.copysign(2.0, {})",
+                     "jnp.nextafter({}, 0)", "jnp.nextafter({}, jnp.inf)"]
+        tests = ["jnp.signbit({})", "jnp.isinf({})", "jnp.isfinite({})", "jnp.isneginf({})"]
+        y = self.partner(x)
+        pair = self.bcast_dims(x, y)
+        binary = ["jnp.arctan2({}, {})", "jnp.hypot({}, {})", "jnp.logaddexp({}, {})", "jnp.logaddexp2({}, {})"]
+        exact_binary = ["jnp.copysign({}, {})", "jnp.nextafter({}, {})", "jnp.fmin({}, {})", "jnp.heaviside({}, {})"]
+        ops = smooth + (domain + exact_ops + tests if x.exact else []) + (binary if pair else []) + \
+            (exact_binary if pair and x.exact and y.exact else [])
+        op = self.r.choice(ops)
+        if op.count("{}") == 2:
+            return self.emit(op.format(n, y.name), pair, x.dtype, op in exact_binary, [x, y], "special")
+        if op in tests:
+            return self.emit(op.format(n), x.dims, "bool", True, [x], "special")
+        return self.emit(op.format(n), x.dims, x.dtype, op in exact_ops, [x], "special")
+
     def f_identity(self):
         """x the long way round: an expression equal to x (bit for bit, NaN included; broadcast
         with the other values it names) that upstream canonicalization folds to x once the kernel
@@ -1443,7 +1482,7 @@ class _Gen:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V10 if self.v10 else FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
+        names, weights = zip(*(FAMILIES_V11 if self.v11 else FAMILIES_V10 if self.v10 else FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
                                else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]

@@ -31,7 +31,11 @@ Settings (`make fuzz` runs the same code with larger values):
     RELAX_MLIR_FUZZ_V10_PROGRAMS CPU programs from seed gen.V10_FIRST_SEED, whose generator adds
                                  values computed the long way round to themselves (x + 0,
                                  where(c, where(c, x, 0), x), casts there and back), kernels
-                                 that canonicalization folds into views (default 10)
+                                 that canonicalization folds into views (default 8)
+    RELAX_MLIR_FUZZ_V11_PROGRAMS CPU programs from seed gen.V11_FIRST_SEED, whose generator adds
+                                 the elementwise functions no other family draws (inverse trig
+                                 and hyperbolic functions, lgamma, erf_inv, rounding modes,
+                                 atan2, hypot, nextafter, sign bits) (default 8)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 50)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -54,7 +58,8 @@ V6_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V6_PROGRAMS", "25"))
 V7_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V7_PROGRAMS", "25"))
 V8_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V8_PROGRAMS", "25"))
 V9_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V9_PROGRAMS", "10"))
-V10_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V10_PROGRAMS", "10"))
+V10_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V10_PROGRAMS", "8"))
+V11_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V11_PROGRAMS", "8"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "50"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -120,6 +125,12 @@ def _v10_first():
     return gen.V10_FIRST_SEED
 
 
+def _v11_first():
+    from fuzz import gen
+
+    return gen.V11_FIRST_SEED
+
+
 def _check(seeds, target):
     results = campaign.run_batch(seeds, target, all_variants=ALL_VARIANTS)
     assert [r["seed"] for r in results] == list(seeds)
@@ -147,7 +158,8 @@ def _check(seeds, target):
                          + _batches(V3_PROGRAMS, _v3_first()) + _batches(V4_PROGRAMS, _v4_first())
                          + _batches(V5_PROGRAMS, _v5_first()) + _batches(V6_PROGRAMS, _v6_first())
                          + _batches(V7_PROGRAMS, _v7_first()) + _batches(V8_PROGRAMS, _v8_first())
-                         + _batches(V9_PROGRAMS, _v9_first()) + _batches(V10_PROGRAMS, _v10_first()),
+                         + _batches(V9_PROGRAMS, _v9_first()) + _batches(V10_PROGRAMS, _v10_first())
+                         + _batches(V11_PROGRAMS, _v11_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
@@ -446,6 +458,10 @@ def test_generator_versions_keep_old_seeds():
     assert not any("identity" in gen.generate(s).families for s in range(gen.V9_FIRST_SEED, gen.V9_FIRST_SEED + 300))
     v10 = [gen.generate(s) for s in range(gen.V10_FIRST_SEED, gen.V10_FIRST_SEED + 100)]
     assert sum("identity" in p.families for p in v10) >= 10
+    # the special functions from V11_FIRST_SEED on only
+    assert not any("special" in gen.generate(s).families for s in range(gen.V10_FIRST_SEED, gen.V10_FIRST_SEED + 300))
+    v11 = [gen.generate(s) for s in range(gen.V11_FIRST_SEED, gen.V11_FIRST_SEED + 100)]
+    assert sum("special" in p.families for p in v11) >= 10
 
 
 def test_a_crash_of_the_reference_is_not_blamed_on_relax():
