@@ -8,6 +8,7 @@ converter on each part; products, quotients, abs, exp, log, sqrt and compare fol
 formulas; sin, cos, tan, tanh, log1p, expm1, rsqrt, logistic and power are built from real ops on
 the parts (their special values as jax.jit's: test/python/ops/test_complex.py); sums
 (reductions, windows, scatters) sum each part, a product over a short static axis is unrolled;
+a sort orders by the real part, then the imaginary part, as jax's comparator (two keys each);
 control flow and composites take the pairs as they are (control_flow.py flattens them into region
 parameters and results). `stablehlo.fft`
 (FFT, IFFT, RFFT, IRFFT over the last 1-3 axes; lengths are static in StableHLO) is a discrete
@@ -563,6 +564,43 @@ def _scatter(im, op, ins):
     return CVal(e.where(hit, prod.re, x.re), e.where(hit, prod.im, x.im))
 
 
+def _sort(im, op, ins):
+    """A sort of complex values (jnp.sort, argsort, unique, sort_complex): jax's comparator orders
+    them by real part, then imaginary part (each canonicalized, totally ordered), so each complex
+    operand sorts as its two parts, two keys where it is a key."""
+    from relax_mlir.frontend.stablehlo.indexing import sort_by
+
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    parts = {}  # (block argument, "stablehlo.real" / "stablehlo.imag") -> the comparator's value
+    for o in block.operations:
+        if o.name in ("stablehlo.real", "stablehlo.imag") and o.operands[0] in args:
+            if (o.operands[0], o.name) in parts:
+                raise ValueError("sort comparator reads a complex part twice")
+            parts[(o.operands[0], o.name)] = o.results[0]
+    flat, sources, results = [], [], []
+    with real_parts():
+        for k, v in enumerate(ins):
+            rd, rdt = _res(op, k)
+            pieces = [(v.re, "stablehlo.real"), (v.im, "stablehlo.imag")] if isinstance(v, CVal) else [(v, None)]
+            for x, part in pieces:
+                flat.append(x)
+                results.append((rd, rdt))
+                for side in (2 * k, 2 * k + 1):
+                    a = args[side]
+                    sources.append(a if part is None else parts.get((a, part), a))
+        outs = sort_by(im, op, flat, sources, results)
+    merged, i = [], 0
+    for v in ins:
+        if isinstance(v, CVal):
+            merged.append(CVal(outs[i], outs[i + 1]))
+            i += 2
+        else:
+            merged.append(outs[i])
+            i += 1
+    return merged
+
+
 def _constant_parts(v) -> tuple[float, float] | None:
     """(re, im) of the complex splat constant behind jax value `v` (through scalar broadcasts and
     reshapes), or None."""
@@ -898,6 +936,7 @@ COMPLEX_CONVERTERS.update({
     "stablehlo.reduce_window": _window_sum,
     "stablehlo.custom_call": _custom_call,
     "stablehlo.fft": _fft,
+    "stablehlo.sort": _sort,
 })
 
 

@@ -179,16 +179,21 @@ def _sort_less(v, args, dts):
 def _sort(im, op, ins):
     """stablehlo.sort with a comparator of jax's form (lax.sort, jnp.sort/argsort): lexicographic
     less-than over the first keys, floats canonicalized and totally ordered."""
+    args = list(op.regions[0].blocks[0].arguments)
+    return sort_by(im, op, ins, args, [_res(op, i) for i in range(len(op.results))])
+
+
+def sort_by(im, op, ins, args, results):
+    """The sort of `ins` (real Vals) by `op`'s comparator, whose operands are read as `args`: the
+    comparator values standing for operand k's left and right elements at args[2k], args[2k + 1]
+    (its block arguments; for a complex operand split into two parts, the parts' values)."""
     axis = _ints(op.attributes["dimension"])[0]
-    block = op.regions[0].blocks[0]
-    args = list(block.arguments)
     ret = _body_ops(op)[-1]
     dts = [v.dtype for v in ins]
     keys = _sort_less(ret.operands[0], args, dts)
     if keys is None or [kk for kk, _, _ in keys] != list(range(len(keys))):
         raise ValueError("sort comparator is not a lexicographic less-than / greater-than over the leading "
                          "operands of the form jax emits")
-    results = [_res(op, i) for i in range(len(op.results))]
     dims = ins[0].dims
     # unsigned keys sort on the signed order (unsigned.signed_order); the sorted keys map back
     flipped = [i < len(keys) and v.dtype.startswith("ui") for i, v in enumerate(ins)]
