@@ -91,12 +91,47 @@ def _is_one(d) -> bool:
     return d is not None and d.is_const and d.value == 1
 
 
-def _sliced(x: ir.Value, starts: list[ir.Value], sizes, loc) -> ir.Value:
-    """A new `relax.dynamic_slice` of x (at the current insertion point)."""
+def _same_value(a: ir.Value, b: ir.Value) -> bool:
+    """The same SSA value, or two relax.constant results of one type and value (the zero starts
+    this pattern makes)."""
+    if a == b:
+        return True
+    oa, ob = getattr(a, "owner", None), getattr(b, "owner", None)
+    return (isinstance(oa, (ir.Operation, ir.OpView)) and isinstance(ob, (ir.Operation, ir.OpView))
+            and oa.name == ob.name == "relax.constant" and a.type == b.type
+            and str(oa.attributes["value"]) == str(ob.attributes["value"]))
+
+
+def _existing(name: str, operands: list[ir.Value], attrs: dict, result: ir.Type, anchor) -> ir.Value | None:
+    """The result of an op `name` on these operands, attributes and result type already in
+    `anchor`'s block before it, if there is one: what sinking a slice through a shared value made
+    for another of its uses (without this reuse, slices sunk through a DAG of shared values, as
+    a complex expm1's, multiply along every path: seed 2430542 did not converge)."""
+    block = anchor.operation.block
+    want = {k: str(v) for k, v in attrs.items()}
+    for use in operands[0].uses:
+        u = use.owner
+        u = u.operation if isinstance(u, ir.OpView) else u
+        if u.name != name or len(u.results) != 1 or u.results[0].type != result or u.block != block \
+                or not u.is_before_in_block(anchor.operation) or len(u.operands) != len(operands):
+            continue
+        if all(_same_value(p, q) for p, q in zip(u.operands, operands)) and \
+                {k: str(v) for k, v in attr_dict(u).items()} == want:
+            return u.results[0]
+    return None
+
+
+def _sliced(x: ir.Value, starts: list[ir.Value], sizes, loc, anchor) -> ir.Value:
+    """A `relax.dynamic_slice` of x (at the current insertion point, before `anchor`), or the
+    same slice already made before it."""
     t = view(x.type)
-    r = TensorType(tuple(sizes), t.dtype)
-    return ir.Operation.create("relax.dynamic_slice", results=[r.to_mlir()], operands=[x, *starts],
-                               attributes={"sizes": array_attr(sizes)}, loc=loc).results[0]
+    r = TensorType(tuple(sizes), t.dtype).to_mlir()
+    attrs = {"sizes": array_attr(sizes)}
+    same = _existing("relax.dynamic_slice", [x, *starts], attrs, r, anchor)
+    if same is not None:
+        return same
+    return ir.Operation.create("relax.dynamic_slice", results=[r], operands=[x, *starts], attributes=attrs,
+                               loc=loc).results[0]
 
 
 def _zero_start(like: ir.Value, loc) -> ir.Value:
@@ -145,9 +180,13 @@ class SliceBeforeCompute(RewritePattern):
         if any(t.dims != () and t != TensorType(xt.dims, t.dtype) for t in types):
             return False  # implicit broadcasting of a non-scalar operand: not sliced here
         with rewriter.ip:
-            operands = [v if t.dims == () else _sliced(v, starts, sizes, loc) for v, t in zip(src.operands, types)]
-            new = ir.Operation.create(name, results=[TensorType(tuple(sizes), xt.dtype).to_mlir()],
-                                      operands=operands, attributes=attr_dict(src), loc=loc)
+            operands = [v if t.dims == () else _sliced(v, starts, sizes, loc, op) for v, t in zip(src.operands, types)]
+            rt = TensorType(tuple(sizes), xt.dtype).to_mlir()
+            same = _existing(name, operands, attr_dict(src), rt, op)
+            if same is not None:
+                rewriter.replace_op(op, [same])
+                return True
+            new = ir.Operation.create(name, results=[rt], operands=operands, attributes=attr_dict(src), loc=loc)
         rewriter.replace_op(op, new)
         return True
 
@@ -169,7 +208,7 @@ class SliceBeforeCompute(RewritePattern):
                 else:
                     new_starts.append(starts[j])
                     new_sizes.append(sizes[j])
-            s = _sliced(y, new_starts, new_sizes, loc)
+            s = _sliced(y, new_starts, new_sizes, loc, op)
             new = ir.Operation.create("relax.broadcast_to", results=[op.results[0].type], operands=[s],
                                       attributes={"shape": array_attr(sizes)}, loc=loc)
         rewriter.replace_op(op, new)
@@ -203,7 +242,7 @@ class SliceBeforeCompute(RewritePattern):
                     zero = zero or _zero_start(starts[0], loc)
                     new_starts.append(zero)
                     new_sizes.append(d)
-            s = _sliced(y, new_starts, new_sizes, loc)
+            s = _sliced(y, new_starts, new_sizes, loc, op)
             new = ir.Operation.create("relax.reshape", results=[op.results[0].type], operands=[s],
                                       attributes={"shape": array_attr(sizes)}, loc=loc)
         rewriter.replace_op(op, new)

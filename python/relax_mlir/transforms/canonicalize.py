@@ -197,7 +197,16 @@ class CanonicalizePass(ModulePass):
         config.enable_folding = False            # only these patterns; kernels stay untouched
         config.region_simplification_level = GreedySimplifyRegionLevel.DISABLED
         for f in graph_functions(module):
-            apply_patterns_and_fold_greedily(f, frozen, config)
+            try:
+                apply_patterns_and_fold_greedily(f, frozen, config)
+            except RuntimeError as e:
+                # Ops a Python pattern creates reach the driver's worklist only in its next sweep,
+                # so a slice sunk through a chain deeper than the sweep limit (relax.dynamic_slice's
+                # SliceBeforeCompute) stops part way (seed 2430542: a slice of a complex expm1's
+                # angle). Every rewrite leaves a valid program, so the partial result stands, as
+                # upstream's canonicalizer keeps it without test-convergence.
+                if "failed to converge" not in str(e):
+                    raise
         DcePass().run(module)
 
 

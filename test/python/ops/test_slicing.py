@@ -124,6 +124,31 @@ def test_dynamic_slice_of_a_mask_table_computes_only_the_row():
     assert canon.count('"relax.dynamic_slice"') >= 2  # sliced before the compare: one per operand
 
 
+
+def test_dynamic_slice_of_a_deep_shared_computation():
+    """A slice read from the end of a deep chain of values each used twice (fuzz seed 2430542: an
+    element of a complex expm1's angle, n = 1 ... 131; the canonicalizer stopped with "failed to
+    converge", an internal error). The slice is sunk through shared values once per value and
+    start (reused, not copied along every path: 2^depth paths here; 32 slices are left of the
+    chain's, 243 before the reuse), as far as the driver's sweeps reach; what it leaves is a valid
+    program, so canonicalization keeps it."""
+    def chain(x, i):
+        for _ in range(16):
+            x = x * x + jnp.sin(x)  # x twice: a diamond per level
+        return x[i]
+
+    def seed_2430542(a, i):
+        return jnp.angle(jnp.expm1(a + 1j * a))[i]
+
+    def args(n):
+        x = rnd(n) * 0.1
+        return [(x, np.int32(k)) for k in (0, n - 1, -1)]
+    for f in (chain, seed_2430542):
+        mod = jaxcheck.check(f, [S((b,)), S((), jnp.int32)], args, sizes=SIZES, cases=True, rtol=1e-5, atol=1e-6).module
+        canon = _canonical(mod)
+        assert canon.count('"relax.dynamic_slice"') <= 40, canon.count('"relax.dynamic_slice"')
+
+
 def test_dynamic_slice_through_elementwise_broadcast_and_reshape_keeps_clamping():
     # x: [n, 6]; y = reshape(exp(x) * 2, [1, n, 1, 6]) broadcast to [3, 1, n, 4, 6]; a [2, 1, 2, 3, 4]
     # slice at run-time starts (clamped: past the end, negative) equals jax's.
