@@ -14,6 +14,10 @@
 // RUN: relax-opt %s --relax-infer-shapes --cse --mlir-pass-statistics -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATS
 // RUN: relax-opt %s --cse --mlir-pass-statistics --mlir-pass-statistics-display=list -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATS
 // RUN: not relax-opt %s --mlir-pass-statistics-display=tree 2>&1 | FileCheck %s --check-prefix=BADDISPLAY
+// mlir-opt's --verify-each (on by default; =false is --no-verify)
+// RUN: relax-opt %s --verify-each=false --relax-infer-shapes | FileCheck %s --check-prefix=BC
+// RUN: relax-opt %s --verify-each --relax-infer-shapes | FileCheck %s --check-prefix=BC
+// RUN: not relax-opt %s --verify-each=maybe 2>&1 | FileCheck %s --check-prefix=BADVERIFY
 //
 // RUN: relax-opt %S/Inputs/cmath-use.mlir --irdl-file=%S/Inputs/cmath.irdl.mlir | FileCheck %s --check-prefix=IRDL
 // RUN: not relax-opt %S/Inputs/cmath-use.mlir 2>&1 | FileCheck %s --check-prefix=NOIRDL
@@ -23,6 +27,7 @@
 // RUN: not relax-opt %s --irdl-file %s 2>&1 | FileCheck %s --check-prefix=NOTIRDL
 // RUN: not relax-opt %s --irdl-file %t.missing 2>&1 | FileCheck %s --check-prefix=MISSING
 
+// BADVERIFY: option '--verify-each' takes true or false (got 'maybe')
 // BC-LABEL: func.func @f
 // BC: "relax.exp"({{.*}}) : (!relax.tensor<["n"], f32>) -> !relax.tensor<["n"], f32>
 // LOC: loc("{{.*}}relax-opt-mlir-opt-parity.mlir":[[@LINE+12]]:8)

@@ -140,7 +140,7 @@ Options take one or two dashes, as in mlir-opt (-split-input-file, --split-input
   --mlir-print-assume-verified  print without verifying first
   --show-dialects               list the loaded dialects
   --allow-unregistered-dialect  accept ops of dialects that are not loaded
-  --no-verify                   do not verify after each pass
+  --no-verify                   do not verify after each pass (--verify-each=false, as mlir-opt)
   --list-passes                 list the relax passes with their options, and the named pipelines
   --version                     print the version
 """
@@ -237,6 +237,11 @@ def parse_args(argv: list[str], registry) -> Args:
                 args.statistics_display = value
             else:
                 args.values[name] = value
+        elif name == "verify-each":  # mlir-opt's spelling: on by default, =false turns it off
+            if eq and value not in ("true", "1", "false", "0"):
+                raise UsageError(f"option '--verify-each' takes true or false (got '{value}')")
+            if value in ("false", "0"):
+                args.flags.add("no-verify")
         elif name in _FLAGS:
             if eq and value not in ("true", "1"):
                 if value in ("false", "0"):
