@@ -233,6 +233,41 @@ def test_svd_of_a_matrix_whose_rows_may_be_fewer_than_its_columns():
           lambda n: [rnd(2, n, 2, seed=n)], sizes=(1, 2, 5), rtol=1e-3, atol=1e-4)
 
 
+def test_gradients_of_eigenvalues_and_singular_values():
+    """jax.grad through eigvalsh and the singular values (refused before): jax's transpose is
+    V diag(g) V^T (U diag(g) V^T), the diagonal written by a scatter of g at indices [i, i] into
+    zeros; the signs of v_j cancel against themselves there (signs.py). A logdet, the nuclear and
+    the spectral norm as penalties, over symbolic sizes and batches, from one compile each. The
+    forward-mode derivative (diag(V^T dA V): a two-sided product, then its diagonal) and a
+    scatter that is not diagonal stay refused; a diagonal the user writes the same way compiles."""
+    sym = lambda m: [_symmetric(1, m, seed=m)[0]]  # noqa: E731
+    check(jax.grad(lambda a: jnp.sum(jnp.sin(jnp.linalg.eigvalsh(a)))), [S(N, N)], sym,
+          sizes=(1, 2, 5, 8), rtol=1e-4, atol=1e-5)
+    check(jax.grad(lambda a: jnp.sum(jnp.log(jnp.linalg.eigvalsh(a @ a.mT + jnp.eye(a.shape[-1]))))),
+          [S(B, 4, 4)], lambda b: [rnd(b, 4, 4, seed=b)], sizes=(1, 3), rtol=1e-4, atol=1e-5)
+    check(jax.grad(lambda a: jnp.sum(jnp.linalg.svd(a, compute_uv=False) ** 2) + jnp.linalg.norm(a, "nuc")),
+          [S(N, 3)], lambda n: [rnd(n, 3, seed=n)], sizes=(1, 2, 4, 9), rtol=1e-4, atol=1e-5)
+    penalty = jax.grad(lambda w, x: jnp.sum((x @ w) ** 2) + 0.1 * jnp.linalg.norm(w, 2) ** 2, argnums=(0, 1))
+    check(penalty, [S(6, 4), S(B, 6)], lambda b: [rnd(6, 4, seed=b), rnd(b, 6, seed=b + 1)], sizes=(1, 5),
+          rtol=1e-4, atol=1e-5)
+
+    def user_diagonal(s, w):
+        v = jnp.linalg.eigh(s)[1]
+        i = jnp.arange(s.shape[0])
+        return v @ jnp.zeros_like(s).at[i, i].add(w) @ v.T
+    check(user_diagonal, [S(N, N), S(N)], lambda n: [_symmetric(1, n, seed=n)[0], rnd(n, seed=n)],
+          sizes=(1, 3, 6), rtol=1e-4, atol=1e-5)
+    refused = [
+        lambda s, t: jax.jvp(jnp.linalg.eigvalsh, (s,), (t,))[1],
+        lambda s, t: (lambda v, i: v @ jnp.zeros_like(s).at[i, (i + 1) % s.shape[0]].add(t[0]) @ v.T)(
+            jnp.linalg.eigh(s)[1], jnp.arange(s.shape[0])),
+    ]
+    for f in refused:
+        with pytest.raises(relax_mlir.CompileError, match="the eigenvectors of jnp.linalg.eigh .* reach "
+                                                          "'stablehlo.dot_general' here"):
+            relax_mlir.compile(from_jax(f, S(N, N), S(N, N)))
+
+
 def test_vectors_where_their_signs_matter_are_refused():
     """A use that depends on the vectors' signs (returning them, summing them, abs, an elementwise
     square: the last two independent of the signs but not of the basis of a repeated eigenvalue's

@@ -170,7 +170,7 @@ class Val:
     """An imported value: relax SSA value (or None when only known symbolically), dtype, symbolic
     dims, and `known` integer values for small int tensors of rank <= 1."""
 
-    __slots__ = ("value", "dtype", "dims", "known", "signs")
+    __slots__ = ("value", "dtype", "dims", "known", "signs", "diag")
 
     def __init__(self, value, dtype, dims, known=None):
         self.value = value
@@ -178,6 +178,7 @@ class Val:
         self.dims = list(dims)
         self.known = known
         self.signs = None  # eigenvectors' signs it carries (signs.py)
+        self.diag = None  # (p, q): zero wherever its indices along axes p and q differ (signs.py)
 
 
 class CVal:

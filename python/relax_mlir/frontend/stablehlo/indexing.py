@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from relax_mlir.frontend.stablehlo.common import (_FLOATS, _body_ops, _cmp_info, _emit_multi, _ints, _merge_dims,
-                                                  _owner, _res, _splat_value)
+from relax_mlir.frontend.stablehlo.common import (_FLOATS, Val, _body_ops, _cmp_info, _emit_multi, _ints,
+                                                  _merge_dims, _owner, _res, _splat_value)
 from relax_mlir.frontend.stablehlo.unsigned import signed_index, signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters
 from relax_mlir.shape import const, max_, min_
@@ -89,11 +89,66 @@ def scatter_kind(op, region: int, dt: str, what: str) -> str:
                      f"minimum")
 
 
+def _same_computation(a, b, depth: int = 24, seen: set | None = None) -> bool:
+    """Whether two relax values are computed alike: the same value, or results of ops of one name,
+    result number and attributes whose operands are computed alike (jax computes both columns of
+    a diagonal's indices, [i, i], with separate but equal ops). Each pair is compared once."""
+    if a == b:
+        return True
+    seen = set() if seen is None else seen
+    if (a, b) in seen:
+        return True  # (compared before, or being compared: a cycle is impossible in SSA)
+    seen.add((a, b))
+    if depth == 0 or not isinstance(a, ir.OpResult) or not isinstance(b, ir.OpResult) \
+            or a.result_number != b.result_number:
+        return False
+    oa, ob = a.owner, b.owner
+    if oa.name != ob.name or len(oa.operands) != len(ob.operands) or str(a.type) != str(b.type):
+        return False
+    aa, ab = oa.attributes, ob.attributes
+    if len(aa) != len(ab) or any(str(aa[i].attr) != str(ab[i].attr) or aa[i].name != ab[i].name
+                                 for i in range(len(aa))):
+        return False
+    return all(_same_computation(x, y, depth - 1, seen) for x, y in zip(oa.operands, ob.operands))
+
+
+def _diagonal(op, x, idx, upd):
+    """(p, q) where this scatter (an add or set into zeros) writes only where the operand's indices
+    along axes p and q are equal: each index vector is [i, i] (its two columns computed alike),
+    scattered into those two axes. The result is then diagonal over (p, q) (signs.py)."""
+    from jax._src.lib.mlir.dialects import hlo
+
+    from relax_mlir.frontend.stablehlo.signs import splat_through
+
+    dn = hlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+    axes = list(dn.scattered_dims_to_operand_dims)
+    if len(axes) != 2 or sorted(dn.inserted_window_dims) != sorted(axes) or list(dn.input_batching_dims) \
+            or splat_through(op.operands[0]) != 0 or getattr(upd, "signs", None) is not None:
+        return None
+    ivd = int(dn.index_vector_dim)
+    src = idx.value
+    if ivd != len(idx.dims) - 1 or not isinstance(src, ir.OpResult):
+        return None
+    cat = src.owner
+    axis = cat.attributes["axis"] if "axis" in cat.attributes else None
+    if cat.name != "relax_v.concat" or len(cat.operands) != 2 or axis is None or \
+            ir.IntegerAttr(axis).value != ivd or not _same_computation(cat.operands[0], cat.operands[1]):
+        return None
+    return tuple(axes)
+
+
 def _scatter(im, op, ins):
     """stablehlo.scatter of one input with an update computation that is replace (return the
     update), add, multiply, maximum or minimum."""
     if len(op.results) != 1:
         raise ValueError("scatter of several inputs is not supported")
+    out = _scatter_one(im, op, ins)
+    if isinstance(out, Val) and scatter_kind(op, 0, out.dtype, "scatter update computation") in ("add", "replace"):
+        out.diag = _diagonal(op, ins[0], ins[1], ins[2])
+    return out
+
+
+def _scatter_one(im, op, ins):
     x, idx, upd = ins[0], signed_index(im, ins[1]), ins[2]
     rdims, dt = _res(op)
     from jax._src.lib.mlir.dialects import hlo

@@ -11,8 +11,12 @@ The check follows the vectors through the jax program as it is imported. A value
 vectors carries `Signs`: which decomposition, and the role of each of its axes: a batch axis of
 the decomposition ("b", k), the vector index ("i", whose sign s_i the value is multiplied by), or
 none. Each op keeps the factor s_i (a transpose, a broadcast, a product or quotient with a value
-that carries no signs, a sum over other axes), cancels it (a dot_general contracting the two vector indices with the batch axes paired: also independent of
-the basis chosen within an eigenspace of repeated values), or depends on it: every other use's
+that carries no signs, a sum over other axes, a product summing the vector index against an axis
+of a matrix that is diagonal over two axes: D[a, a] v[r, a] keeps s_a on D's other axis, as in
+jax's gradient of eigvalsh and of the singular values, V diag(g) V^T, whose diagonal is a scatter
+at indices [i, i], `Val.diag`), cancels it (a dot_general contracting the two vector indices with
+the batch axes paired: also independent of the basis chosen within an eigenspace of repeated
+values), or depends on it: every other use's
 results are not computed (relax_v.unavailable), and refused, at its source line, where they are
 used. The check is of signs: V diag(d) V^T with weights d that differ within an eigenspace of
 repeated eigenvalues depends on the basis, in jax as here.
@@ -63,35 +67,41 @@ def _with(s: Signs, roles) -> Signs | None:
     return Signs(s.source, roles, s.what, s.where) if any(r is not None for r in roles) else None
 
 
-def _splat_zero_or_nan(value) -> bool:
-    """Whether a StableHLO value is a constant 0 or NaN everywhere (through broadcasts, converts,
-    reshapes): the other branch of jax's select(info == 0, vectors, NaN)."""
+def splat_through(value):
+    """The value of a StableHLO value that is one constant everywhere (through broadcasts,
+    converts, reshapes), else None."""
     from jax._src.lib.mlir import ir as jir
 
     for _ in range(8):
         owner = value.owner
         if not isinstance(owner, jir.Operation) and not hasattr(owner, "name"):
-            return False
+            return None
         name = owner.name
         if name in ("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.convert",
                     "stablehlo.reshape", "stablehlo.dynamic_reshape"):
             value = owner.operands[0]
             continue
         if name != "stablehlo.constant":
-            return False
+            return None
         attr = owner.attributes["value"]
         if not isinstance(attr, jir.DenseElementsAttr) or not attr.is_splat:
-            return False
+            return None
         x = attr.get_splat_value()
         try:
-            v = jir.FloatAttr(x).value
+            return jir.FloatAttr(x).value
         except ValueError:
             try:
-                v = jir.IntegerAttr(x).value
+                return jir.IntegerAttr(x).value
             except ValueError:
-                return False
-        return v == 0 or v != v
-    return False
+                return None
+    return None
+
+
+def _splat_zero_or_nan(value) -> bool:
+    """Whether a StableHLO value is a constant 0 or NaN everywhere: the other branch of jax's
+    select(info == 0, vectors, NaN)."""
+    v = splat_through(value)
+    return v is not None and (v == 0 or v != v)
 
 
 def propagate(im, op, ins) -> list:
@@ -190,12 +200,12 @@ def propagate(im, op, ins) -> list:
             refuse("it sums over a vector axis")
         return [_with(first, [r for a, r in enumerate(first.roles) if a not in axes])]
     if name == "stablehlo.dot_general":
-        return [_dot_general(op, tags, refuse)]
+        return [_dot_general(op, tags, refuse, [getattr(v, "diag", None) for v in ins])]
     refuse()
     return [None] * n_out
 
 
-def _dot_general(op, tags, refuse):
+def _dot_general(op, tags, refuse, diags=(None, None)):
     from jax._src.lib.mlir.dialects import hlo
 
     dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
@@ -222,9 +232,27 @@ def _dot_general(op, tags, refuse):
                     refuse("it pairs a vector axis with a different axis")
         return None
     if _tagged(lt):
-        if any(lt.roles[a] is not None for a in lc):
-            refuse("it sums the vectors with weights that do not carry their signs")
-        return _with(lt, [lt.roles[a] for a in lb] + [lt.roles[a] for a in lfree] + [None] * len(rfree))
-    if any(rt.roles[a] is not None for a in rc):
+        out = [lt.roles[a] for a in lb] + [lt.roles[a] for a in lfree] + [None] * len(rfree)
+        return _with(lt, _through_diagonal(lt, lc, rc, diags[1], rfree, len(lb) + len(lfree), out, refuse))
+    out = [rt.roles[a] for a in rb] + [None] * len(lfree) + [rt.roles[a] for a in rfree]
+    return _with(rt, _through_diagonal(rt, rc, lc, diags[0], lfree, len(rb), out, refuse))
+
+
+def _through_diagonal(tag, own_c, other_c, diag, other_free, offset, out, refuse):
+    """The result roles of a product of the vectors with weights that carry no signs: none of the
+    vector axes may be summed over, except the vector index against an axis of weights that are
+    diagonal over two axes (p, q) (jax's gradient of eigvalsh / svd values: V diag(g) V^T, the
+    diagonal written by a scatter): sum_j D[a, j] v[r, j] = D[a, a] v[r, a], so the sign moves to
+    the diagonal's other axis, a free axis of the result at `offset` + its place in `other_free`."""
+    summed = [(a, other_c[k]) for k, a in enumerate(own_c) if tag.roles[a] is not None]
+    if not summed:
+        return out
+    if diag is None or len(summed) != 1 or tag.roles[summed[0][0]] != "i" or summed[0][1] not in diag:
         refuse("it sums the vectors with weights that do not carry their signs")
-    return _with(rt, [rt.roles[a] for a in rb] + [None] * len(lfree) + [rt.roles[a] for a in rfree])
+    p, q = diag
+    keep = q if summed[0][1] == p else p
+    if keep not in other_free:
+        refuse("it sums the vectors with weights that do not carry their signs")
+    out = list(out)
+    out[offset + other_free.index(keep)] = "i"
+    return out
