@@ -233,7 +233,7 @@ class Program:
                 if v is not None:
                     fam = self.families[int(name[1:])] if name in exprs else None
                     here = is_float(v.dtype) and (
-                        fam in ("dot", "norm", "conv")
+                        fam in ("dot", "norm", "conv", "linalg")
                         or (fam == "reduce" and exprs[name].startswith(("jnp.sum", "jnp.prod", "jnp.mean")))
                         or (fam == "cumulative" and exprs[name].startswith(("lax.cumsum", "lax.cumprod")))
                         or (fam == "pool" and "lax.add" in exprs[name])
@@ -418,6 +418,11 @@ V10_FIRST_SEED = 2_420_000
 # float dtype.
 FAMILIES_V11 = FAMILIES_V10 + (("special", 12),)
 V11_FIRST_SEED = 2_430_000
+# From V12_FIRST_SEED on: dense linear algebra on well-conditioned matrices (A = X X^T + m I of a
+# float argument X): cholesky, solve, inv, slogdet, eigvalsh, singular values, QR's R, triangular
+# and tridiagonal solves, over symbolic and batched sizes.
+FAMILIES_V12 = FAMILIES_V11 + (("linalg", 10),)
+V12_FIRST_SEED = 2_440_000
 COMPLEX = ("complex64", "complex128")
 
 
@@ -435,6 +440,7 @@ class _Gen:
         self.v9 = seed >= V9_FIRST_SEED
         self.v10 = seed >= V10_FIRST_SEED
         self.v11 = seed >= V11_FIRST_SEED
+        self.v12 = seed >= V12_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -1002,6 +1008,49 @@ class _Gen:
         exact = x.exact
         return self.emit(f"{x.name}.astype({_DT_SHORT[to]})", x.dims, to, exact, [x], "astype")
 
+    def f_linalg(self):
+        """Dense linear algebra of a new f32 / f64 argument X ([b?, m, m], moderate finite values):
+        on A = X X^T + m I (symmetric, eigenvalues in [m, m + |X|^2]: well-conditioned), or on X
+        itself where any matrix will do (singular values, QR's R)."""
+        dt = self.r.choice(("float32", "float64"))
+        m = self.atom()
+        batch = [self.atom()] if self.r.random() < 0.3 else []
+        x = self.new_arg(batch + [m, m], dt, moderate=True)
+        n = x.name
+        a = f"({n} @ jnp.swapaxes({n}, -1, -2) + {n}.shape[-1] * jnp.eye({n}.shape[-1], dtype={n}.dtype))"
+        dims = tuple(x.dims)
+        k = self.r.choice((1, 2, 3))
+        rhs = None
+        kind = self.r.choice(("cholesky", "solve", "inv", "slogdet", "eigvalsh", "svdvals", "qr_r", "triangular",
+                              "tridiagonal"))
+        if kind in ("solve", "triangular", "tridiagonal"):
+            rhs = self.new_arg(batch + [m, k], dt, moderate=True)
+        if kind == "cholesky":
+            e, out = f"jnp.linalg.cholesky({a})", dims
+        elif kind == "solve":
+            e, out = f"jnp.linalg.solve({a}, {rhs.name})", tuple(rhs.dims)
+        elif kind == "inv":
+            e, out = f"jnp.linalg.inv({a})", dims
+        elif kind == "slogdet":
+            e, out = f"jnp.linalg.slogdet({a})[1]", dims[:-2]
+        elif kind == "eigvalsh":
+            e, out = f"jnp.linalg.eigvalsh({a})", dims[:-1]
+        elif kind == "svdvals":
+            e, out = f"jnp.linalg.svd({n}, compute_uv=False)", dims[:-1]
+        elif kind == "qr_r":
+            e, out = f"jnp.linalg.qr({n})[1]", dims
+        elif kind == "triangular":
+            e = f"jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky({a}), {rhs.name}, lower=True)"
+            out = tuple(rhs.dims)
+        else:  # a diagonally dominant tridiagonal system: its three diagonals, X unused
+            t = self.new_arg(batch + [m, 3], dt, moderate=True)
+            d = f"(4.0 + jnp.abs({t.name}[..., 0]))"
+            e = f"jax.lax.linalg.tridiagonal_solve({t.name}[..., 1] * 0.5, {d}, {t.name}[..., 2] * 0.5, {rhs.name})"
+            out = tuple(rhs.dims)
+            x = t
+        deps = [x] + ([rhs] if rhs is not None else [])
+        return self.emit(e, out, dt, False, deps, "linalg")
+
     def f_special(self):
         """An elementwise function the other families never draw, of a float value (a new float
         argument when there is none). Functions with a restricted domain or poles (arcsin, arccosh,
@@ -1482,7 +1531,7 @@ class _Gen:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V11 if self.v11 else FAMILIES_V10 if self.v10 else FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
+        names, weights = zip(*(FAMILIES_V12 if self.v12 else FAMILIES_V11 if self.v11 else FAMILIES_V10 if self.v10 else FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
                                else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]

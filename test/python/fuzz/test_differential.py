@@ -36,6 +36,10 @@ Settings (`make fuzz` runs the same code with larger values):
                                  the elementwise functions no other family draws (inverse trig
                                  and hyperbolic functions, lgamma, erf_inv, rounding modes,
                                  atan2, hypot, nextafter, sign bits) (default 8)
+    RELAX_MLIR_FUZZ_V12_PROGRAMS CPU programs from seed gen.V12_FIRST_SEED, whose generator adds
+                                 dense linear algebra on well-conditioned matrices (cholesky,
+                                 solve, inv, slogdet, eigvalsh, singular values, QR, triangular
+                                 and tridiagonal solves) (default 6)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 50)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -60,6 +64,7 @@ V8_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V8_PROGRAMS", "25"))
 V9_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V9_PROGRAMS", "10"))
 V10_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V10_PROGRAMS", "8"))
 V11_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V11_PROGRAMS", "8"))
+V12_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V12_PROGRAMS", "6"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "50"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -131,6 +136,12 @@ def _v11_first():
     return gen.V11_FIRST_SEED
 
 
+def _v12_first():
+    from fuzz import gen
+
+    return gen.V12_FIRST_SEED
+
+
 def _check(seeds, target):
     results = campaign.run_batch(seeds, target, all_variants=ALL_VARIANTS)
     assert [r["seed"] for r in results] == list(seeds)
@@ -159,7 +170,7 @@ def _check(seeds, target):
                          + _batches(V5_PROGRAMS, _v5_first()) + _batches(V6_PROGRAMS, _v6_first())
                          + _batches(V7_PROGRAMS, _v7_first()) + _batches(V8_PROGRAMS, _v8_first())
                          + _batches(V9_PROGRAMS, _v9_first()) + _batches(V10_PROGRAMS, _v10_first())
-                         + _batches(V11_PROGRAMS, _v11_first()),
+                         + _batches(V11_PROGRAMS, _v11_first()) + _batches(V12_PROGRAMS, _v12_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
@@ -462,6 +473,10 @@ def test_generator_versions_keep_old_seeds():
     assert not any("special" in gen.generate(s).families for s in range(gen.V10_FIRST_SEED, gen.V10_FIRST_SEED + 300))
     v11 = [gen.generate(s) for s in range(gen.V11_FIRST_SEED, gen.V11_FIRST_SEED + 100)]
     assert sum("special" in p.families for p in v11) >= 10
+    # dense linear algebra from V12_FIRST_SEED on only
+    assert not any("linalg" in gen.generate(s).families for s in range(gen.V11_FIRST_SEED, gen.V11_FIRST_SEED + 300))
+    v12 = [gen.generate(s) for s in range(gen.V12_FIRST_SEED, gen.V12_FIRST_SEED + 100)]
+    assert sum("linalg" in p.families for p in v12) >= 10
 
 
 def test_a_crash_of_the_reference_is_not_blamed_on_relax():
