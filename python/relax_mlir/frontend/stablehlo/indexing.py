@@ -130,9 +130,11 @@ def _diagonal(op, x, idx, upd):
     if ivd != len(idx.dims) - 1 or not isinstance(src, ir.OpResult):
         return None
     cat = src.owner
-    axis = cat.attributes["axis"] if "axis" in cat.attributes else None
-    if cat.name != "relax_v.concat" or len(cat.operands) != 2 or axis is None or \
-            ir.IntegerAttr(axis).value != ivd or not _same_computation(cat.operands[0], cat.operands[1]):
+    if cat.name != "relax_v.concat" or len(cat.operands) != 2 or "axis" not in cat.attributes:
+        return None
+    axis = cat.attributes["axis"]
+    if not isinstance(axis, ir.IntegerAttr) or axis.value != ivd \
+            or not _same_computation(cat.operands[0], cat.operands[1]):
         return None
     return tuple(axes)
 
