@@ -102,14 +102,15 @@ def _same_value(a: ir.Value, b: ir.Value) -> bool:
             and str(oa.attributes["value"]) == str(ob.attributes["value"]))
 
 
-def _existing(name: str, operands: list[ir.Value], attrs: dict, result: ir.Type, anchor) -> ir.Value | None:
+def _existing(name: str, operands: list[ir.Value], attrs: dict, result: ir.Type, anchor,
+              key: int = 0) -> ir.Value | None:
     """The result of an op `name` on these operands, attributes and result type already in
     `anchor`'s block before it, if there is one: what sinking a slice through a shared value made
     for another of its uses (without this reuse, slices sunk through a DAG of shared values, as
     a complex expm1's, multiply along every path: seed 2430542 did not converge)."""
     block = anchor.operation.block
     want = {k: str(v) for k, v in attrs.items()}
-    for use in operands[0].uses:
+    for use in operands[key].uses:  # (a sliced operand: few uses, unlike a shared scalar)
         u = use.owner
         u = u.operation if isinstance(u, ir.OpView) else u
         if u.name != name or len(u.results) != 1 or u.results[0].type != result or u.block != block \
@@ -179,10 +180,13 @@ class SliceBeforeCompute(RewritePattern):
         types = [view(v.type) for v in src.operands]
         if any(t.dims != () and t != TensorType(xt.dims, t.dtype) for t in types):
             return False  # implicit broadcasting of a non-scalar operand: not sliced here
+        if all(t.dims == () for t in types):
+            return False  # a 0-d result: its slice is itself
         with rewriter.ip:
             operands = [v if t.dims == () else _sliced(v, starts, sizes, loc, op) for v, t in zip(src.operands, types)]
             rt = TensorType(tuple(sizes), xt.dtype).to_mlir()
-            same = _existing(name, operands, attr_dict(src), rt, op)
+            key = next(i for i, t in enumerate(types) if t.dims != ())  # (one is: checked above)
+            same = _existing(name, operands, attr_dict(src), rt, op, key)
             if same is not None:
                 rewriter.replace_op(op, [same])
                 return True
