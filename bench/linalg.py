@@ -40,6 +40,13 @@ def functions():
         "eigh: V diag(exp w) V^T": (lambda a: (lambda w, v: (v * jnp.exp(w / a.shape[0])) @ v.T)(*jnp.linalg.eigh(a)),
                                     lambda m: [spd(m, 10)]),
         "pinv": (lambda a: jnp.linalg.pinv(a), lambda m: [gen(m, 11)]),
+        # gtsv: a diagonally dominant tridiagonal system, 8 right-hand sides (session 28)
+        "tridiagonal_solve (8 rhs)": (lambda dl, d, du, b: jax.lax.linalg.tridiagonal_solve(dl, d, du, b),
+                                      lambda m: [gen(1, 12, m)[0], 4 + np.abs(gen(1, 13, m)[0]), gen(1, 14, m)[0],
+                                                 gen(m, 15, 8)]),
+        # gradients through the values (V diag(g) V^T; session 28)
+        "grad of sum(eigvalsh)^2": (jax.grad(lambda a: jnp.sum(jnp.linalg.eigvalsh(a) ** 2)), lambda m: [spd(m, 16)]),
+        "grad of nuclear norm": (jax.grad(lambda a: jnp.linalg.norm(a, "nuc")), lambda m: [gen(m, 17)]),
     }
 
 
