@@ -268,6 +268,26 @@ def test_gradients_of_eigenvalues_and_singular_values():
             relax_mlir.compile(from_jax(f, S(N, N), S(N, N)))
 
 
+def test_matrix_functions_written_with_jnp_diag():
+    """`v @ jnp.diag(f(w)) @ v.T` and `u @ jnp.diag(s) @ vt`, the way most code writes a matrix
+    function and a reconstruction (refused before: only `(v * f(w)) @ v.T` was seen to cancel the
+    signs): jnp.diag is a where() on `iota == iota` with zeros elsewhere, a diagonal like the
+    gradient's scatter (signs.relax_diagonal), as is w[:, None] * jnp.eye(n). An off-diagonal
+    (jnp.diag(x, k=1)) or a full matrix between the vectors stays refused."""
+    def f(s, a):
+        w, v = jnp.linalg.eigh(s)
+        u, sv, vt = jnp.linalg.svd(a, full_matrices=False)
+        return (v @ jnp.diag(jnp.exp(w / s.shape[0])) @ v.T, v @ (w[:, None] * jnp.eye(s.shape[0])) @ v.T,
+                u @ jnp.diag(sv) @ vt)
+    check(f, [S(N, N), S(N, 3)], lambda n: [_symmetric(1, n, seed=n)[0], rnd(n, 3, seed=n)], sizes=(1, 3, 6),
+          rtol=1e-3, atol=1e-4)
+    for g in (lambda s: (lambda w, v: v @ jnp.diag(w[1:], k=1) @ v.T)(*jnp.linalg.eigh(s)),
+              lambda s: (lambda w, v: v @ jnp.outer(w, w) @ v.T)(*jnp.linalg.eigh(s))):
+        with pytest.raises(relax_mlir.CompileError, match="eigenvectors of jnp.linalg.eigh .* reach "
+                                                          "'stablehlo.dot_general' here"):
+            relax_mlir.compile(from_jax(g, S(N, N)))
+
+
 def test_vectors_where_their_signs_matter_are_refused():
     """A use that depends on the vectors' signs (returning them, summing them, abs, an elementwise
     square: the last two independent of the signs but not of the basis of a repeated eigenvalue's

@@ -200,7 +200,9 @@ def propagate(im, op, ins) -> list:
             refuse("it sums over a vector axis")
         return [_with(first, [r for a, r in enumerate(first.roles) if a not in axes])]
     if name == "stablehlo.dot_general":
-        return [_dot_general(op, tags, refuse, [getattr(v, "diag", None) for v in ins])]
+        diags = [None if _tagged(t) else (getattr(v, "diag", None) or relax_diagonal(getattr(v, "value", None)))
+                 for v, t in zip(ins, tags)]
+        return [_dot_general(op, tags, refuse, diags)]
     refuse()
     return [None] * n_out
 
@@ -256,3 +258,146 @@ def _through_diagonal(tag, own_c, other_c, diag, other_free, offset, out, refuse
     out = list(out)
     out[offset + other_free.index(keep)] = "i"
     return out
+
+
+# --- diagonal matrices in the imported relax program -------------------------------------------
+# jnp.diag(w), w[:, None] * jnp.eye(n) and jnp.eye itself arrive as relax ops: a where() of w on a
+# mask `iota along p == iota along q` and zeros, or the mask converted. A product V D V^T with such
+# a D keeps each vector's sign on D's other axis (_through_diagonal), as the scatter's diagonal does.
+
+def _owner_op(value):
+    from mlir import ir
+
+    return value.owner if isinstance(value, ir.OpResult) else None
+
+
+def _relax_splat(value, depth: int = 8):
+    """The value of a relax value that is one constant everywhere (through reshape, broadcast_to,
+    astype), else None."""
+    from mlir import ir
+
+    for _ in range(depth):
+        o = _owner_op(value)
+        if o is None:
+            return None
+        if o.name in ("relax.reshape", "relax.broadcast_to", "relax.astype") and len(o.operands) >= 1:
+            value = o.operands[0]
+            continue
+        if o.name != "relax.constant":
+            return None
+        attr = o.attributes["value"]
+        if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
+            return None
+        x = attr.get_splat_value()
+        if isinstance(x, (ir.FloatAttr, ir.IntegerAttr)):
+            return x.value
+        if isinstance(x, ir.BoolAttr):
+            return int(x.value)
+        return None
+    return None
+
+
+def _rank(value):
+    from relax_mlir.dialect.types import TensorType, view
+
+    t = view(value.type)
+    return len(t.dims) if isinstance(t, TensorType) and t.dims is not None else None
+
+
+def _tokens(attr) -> list | None:
+    """A shape attribute's dims as ints and strings (the importer's result types are not inferred
+    yet: its ops' attributes are what says the shapes)."""
+    from mlir import ir
+
+    if not isinstance(attr, ir.ArrayAttr):
+        return None
+    out = []
+    for a in attr:
+        if isinstance(a, ir.IntegerAttr):
+            out.append(a.value)
+        elif isinstance(a, ir.StringAttr):
+            out.append(a.value)
+        else:
+            return None
+    return out
+
+
+def _iota(value, depth: int = 8):
+    """(axis, dims) of a relax integer value that counts 0, 1, 2, ... along `axis` and is constant
+    along the others (an arange from 0 by 1, reshaped by unit dims, broadcast, plus zeros; `dims`
+    as its shape attributes spell them), else None."""
+    o = _owner_op(value)
+    if o is None or depth == 0:
+        return None
+    if o.name == "relax.arange":
+        if "start" in o.attributes and _tokens_one(o.attributes["start"]) not in (0, "0"):
+            return None
+        if "step" in o.attributes and _tokens_one(o.attributes["step"]) not in (1, "1"):
+            return None
+        end = _tokens_one(o.attributes["end"]) if "end" in o.attributes else None
+        return None if end is None else (0, [end])
+    if o.name == "relax.add" and len(o.operands) == 2:
+        for a, b in ((0, 1), (1, 0)):
+            if _relax_splat(o.operands[b]) == 0 and _rank(o.operands[a]) == _rank(value):
+                return _iota(o.operands[a], depth - 1)
+        return None
+    if o.name == "relax.astype":
+        return _iota(o.operands[0], depth - 1)
+    if o.name not in ("relax.reshape", "relax.broadcast_to") or len(o.operands) != 1 or "shape" not in o.attributes:
+        return None
+    inner = _iota(o.operands[0], depth - 1)
+    out = _tokens(o.attributes["shape"])
+    if inner is None or out is None:
+        return None
+    a, src = inner
+    if o.name == "relax.reshape":  # unit dims in or out only
+        big_in = [i for i, d in enumerate(src) if d != 1]
+        big_out = [i for i, d in enumerate(out) if d != 1]
+        if len(big_in) != len(big_out) or a not in big_in or any(src[i] != out[j] for i, j in zip(big_in, big_out)):
+            return None
+        return big_out[big_in.index(a)], out
+    lead = len(out) - len(src)  # broadcast_to: numpy's alignment; the counting axis is not stretched
+    if lead < 0 or src[a] != out[a + lead]:
+        return None
+    return a + lead, out
+
+
+def _tokens_one(attr):
+    from mlir import ir
+
+    if isinstance(attr, ir.IntegerAttr):
+        return attr.value
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
+    return None
+
+
+def _diagonal_mask(value):
+    """(p, q) where a relax i1 value is `iota along p == iota along q` (one shape), else None."""
+    o = _owner_op(value)
+    if o is None or o.name != "relax.equal" or len(o.operands) != 2:
+        return None
+    a, b = _iota(o.operands[0]), _iota(o.operands[1])
+    if a is None or b is None or a[1] != b[1] or a[0] == b[0]:
+        return None
+    return a[0], b[0]
+
+
+def relax_diagonal(value, depth: int = 6):
+    """(p, q) where a relax value is zero wherever its indices along p and q differ: a where() on a
+    diagonal mask with zeros as its other branch (jnp.diag, w[:, None] * jnp.eye(n)), the mask
+    converted (jnp.eye), a product with such a value; else None."""
+    o = _owner_op(value) if value is not None else None
+    if o is None or depth == 0:
+        return None
+    if o.name == "relax.where" and len(o.operands) == 3:
+        m = _diagonal_mask(o.operands[0])
+        if m is not None and _relax_splat(o.operands[2]) == 0 and _rank(o.operands[1]) in (None, _rank(value)):
+            return m
+        return None
+    if o.name == "relax.astype":
+        return _diagonal_mask(o.operands[0]) or relax_diagonal(o.operands[0], depth - 1)
+    if o.name == "relax.multiply" and len(o.operands) == 2 and _rank(o.operands[0]) == _rank(o.operands[1]) \
+            == _rank(value):
+        return relax_diagonal(o.operands[0], depth - 1) or relax_diagonal(o.operands[1], depth - 1)
+    return None
