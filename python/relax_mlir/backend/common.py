@@ -160,6 +160,25 @@ def walk(op: ir.Operation, fn: Callable[[ir.Operation], None]) -> None:
     op.walk(cb, ir.WalkOrder.PRE_ORDER)
 
 
+def unshare_empty_tensors(module) -> int:
+    """Give each use of a `tensor.empty` its own (a clone just before the user); the number made.
+    CSE merges equal tensor.empty ops, so one empty can be the destination of several kernels,
+    one of whose results another of them reads: one-shot bufferization then gave a kernel call
+    (sgemm, which zeroes its output before reading its inputs) one buffer as input and output
+    (fuzz seed 2440695 without relax-plan-memory: a matmul of a switch's result read 0)."""
+    empties = []
+    walk(as_op(module), lambda o: empties.append(o) if o.name == "tensor.empty" else None)
+    made = 0
+    for e in empties:
+        for use in list(e.results[0].uses)[1:]:
+            user = use.owner
+            user = user.operation if isinstance(user, ir.OpView) else user
+            clone = e.clone(ip=ir.InsertionPoint(user))
+            user.operands[use.operand_number] = clone.results[0]
+            made += 1
+    return made
+
+
 def top_funcs(module_op: ir.Operation) -> list[ir.OpView]:
     """The `func.func`s at the top level of a module."""
     return [op for op in module_op.regions[0].blocks[0].operations if op.operation.name == "func.func"]

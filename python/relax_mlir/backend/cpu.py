@@ -50,8 +50,8 @@ from mlir.dialects import arith
 
 from relax_mlir import knobs
 from relax_mlir.backend.common import (INT32_MAX, LoweringError, as_op, option_bool, option_int, option_ints,
-                                      require_upstream, run_pipeline, run_stages, split_pipeline, top_funcs, verify,
-                                      walk)
+                                      require_upstream, run_pipeline, run_stages, split_pipeline, top_funcs,
+                                      unshare_empty_tensors, verify, walk)
 from relax_mlir.backend.cpu_blocked_sums import block_float_sums
 from relax_mlir.backend.cpu_engine import SplitEngine
 from relax_mlir.backend.cpu_fpmode import flush_denormals, host_supports_flush
@@ -1687,6 +1687,7 @@ def stage_calls(module, options: CPUOptions) -> None:
 def stage_bufferize(module, options: CPUOptions) -> None:
     """One-shot bufferization, outputs in place in the caller's buffers, no leaked temporaries."""
     op = as_op(module)
+    unshare_empty_tensors(op)
     _run_module(op, _BUFFERIZE_CALLS, "bufferize")
     _copy_inexact_layout_casts(op)
     # A kernel that still returns a buffer (its analysis found no argument to write in place)

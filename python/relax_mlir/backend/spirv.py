@@ -43,7 +43,7 @@ from mlir import ir
 
 from relax_mlir.backend import loop_budget
 from relax_mlir.backend.common import (LoweringError, as_op, const_int, option_ints, require_upstream, run_pipeline,
-                                      run_stages, top_funcs, walk)
+                                      run_stages, top_funcs, unshare_empty_tensors, walk)
 from relax_mlir.backend.gpu_kernels import (
     INLINE,
     OUTLINE,
@@ -215,6 +215,7 @@ def stage_inline(module, options: SPIRVOptions) -> None:
 
 def stage_bufferize(module, options: SPIRVOptions) -> None:
     """One-shot bufferization with identity layouts; outputs computed in the caller's buffers."""
+    unshare_empty_tensors(module)
     run_pipeline(module, _BUFFERIZE, "bufferize")
 
 

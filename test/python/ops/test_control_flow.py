@@ -453,3 +453,22 @@ def test_branch_returning_an_in_place_result_keeps_its_storage():
             args = (rnd(4, 1), rng.integers(-5, 5, n).astype(np.int32), rnd(n, 1), np.array(s, np.int16))
             for got, want in zip(exe(*args), jax.jit(f)(*args)):
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"n={n} s={s}")
+
+
+def test_switch_result_read_by_a_kernel_whose_output_was_its_destination_too():
+    """Fuzz seed 2440695, compiled without relax-plan-memory (a pipeline relax-opt users may
+    write): CSE had merged the tensor.empty destinations of a switch branch's kernel and of the
+    sgemm after the switch, and one-shot bufferization gave sgemm the branch's buffer as input B
+    and as output (it zeroes its output first: the product read 0). Each use of a tensor.empty
+    now has its own (backend/common.unshare_empty_tensors). Every branch, 1x1 and 3x3, with and
+    without the memory plan."""
+    def f(x, i):
+        v = lax.switch(i, [lambda a: a, lambda a: -a, lambda a: a * 2], lax.integer_pow(x, -3))
+        return jnp.matmul(jnp.sum(v, axis=1), v)
+    unplanned = [p for p in relax_mlir.OPTIMIZE_PIPELINE if p != "relax-plan-memory"]
+    for shape in ((1, 1), (3, 3)):
+        mod = from_jax(f, f32(*shape), jax.ShapeDtypeStruct((), jnp.int16))
+        for exe in (relax_mlir.compile(mod), relax_mlir.compile(mod, passes=unplanned)):
+            for i in (0, 1, 2, 4):
+                x = (np.arange(np.prod(shape), dtype=np.float32).reshape(shape) * 0.1 - 1.626)
+                jaxcheck.compare(jax.jit(f)(x, np.int16(i)), exe(x, np.int16(i)), 1e-5, 1e-6, err_msg=f"{shape} {i}")
