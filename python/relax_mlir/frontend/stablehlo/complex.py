@@ -28,6 +28,7 @@ from mlir import ir
 from relax_mlir.frontend.stablehlo.common import (CVal, Val, _REAL_PARTS, _dtype_attr, _elt, _ints, _res, _string,
                                                   _splat, complex_part_type)
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
+from relax_mlir.frontend.stablehlo.indexing import sort_by
 from relax_mlir.frontend.stablehlo.registry import CONVERTERS, register_converters
 from relax_mlir.frontend.stablehlo.window import _dynamic_reduce_window
 from relax_mlir.ops.common import product
@@ -568,8 +569,6 @@ def _sort(im, op, ins):
     """A sort of complex values (jnp.sort, argsort, unique, sort_complex): jax's comparator orders
     them by real part, then imaginary part (each canonicalized, totally ordered), so each complex
     operand sorts as its two parts, two keys where it is a key."""
-    from relax_mlir.frontend.stablehlo.indexing import sort_by
-
     block = op.regions[0].blocks[0]
     args = list(block.arguments)
     parts = {}  # (block argument, "stablehlo.real" / "stablehlo.imag") -> the comparator's value

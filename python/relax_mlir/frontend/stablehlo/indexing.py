@@ -9,6 +9,7 @@ from relax_mlir.frontend.stablehlo.common import (_FLOATS, Val, _body_ops, _cmp_
                                                   _merge_dims, _owner, _res, _splat_value)
 from relax_mlir.frontend.stablehlo.unsigned import signed_index, signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters
+from relax_mlir.frontend.stablehlo.signs import splat_through
 from relax_mlir.shape import const, max_, min_
 
 
@@ -117,8 +118,6 @@ def _diagonal(op, x, idx, upd):
     along axes p and q are equal: each index vector is [i, i] (its two columns computed alike),
     scattered into those two axes. The result is then diagonal over (p, q) (signs.py)."""
     from jax._src.lib.mlir.dialects import hlo
-
-    from relax_mlir.frontend.stablehlo.signs import splat_through
 
     dn = hlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
     axes = list(dn.scattered_dims_to_operand_dims)

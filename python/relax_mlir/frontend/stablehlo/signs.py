@@ -25,7 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlir import ir
+
 from relax_mlir.core.diagnostics import CompileError
+from relax_mlir.dialect.types import TensorType, view
 from relax_mlir.frontend.stablehlo.common import _ints, _res
 
 
@@ -266,16 +269,12 @@ def _through_diagonal(tag, own_c, other_c, diag, other_free, offset, out, refuse
 # a D keeps each vector's sign on D's other axis (_through_diagonal), as the scatter's diagonal does.
 
 def _owner_op(value):
-    from mlir import ir
-
     return value.owner if isinstance(value, ir.OpResult) else None
 
 
 def _relax_splat(value, depth: int = 8):
     """The value of a relax value that is one constant everywhere (through reshape, broadcast_to,
     astype), else None."""
-    from mlir import ir
-
     for _ in range(depth):
         o = _owner_op(value)
         if o is None:
@@ -298,8 +297,6 @@ def _relax_splat(value, depth: int = 8):
 
 
 def _rank(value):
-    from relax_mlir.dialect.types import TensorType, view
-
     t = view(value.type)
     return len(t.dims) if isinstance(t, TensorType) and t.dims is not None else None
 
@@ -307,8 +304,6 @@ def _rank(value):
 def _tokens(attr) -> list | None:
     """A shape attribute's dims as ints and strings (the importer's result types are not inferred
     yet: its ops' attributes are what says the shapes)."""
-    from mlir import ir
-
     if not isinstance(attr, ir.ArrayAttr):
         return None
     out = []
@@ -363,8 +358,6 @@ def _iota(value, depth: int = 8):
 
 
 def _tokens_one(attr):
-    from mlir import ir
-
     if isinstance(attr, ir.IntegerAttr):
         return attr.value
     if isinstance(attr, ir.StringAttr):
