@@ -692,10 +692,11 @@ def describe(r: dict) -> str:
     return "\n".join(lines)
 
 
-def in_process_main(run_seed, description: str) -> int:
+def in_process_main(run_seed, description: str, modes: tuple[str, ...] = ()) -> int:
     """The command line of the in-process campaigns over generated programs (grad_campaign,
     vmap_campaign): `run_seed(seed)` -> {"seed", "status", "detail"}; a "wrong" or "error"
-    status is printed and makes the exit status 1."""
+    status is printed and makes the exit status 1. With `modes`, a `--mode` option (the first
+    by default) and `run_seed(seed, mode)`."""
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the programs' float64 and int64 values
@@ -704,13 +705,15 @@ def in_process_main(run_seed, description: str) -> int:
     p.add_argument("--first-seed", type=int, default=gen.V9_FIRST_SEED)
     p.add_argument("--seeds", default="", help="comma-separated seeds (instead of a range)")
     p.add_argument("--out", default="")
+    if modes:
+        p.add_argument("--mode", choices=modes, default=modes[0])
     a = p.parse_args()
     seeds = [int(s) for s in a.seeds.split(",") if s] or range(a.first_seed, a.first_seed + a.programs)
     counts: dict[str, int] = {}
     out = open(a.out, "a") if a.out else None
     for seed in seeds:
         print(f"seed {seed}", file=sys.stderr, flush=True)
-        r = run_seed(seed)
+        r = run_seed(seed, a.mode) if modes else run_seed(seed)
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         if r["status"] in ("wrong", "error"):
             print(f"{seed}: {r['status'].upper()} {r['detail'][:500]}", flush=True)

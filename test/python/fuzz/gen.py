@@ -239,7 +239,8 @@ class Program:
                         or (fam == "pool" and "lax.add" in exprs[name])
                         or (fam == "scatter" and (".add(" in exprs[name] or ".multiply(" in exprs[name]))
                         or (fam == "loop" and ("+" in exprs[name] or "*" in exprs[name]))
-                        or (fam == "complex" and ("jnp.sum(" in exprs[name] or " @ " in exprs[name])))
+                        or (fam == "complex" and ("jnp.sum(" in exprs[name] or " @ " in exprs[name]))
+                        or (fam == "data" and exprs[name].startswith(DATA_SUMS)))
                     memo[name] = here or any(summed(d) for d in v.deps)
             return memo[name]
 
@@ -423,7 +424,17 @@ V11_FIRST_SEED = 2_430_000
 # and tridiagonal solves, over symbolic and batched sizes.
 FAMILIES_V12 = FAMILIES_V11 + (("linalg", 10),)
 V12_FIRST_SEED = 2_440_000
+# From V13_FIRST_SEED on: data-dependent selection and indexing as models and samplers use it
+# (top_k, searchsorted, segment reductions, bincount, one_hot, take_along_axis, nonzero and
+# unique with a size, while loops whose trip count depends on the data, roll, bands, diff,
+# repeat and tile, interp, masked logsumexp / softmax, three-operand einsums, mixed-precision
+# dots, select, NaN-ignoring reductions, reduce_precision and bitcasts).
+FAMILIES_V13 = FAMILIES_V12 + (("data", 50),)
+V13_FIRST_SEED = 2_450_000
 COMPLEX = ("complex64", "complex128")
+# the data family's forms that sum floats (their order is the implementation's)
+DATA_SUMS = ("jax.ops.segment_sum", "jax.ops.segment_prod", "jnp.bincount", "jax.nn.logsumexp", "jax.nn.softmax",
+             "jnp.einsum", "jnp.matmul", "jnp.nansum", "jnp.nanmean", "jnp.interp")
 
 
 class _Gen:
@@ -441,6 +452,7 @@ class _Gen:
         self.v10 = seed >= V10_FIRST_SEED
         self.v11 = seed >= V11_FIRST_SEED
         self.v12 = seed >= V12_FIRST_SEED
+        self.v13 = seed >= V13_FIRST_SEED
         self.dtypes = DTYPES_V3 if self.v3 else DTYPES
         self.ints = INTS + UINTS if self.v3 else INTS
         self.args: list[Arg] = []
@@ -1423,6 +1435,296 @@ class _Gen:
              else f"lax.switch({i.name}, [lambda a: a, lambda a: a + 1, lambda a: a * 2], {x.name})")
         return self.emit(e, x.dims, x.dtype, x.exact, [x, i], "loop")
 
+    def _nonempty_axis(self, x: Value, ax: int) -> bool:
+        """Whether jax.export can index into axis `ax` of x (it cannot prove a dim that may be 0
+        non-empty)."""
+        d = x.dims[ax]
+        return (d.isdigit() and int(d) > 0) or (d in SYMBOLS)
+
+    def f_data(self):
+        """Data-dependent selection and indexing (V13): one form drawn among top_k, searchsorted,
+        segment reductions, bincount, one_hot, take_along_axis, a while loop whose trip count
+        depends on the data, reduce_precision, bitcasts, nonzero / unique with a size, roll, bands,
+        diff, repeat / tile, interp, masked logsumexp / softmax, three-operand einsums,
+        mixed-precision dots, select and the NaN-ignoring reductions. Forms that compare or order
+        values take exact operands (a new argument where the value drawn is not)."""
+        form = self.r.choice(("top_k", "searchsorted", "segment", "bincount", "one_hot", "take_along", "while",
+                              "precision", "bitcast", "nonzero", "unique", "roll", "band", "diff", "repeat",
+                              "interp", "masked", "einsum3", "mixed_dot", "select", "nan_reduce"))
+        return getattr(self, "_data_" + form)()
+
+    def _array_operand(self) -> Value | None:
+        """A value of rank >= 1 (a new argument where the one drawn is a scalar), or None."""
+        x = self.operand(lambda v: v.rank >= 1)
+        if x.rank == 0:
+            x = self.some_arg()
+        return x if x.rank >= 1 else None
+
+    def _exact_operand(self, pred) -> Value:
+        x = self.operand(lambda v: v.exact and pred(v))
+        if not (x.exact and pred(x)):
+            dt = self.r.choice([d for d in self.ints + FLOATS if pred(Value("_", (), d))] or ["float32"])
+            x = self.new_arg([self.atom() for _ in range(self.r.choice((1, 1, 2)))], dt)
+        return x
+
+    def _data_top_k(self):
+        x = self._exact_operand(lambda v: v.dtype != "bool" and v.rank >= 1) if self.r.random() < 0.5 else \
+            self.operand(lambda v: v.dtype != "bool" and v.rank >= 1)
+        if x.rank == 0 or x.dtype == "bool":
+            x = self.some_arg(self.r.choice(self.ints + FLOATS))
+            if x.rank == 0:
+                return self.f_unary()
+        d = x.dims[-1]
+        if d.isdigit() and int(d) >= 1:
+            k = self.r.randint(1, min(3, int(d)))
+        elif d in SYMBOLS:
+            k = 1  # (jax.export proves k <= n only for k = 1)
+        else:
+            return self._data_segment()
+        which = self.r.choice((0, 1)) if x.exact else 0
+        return self.emit(f"lax.top_k({x.name}, {k})[{which}]", x.dims[:-1] + (str(k),),
+                         x.dtype if which == 0 else "int32", x.exact, [x], "data")
+
+    def _data_searchsorted(self):
+        dt = self.r.choice(self.ints + FLOATS)
+        table = self.new_arg([self.r.randint(1, 8)], dt)
+        q = self._exact_operand(lambda v: v.dtype == dt)
+        side = self.r.choice(("left", "right"))
+        method = self.r.choice(("scan", "scan_unrolled", "compare_all"))
+        return self.emit(f"jnp.searchsorted(jnp.sort({table.name}), {q.name}, side={side!r}, method={method!r})"
+                         f".astype(jnp.int32)", q.dims, "int32", True, [table, q], "data")
+
+    def _data_segment(self):
+        x = self.operand(lambda v: v.rank >= 1 and v.dtype != "bool")
+        if x.rank == 0 or x.dtype == "bool":
+            x = self.some_arg(self.r.choice(self.ints + FLOATS))
+            if x.rank == 0:
+                return self.f_unary()
+        k = self.r.randint(1, 5)
+        ids = self.new_arg([int(x.dims[0]) if x.dims[0].isdigit() else x.dims[0]] if _is_atom(x.dims[0]) else [],
+                           self.r.choice(("int32", "int64")), index_into=str(k), index_mode="any")
+        if ids.rank == 0:  # (an expression dim: index the rows by an argument of their own)
+            return self._data_one_hot()
+        op = self.r.choice(("segment_sum", "segment_max", "segment_min", "segment_prod"))
+        exact = x.exact and (not is_float(x.dtype) or op in ("segment_max", "segment_min"))
+        return self.emit(f"jax.ops.{op}({x.name}, {ids.name}, num_segments={k})", (str(k),) + x.dims[1:], x.dtype,
+                         exact, [x, ids], "data")
+
+    def _data_bincount(self):
+        i = self.operand(lambda v: is_int(v.dtype) and v.rank == 1)
+        if not (is_int(i.dtype) and i.rank == 1):
+            i = self.new_arg([self.atom()], self.r.choice(self.ints))
+        k = self.r.randint(1, 9)
+        if self.r.random() < 0.4:
+            w = self.new_arg(list(int(d) if d.isdigit() else d for d in i.dims) if _is_atom(i.dims[0]) else [],
+                             self.r.choice(("float32", "float64")))
+            if w.rank == 1:
+                return self.emit(f"jnp.bincount(jnp.clip({i.name}, 0, None), weights={w.name}, length={k})", (str(k),),
+                                 w.dtype, False, [i, w], "data")
+        return self.emit(f"jnp.bincount(jnp.clip({i.name}, 0, None), length={k}).astype(jnp.int32)", (str(k),),
+                         "int32", True, [i], "data")
+
+    def _data_one_hot(self):
+        i = self.operand(lambda v: is_int(v.dtype))
+        if not is_int(i.dtype):
+            i = self.new_arg([self.atom() for _ in range(self.r.choice((0, 1, 2)))], self.r.choice(self.ints))
+        k = self.r.randint(1, 6)
+        dt = self.r.choice(("float32", "int8", "bool", "bfloat16"))
+        return self.emit(f"jax.nn.one_hot({i.name}, {k}, dtype={_DT_SHORT[dt]})", i.dims + (str(k),), dt, True, [i],
+                         "data")
+
+    def _data_take_along(self):
+        x = self._array_operand()
+        if x is None:
+            return self.f_unary()
+        axes = [a for a in range(x.rank) if self._nonempty_axis(x, a)]
+        if not axes or not all(_is_atom(d) for d in x.dims):
+            return self._data_roll()
+        ax = self.r.choice(axes)
+        mode = self.r.choice((None, "clip", "fill"))
+        idims = [int(d) if d.isdigit() else d for d in x.dims]
+        idims[ax] = self.atom()
+        i = self.new_arg(idims, self.r.choice(("int32", "int64", "int8")), index_into=x.dims[ax],
+                         index_mode="in_bounds" if mode is None else "any")
+        m = "" if mode is None else f", mode={mode!r}"
+        dims = x.dims[:ax] + (str(idims[ax]),) + x.dims[ax + 1:]
+        return self.emit(f"jnp.take_along_axis({x.name}, {i.name}, axis={ax}{m})", dims, x.dtype, x.exact, [x, i],
+                         "data")
+
+    def _data_while(self):
+        x = self._exact_operand(lambda v: v.dtype != "bool")
+        which = self.r.choice((0, 1))
+        if is_int(x.dtype):
+            e = (f"lax.while_loop(lambda c: jnp.any(c[0] != 0) & (c[1] < 40), lambda c: (c[0] // 2, c[1] + 1), "
+                 f"({x.name}, jnp.int32(0)))[{which}]")
+            exact = True
+        else:
+            e = (f"lax.while_loop(lambda c: (jnp.max(jnp.abs(c[0]), initial=0) > 1) & (c[1] < 40), "
+                 f"lambda c: (c[0] * 0.5, c[1] + 1), ({x.name}, jnp.int32(0)))[{which}]")
+            exact = which == 1
+        return self.emit(e, x.dims if which == 0 else (), x.dtype if which == 0 else "int32", exact, [x], "data")
+
+    def _data_precision(self):
+        x = self.operand(lambda v: is_float(v.dtype))
+        if not is_float(x.dtype):
+            x = self.some_arg(self.r.choice(FLOATS))
+        bits = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64": (11, 52)}[x.dtype]
+        e, m = self.r.choice([(eb, mb) for eb, mb in ((5, 10), (8, 7), (4, 3), (5, 2), (8, 23), (3, 1))
+                               if eb <= bits[0] and mb <= bits[1]])
+        return self.emit(f"lax.reduce_precision({x.name}, exponent_bits={e}, mantissa_bits={m})", x.dims, x.dtype,
+                         x.exact, [x], "data")
+
+    def _data_bitcast(self):
+        to_float = {"int16": "float16", "uint16": "bfloat16", "int32": "float32", "uint32": "float32",
+                    "int64": "float64", "uint64": "float64"}
+        if self.r.random() < 0.5:
+            x = self.operand(lambda v: v.dtype in to_float)
+            if x.dtype not in to_float:
+                x = self.some_arg(self.r.choice(sorted(to_float)))
+            return self.emit(f"lax.bitcast_convert_type({x.name}, {_DT_SHORT[to_float[x.dtype]]})", x.dims,
+                             to_float[x.dtype], x.exact, [x], "data")
+        # a float's bits: of an argument only (a NaN computed inside has no reference sign or payload)
+        x = self.new_arg([self.atom() for _ in range(self.r.choice((0, 1, 2)))], self.r.choice(FLOATS))
+        width = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}[x.dtype]
+        if self.r.random() < 0.3:
+            return self.emit(f"lax.bitcast_convert_type({x.name}, jnp.uint8)", x.dims + (str(width),), "uint8", True,
+                             [x], "data")
+        to = {2: "int16", 4: "int32", 8: "int64"}[width]
+        return self.emit(f"lax.bitcast_convert_type({x.name}, {_DT_SHORT[to]})", x.dims, to, True, [x], "data")
+
+    def _data_nonzero(self):
+        x = self._exact_operand(lambda v: 1 <= v.rank <= 2)
+        k = self.r.randint(1, 6)
+        j = self.r.randrange(x.rank)
+        return self.emit(f"jnp.nonzero({x.name}, size={k}, fill_value=-1)[{j}].astype(jnp.int32)", (str(k),), "int32",
+                         True, [x], "data")
+
+    def _data_unique(self):
+        x = self._exact_operand(lambda v: v.rank >= 1 and v.dtype != "bool")
+        k = self.r.randint(1, 6)
+        fill = "0" if not is_float(x.dtype) else self.r.choice(("0.5", "jnp.nan"))
+        if self.r.random() < 0.5:
+            return self.emit(f"jnp.unique({x.name}, size={k}, fill_value={fill})", (str(k),), x.dtype, True, [x],
+                             "data")
+        return self.emit(f"jnp.unique({x.name}, size={k}, fill_value={fill}, return_counts=True)[1].astype(jnp.int32)",
+                         (str(k),), "int32", True, [x], "data")
+
+    def _data_roll(self):
+        x = self._array_operand()
+        if x is None:
+            return self.f_unary()
+        ax = self.r.randrange(x.rank)
+        if self.r.random() < 0.5:
+            sh = str(self.r.choice((-3, -1, 1, 2, 5)))
+            deps = [x]
+        else:
+            s = self.new_arg([], self.r.choice(("int32", "int64", "int8")))
+            sh, deps = s.name, [x, s]
+        return self.emit(f"jnp.roll({x.name}, {sh}, axis={ax})", x.dims, x.dtype, x.exact, deps, "data")
+
+    def _data_band(self):
+        x = self.operand(lambda v: v.rank >= 2)
+        if x.rank < 2:
+            x = self.new_arg([self.atom(), self.atom()], self.r.choice(self.dtypes))
+        k = self.r.randint(-2, 2)
+        op = self.r.choice(("jnp.tril", "jnp.triu"))
+        return self.emit(f"{op}({x.name}, {k})", x.dims, x.dtype, x.exact, [x], "data")
+
+    def _data_diff(self):
+        x = self.operand(lambda v: v.rank >= 1 and v.dtype != "bool")
+        axes = [a for a in range(x.rank) if x.min_dim(a) >= 1] if x.dtype != "bool" else []
+        if not axes:
+            return self._data_repeat()
+        ax = self.r.choice(axes)
+        dims = x.dims[:ax] + (f"({x.dims[ax]}) - 1",) + x.dims[ax + 1:]
+        return self.emit(f"jnp.diff({x.name}, axis={ax})", dims, x.dtype, x.exact and not is_float(x.dtype), [x],
+                         "data")
+
+    def _data_repeat(self):
+        x = self._array_operand()
+        if x is None:
+            return self.f_unary()
+        ax = self.r.randrange(x.rank)
+        r = self.r.randint(1, 3)
+        if self.r.random() < 0.5:
+            dims = x.dims[:ax] + (f"({x.dims[ax]}) * {r}",) + x.dims[ax + 1:]
+            return self.emit(f"jnp.repeat({x.name}, {r}, axis={ax})", dims, x.dtype, x.exact, [x], "data")
+        reps = [1] * x.rank
+        reps[ax] = r
+        dims = x.dims[:ax] + (f"({x.dims[ax]}) * {r}",) + x.dims[ax + 1:]
+        return self.emit(f"jnp.tile({x.name}, {tuple(reps)})", dims, x.dtype, x.exact, [x], "data")
+
+    def _data_interp(self):
+        dt = self.r.choice(("float32", "float64"))
+        k = self.r.randint(1, 6)
+        xp = self.new_arg([k], dt, finite=True)
+        fp = self.new_arg([k], dt, finite=True)
+        x = self._exact_operand(lambda v: v.dtype == dt)
+        return self.emit(f"jnp.interp({x.name}, jnp.sort({xp.name}), {fp.name})", x.dims, dt, False, [x, xp, fp],
+                         "data")
+
+    def _data_masked(self):
+        x = self.operand(lambda v: is_float(v.dtype) and v.rank >= 1)
+        if not (is_float(x.dtype) and x.rank >= 1):
+            x = self.new_arg([self.atom() for _ in range(self.r.choice((1, 2)))], self.r.choice(FLOATS))
+        c = self.partner(x, "bool")
+        ax = self.r.randrange(x.rank)
+        if self.bcast_dims(x, c) != x.dims:
+            c = self.new_arg([int(d) if d.isdigit() else d for d in x.dims] if all(_is_atom(d) for d in x.dims) else [],
+                             "bool")
+        if self.r.random() < 0.5:
+            dims = x.dims[:ax] + x.dims[ax + 1:]
+            return self.emit(f"jax.nn.logsumexp({x.name}, axis={ax}, where={c.name})", dims, x.dtype, False, [x, c],
+                             "data")
+        return self.emit(f"jax.nn.softmax({x.name}, axis={ax}, where={c.name})", x.dims, x.dtype, False, [x, c], "data")
+
+    def _data_einsum3(self):
+        dt = self.r.choice(("float32", "float64", "int32", "float16"))
+        p, q, r_ = self.atom(), self.atom(), self.atom()
+        a = self.new_arg([p, q], dt, moderate=True)
+        b = self.new_arg([q, r_], dt, moderate=True)
+        c = self.new_arg([r_], dt, moderate=True)
+        return self.emit(f"jnp.einsum('pq,qr,r->p', {a.name}, {b.name}, {c.name})", (str(p),), dt, is_int(dt),
+                         [a, b, c], "data")
+
+    def _data_mixed_dot(self):
+        src, acc = self.r.choice((("int8", "int32"), ("uint8", "int32"), ("bfloat16", "float32"),
+                                  ("float16", "float32"), ("int16", "int64")))
+        p, q, r_ = self.atom(), self.atom(), self.atom()
+        a = self.new_arg([p, q], src, moderate=True)
+        b = self.new_arg([q, r_], src, moderate=True)
+        return self.emit(f"jnp.matmul({a.name}, {b.name}, preferred_element_type={_DT_SHORT[acc]})", (str(p), str(r_)),
+                         acc, is_int(acc), [a, b], "data")
+
+    def _data_select(self):
+        x = self.operand(lambda v: v.dtype != "bool")
+        y = self.partner(x)
+        c1 = self._exact_operand(lambda v: True)
+        c2 = self._exact_operand(lambda v: True)
+        dims = self.bcast_dims(x, y)
+        for c in (c1, c2):
+            dims = None if dims is None else self.bcast_dims(Value("_", dims, "bool"), c)
+        if dims is None:
+            return self._data_nan_reduce()
+        conds = f"[jnp.asarray({c1.name}) != 0, jnp.asarray({c2.name}) != 0]"
+        return self.emit(f"jnp.select({conds}, [{x.name}, {y.name}], 0)", dims, x.dtype, x.exact and y.exact,
+                         [x, y, c1, c2], "data")
+
+    def _data_nan_reduce(self):
+        x = self.operand(lambda v: is_float(v.dtype) and v.rank >= 1)
+        if not (is_float(x.dtype) and x.rank >= 1):
+            x = self.new_arg([self.atom() for _ in range(self.r.choice((1, 2)))], self.r.choice(FLOATS))
+        ax = self.r.randrange(x.rank)
+        dims = x.dims[:ax] + x.dims[ax + 1:]
+        ops = ["jnp.nansum", "jnp.nanmean"]
+        if self._nonempty_axis(x, ax) and x.exact:
+            ops += ["jnp.nanmax", "jnp.nanmin", "jnp.nanargmax", "jnp.nanargmin"]
+        op = self.r.choice(ops)
+        if op in ("jnp.nanargmax", "jnp.nanargmin"):
+            return self.emit(f"{op}({x.name}, axis={ax}).astype(jnp.int32)", dims, "int32", True, [x], "data")
+        return self.emit(f"{op}({x.name}, axis={ax})", dims, x.dtype, x.exact and op in ("jnp.nanmax", "jnp.nanmin"),
+                         [x], "data")
+
     def complex_unary(self, z: str) -> str:
         """One of exp, log, sqrt, conj, sign, square, negation of the complex expression z (from
         V9_FIRST_SEED on also sin, cos, tan, tanh, log1p, expm1, rsqrt, sigmoid, a power), kept
@@ -1531,7 +1833,7 @@ class _Gen:
         for _ in range(self.r.choice((1, 1, 2, 3))):
             self.some_arg()
         nstmt = self.r.randint(1, 7)
-        names, weights = zip(*(FAMILIES_V12 if self.v12 else FAMILIES_V11 if self.v11 else FAMILIES_V10 if self.v10 else FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
+        names, weights = zip(*(FAMILIES_V13 if self.v13 else FAMILIES_V12 if self.v12 else FAMILIES_V11 if self.v11 else FAMILIES_V10 if self.v10 else FAMILIES_V9 if self.v9 else FAMILIES_V8 if self.v8 else FAMILIES_V7 if self.v7 else FAMILIES_V6 if self.v6 else FAMILIES_V5 if self.v5
                                else FAMILIES_V3 if self.v3 else FAMILIES_V2 if self.v2 else FAMILIES_V1))
         while len(self.stmts) < nstmt:
             fam = self.r.choices(names, weights=weights)[0]

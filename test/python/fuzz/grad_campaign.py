@@ -13,6 +13,10 @@ x == y, whose gradient takes floor(|x / y|) = 0 in jax.jit, 1 in IEEE arithmetic
 In-process (no worker per batch: a signal ends the run, and names its seed on stderr first):
 
     python test/python/fuzz/grad_campaign.py --programs 1000 --first-seed 2412200 --out grads.jsonl
+
+`--mode jvp` takes forward-mode derivatives instead (jax.jvp along a fixed tangent), `--mode hvp`
+Hessian-vector products (the jvp of the gradient): their programs carry tangents through loops,
+sorts, scatters and linear algebra the reverse mode never writes.
 """
 from __future__ import annotations
 
@@ -29,9 +33,12 @@ from fuzz import campaign, gen  # noqa: E402
 FLOATS = ("float32", "float64")
 
 
-def gradient_program(prog: gen.Program):
-    """(jax function of the program's arguments giving the gradients, their argument indices), or
-    None where the program has no float argument and result to differentiate."""
+def gradient_program(prog: gen.Program, mode: str = "grad"):
+    """(jax function of the program's arguments giving the derivatives, the argument indices
+    differentiated), or None where the program has no float argument and result to differentiate.
+    `mode`: "grad" (reverse: jax.grad of a weighted sum of the float results), "jvp" (forward:
+    jax.jvp of the float results along a fixed tangent of every float argument) or "hvp"
+    (forward over reverse: the jvp of that gradient, a Hessian-vector product)."""
     import jax
     import jax.numpy as jnp
 
@@ -51,17 +58,37 @@ def gradient_program(prog: gen.Program):
             total = total + (jnp.where(jnp.isfinite(y), y, 0) * w).sum().astype(total.dtype)
         return total
 
-    return jax.grad(loss, argnums=wrt), wrt
+    def tangent(x, k):
+        return jnp.sin(jnp.arange(x.size, dtype=x.dtype).reshape(x.shape) * 0.53 + k)
+
+    def along(g):
+        """The derivative of g (a function of the float arguments) along the fixed tangents."""
+        def fn(*args):
+            def of(*fargs):
+                full = list(args)
+                for i, v in zip(wrt, fargs):
+                    full[i] = v
+                return g(*full)
+            prim = tuple(args[i] for i in wrt)
+            return jax.jvp(of, prim, tuple(tangent(x, k) for k, x in enumerate(prim)))[1]
+        return fn
+
+    if mode == "jvp":
+        return along(lambda *a: tuple(f(*a)[k] for k in outs)), wrt
+    grad = jax.grad(loss, argnums=wrt)
+    if mode == "hvp":
+        return along(grad), wrt
+    return grad, wrt
 
 
-def run_seed(seed: int) -> dict:
+def run_seed(seed: int, mode: str = "grad") -> dict:
     """{"seed", "status": skipped | generator | ok | refused | wrong | error, "detail"}."""
     import jax
 
     import relax_mlir
 
     prog = gen.generate(seed)
-    made = gradient_program(prog)
+    made = gradient_program(prog, mode)
     if made is None:
         return {"seed": seed, "status": "skipped"}
     fn, _ = made
@@ -92,7 +119,7 @@ def run_seed(seed: int) -> dict:
 
 
 def main() -> int:
-    return campaign.in_process_main(run_seed, __doc__.split("\n\n")[0])
+    return campaign.in_process_main(run_seed, __doc__.split("\n\n")[0], modes=("grad", "jvp", "hvp"))
 
 
 if __name__ == "__main__":

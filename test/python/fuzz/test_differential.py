@@ -27,7 +27,7 @@ Settings (`make fuzz` runs the same code with larger values):
                                  complex arguments and results (default 25)
     RELAX_MLIR_FUZZ_V9_PROGRAMS  CPU programs from seed gen.V9_FIRST_SEED, whose generator adds
                                  complex sin, cos, tan, tanh, log1p, expm1, rsqrt, sigmoid and
-                                 powers (default 10)
+                                 powers (default 8)
     RELAX_MLIR_FUZZ_V10_PROGRAMS CPU programs from seed gen.V10_FIRST_SEED, whose generator adds
                                  values computed the long way round to themselves (x + 0,
                                  where(c, where(c, x, 0), x), casts there and back), kernels
@@ -40,6 +40,11 @@ Settings (`make fuzz` runs the same code with larger values):
                                  dense linear algebra on well-conditioned matrices (cholesky,
                                  solve, inv, slogdet, eigvalsh, singular values, QR, triangular
                                  and tridiagonal solves) (default 6)
+    RELAX_MLIR_FUZZ_V13_PROGRAMS CPU programs from seed gen.V13_FIRST_SEED, whose generator adds
+                                 data-dependent selection and indexing (top_k, searchsorted,
+                                 segment reductions, bincount, nonzero / unique with a size,
+                                 while loops on the data, bitcasts, reduce_precision, masked
+                                 softmax, mixed-precision dots) (default 8)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 50)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -61,10 +66,11 @@ V5_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V5_PROGRAMS", "25"))
 V6_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V6_PROGRAMS", "25"))
 V7_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V7_PROGRAMS", "25"))
 V8_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V8_PROGRAMS", "25"))
-V9_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V9_PROGRAMS", "10"))
+V9_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V9_PROGRAMS", "8"))
 V10_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V10_PROGRAMS", "8"))
 V11_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V11_PROGRAMS", "8"))
 V12_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V12_PROGRAMS", "6"))
+V13_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V13_PROGRAMS", "8"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "50"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))
@@ -142,6 +148,12 @@ def _v12_first():
     return gen.V12_FIRST_SEED
 
 
+def _v13_first():
+    from fuzz import gen
+
+    return gen.V13_FIRST_SEED
+
+
 def _check(seeds, target):
     results = campaign.run_batch(seeds, target, all_variants=ALL_VARIANTS)
     assert [r["seed"] for r in results] == list(seeds)
@@ -170,7 +182,8 @@ def _check(seeds, target):
                          + _batches(V5_PROGRAMS, _v5_first()) + _batches(V6_PROGRAMS, _v6_first())
                          + _batches(V7_PROGRAMS, _v7_first()) + _batches(V8_PROGRAMS, _v8_first())
                          + _batches(V9_PROGRAMS, _v9_first()) + _batches(V10_PROGRAMS, _v10_first())
-                         + _batches(V11_PROGRAMS, _v11_first()) + _batches(V12_PROGRAMS, _v12_first()),
+                         + _batches(V11_PROGRAMS, _v11_first()) + _batches(V12_PROGRAMS, _v12_first())
+                         + _batches(V13_PROGRAMS, _v13_first()),
                          ids=lambda s: f"seeds{s[0]}-{s[-1]}")
 def test_fuzz_cpu(seeds):
     """Every program of the batch matches jax.jit on the CPU, with the full pipeline and without
@@ -477,6 +490,13 @@ def test_generator_versions_keep_old_seeds():
     assert not any("linalg" in gen.generate(s).families for s in range(gen.V11_FIRST_SEED, gen.V11_FIRST_SEED + 300))
     v12 = [gen.generate(s) for s in range(gen.V12_FIRST_SEED, gen.V12_FIRST_SEED + 100)]
     assert sum("linalg" in p.families for p in v12) >= 10
+    # data-dependent selection and indexing from V13_FIRST_SEED on only, each form drawn
+    assert not any("data" in gen.generate(s).families for s in range(gen.V12_FIRST_SEED, gen.V12_FIRST_SEED + 300))
+    v13 = [gen.generate(s) for s in range(gen.V13_FIRST_SEED, gen.V13_FIRST_SEED + 300)]
+    assert sum("data" in p.families for p in v13) >= 100
+    drawn = {e.split("(")[0] for p in v13 for n, e in p.stmts if p.families[int(n[1:])] == "data"}
+    assert {"lax.top_k", "jnp.searchsorted", "lax.while_loop", "jnp.unique", "jnp.nonzero", "jax.nn.one_hot",
+            "lax.bitcast_convert_type", "lax.reduce_precision", "jnp.take_along_axis"} <= drawn, drawn
 
 
 def test_a_crash_of_the_reference_is_not_blamed_on_relax():

@@ -263,16 +263,102 @@ def test_sum_with_non_identity_init_and_padding_is_refused():
         from_jax(fn, S((B, N)))
 
 
-def test_variadic_reduce_window_is_refused():
-    def argmax_pool(x):
-        idx = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+def _argmax_pool(x):
+    idx = lax.broadcasted_iota(jnp.int32, x.shape, 1)
 
-        def red(a, b):
-            pick = a[0] >= b[0]
-            return lax.select(pick, a[0], b[0]), lax.select(pick, a[1], b[1])
-        return lax.reduce_window((x, idx), (-jnp.inf, 0), red, (1, 2), (1, 2), "VALID")[1]
-    with pytest.raises(UnsupportedOpError, match="variadic reduce_window"):
-        from_jax(argmax_pool, S((2, 8)))
+    def red(a, b):
+        pick = a[0] >= b[0]
+        return lax.select(pick, a[0], b[0]), lax.select(pick, a[1], b[1])
+    return lax.reduce_window((x, idx), (-jnp.inf, 0), red, (1, 2), (1, 2), "VALID")[1]
+
+
+def _ties_and_specials(shape, dt=np.float32):
+    """Values in halves (ties inside a window), a NaN and -inf where the array is large enough."""
+    x = np.round(rng.standard_normal(shape) * 2).astype(dt) / 2
+    if x.size > 6:
+        x.flat[2], x.flat[3], x.flat[5] = np.nan, -np.inf, np.inf
+    return x
+
+
+def test_variadic_argmax_pool():
+    """A variadic reduce_window (values, positions) with a select body: the position of each
+    window's maximum, the first of ties, unrolled over the window as XLA evaluates it."""
+    check(_argmax_pool, [S((B, 2 * N))], lambda n: [_ties_and_specials((3, 2 * n))])
+
+
+def _jvp(f):
+    return lambda x, t: jax.jvp(f, (x,), (t,))
+
+
+# forward-mode derivatives of pools: jax writes the jvp of a max / min pool as a variadic
+# reduce_window selecting each window's tangent with its value, that of a pool written with
+# lax.reduce_window's generic form (an array init) as the jvp of its body (min's: a tie's tangents
+# averaged, with constants of the enclosing function inside the body)
+JVP_POOLS = [
+    ("max_2x3_pad", pool(lax.max, -jnp.inf, (2, 3), (1, 2), [(0, 1), (1, 1)]), True),
+    ("min_3x1_s2", pool(lax.min, jnp.inf, (3, 1), (2, 1), [(1, 1), (0, 0)]), True),
+    ("max_dilated", pool(lax.max, -jnp.inf, (2, 2), (1, 1), [(1, 1), (0, 1)], (2, 1), (1, 2)), True),
+    ("generic_min", lambda x: lax.reduce_window(x, jnp.asarray(jnp.inf, x.dtype), lax.min, (1, 3), (1, 2),
+                                                ((0, 0), (0, 1))), True),
+    ("generic_sum", lambda x: lax.reduce_window(x, jnp.asarray(0, x.dtype), lax.add, (2, 2), (1, 1),
+                                                ((1, 0), (0, 1))), False),
+]
+
+
+@pytest.mark.parametrize("name, fn, exact", JVP_POOLS, ids=[p[0] for p in JVP_POOLS])
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_forward_mode_derivative_of_pools(name, fn, exact, dt):
+    """Primal and tangent of each pool at symbolic sizes 1, 7, 33 (one compile): bit for bit where
+    the pool selects (ties, NaN, -inf and +inf included), within rounding where it adds."""
+    g = _jvp(fn)
+    with jax.enable_x64(dt == np.float64):
+        _check_jvp(name, g, exact, dt)
+
+
+def _check_jvp(name, g, exact, dt):
+    exe = relax_mlir.compile(from_jax(g, S((B, N), dt), S((B, N), dt)))
+    for n in (1, 7, 33):
+        x, t = _ties_and_specials((1 + n % 4, n), dt), rng.standard_normal((1 + n % 4, n)).astype(dt)
+        for got, want in zip(exe(x, t), jax.jit(g)(x, t)):
+            if exact:
+                jaxcheck.same(np.asarray(want), np.asarray(got), f"{name} n={n}")
+            else:
+                np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=1e-6, err_msg=f"{name} n={n}")
+
+
+def test_hessian_vector_product_through_max_pool():
+    """Forward over reverse (a Hessian-vector product) of a loss through a max pool: the jvp of
+    select_and_scatter's gradient and of the pool."""
+    def loss(x):
+        return jnp.sum(jnp.tanh(pool(lax.max, -jnp.inf, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")(x)) ** 2)
+
+    def hvp(x, v):
+        return jax.jvp(jax.grad(loss), (x,), (v,))[1]
+    check(hvp, [S((B, 2 * N, 2 * N, 3)), S((B, 2 * N, 2 * N, 3))],
+          lambda n: [rnd((2, 2 * n, 2 * n, 3)), rnd((2, 2 * n, 2 * n, 3))])
+
+
+def test_gradient_of_a_pool_whose_windows_may_not_fit():
+    """jax.grad of a 3-wide, stride-2 max pool over a symbolic n (no window at n = 1, 2): the
+    window slices' deduced extents could not be proven equal to the window positions (a compile
+    error before); n = 1 .. 8 from one compile, against jax.jit."""
+    def loss(x):
+        return jnp.sum(jnp.sin(lax.reduce_window(x, -jnp.inf, lax.max, (3,), (2,), "VALID")))
+    check(jax.grad(loss), [S((N,))], lambda n: [rnd((n,))], sizes=range(1, 9))
+
+
+def test_variadic_reduce_window_refusals_are_located():
+    def big(x):  # 9 x 9 = 81 window elements: more than are unrolled
+        return jax.jvp(pool(lax.max, -jnp.inf, (9, 9), (1, 1), "VALID"), (x,), (x,))[1]
+    with pytest.raises(UnsupportedOpError, match="variadic reduce_window: a window of 81 elements"):
+        from_jax(big, S((16, 16)))
+
+    def body_exp(x):
+        idx = lax.broadcasted_iota(jnp.float32, x.shape, 1)
+        return lax.reduce_window((x, idx), (0.0, 0.0), lambda a, b: (a[0] + jnp.exp(b[0]), a[1] + b[1]),
+                                 (1, 2), (1, 1), "VALID")[0]
+    with pytest.raises(UnsupportedOpError, match="'stablehlo.exponential'"):
+        from_jax(body_exp, S((2, 8)))
 
 
 def test_cumulative_large_binding():

@@ -7,6 +7,7 @@ from relax_mlir.frontend.stablehlo.common import Val, _FLOATS, _dtype_attr, _kno
 from relax_mlir.frontend.stablehlo.errors import UnsupportedOpError
 from relax_mlir.frontend.stablehlo.importer import Importer
 from relax_mlir.frontend.stablehlo.registry import register_converters
+from relax_mlir.frontend.stablehlo.unsigned import _TOTAL_ORDER_INT, _total_order_key
 from relax_mlir.frontend.stablehlo.shape_arith import (_INT_FOLD, _and_expr, _bool_decided, _bool_expr, _decide,
                                                        _known_sign, _or_expr, _positive_indicator, _wrap)
 from relax_mlir.shape import Expr, const
@@ -150,24 +151,6 @@ def _fold_compare(im, direction: str, a: Val, b: Val, op) -> list[Expr] | None:
                 continue
         out.append(const(int(v)))
     return out
-
-
-_TOTAL_ORDER_INT = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
-
-
-def _total_order_key(im, x: Val) -> Val:
-    """x's bits as a signed integer that orders as IEEE-754 totalOrder orders x (-NaN < -inf <
-    ... < -0.0 < +0.0 < ... < +inf < +NaN, StableHLO's TOTALORDER compare): a negative value's
-    magnitude bits flipped, bits ^ ((bits >> (w - 1)) & (2^(w-1) - 1))."""
-    it = _TOTAL_ORDER_INT[x.dtype]
-    w, r = int(it[1:]), len(x.dims)
-
-    def c(v):
-        return im.emit("relax.constant", [], 0, it, {"value": _splat([], it, v)}, dims=[])  # (broadcast by the op)
-    bits = im.emit("relax.bitcast", [x], r, it, {"dtype": _dtype_attr(it)}, dims=x.dims)
-    sign = im.emit("relax.right_shift_arithmetic", [bits, c(w - 1)], r, it, dims=x.dims)
-    flip = im.emit("relax.bitwise_and", [sign, c((1 << (w - 1)) - 1)], r, it, dims=x.dims)
-    return im.emit("relax.bitwise_xor", [bits, flip], r, it, dims=x.dims)
 
 
 def _compare(im, op, ins):

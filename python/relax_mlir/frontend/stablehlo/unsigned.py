@@ -48,3 +48,21 @@ def signed_index(im, i: Val) -> Val:
     big = im.emit("relax.constant", [], 0, "i64", {"value": _splat([], "i64", (1 << 63) - 1)}, dims=[])
     neg = im.emit("relax.less", [s, zero], r, "i1", dims=i.dims)
     return im.emit("relax.where", [neg, big, s], r, "i64", dims=i.dims)
+
+
+_TOTAL_ORDER_INT = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
+
+
+def _total_order_key(im, x: Val) -> Val:
+    """x's bits as a signed integer that orders as IEEE-754 totalOrder orders x (-NaN < -inf <
+    ... < -0.0 < +0.0 < ... < +inf < +NaN, StableHLO's TOTALORDER compare): a negative value's
+    magnitude bits flipped, bits ^ ((bits >> (w - 1)) & (2^(w-1) - 1))."""
+    it = _TOTAL_ORDER_INT[x.dtype]
+    w, r = int(it[1:]), len(x.dims)
+
+    def c(v):
+        return im.emit("relax.constant", [], 0, it, {"value": _splat([], it, v)}, dims=[])  # (broadcast by the op)
+    bits = im.emit("relax.bitcast", [x], r, it, {"dtype": _dtype_attr(it)}, dims=x.dims)
+    sign = im.emit("relax.right_shift_arithmetic", [bits, c(w - 1)], r, it, dims=x.dims)
+    flip = im.emit("relax.bitwise_and", [sign, c((1 << (w - 1)) - 1)], r, it, dims=x.dims)
+    return im.emit("relax.bitwise_xor", [bits, flip], r, it, dims=x.dims)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from mlir import ir
 
-from relax_mlir.frontend.stablehlo.common import (Val, _body_ops, _cmp_info, _dtype_attr, _ints, _merge_dims, _res,
-                                                  _splat_value, _string)
+from relax_mlir.frontend.stablehlo.common import (Val, _body_ops, _cmp_info, _dtype_attr, _ints, _jax_ttype,
+                                                  _merge_dims, _res, _splat, _splat_value, _string)
 from relax_mlir.frontend.stablehlo.indexing import scatter_kind
-from relax_mlir.frontend.stablehlo.reduce import _REDUCE_COMBINE, _is_identity
-from relax_mlir.frontend.stablehlo.unsigned import signed_order, unsigned_from_order
+from relax_mlir.frontend.stablehlo.reduce import _REDUCE_COMBINE, _independent_pairs, _is_identity
+from relax_mlir.frontend.stablehlo.unsigned import _total_order_key, signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters, register_custom_calls
 from relax_mlir.ops.window import dilated, window_out
-from relax_mlir.shape import Expr, const
+from relax_mlir.shape import Expr, const, max_
 
 
 _WINDOW_KIND = {"stablehlo.add": "sum", "stablehlo.maximum": "max", "stablehlo.minimum": "min",
@@ -92,8 +92,9 @@ def _const_ints(es: list[Expr], what: str) -> list[int]:
     return [e.value for e in es]
 
 
-def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window, strides, bdil, wdil, lo, hi):
-    rdims, dt = _res(op)
+def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window, strides, bdil, wdil, lo, hi,
+                        result: int = 0):
+    rdims, dt = _res(op, result)
     r = len(x.dims)
     if not (len(window) == len(strides) == len(bdil) == len(wdil) == len(lo) == len(hi) == r):
         raise ValueError("reduce_window attributes do not match the operand rank")
@@ -130,8 +131,11 @@ def _emit_reduce_window(im, op, x: Val, init: Val, init_value, kind: str, window
 
 def _reduce_window(im, op, ins, init_value=None):
     """`init_value`: the init's value where the caller knows it (a part of a complex constant)."""
-    if len(op.results) != 1 or len(ins) != 2:
-        raise ValueError("variadic reduce_window (several operands) is not supported")
+    n = len(op.results)
+    if len(ins) != 2 * n:
+        raise ValueError(f"reduce_window with {n} results takes {2 * n} operands, not {len(ins)}")
+    if n > 1:
+        return _variadic_reduce_window(im, op, ins[:n], ins[n:])
     x, init = ins
     kind = _window_kind(op.regions[0].blocks[0].operations, x.dtype)
     r = len(x.dims)
@@ -147,6 +151,128 @@ def _reduce_window(im, op, ins, init_value=None):
     return _emit_reduce_window(im, op, x, init, init_value, kind, window,
                                ints("window_strides", 1), ints("base_dilations", 1), ints("window_dilations", 1),
                                [const(p) for p in pads[0::2]], [const(p) for p in pads[1::2]])
+
+
+def _variadic_reduce_window(im, op, xs: list[Val], inits: list[Val]) -> list[Val]:
+    """A reduce_window of several operands (jax writes them in forward-mode derivatives: the jvp
+    of a max / min pool selects each window's tangent with its value, `(select(a0 >= b0, a0, b0),
+    select(a0 >= b0, a1, b1))`; that of a generic sum pool adds values and tangents side by side).
+    A body that combines each operand on its own with one add / max / min / mul -> one
+    reduce_window each; any other body of elementwise ops -> unrolled over the window's static
+    positions as XLA evaluates it: the accumulator starts at the inits and takes each valid
+    (non-padding) element of the window in row-major order, `acc = body(acc, element)`."""
+    n = len(xs)
+    r = len(xs[0].dims)
+    a = op.attributes
+
+    def ints(name, default):
+        return _ints(a[name]) if name in a else [default] * r
+
+    window, strides = ints("window_dimensions", 1), ints("window_strides", 1)
+    bdil, wdil = ints("base_dilations", 1), ints("window_dilations", 1)
+    pads = _ints(a["padding"]) if "padding" in a else [0] * (2 * r)
+    lo, hi = pads[0::2], pads[1::2]
+    if not all(len(v) == r for v in (window, strides, bdil, wdil, lo, hi)) or any(len(x.dims) != r for x in xs):
+        raise ValueError("reduce_window attributes do not match the operand rank")
+    pairs = _independent_pairs(op)
+    if pairs is not None and all(k in (_WINDOW_KIND_I1 if x.dtype == "i1" else _WINDOW_KIND)
+                                 for k, x in zip(pairs, xs)):
+        return [_emit_reduce_window(im, op, xs[i], inits[i], _init_value(op.operands[n + i]),
+                                    (_WINDOW_KIND_I1 if xs[i].dtype == "i1" else _WINDOW_KIND)[k],
+                                    [const(w) for w in window], strides, bdil, wdil, [const(p) for p in lo],
+                                    [const(p) for p in hi], result=i)
+                for i, k in enumerate(pairs)]
+    k_total = _unrolled_window(window, "variadic reduce_window: a window")
+    if any(v < 1 for v in window + strides + bdil + wdil) or any(p < 0 for p in pads):
+        raise ValueError(f"variadic reduce_window window {window}, strides {strides}, dilations {bdil} / {wdil}, "
+                         f"padding {pads}: sizes must be positive and padding non-negative")
+    if any(d is None for x in xs for d in x.dims):
+        raise ValueError("variadic reduce_window with an operand dim of unknown size")
+    facts = im.int_facts()
+    x0 = xs[0]
+    odims = [window_out(d, const(lo[i]), const(hi[i]), bdil[i], const(window[i]), wdil[i], strides[i], facts)
+             for i, d in enumerate(x0.dims)]
+    padded = [dilated(d, bdil[i], facts) + lo[i] + hi[i] for i, d in enumerate(x0.dims)]
+    scalars = [init_scalar(im, v) for v in inits]
+    holes = any(lo) or any(hi) or any(b != 1 for b in bdil)  # padding: elements the body never takes
+    if holes:
+        pad_attrs = {"low": list(lo), "high": list(hi), "interior": [b - 1 for b in bdil]}
+        xps = [im.emit("relax.pad", [x, s_], r, x.dtype, pad_attrs, dims=padded) for x, s_ in zip(xs, scalars)]
+        true_, false_ = Val(None, "i1", [], [const(1)]), Val(None, "i1", [], [const(0)])
+        xps.append(im.emit("relax.pad", [im.broadcast(true_, list(x0.dims)), false_], r, "i1", pad_attrs, dims=padded))
+    else:
+        xps = list(xs)
+    slicers = [_window_slices(im, t, odims, strides, "reduce_window") for t in xps]
+
+    block = op.regions[0].blocks[0]
+    accs = [im.broadcast(s_, odims) for s_ in scalars]
+    for k in range(k_total):
+        offsets, rest = [], k
+        for i in reversed(range(r)):
+            offsets.append((rest % window[i]) * wdil[i])
+            rest //= window[i]
+        offsets = offsets[::-1]
+        new = _apply_body(im, block, accs + [sl(offsets) for sl in slicers[:n]], odims)
+        if holes:
+            ok = slicers[n](offsets)
+            new = [im.emit("relax.where", [ok, v, acc], r, acc.dtype, dims=odims) for v, acc in zip(new, accs)]
+        accs = new
+    return [Val(acc.value, acc.dtype, _merge_dims(_res(op, i)[0], odims)) for i, acc in enumerate(accs)]
+
+
+_BODY_BINARY = {"stablehlo.add": "relax.add", "stablehlo.subtract": "relax.subtract",
+                "stablehlo.multiply": "relax.multiply", "stablehlo.maximum": "relax.maximum",
+                "stablehlo.minimum": "relax.minimum", "stablehlo.divide": "relax.divide",
+                "stablehlo.xor": "relax.bitwise_xor"}
+_BODY_LOGICAL = {"stablehlo.and": ("relax.logical_and", "relax.bitwise_and"),
+                 "stablehlo.or": ("relax.logical_or", "relax.bitwise_or"),
+                 "stablehlo.not": ("relax.logical_not", "relax.bitwise_not"),
+                 "stablehlo.negate": ("relax.negative", "relax.negative"), "stablehlo.abs": ("relax.abs", "relax.abs")}
+
+
+def _apply_body(im, block, args: list[Val], dims) -> list[Val]:
+    """A reducer region's elementwise body applied to whole tensors (`args` in the order of the
+    block's arguments, each of shape `dims`; a value it takes from outside, a constant of the
+    enclosing function, from the importer's environment) -> the values it returns. Only
+    elementwise ops whose relax form keeps StableHLO's semantics are taken (integer max / min on
+    unsigned values and anything else is refused by name)."""
+    local = dict(zip(list(block.arguments), args))
+
+    def env(v) -> Val:
+        got = local.get(v)
+        return got if got is not None else im.env[v]
+    r = len(dims)
+    for o in block.operations:
+        name = o.operation.name
+        if name in ("stablehlo.return", "func.return"):
+            return [env(v) for v in o.operands]
+        if name == "stablehlo.constant":
+            value = _splat_value(o.results[0])
+            dt = _jax_ttype(o.results[0].type)[1]
+            if value is None:
+                raise ValueError("a reduce_window body constant that is not a splat is not supported")
+            local[o.results[0]] = im.emit("relax.constant", [], 0, dt, {"value": _splat([], dt, value)}, dims=[])
+            continue
+        ins = [env(v) for v in o.operands]
+        dt = _jax_ttype(o.results[0].type)[1]
+        if name == "stablehlo.compare":
+            direction, ctype = _cmp_info(o)
+            a, b = ins
+            if ctype == "TOTALORDER" and a.dtype in ("f16", "bf16", "f32", "f64"):
+                a, b = _total_order_key(im, a), _total_order_key(im, b)
+            elif a.dtype.startswith("ui"):
+                a, b = signed_order(im, a), signed_order(im, b)
+            res = im.emit(_CMP_OPS[direction], [a, b], r, "i1", dims=dims)
+        elif name == "stablehlo.select":
+            res = im.emit("relax.where", ins, r, dt, dims=dims)
+        elif name in _BODY_BINARY and not (dt.startswith("ui") and name in ("stablehlo.maximum", "stablehlo.minimum")):
+            res = im.emit(_BODY_BINARY[name], ins, r, dt, dims=dims)
+        elif name in _BODY_LOGICAL:
+            res = im.emit(_BODY_LOGICAL[name][0 if dt == "i1" else 1], ins, r, dt, dims=dims)
+        else:
+            raise ValueError(f"variadic reduce_window: its body's '{name}' (on {dt}) is not supported")
+        local[o.results[0]] = res
+    raise ValueError("a reduce_window body without a return")
 
 
 def _dynamic_reduce_window(im, op, ins, init_value=None):
@@ -192,6 +318,40 @@ def _strides(im, x: Val, strides: list[Expr], window, bdil, wdil, lo, hi) -> lis
                              f"padding may be symbolic, and a stride on an axis its window covers whole)")
         out.append(1)
     return out
+
+
+def _unrolled_window(window: list[int], what: str) -> int:
+    """The number of elements of a window unrolled position by position (at most MAX_SELECT_WINDOW)."""
+    k_total = 1
+    for w in window:
+        k_total *= w
+    if k_total > MAX_SELECT_WINDOW:
+        raise ValueError(f"{what} of {k_total} elements (at most {MAX_SELECT_WINDOW} are unrolled)")
+    return k_total
+
+
+def _window_slices(im, t: Val, odims, strides, what: str):
+    """The function `offsets -> t[offsets[i] :: strides[i]]` of `odims[i]` elements per axis: the
+    elements of each window at one window position. An end that could be negative (a dim with no
+    window position) is clamped at 0, where numpy's convention would count it from the end; the
+    slice's extent, which the deduction writes with clamps it cannot always simplify back to
+    `odims` (jax.grad of a 3-wide, stride-2 max pool over a symbolic n), is cast to `odims`
+    (checked at run time, equal by construction)."""
+    r = len(odims)
+    facts = im.int_facts()
+
+    def slice_at(offsets) -> Val:
+        end = []
+        for i in range(r):
+            e = offsets[i] + (odims[i] - 1) * strides[i] + 1
+            end.append(e if facts.prove_ge(odims[i], const(1)) else max_(e, const(0)))
+        sl = im.emit("relax.strided_slice", [t], r, t.dtype,
+                     {"axes": list(range(r)), "begin": list(offsets), "end": end, "strides": list(strides)},
+                     dims=odims)
+        if all(d.is_const for d in odims) and all(d is not None and d.is_const for d in t.dims):
+            return sl  # (static: the deduction gives odims exactly)
+        return im.match_dims(sl, odims, what, "the window positions of each offset must agree")
+    return slice_at
 
 
 # The most window elements select_and_scatter unrolls (a 3 x 3 pool has 9; each is a step of an
@@ -244,12 +404,7 @@ def _select_and_scatter(im, op, ins):
     if any(w < 1 for w in win) or any(s_ < 1 for s_ in strides) or any(p < 0 for p in pads):
         raise ValueError(f"select_and_scatter window {win}, strides {strides}, padding {pads}: windows and "
                          f"strides must be positive, padding non-negative")
-    k_total = 1
-    for w in win:
-        k_total *= w
-    if k_total > MAX_SELECT_WINDOW:
-        raise ValueError(f"select_and_scatter window of {k_total} elements (at most {MAX_SELECT_WINDOW} are "
-                         f"unrolled)")
+    k_total = _unrolled_window(win, "select_and_scatter window")
     if any(d is None for d in x.dims):
         raise ValueError("select_and_scatter with an operand dim of unknown size")
     direction = _select_direction(op)
@@ -269,11 +424,7 @@ def _select_and_scatter(im, op, ins):
     xp = im.emit("relax.pad", [cmp_x, fill], r, cdt, pad_attrs, dims=padded_dims)
     valid = im.emit("relax.pad", [im.broadcast(true_, list(x.dims)), false_], r, "i1", pad_attrs, dims=padded_dims)
 
-    def window_slice(t: Val, offsets) -> Val:
-        end = [offsets[i] + (odims[i] - 1) * strides[i] + 1 for i in range(r)]
-        return im.emit("relax.strided_slice", [t], r, t.dtype,
-                       {"axes": list(range(r)), "begin": list(offsets), "end": end, "strides": list(strides)},
-                       dims=odims)
+    slice_x, slice_valid = (_window_slices(im, t, odims, strides, "select_and_scatter") for t in (xp, valid))
 
     def scalar(v: int, dtype: str) -> Val:
         return im.broadcast(Val(None, dtype, [], [const(v)]), odims)
@@ -289,7 +440,7 @@ def _select_and_scatter(im, op, ins):
     sel_v, sel_k, have = None, None, None
     for k in range(k_total):
         off = offsets_of(k)
-        v, ok = window_slice(xp, off), window_slice(valid, off)
+        v, ok = slice_x(off), slice_valid(off)
         if k == 0:
             sel_v, sel_k, have = v, scalar(0, "i64"), ok
             continue
