@@ -237,9 +237,8 @@ def test_gradients_of_eigenvalues_and_singular_values():
     """jax.grad through eigvalsh and the singular values (refused before): jax's transpose is
     V diag(g) V^T (U diag(g) V^T), the diagonal written by a scatter of g at indices [i, i] into
     zeros; the signs of v_j cancel against themselves there (signs.py). A logdet, the nuclear and
-    the spectral norm as penalties, over symbolic sizes and batches, from one compile each. The
-    forward-mode derivative (diag(V^T dA V): a two-sided product, then its diagonal) and a
-    scatter that is not diagonal stay refused; a diagonal the user writes the same way compiles."""
+    the spectral norm as penalties, over symbolic sizes and batches, from one compile each. A
+    scatter that is not diagonal stays refused; a diagonal the user writes the same way compiles."""
     sym = lambda m: [_symmetric(1, m, seed=m)[0]]  # noqa: E731
     check(jax.grad(lambda a: jnp.sum(jnp.sin(jnp.linalg.eigvalsh(a)))), [S(N, N)], sym,
           sizes=(1, 2, 5, 8), rtol=1e-4, atol=1e-5)
@@ -257,15 +256,45 @@ def test_gradients_of_eigenvalues_and_singular_values():
         return v @ jnp.zeros_like(s).at[i, i].add(w) @ v.T
     check(user_diagonal, [S(N, N), S(N)], lambda n: [_symmetric(1, n, seed=n)[0], rnd(n, seed=n)],
           sizes=(1, 3, 6), rtol=1e-4, atol=1e-5)
-    refused = [
-        lambda s, t: jax.jvp(jnp.linalg.eigvalsh, (s,), (t,))[1],
-        lambda s, t: (lambda v, i: v @ jnp.zeros_like(s).at[i, (i + 1) % s.shape[0]].add(t[0]) @ v.T)(
-            jnp.linalg.eigh(s)[1], jnp.arange(s.shape[0])),
-    ]
-    for f in refused:
-        with pytest.raises(relax_mlir.CompileError, match="the eigenvectors of jnp.linalg.eigh .* reach "
-                                                          "'stablehlo.dot_general' here"):
-            relax_mlir.compile(from_jax(f, S(N, N), S(N, N)))
+    off_diagonal = lambda s, t: (lambda v, i: v @ jnp.zeros_like(s).at[i, (i + 1) % s.shape[0]].add(t[0]) @ v.T)(  # noqa: E731
+        jnp.linalg.eigh(s)[1], jnp.arange(s.shape[0]))
+    with pytest.raises(relax_mlir.CompileError, match="the eigenvectors of jnp.linalg.eigh .* reach "
+                                                      "'stablehlo.dot_general' here"):
+        relax_mlir.compile(from_jax(off_diagonal, S(N, N), S(N, N)))
+
+
+def test_forward_mode_derivatives_through_eigh_and_svd():
+    """jax.jvp / jacfwd / Hessian-vector products through eigvalsh, the singular values and matrix
+    functions (refused before): jax's tangent of the values is diag(V^T dA V), a product of the
+    vectors with the vectors keeping a vector index of each (s_a s_b M[a, b]: two vector axes,
+    signs.py), whose diagonal (a gather at [i, i], or jnp.trace's mask) carries no signs; that of
+    the vectors is V (F * V^T dA V), whose contracted index cancels. Symbolic sizes 1, 4, 9 and a
+    symbolic batch, one compile each."""
+    def sym2(n):
+        return [_symmetric(1, n, seed=n)[0], _symmetric(1, n, seed=n + 50)[0]]
+    jvp = lambda f: lambda a, t: jax.jvp(f, (a,), (t,))  # noqa: E731
+    check(jvp(jnp.linalg.eigvalsh), [S(N, N), S(N, N)], sym2)
+    check(jvp(jnp.linalg.eigvalsh), [S(B, 5, 5), S(B, 5, 5)], lambda b: [_symmetric(b, 5, seed=b),
+                                                                         _symmetric(b, 5, seed=b + 9)], sizes=(1, 3))
+    check(jvp(lambda a: jnp.linalg.svd(a, compute_uv=False)), [S(N, 3), S(N, 3)],
+          lambda n: [rnd(n, 3, seed=n), rnd(n, 3, seed=n + 1)])
+    check(jax.jacfwd(jnp.linalg.eigvalsh), [S(N, N)], lambda n: sym2(n)[:1])
+    expm = lambda a: (lambda w, v: (v * jnp.exp(w / 4)) @ v.T)(*jnp.linalg.eigh(a))  # noqa: E731
+    check(jvp(expm), [S(N, N), S(N, N)], sym2)
+    hvp = lambda a, t: jax.jvp(jax.grad(lambda m: jnp.sum(jnp.log1p(jnp.abs(jnp.linalg.eigvalsh(m))))),  # noqa: E731
+                               (a,), (t,))[1]
+    check(hvp, [S(N, N), S(N, N)], sym2)
+    check(lambda s, a: jnp.trace((lambda v: v.T @ a @ v)(jnp.linalg.eigh(s)[1])), [S(N, N), S(N, N)], sym2)
+    # a two-index value used where its signs matter stays refused
+    vav = lambda s, a: (lambda v: v.T @ a @ v)(jnp.linalg.eigh(s)[1])  # noqa: E731
+    for f, msg in ((lambda s, a: vav(s, a)[0], "it takes part of a vector axis"),
+                   (lambda s, a: jnp.sum(vav(s, a), axis=0), "it sums over a vector axis"),
+                   (lambda s, a: jnp.diagonal(vav(s, a), offset=1), "it gathers from a vector axis"),
+                   (lambda s, a: jnp.diagonal(vav(s, a) ** 2), "multiplies the vectors elementwise"),
+                   (lambda s, a: jnp.einsum("ia,ib,ic->abc", *(jnp.linalg.eigh(s)[1],) * 3),
+                    "it keeps more than two vector axes")):
+        with pytest.raises(relax_mlir.CompileError, match=f"the eigenvectors of jnp.linalg.eigh .* reach .*{msg}"):
+            relax_mlir.compile(from_jax(f, S(6, 6), S(6, 6)))
 
 
 def test_matrix_functions_written_with_jnp_diag():

@@ -9,7 +9,7 @@ from relax_mlir.frontend.stablehlo.common import (_FLOATS, Val, _body_ops, _cmp_
                                                   _merge_dims, _owner, _res, _splat_value)
 from relax_mlir.frontend.stablehlo.unsigned import signed_index, signed_order, unsigned_from_order
 from relax_mlir.frontend.stablehlo.registry import register_converters
-from relax_mlir.frontend.stablehlo.signs import splat_through
+from relax_mlir.frontend.stablehlo.signs import index_columns_alike, splat_through
 from relax_mlir.shape import const, max_, min_
 
 
@@ -90,29 +90,6 @@ def scatter_kind(op, region: int, dt: str, what: str) -> str:
                      f"minimum")
 
 
-def _same_computation(a, b, depth: int = 24, seen: set | None = None) -> bool:
-    """Whether two relax values are computed alike: the same value, or results of ops of one name,
-    result number and attributes whose operands are computed alike (jax computes both columns of
-    a diagonal's indices, [i, i], with separate but equal ops). Each pair is compared once."""
-    if a == b:
-        return True
-    seen = set() if seen is None else seen
-    if (a, b) in seen:
-        return True  # (compared before, or being compared: a cycle is impossible in SSA)
-    seen.add((a, b))
-    if depth == 0 or not isinstance(a, ir.OpResult) or not isinstance(b, ir.OpResult) \
-            or a.result_number != b.result_number:
-        return False
-    oa, ob = a.owner, b.owner
-    if oa.name != ob.name or len(oa.operands) != len(ob.operands) or str(a.type) != str(b.type):
-        return False
-    aa, ab = oa.attributes, ob.attributes
-    if len(aa) != len(ab) or any(str(aa[i].attr) != str(ab[i].attr) or aa[i].name != ab[i].name
-                                 for i in range(len(aa))):
-        return False
-    return all(_same_computation(x, y, depth - 1, seen) for x, y in zip(oa.operands, ob.operands))
-
-
 def _diagonal(op, x, idx, upd):
     """(p, q) where this scatter (an add or set into zeros) writes only where the operand's indices
     along axes p and q are equal: each index vector is [i, i] (its two columns computed alike),
@@ -124,16 +101,7 @@ def _diagonal(op, x, idx, upd):
     if len(axes) != 2 or sorted(dn.inserted_window_dims) != sorted(axes) or list(dn.input_batching_dims) \
             or splat_through(op.operands[0]) != 0 or getattr(upd, "signs", None) is not None:
         return None
-    ivd = int(dn.index_vector_dim)
-    src = idx.value
-    if ivd != len(idx.dims) - 1 or not isinstance(src, ir.OpResult):
-        return None
-    cat = src.owner
-    if cat.name != "relax_v.concat" or len(cat.operands) != 2 or "axis" not in cat.attributes:
-        return None
-    axis = cat.attributes["axis"]
-    if not isinstance(axis, ir.IntegerAttr) or axis.value != ivd \
-            or not _same_computation(cat.operands[0], cat.operands[1]):
+    if not index_columns_alike(idx, int(dn.index_vector_dim)):
         return None
     return tuple(axes)
 

@@ -18,7 +18,10 @@ at indices [i, i], `Val.diag`), cancels it (a dot_general contracting the two ve
 the batch axes paired: also independent of the basis chosen within an eigenspace of repeated
 values), or depends on it: every other use's
 results are not computed (relax_v.unavailable), and refused, at its source line, where they are
-used. The check is of signs: V diag(d) V^T with weights d that differ within an eigenspace of
+used. A product of the vectors with the vectors that keeps a vector index of each (V^T dA V in
+jax's forward-mode derivative of eigh) carries two vector axes, s_a s_b M[a, b]; its diagonal
+M[a, a] (a gather at indices [i, i]) carries no signs, and a product contracting one of its
+vector axes with the vectors' (V (F * V^T dA V)) keeps the other. The check is of signs: V diag(d) V^T with weights d that differ within an eigenspace of
 repeated eigenvalues depends on the basis, in jax as here.
 """
 from __future__ import annotations
@@ -181,6 +184,11 @@ def propagate(im, op, ins) -> list:
         a, b = tags[1], tags[2]
         if same(a, b):
             return [a]
+        vec = [k for k, r in enumerate(a.roles) if r == "i"] if _tagged(a) else []
+        if len(vec) == 2 and not _tagged(b) and getattr(ins[0], "value", None) is not None \
+                and sorted(_diagonal_mask(ins[0].value) or ()) == vec \
+                and (_splat_zero_or_nan(op.operands[2]) or _relax_splat(getattr(ins[2], "value", None)) == 0):
+            return [None]  # a two-index value's diagonal, zeros elsewhere (jnp.trace): s_a s_a = 1
         if _tagged(a) and not _tagged(b) and _splat_zero_or_nan(op.operands[2]):
             return [a]
         if _tagged(b) and not _tagged(a) and _splat_zero_or_nan(op.operands[1]):
@@ -202,12 +210,30 @@ def propagate(im, op, ins) -> list:
         if any(first.roles[a] is not None for a in axes):
             refuse("it sums over a vector axis")
         return [_with(first, [r for a, r in enumerate(first.roles) if a not in axes])]
+    if name in ("stablehlo.gather", "stablehlo.dynamic_gather") and _tagged(tags[0]) \
+            and not any(_tagged(t) for t in tags[1:]):
+        return [_gather_diagonal(op, first, ins, refuse)]
     if name == "stablehlo.dot_general":
         diags = [None if _tagged(t) else (getattr(v, "diag", None) or relax_diagonal(getattr(v, "value", None)))
                  for v, t in zip(ins, tags)]
         return [_dot_general(op, tags, refuse, diags)]
     refuse()
     return [None] * n_out
+
+
+def _gather_diagonal(op, tag, ins, refuse):
+    """The diagonal M[a, a] of a value carrying two vector axes (s_a s_b M[a, b]; jnp.diagonal of
+    V^T dA V in jax's derivative of eigh's values): a gather (or dynamic_gather) collapsing exactly
+    those two axes at indices [i, i] (both columns computed alike) is free of their signs,
+    s_a s_a = 1, whatever it takes of the other axes."""
+    from jax._src.lib.mlir.dialects import hlo
+
+    dn = hlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
+    vec = [a for a, r in enumerate(tag.roles) if r == "i"]
+    if len(vec) != 2 or sorted(dn.start_index_map) != vec or sorted(dn.collapsed_slice_dims) != vec \
+            or list(dn.operand_batching_dims) or not index_columns_alike(ins[1], int(dn.index_vector_dim)):
+        refuse("it gathers from a vector axis")
+    return None
 
 
 def _dot_general(op, tags, refuse, diags=(None, None)):
@@ -221,21 +247,23 @@ def _dot_general(op, tags, refuse, diags=(None, None)):
     rfree = [a for a in range(ranks[1]) if a not in rb and a not in rc]
     lt, rt = tags
     if _tagged(lt) and _tagged(rt):
-        # the signs cancel when the two vector indices are contracted together and each batch axis
-        # of the decomposition is a batch axis of the product, paired with the same one
-        for mine, theirs, own_c, other_c, own_b, other_b in ((lt, rt, lc, rc, lb, rb), (rt, lt, rc, lc, rb, lb)):
-            for ax, role in enumerate(mine.roles):
-                if role is None:
-                    continue
-                if ax in own_c:
-                    partner, contracted = other_c[own_c.index(ax)], True
-                elif ax in own_b:
-                    partner, contracted = other_b[own_b.index(ax)], False
-                else:
-                    refuse("it keeps the vector axes of its two operands apart")
-                if theirs.roles[partner] != role or contracted != (role == "i"):
-                    refuse("it pairs a vector axis with a different axis")
-        return None
+        # contracted vector indices cancel (s_a s_a); each batch axis of the decomposition must be a
+        # batch axis of the product, paired with the same one; a vector index left free on either
+        # side stays, at most two in all (s_a s_b M[a, b], whose diagonal carries no signs)
+        roles = []
+        for a, b in zip(lb, rb):
+            if lt.roles[a] != rt.roles[b] or lt.roles[a] == "i":
+                refuse("it pairs a vector axis with a different axis")
+            roles.append(lt.roles[a])
+        for a, b in zip(lc, rc):
+            if lt.roles[a] != rt.roles[b] or lt.roles[a] not in (None, "i"):
+                refuse("it pairs a vector axis with a different axis")
+        roles += [lt.roles[a] for a in lfree] + [rt.roles[b] for b in rfree]
+        if any(r not in (None, "i") for r in [lt.roles[a] for a in lfree] + [rt.roles[b] for b in rfree]):
+            refuse("it keeps the vector axes of its two operands apart")
+        if roles.count("i") > 2:
+            refuse("it keeps more than two vector axes")
+        return _with(lt, roles) if "i" in roles else None  # (batch roles alone: no signs left)
     if _tagged(lt):
         out = [lt.roles[a] for a in lb] + [lt.roles[a] for a in lfree] + [None] * len(rfree)
         return _with(lt, _through_diagonal(lt, lc, rc, diags[1], rfree, len(lb) + len(lfree), out, refuse))
@@ -263,6 +291,43 @@ def _through_diagonal(tag, own_c, other_c, diag, other_free, offset, out, refuse
     return out
 
 
+def same_computation(a, b, depth: int = 24, seen: set | None = None) -> bool:
+    """Whether two relax values are computed alike: the same value, or results of ops of one name,
+    result number and attributes whose operands are computed alike (jax computes both columns of
+    a diagonal's indices, [i, i], with separate but equal ops). Each pair is compared once."""
+    if a == b:
+        return True
+    seen = set() if seen is None else seen
+    if (a, b) in seen:
+        return True  # (compared before, or being compared: a cycle is impossible in SSA)
+    seen.add((a, b))
+    if depth == 0 or not isinstance(a, ir.OpResult) or not isinstance(b, ir.OpResult) \
+            or a.result_number != b.result_number:
+        return False
+    oa, ob = a.owner, b.owner
+    if oa.name != ob.name or len(oa.operands) != len(ob.operands) or str(a.type) != str(b.type):
+        return False
+    aa, ab = oa.attributes, ob.attributes
+    if len(aa) != len(ab) or any(str(aa[i].attr) != str(ab[i].attr) or aa[i].name != ab[i].name
+                                 for i in range(len(aa))):
+        return False
+    return all(same_computation(x, y, depth - 1, seen) for x, y in zip(oa.operands, ob.operands))
+
+
+def index_columns_alike(idx, ivd: int) -> bool:
+    """Whether a gather's or scatter's index Val is [i, i]: two columns along its last axis `ivd`,
+    concatenated, computed alike (jax writes a diagonal's indices so)."""
+    src = idx.value
+    if ivd != len(idx.dims) - 1 or not isinstance(src, ir.OpResult):
+        return False
+    cat = src.owner
+    if cat.name != "relax_v.concat" or len(cat.operands) != 2 or "axis" not in cat.attributes:
+        return False
+    axis = cat.attributes["axis"]
+    return isinstance(axis, ir.IntegerAttr) and axis.value == ivd and same_computation(cat.operands[0],
+                                                                                       cat.operands[1])
+
+
 # --- diagonal matrices in the imported relax program -------------------------------------------
 # jnp.diag(w), w[:, None] * jnp.eye(n) and jnp.eye itself arrive as relax ops: a where() of w on a
 # mask `iota along p == iota along q` and zeros, or the mask converted. A product V D V^T with such
@@ -275,6 +340,8 @@ def _owner_op(value):
 def _relax_splat(value, depth: int = 8):
     """The value of a relax value that is one constant everywhere (through reshape, broadcast_to,
     astype), else None."""
+    if value is None:
+        return None
     for _ in range(depth):
         o = _owner_op(value)
         if o is None:
