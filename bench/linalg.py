@@ -47,6 +47,10 @@ def functions():
         # gradients through the values (V diag(g) V^T; session 28)
         "grad of sum(eigvalsh)^2": (jax.grad(lambda a: jnp.sum(jnp.linalg.eigvalsh(a) ** 2)), lambda m: [spd(m, 16)]),
         "grad of nuclear norm": (jax.grad(lambda a: jnp.linalg.norm(a, "nuc")), lambda m: [gen(m, 17)]),
+        # forward mode: diag(V^T dA V) and V (F * V^T dA V) (session 29)
+        "jvp of eigvalsh": (lambda a, t: jax.jvp(jnp.linalg.eigvalsh, (a,), (t,)), lambda m: [spd(m, 18), spd(m, 19)]),
+        "jvp of V diag(exp w) V^T": (lambda a, t: jax.jvp(lambda x: (lambda w, v: (v * jnp.exp(w / x.shape[0])) @ v.T)(
+            *jnp.linalg.eigh(x)), (a,), (t,)), lambda m: [spd(m, 20), spd(m, 21)]),
     }
 
 

@@ -631,6 +631,53 @@ def _sinkable_constant(c: ir.Operation) -> bool:
     return finite_constant(c) or isinstance(_elem_of(c.results[0].type), ir.BF16Type)
 
 
+def _widen_bool_params(module_op: ir.Operation) -> None:
+    """A kernel's i1 scalar parameters become i32 ones (0 or 1) compared with 0 at its entry, and
+    each launch widens its i1 operand (arith.extui): a scalar parameter is a storage-buffer
+    binding, and a bool is not host-shareable there (naga rejected the shader of a scatter whose
+    update is a constant true: jnp.zeros(bool).at[i].set(True))."""
+    i1, i32 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(32)
+    changed = {}  # (module, kernel) -> the positions of its i1 parameters
+    for m in module_op.regions[0].blocks[0].operations:
+        if m.operation.name != "gpu.module":
+            continue
+        mname = ir.StringAttr(m.operation.attributes["sym_name"]).value
+        for k in m.operation.regions[0].blocks[0].operations:
+            k = k.operation
+            if k.name != "gpu.func":
+                continue
+            entry = k.regions[0].blocks[0]
+            params = [i for i, a in enumerate(entry.arguments) if a.type == i1]
+            if not params:
+                continue
+            first = entry.operations[0]
+            for i in params:
+                a = entry.arguments[i]
+                a.set_type(i32)
+                with ir.InsertionPoint(first), k.location:
+                    zero = make_op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+                    b = make_op("arith.cmpi", [i1], [a, zero],
+                                {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)}).results[0]
+                a.replace_all_uses_except(b, b.owner.operation)
+            ft = ir.FunctionType(ir.TypeAttr(k.attributes["function_type"]).value)
+            k.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([a.type for a in entry.arguments],
+                                                                                ft.results))
+            changed[(mname, ir.StringAttr(k.attributes["sym_name"]).value)] = (params, len(entry.arguments))
+    if not changed:
+        return
+    launches = []
+    walk(module_op, lambda o: launches.append(o) if o.name == "gpu.launch_func" else None)
+    for l in launches:
+        key = tuple(ir.SymbolRefAttr(l.attributes["kernel"]).value)
+        if key not in changed:
+            continue
+        params, nargs = changed[key]
+        first = len(l.operands) - nargs  # (the kernel's operands come last)
+        for i in params:
+            with ir.InsertionPoint(l), l.location:
+                l.operands[first + i] = make_op("arith.extui", [i32], [l.operands[first + i]]).results[0]
+
+
 def _launch_bf16_as_i16(op: ir.Operation, changed: dict) -> None:
     """The host's bf16 buffers passed to a kernel whose parameters became i16 buffers: the same
     bytes, cast (builtin.unrealized_conversion_cast, an alias in the host program)."""
@@ -1315,6 +1362,7 @@ def stage_flatten(module, options: SPIRVOptions) -> None:
                             changed[(mname, ir.StringAttr(k.operation.attributes["sym_name"]).value)] = params
         if changed:
             _launch_bf16_as_i16(op, changed)
+        _widen_bool_params(op)
     with op.context:
         # convert-gpu-to-spirv needs the workgroup size of each kernel.
         for o in op.regions[0].blocks[0].operations:

@@ -339,7 +339,12 @@ class _Extractor:
         if "initial_value" in g.attributes and isinstance(g.attributes["initial_value"], ir.DenseElementsAttr):
             a = ir.DenseElementsAttr(g.attributes["initial_value"])
             try:
-                data = _bf16_bits(ir, a) if dtype == "bf16" else np.array(a).astype(np_dt)
+                if dtype == "i1" and a.is_splat:
+                    # (the bindings' buffer of an i1 splat holds one byte but claims every element:
+                    # numpy read the bytes past it, a constant false had stray trues on Vulkan)
+                    data = np.full(shape, bool(a.get_splat_value().value), np_dt)
+                else:
+                    data = _bf16_bits(ir, a) if dtype == "bf16" else np.array(a).astype(np_dt)
             except Exception:  # index elements have no buffer protocol
                 ia = ir.DenseIntElementsAttr(a)
                 vals = [ia[0]] * int(np.prod(shape)) if a.is_splat else [ia[i] for i in range(len(ia))]

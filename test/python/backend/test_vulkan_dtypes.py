@@ -49,6 +49,13 @@ def _ops(dt: str) -> dict:
             "from_int": (lambda a, b: (a.astype(jnp.int32) - 1).astype(jnp.bool_), "mm"),
             "reduce": (lambda a, b: (jnp.any(a, axis=1), jnp.all(b, axis=0), jnp.any(a & b)), "mm"),
             "scalar": (lambda s, a: (~s, a & s), "sm"),
+            # constant bool slabs (uploaded from the host program's globals) next to computed ones
+            "constant_slabs": (lambda a, b: (jnp.stack([jnp.zeros(a.shape, bool), a, jnp.ones(a.shape, bool)]),
+                                             jnp.select([a, b], [a, ~b], False)), "mm"),
+            # a constant bool update: a scalar kernel parameter, widened to i32 (a bool is not
+            # host-shareable in a storage buffer: naga rejected the shader)
+            "scatter_constant": (lambda a, b: (jnp.zeros(a.shape, bool).at[0, 1].set(True) | a,
+                                               jnp.asarray(b).at[-1, 0].set(False)), "mm"),
         }
     ops = {
         "arith": (lambda a, b: (a + b, a * b - a, a - b), "mm"),

@@ -1446,11 +1446,14 @@ class _Gen:
         segment reductions, bincount, one_hot, take_along_axis, a while loop whose trip count
         depends on the data, reduce_precision, bitcasts, nonzero / unique with a size, roll, bands,
         diff, repeat / tile, interp, masked logsumexp / softmax, three-operand einsums,
-        mixed-precision dots, select and the NaN-ignoring reductions. Forms that compare or order
-        values take exact operands (a new argument where the value drawn is not)."""
+        mixed-precision dots, select and the NaN-ignoring reductions, jax.random draws from a key
+        argument over a value's (symbolic) shape, isin / digitize / count_nonzero, flip / rot90.
+        Forms that compare or order values take exact operands (a new argument where the value
+        drawn is not)."""
         form = self.r.choice(("top_k", "searchsorted", "segment", "bincount", "one_hot", "take_along", "while",
                               "precision", "bitcast", "nonzero", "unique", "roll", "band", "diff", "repeat",
-                              "interp", "masked", "einsum3", "mixed_dot", "select", "nan_reduce"))
+                              "interp", "masked", "einsum3", "mixed_dot", "select", "nan_reduce", "random", "random",
+                              "membership", "flip"))
         return getattr(self, "_data_" + form)()
 
     def _array_operand(self) -> Value | None:
@@ -1709,6 +1712,73 @@ class _Gen:
         conds = f"[jnp.asarray({c1.name}) != 0, jnp.asarray({c2.name}) != 0]"
         return self.emit(f"jnp.select({conds}, [{x.name}, {y.name}], 0)", dims, x.dtype, x.exact and y.exact,
                          [x, y, c1, c2], "data")
+
+    def _data_random(self):
+        """jax.random with a threefry key argument (uint32[2], any bits) over a value's shape: the
+        bits are exact, so are uniform floats and the integer draws; normal goes through erf_inv."""
+        k = self.new_arg([2], "uint32")
+        x = self.operand()
+        key = f"jax.random.wrap_key_data({k.name})"
+        r = self.r.random()
+        if r < 0.3:
+            key = f"jax.random.split({key})[{self.r.choice((0, 1))}]"
+        elif r < 0.45:
+            i = self.new_arg([], self.r.choice(("int32", "uint32", "int8")))
+            key = f"jax.random.fold_in({key}, {i.name})"
+            k = (k, i)
+        deps = list(k) if isinstance(k, tuple) else [k]
+        shape = f"{x.name}.shape"
+        kind = self.r.choice(("uniform", "bits", "bernoulli", "randint", "normal"))
+        if kind == "uniform":
+            dt = self.r.choice(FLOATS)
+            e, dt_out, exact = f"jax.random.uniform({key}, {shape}, dtype={_DT_SHORT[dt]})", dt, True
+        elif kind == "bits":
+            dt = self.r.choice(("uint8", "uint16", "uint32", "uint64"))
+            e, dt_out, exact = f"jax.random.bits({key}, {shape}, {_DT_SHORT[dt]})", dt, True
+        elif kind == "bernoulli":
+            e, dt_out, exact = f"jax.random.bernoulli({key}, {self.r.choice((0.1, 0.5, 0.9))}, {shape})", "bool", True
+        elif kind == "randint":
+            dt = self.r.choice(("int8", "int32", "int64", "uint8"))
+            lo, hi = (0, 200) if dt == "uint8" else (-7, self.r.choice((3, 100, 1000)))
+            if dt == "int8":
+                hi = min(hi, 100)
+            e, dt_out, exact = f"jax.random.randint({key}, {shape}, {lo}, {hi}, dtype={_DT_SHORT[dt]})", dt, True
+        else:
+            dt = self.r.choice(("float32", "float64"))
+            e, dt_out, exact = f"jax.random.normal({key}, {shape}, dtype={_DT_SHORT[dt]})", dt, False
+        return self.emit(e, x.dims, dt_out, exact, deps + [x], "data")
+
+    def _data_membership(self):
+        r = self.r.random()
+        if r < 0.35:
+            x = self.operand(lambda v: is_int(v.dtype))
+            if not is_int(x.dtype):
+                x = self.new_arg([self.atom() for _ in range(self.r.choice((0, 1, 2)))], self.r.choice(self.ints))
+            k = self.r.randint(1, 6)
+            return self.emit(f"jnp.isin({x.name}, jnp.arange({k}))", x.dims, "bool", True, [x], "data")
+        if r < 0.7:
+            x = self._exact_operand(lambda v: is_float(v.dtype))
+            bins = sorted(self.r.sample((-2.0, -1.0, -0.5, 0.0, 0.25, 1.0, 3.0), self.r.randint(1, 4)))
+            right = self.r.random() < 0.5
+            return self.emit(f"jnp.digitize({x.name}, jnp.array({bins}, {x.name}.dtype), right={right})"
+                             f".astype(jnp.int32)", x.dims, "int32", True, [x], "data")
+        x = self._array_operand()
+        if x is None:
+            return self.f_unary()
+        ax = self.r.randrange(x.rank)
+        return self.emit(f"jnp.count_nonzero({x.name}, axis={ax}).astype(jnp.int32)", x.dims[:ax] + x.dims[ax + 1:],
+                         "int32", x.exact or not is_float(x.dtype), [x], "data")
+
+    def _data_flip(self):
+        x = self._array_operand()
+        if x is None:
+            return self.f_unary()
+        if x.rank >= 2 and self.r.random() < 0.5:
+            k = self.r.choice((1, 2, 3))
+            dims = (x.dims[1], x.dims[0]) + x.dims[2:] if k % 2 else x.dims
+            return self.emit(f"jnp.rot90({x.name}, {k})", dims, x.dtype, x.exact, [x], "data")
+        ax = self.r.randrange(x.rank)
+        return self.emit(f"jnp.flip({x.name}, {ax})", x.dims, x.dtype, x.exact, [x], "data")
 
     def _data_nan_reduce(self):
         x = self.operand(lambda v: is_float(v.dtype) and v.rank >= 1)

@@ -44,7 +44,7 @@ Settings (`make fuzz` runs the same code with larger values):
                                  data-dependent selection and indexing (top_k, searchsorted,
                                  segment reductions, bincount, nonzero / unique with a size,
                                  while loops on the data, bitcasts, reduce_precision, masked
-                                 softmax, mixed-precision dots) (default 8)
+                                 softmax, mixed-precision dots) (default 6)
     RELAX_MLIR_FUZZ_VULKAN       how many of them also run on Vulkan / lavapipe (default 50)
     RELAX_MLIR_FUZZ_FIRST_SEED   the first seed (default 0)
     RELAX_MLIR_FUZZ_BATCH        programs per batch / worker process (default 25)
@@ -70,7 +70,7 @@ V9_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V9_PROGRAMS", "8"))
 V10_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V10_PROGRAMS", "8"))
 V11_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V11_PROGRAMS", "8"))
 V12_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V12_PROGRAMS", "6"))
-V13_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V13_PROGRAMS", "8"))
+V13_PROGRAMS = int(os.environ.get("RELAX_MLIR_FUZZ_V13_PROGRAMS", "6"))
 VULKAN = int(os.environ.get("RELAX_MLIR_FUZZ_VULKAN", "50"))
 FIRST = int(os.environ.get("RELAX_MLIR_FUZZ_FIRST_SEED", "0"))
 BATCH = int(os.environ.get("RELAX_MLIR_FUZZ_BATCH", "25"))

@@ -82,3 +82,31 @@ def test_shape_buffer_stores_and_loads():
 def test_unknown_instruction_is_a_host_error():
     with pytest.raises(HostError, match="unknown host instruction 'teleport'"):
         run(program([{"op": "teleport"}]), 1)
+
+
+def test_boolean_constants_keep_their_values():
+    """A GPU program's constant globals travel as bytes: an i1 splat of many elements is every
+    element's value (the bindings' numpy buffer of an i1 splat holds one byte and claims them all;
+    a constant false read past it had stray trues on Vulkan: jnp.select, jnp.stack with
+    jnp.zeros(bool)); a non-splat i1 constant keeps its elements."""
+    import base64
+
+    from mlir import ir
+
+    from relax_mlir.runtime.hostprog import _Extractor
+
+    bits = np.random.default_rng(0).random(37) < 0.5
+    text = "\n".join([
+        'memref.global "private" constant @f : memref<4x75xi1> = dense<false>',
+        'memref.global "private" constant @t : memref<300xi1> = dense<true>',
+        'memref.global "private" constant @m : memref<37xi1> = dense<[' + ", ".join(str(b).lower() for b in bits) + "]>",
+    ])
+    with ir.Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        ex = _Extractor(ir.Module.parse(text).operation, "vulkan")
+        for name in ("f", "t", "m"):
+            ex.add_global(name)
+    got = {k: np.frombuffer(base64.b64decode(g["data"]), np.bool_).reshape(g["shape"]) for k, g in ex.globals.items()}
+    assert got["f"].shape == (4, 75) and not got["f"].any()
+    assert got["t"].shape == (300,) and got["t"].all()
+    assert np.array_equal(got["m"], bits)
