@@ -1,5 +1,6 @@
 """The real-model zoo (zoo.py): each model exported with a symbolic batch and sequence length,
-imported, compiled ONCE and run at three sizes against jax.jit; and its static-shape export.
+imported, compiled ONCE and run at three sizes against jax.jit; and, for one or two models of each
+family (zoo.STATIC), its static-shape export.
 zoo.PENDING holds the models that still fail (not collected here), each with its error today (none
 now). bf16/f16 results are checked in units of their precision (zoo.check_low_precision)."""
 import os
@@ -25,7 +26,7 @@ def test_model_symbolic(name):
     zoo.check_case(zoo.MODELS[name]())
 
 
-@pytest.mark.parametrize("name", HERE)
+@pytest.mark.parametrize("name", [n for n in HERE if n in zoo.STATIC])
 def test_model_static(name):
     zoo.check_static(zoo.MODELS[name]())
 
@@ -41,6 +42,7 @@ def test_separate_process_models():
 
 
 def test_tables_are_disjoint_and_complete():
+    assert set(zoo.STATIC) <= set(zoo.MODELS)
     assert not set(zoo.MODELS) & set(zoo.PENDING)
     assert set(zoo.MODELS) | set(zoo.PENDING) == set(zoo.ALL)
     assert all(why for _, why in zoo.PENDING.values())

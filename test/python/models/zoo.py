@@ -583,6 +583,12 @@ MODELS: dict[str, Builder] = {name: ALL[name] for name in (
     "gemma",  # google's gemma package (bf16)
 )}
 
+# The models whose static-shape export the suite also checks (test_zoo.test_model_static): one of
+# each family (a decoder and an encoder-decoder LM, vision, an audio front end, flax linen
+# convolutions and recurrences, equinox, gemma); every model's symbolic export is checked. The
+# static export of the others is one `check_static` away (CI time).
+STATIC = ("gpt2", "t5", "vit", "wav2vec2", "linen_cnn", "linen_lstm", "eqx_conv", "gemma")
+
 # name -> (builder, what fails today): the same harness, not collected as tests.
 PENDING: dict[str, tuple[Builder, str]] = {}
 
