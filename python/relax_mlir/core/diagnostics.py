@@ -169,6 +169,28 @@ def dense_string_error(text: str, file: str) -> Diag | None:
     return None
 
 
+# The largest result number a use `%x#N` may name: MLIR's parser sizes a result list by N before it
+# checks N against the op (%0#2147483648: out of memory, an abort in relax-opt).
+MAX_RESULT_NUMBER = 1 << 20
+_RESULT_NUMBER_RE = re.compile(r"%[\w.$-]+#(\d+)")
+
+
+def result_number_error(text: str, file: str) -> Diag | None:
+    """A located error at the first use `%x#N` (outside strings and comments) whose N exceeds
+    MAX_RESULT_NUMBER, else None. A lexical scan before parsing."""
+    for m in _RESULT_NUMBER_RE.finditer(text):
+        if int(m.group(1)) <= MAX_RESULT_NUMBER:
+            continue
+        start = m.start()
+        bol = text.rfind("\n", 0, start) + 1
+        if text.count('"', bol, start) % 2 or "//" in text[bol:start]:
+            continue  # (inside a string literal or a comment)
+        line = text.count("\n", 0, start) + 1
+        return Diag(file, line, start - bol + 1, "error", f"result number {m.group(1)} is out of range (at most "
+                                                         f"{MAX_RESULT_NUMBER}): refused before parsing")
+    return None
+
+
 def nesting_error(text: str, file: str, limit: int = MAX_NESTING) -> Diag | None:
     """A located error if brackets ({, (, [, and the < of a type or attribute) nest deeper than
     `limit` in `text` (strings and comments skipped), else None. A lexical scan before parsing."""

@@ -11,7 +11,7 @@ import mlir
 from mlir import ir
 from mlir.dialects import irdl
 
-from relax_mlir.core.diagnostics import Diag, dense_string_error, nesting_error, string_escape_error, to_diag
+from relax_mlir.core.diagnostics import Diag, dense_string_error, nesting_error, result_number_error, string_escape_error, to_diag
 from relax_mlir.dialect import _cached_text, load
 
 
@@ -110,8 +110,9 @@ def _parses_cleanly(session: Session, text: str, implicit: bool) -> bool:
 def parse_module(session: Session, text: str):
     """Parse `text` into a `builtin.module` (an implicit one around zero, one or several top-level
     ops, as mlir-opt does). None, with located diagnostics recorded, when the text does not parse."""
-    deep = nesting_error(text, session.source_name)
-    if deep is not None:  # MLIR's parser would overflow the stack
+    deep = nesting_error(text, session.source_name) or (result_number_error(text, session.source_name)
+                                                         if "#" in text else None)
+    if deep is not None:  # MLIR's parser would overflow the stack, or run out of memory
         session.diags.append(deep)
         return None
     bad = string_escape_error(text, session.source_name) if "\\" in text else None

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from mlir import ir
 
-from relax_mlir.core.diagnostics import CompileError, nesting_error
+from relax_mlir.core.diagnostics import CompileError, nesting_error, result_number_error
 from relax_mlir.core.module import Module
 from relax_mlir.core.pipeline import run_pipeline
 from relax_mlir.core.session import Session
@@ -662,13 +662,16 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
     from jax._src.interpreters import mlir as jmlir
     from jax._src.lib.mlir import ir as jir
 
-    deep = nesting_error(text, source_name)
-    if deep is not None:  # MLIR's parser would overflow the stack
+    deep = nesting_error(text, source_name) or result_number_error(text, source_name)
+    if deep is not None:  # MLIR's parser would overflow the stack, or run out of memory
         raise StableHLOParseError([(f'loc("{source_name}":{deep.line}:{deep.col})', deep.message)])
     ctx = jmlir.make_ir_context()
     with ctx, jir.Location.unknown():
         try:
             op = jir.Operation.parse(text, source_name=source_name)
+        except MemoryError:  # (an allocation the pre-parse checks did not foresee)
+            raise StableHLOParseError([(f'loc("{source_name}":1:1)', "MLIR's parser ran out of memory on this "
+                                                                      "input")]) from None
         except jir.MLIRError as e:
             diags = [(str(d.location), d.message) for d in e.error_diagnostics]
             if not any("single top-level operation" in m for _, m in diags):
