@@ -119,3 +119,28 @@ def test_deferred_imports_stay_few():
 
 def test_the_test_sees_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_tools_start_without_jax_or_ml_dtypes(tmp_path):
+    """relax-opt loads neither jax nor ml_dtypes (ml_dtypes' registration with numpy alone took
+    ~1 s of each run), relax-import-stablehlo parses with jaxlib's MLIR without importing jax
+    (~2 s): lit runs ~300 of them. Each tool still does its job in the process checked."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "m.mlir"
+    src.write_text("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {\n"
+                   "  %0 = stablehlo.add %a, %a : tensor<?xf32>\n  return %0 : tensor<?xf32>\n}\n")
+    probe = ("import runpy, sys\nmod = sys.argv[1]; sys.argv = sys.argv[1:]\n"
+             "try:\n    runpy.run_module(mod, run_name='__main__')\nexcept SystemExit as e:\n"
+             "    assert not e.code, e.code\n"
+             "print('LOADED', sorted(m for m in ('jax', 'ml_dtypes') if m in sys.modules))\n")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", probe, "relax_mlir.tools.import_stablehlo", str(src)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert "relax.add" in out.stdout and "LOADED []" in out.stdout, (out.stdout, out.stderr)
+    relax = tmp_path / "r.mlir"
+    relax.write_text(out.stdout.split("LOADED")[0])
+    out = subprocess.run([sys.executable, "-c", probe, "relax_mlir.tools.relax_opt", str(relax),
+                          "--relax-infer-shapes"], capture_output=True, text=True, env=env, timeout=120)
+    assert "relax.add" in out.stdout and "LOADED []" in out.stdout, (out.stdout, out.stderr)

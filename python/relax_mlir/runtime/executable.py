@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import itertools
 import operator
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -34,15 +36,39 @@ import numpy as np
 from relax_mlir.shape import Expr, parse as parse_expr
 from relax_mlir.shape.expr import PyCode, make_function
 
-NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
-                "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16,
-                "ui32": np.uint32, "ui64": np.uint64}
-try:  # numpy has no bfloat16; ml_dtypes (installed with jax) is what jax uses for numpy bf16 arrays
-    import ml_dtypes as _ml_dtypes
+class _NumpyDtypes(Mapping):
+    """relax element type -> numpy scalar type. bf16 is ml_dtypes' bfloat16 (what jax uses for numpy
+    bf16 arrays), imported on its first use: ml_dtypes registers its types with numpy when imported,
+    about a second of every process's start (every relax-opt run) for a type most never meet. Absent
+    (KeyError, not listed) without ml_dtypes: bf16 entries are then refused at compile time."""
 
-    NUMPY_DTYPES["bf16"] = _ml_dtypes.bfloat16
-except ImportError:  # pragma: no cover - without ml_dtypes, bf16 entries are refused at compile time
-    pass
+    _BASE = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
+             "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8, "ui16": np.uint16,
+             "ui32": np.uint32, "ui64": np.uint64}
+
+    @functools.cached_property
+    def _bf16(self):
+        try:
+            import ml_dtypes
+        except ImportError:  # pragma: no cover
+            return None
+        return ml_dtypes.bfloat16
+
+    def __getitem__(self, key):
+        if key == "bf16" and self._bf16 is not None:
+            return self._bf16
+        return self._BASE[key]
+
+    def __iter__(self):
+        yield from self._BASE
+        if self._bf16 is not None:
+            yield "bf16"
+
+    def __len__(self):
+        return len(self._BASE) + (self._bf16 is not None)
+
+
+NUMPY_DTYPES = _NumpyDtypes()
 
 
 def numpy_dtype(dtype: str, where: str = "") -> np.dtype:
@@ -63,8 +89,7 @@ def _raw(arrays: list[np.ndarray]) -> list[np.ndarray]:
     """bf16 arrays as uint16 views (same bytes): ml_dtypes arrays do not export the buffer
     protocol that native calls read pointers through. Unsigned arrays as signed views (same
     bytes): native code computes on signless integers."""
-    bf16 = NUMPY_DTYPES.get("bf16")
-    return [a.view(np.uint16) if bf16 is not None and a.dtype == bf16
+    return [a.view(np.uint16) if a.dtype.name == "bfloat16"
             else a.view(_SIGNED_VIEW[a.dtype]) if a.dtype in _SIGNED_VIEW else a for a in arrays]
 
 

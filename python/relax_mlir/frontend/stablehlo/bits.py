@@ -25,7 +25,7 @@ def _bitwise(bool_name, int_name):
 def _unsigned_constant(im, attr, dims, dt):
     """An unsigned constant: its bits as a signless relax.constant, bitcast to `dt` (kernels and
     the lowered constants compute on signless integers)."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     sdt = dt[1:]
     shape = [d.value for d in dims]

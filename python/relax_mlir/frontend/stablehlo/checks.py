@@ -40,7 +40,7 @@ def _custom_call_target(op) -> str:
 
 def _attr_names(attrs) -> list[str]:
     """The names in a jax-MLIR DictAttr (empty for anything else)."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
     if not isinstance(attrs, jir.DictAttr):
         return []
     return [attrs[i].name for i in range(len(attrs))]
@@ -53,7 +53,7 @@ def check_supported_ops(module, spmd: bool = False) -> None:
     sdy.sharding_constraint, @Sharding custom calls) are accepted: they are dropped with one
     logged warning, since relax compiles for one device. With `spmd` (the per-device import of
     relax_mlir.spmd) manual computations are imported and shardings are kept, not dropped."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     funcs, notes = {}, {}
     for op in module.body.operations:
@@ -133,7 +133,7 @@ _SHARDING_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDSha
 
 
 def _element_type(t) -> str | None:
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
     try:
         return _jax_dtype(jir.ShapedType(t).element_type)
     except (ValueError, TypeError):

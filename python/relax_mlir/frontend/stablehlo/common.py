@@ -32,7 +32,7 @@ _REAL_PARTS = [False]
 
 def _jax_dtype(t) -> str:
     """The relax dtype name of a jax-MLIR element type, or the type's text when relax has none."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     if _REAL_PARTS[0] and isinstance(t, jir.ComplexType):
         t = jir.ComplexType(t).element_type
@@ -50,7 +50,7 @@ def _jax_dtype(t) -> str:
 
 def _ints(attr) -> list[int]:
     """The integers of a jax-MLIR `array<i64: ...>`, `dense<...>` or integer attribute."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     if isinstance(attr, jir.DenseI64ArrayAttr):
         return [int(x) for x in attr]
@@ -66,7 +66,7 @@ def _ints(attr) -> list[int]:
 
 def _string(attr) -> str:
     """The value of a jax-MLIR string or flat symbol reference attribute."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     if isinstance(attr, (jir.StringAttr, jir.FlatSymbolRefAttr)):
         return attr.value
@@ -147,7 +147,7 @@ def _splat(dims: list[int], dt: str, v) -> ir.DenseElementsAttr:
 
 def _dense_from_jax(attr, dims: list[int], dt: str) -> ir.Attribute:
     """A jax-MLIR dense elements attribute as ours, through its values (numpy's buffer)."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     if not isinstance(attr, jir.DenseElementsAttr):
         raise ValueError(f"a constant value of kind {type(attr).__name__} is not supported")
@@ -203,7 +203,7 @@ class CVal:
 
 def complex_part_type(t) -> str | None:
     """The part type ("f32", "f64") of a jax-MLIR complex tensor or element type, else None."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     if isinstance(t, jir.ShapedType):
         t = t.element_type
@@ -214,7 +214,7 @@ def complex_part_type(t) -> str | None:
 
 def _jax_ttype(t):
     """(dims, dtype) of a jax-MLIR ranked tensor type: Expr dims, None where dynamic."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
     rt = jir.RankedTensorType(t)
     dt = _jax_dtype(rt.element_type)
     dims = [None if rt.is_dynamic_dim(i) else const(rt.shape[i]) for i in range(rt.rank)]
@@ -243,7 +243,7 @@ def _known_ok(vals):
 
 def _splat_value(v):
     """The Python value of a splat stablehlo.constant defining `v`, or None."""
-    from jax._src.lib.mlir import ir
+    from jaxlib.mlir import ir
     owner = v.owner
     if getattr(owner, "name", None) != "stablehlo.constant" or complex_part_type(v.type) is not None:
         return None  # (jax's bindings cannot read a complex elements attribute)
@@ -275,7 +275,7 @@ def _body_ops(op, i=0):
 
 def _cmp_info(o):
     """(direction, compare type) of a stablehlo.compare."""
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     ct = o.attributes["compare_type"] if "compare_type" in o.attributes else None
     return (hlo.ComparisonDirectionAttr(o.attributes["comparison_direction"]).value,
@@ -288,7 +288,7 @@ def _owner(v):
 
 
 def _bools(attr) -> list[bool]:
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     if isinstance(attr, jir.DenseBoolArrayAttr):
         return [bool(v) for v in attr]

@@ -418,7 +418,7 @@ def _sign(im, op, ins):
 
 
 def _compare(im, op, ins):
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     a, b = ins
     direction = hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
@@ -854,7 +854,7 @@ def _along(im, x, axis: int, f, n_out: int):
 
 
 def _fft(im, op, ins):
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     (x,) = ins
     kind = hlo.FftTypeAttr(op.attributes["fft_type"]).value

@@ -11,7 +11,7 @@ from relax_mlir.shape import const, floordiv
 
 
 def _convolution(im, op, ins):
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     lhs, rhs = ins[0], ins[1]
     rdims, dt = _res(op)

@@ -12,7 +12,7 @@ from relax_mlir.shape import const
 
 
 def _constant(im: Importer, op, ins):
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     attr = op.attributes["value"]
     dims, dt = _res(op)

@@ -156,7 +156,7 @@ def _fold_compare(im, direction: str, a: Val, b: Val, op) -> list[Expr] | None:
 def _compare(im, op, ins):
     a, b = ins
     rdims, _ = _res(op)
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     direction = hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
     if direction == "EQ" and _known_ok(ins) and len(a.known) == 1 == len(b.known) \

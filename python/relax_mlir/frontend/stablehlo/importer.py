@@ -506,7 +506,7 @@ class Importer:
     def note_global_constants(self, f, cargs):
         """Name placeholder symbols after the `jax.global_constant` (a jax dimension variable) that
         a callee's argument carries."""
-        from jax._src.lib.mlir import ir as jir
+        from jaxlib.mlir import ir as jir
 
         arg_attrs = f.attributes["arg_attrs"] if "arg_attrs" in f.attributes else None
         if not isinstance(arg_attrs, jir.ArrayAttr):
@@ -529,7 +529,7 @@ def _import_arg_attrs(main, kept: list[int], func: ir.Operation, complex_params:
     kept[k] gets `relax.donate = r` (result r is written into its buffer; relax-infer-shapes checks
     the types). `jax.buffer_donor` (donated, no result to alias) is dropped: the argument is only read.
     A complex parameter gets `relax.complex` (the runtime passes a complex array as its parts)."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     attrs = main.attributes["arg_attrs"] if "arg_attrs" in main.attributes else None
     donate = {}
@@ -611,7 +611,7 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
                   source_name: str = "<string>", symbol_bounds: dict[str, int] | None = None,
                   symbol_lower: dict[str, int] | None = None, symbol_relations=(),
                   spmd: bool = False, platform_index: int | None = None) -> Module:
-    """Import a parsed jax-MLIR module (`jax._src.lib.mlir.ir.Module`) -> a verified, shape-deduced
+    """Import a parsed jax-MLIR module (`jaxlib.mlir.ir.Module`) -> a verified, shape-deduced
     `relax_mlir.Module`.
     `dim_names[i][j]`: the symbol name of dim j of argument i (None: derive one); `unused_args`:
     position -> (dims, dtype) of arguments @main does not take (jax.export drops unused ones),
@@ -652,6 +652,33 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     return result
 
 
+def _jax_ir_context():
+    """A context of jaxlib's MLIR holding the dialects `jax.export` writes (StableHLO, CHLO, Shardy,
+    MPMD, MHLO and the upstream ones jax registers), as jax's own `make_ir_context` builds it but
+    without importing jax: jaxlib's MLIR is a package of its own, and importing jax (with
+    ml_dtypes) was ~2 s of every relax-import-stablehlo run. Dialects are loaded one by one, not
+    every dialect linked into the library (what `ir.Context()`'s constructor would do)."""
+    from jaxlib.mlir import ir as jir
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
+
+    class Context(jir.Context):
+        def __init__(self):
+            super(jir.Context, self).__init__()  # (the base class's __init__ loads every dialect)
+
+    registry = jir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx = Context()
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    sdy.register_dialect(ctx)
+    mpmd.register_dialect(ctx)
+    mhlo.register_mhlo_dialect(ctx)
+    chlo.register_dialect(ctx)
+    stablehlo.register_dialect(ctx)
+    return ctx
+
+
 def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", unused_args=None, *,
                      dim_vars: Iterable[str] = (), symbol_bounds: dict[str, int] | None = None,
                      symbol_lower: dict[str, int] | None = None, symbol_relations=(),
@@ -659,13 +686,12 @@ def import_stablehlo(text: str, dim_names=None, source_name: str = "<string>", u
     """StableHLO text (as `jax.export` prints it) -> a `relax_mlir.Module`. Errors:
     StableHLOParseError, UnsupportedOpError (UnsupportedTypesError), CompileError, ValueError;
     `render_error` formats any of them."""
-    from jax._src.interpreters import mlir as jmlir
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     deep = nesting_error(text, source_name) or result_number_error(text, source_name)
     if deep is not None:  # MLIR's parser would overflow the stack, or run out of memory
         raise StableHLOParseError([(f'loc("{source_name}":{deep.line}:{deep.col})', deep.message)])
-    ctx = jmlir.make_ir_context()
+    ctx = _jax_ir_context()
     with ctx, jir.Location.unknown():
         try:
             op = jir.Operation.parse(text, source_name=source_name)

@@ -18,7 +18,7 @@ def _gather(im, op, ins):
     general relax.gather otherwise."""
     x, idx = ins[0], signed_index(im, ins[1])
     rdims, dt = _res(op)
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     dn = hlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
     offset, collapsed, smap = list(dn.offset_dims), list(dn.collapsed_slice_dims), list(dn.start_index_map)
@@ -94,7 +94,7 @@ def _diagonal(op, x, idx, upd):
     """(p, q) where this scatter (an add or set into zeros) writes only where the operand's indices
     along axes p and q are equal: each index vector is [i, i] (its two columns computed alike),
     scattered into those two axes. The result is then diagonal over (p, q) (signs.py)."""
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     dn = hlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
     axes = list(dn.scattered_dims_to_operand_dims)
@@ -120,7 +120,7 @@ def _scatter(im, op, ins):
 def _scatter_one(im, op, ins):
     x, idx, upd = ins[0], signed_index(im, ins[1]), ins[2]
     rdims, dt = _res(op)
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     kind = scatter_kind(op, 0, dt, "scatter update computation")
     dn = hlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])

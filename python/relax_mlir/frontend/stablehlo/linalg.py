@@ -23,7 +23,7 @@ _L, _U, _N, _T, _C = ord("L"), ord("U"), ord("N"), ord("T"), ord("C")
 
 
 def _config(op) -> dict[str, int]:
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
     if "mhlo.backend_config" not in op.attributes:
         return {}
     d = jir.DictAttr(op.attributes["mhlo.backend_config"])
@@ -243,7 +243,7 @@ register_custom_calls({name: f"the TPU lowering of jnp.linalg ({name}); export f
 
 
 def _bool_attr(op, name: str) -> bool:
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
     return name in op.attributes and jir.BoolAttr(op.attributes[name]).value
 
 
@@ -269,7 +269,7 @@ def _cholesky(im, op, ins):
 def _triangular_solve(im, op, ins):
     """stablehlo.triangular_solve: op(a) x = b (left_side) or x op(a) = b, reading the `lower` (else
     upper) triangle of a, its diagonal taken as ones with unit_diagonal."""
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     a, b = ins
     lower, left, unit = _bool_attr(op, "lower"), _bool_attr(op, "left_side"), _bool_attr(op, "unit_diagonal")

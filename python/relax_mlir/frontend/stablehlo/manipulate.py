@@ -145,7 +145,7 @@ def _dot_operands(im, a, b, dt):
 def _dot_general(im, op, ins):
     a, b = ins
     rdims, dt = _res(op)
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
     lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)

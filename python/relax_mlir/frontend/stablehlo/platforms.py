@@ -36,7 +36,7 @@ def choose_platform(platforms) -> int | None:
 
 def _platform_args(func) -> list[int]:
     """Positions of `func`'s arguments that carry jax's platform index."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     attrs = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
     if not isinstance(attrs, jir.ArrayAttr):
@@ -52,7 +52,7 @@ def _platform_args(func) -> list[int]:
 
 def _scalar_int(t):
     """The integer element type of a scalar tensor type `t`, else None."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     try:
         t = jir.RankedTensorType(t)
@@ -63,7 +63,7 @@ def _scalar_int(t):
 
 def _int_constant(block, ty, value: int):
     """A `stablehlo.constant dense<value> : ty` (an integer scalar tensor) at the start of `block`."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     attr = jir.DenseElementsAttr.get_splat(ty, jir.IntegerAttr.get(_scalar_int(ty), value))
     ip = jir.InsertionPoint.at_block_begin(block) if len(block.operations) else jir.InsertionPoint(block)
@@ -75,7 +75,7 @@ def specialize_platform(module, platform_index: int | None, count: int | None = 
     """Make the platform index of a several-platform module the constant `platform_index` and fold
     the cases that selects (see the module docstring); nothing for a one-platform module. Without
     `platform_index` such a module is refused (its first argument would be the caller's to pass)."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
     main = next((f for f in funcs if _string(f.attributes["sym_name"]) == "main"), None)
@@ -131,7 +131,7 @@ def _ops(block):
 
 
 def _constant_index(value) -> int | None:
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     owner = value.owner
     if isinstance(owner, jir.Block):

@@ -173,7 +173,7 @@ def _fold_shape_scalar(im, op, ins) -> Val | None:
                 return out(const(c))
         return None
     if name == "stablehlo.compare":
-        from jax._src.lib.mlir.dialects import hlo
+        from jaxlib.mlir.dialects import stablehlo as hlo
         a, b = vals
         direction = hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
         if a is None or b is None or direction not in _CMP_FOLD:
@@ -306,7 +306,7 @@ def fold_known(im, op, ins):
 
 
 def _fold_compare_known(op, c, facts):
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
     return _compare_known(hlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value,
                           c[0], c[1], facts)
 

@@ -71,7 +71,7 @@ _SHARD_MAP_WHY = ("shard_map's manual sharding (per-device shapes) is not suppor
 # --- reading sdy attributes ---------------------------------------------------------------------
 
 def _sdy():
-    from jax._src.lib.mlir.dialects import sdy
+    from jaxlib.mlir.dialects import sdy
 
     return sdy
 
@@ -417,7 +417,7 @@ class SpmdImport:
         result; contracting dims split alike give partial products, summed by an all_reduce. Where
         the operands' shardings conflict (a mesh axis used twice, contracting or batch dims split
         differently), an operand is all-gathered first (the rhs, else the lhs, else both)."""
-        from jax._src.lib.mlir.dialects import hlo
+        from jaxlib.mlir.dialects import stablehlo as hlo
 
         dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
         lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)
@@ -527,7 +527,7 @@ class SpmdImport:
         where = str(op.location)
         ins_sh = [read_sharding(a, where) for a in sdy.TensorShardingPerValueAttr(op.attributes["in_shardings"]).shardings]
         outs_sh = [read_sharding(a, where) for a in sdy.TensorShardingPerValueAttr(op.attributes["out_shardings"]).shardings]
-        from jax._src.lib.mlir import ir as jir
+        from jaxlib.mlir import ir as jir
 
         every = sdy.ManualAxesAttr.get([jir.StringAttr.get(a) for a in self.axis_order])
         if op.attributes["manual_axes"] != every:
@@ -565,7 +565,7 @@ class _LocalOp:
     converter run on local operands."""
 
     def __init__(self, op, sp: "SpmdImport", out_sh):
-        from jax._src.lib.mlir import ir as jir
+        from jaxlib.mlir import ir as jir
 
         self._op = op
         self.results = []
@@ -672,7 +672,7 @@ def _groups(im, op) -> tuple[list[int], int]:
         raise UnsupportedOpError(op.operation.name, where, "a collective outside an SPMD import "
                                  "(compile sharded programs with relax_mlir.spmd)")
     attr = op.attributes["replica_groups"]
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     shape = jir.ShapedType(attr.type).shape
     flat = _ints(attr)

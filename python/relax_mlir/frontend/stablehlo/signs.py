@@ -76,7 +76,7 @@ def _with(s: Signs, roles) -> Signs | None:
 def splat_through(value):
     """The value of a StableHLO value that is one constant everywhere (through broadcasts,
     converts, reshapes), else None."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     for _ in range(8):
         owner = value.owner
@@ -226,7 +226,7 @@ def _gather_diagonal(op, tag, ins, refuse):
     V^T dA V in jax's derivative of eigh's values): a gather (or dynamic_gather) collapsing exactly
     those two axes at indices [i, i] (both columns computed alike) is free of their signs,
     s_a s_a = 1, whatever it takes of the other axes."""
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     dn = hlo.GatherDimensionNumbers(op.attributes["dimension_numbers"])
     vec = [a for a, r in enumerate(tag.roles) if r == "i"]
@@ -237,7 +237,7 @@ def _gather_diagonal(op, tag, ins, refuse):
 
 
 def _dot_general(op, tags, refuse, diags=(None, None)):
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     dn = hlo.DotDimensionNumbers(op.attributes["dot_dimension_numbers"])
     lb, rb = list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions)

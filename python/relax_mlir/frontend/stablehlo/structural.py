@@ -63,7 +63,7 @@ def _top_k(im, op, x, k, descending: bool = True):
 def _composite(im, op, ins):
     """stablehlo.composite: chlo.top_k as a descending IEEE-total-order stable sort and a slice (its
     decomposition's semantics); any other composite runs its decomposition function."""
-    from jax._src.lib.mlir import ir as jir
+    from jaxlib.mlir import ir as jir
 
     name = _string(op.attributes["name"])
     if name == "chlo.top_k" and len(ins) == 1:
@@ -91,8 +91,8 @@ def _approx_top_k(im, op, ins):
     `a < b`: the smallest) and the first top_k. Ours sorts in IEEE total order, stably; with NaN
     among the values XLA's sort by a plain `<` has no defined order (jax's approx_min_k of
     [1, NaN, 3, ...] is not sorted), ours puts NaN last (first for the largest)."""
-    from jax._src.lib.mlir import ir as jir
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir import ir as jir
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     cfg = op.attributes["mhlo.backend_config"]
     if not isinstance(cfg, jir.DictAttr):
