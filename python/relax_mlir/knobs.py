@@ -129,6 +129,18 @@ def parallel_min_elements(default: int = 1 << 22) -> int:
     return int(v) if v else default
 
 
+def builds() -> str:
+    """RELAX_MLIR_BUILDS=all|first: a CPU program that may run both single- and multi-threaded
+    (by its calls' sizes) gets both builds in `compile()` (`all`, the default: no call compiles),
+    or only the one its smallest calls take (`first`; the other is compiled at the first call that
+    needs it: compile() costs about half, as jax.jit compiles a shape at its first call). A
+    lowering error of the deferred build is then a CompileError of that call."""
+    v = os.environ.get("RELAX_MLIR_BUILDS", "all") or "all"
+    if v not in ("all", "first"):
+        raise ValueError(f"RELAX_MLIR_BUILDS must be 'all' or 'first', got {v!r}")
+    return v
+
+
 @contextlib.contextmanager
 def overridden(**settings: str):
     """Set RELAX_MLIR_* environment settings for the duration of a `with` block (the compiles

@@ -232,13 +232,15 @@ def build_cpu_executable(module, options=None) -> Executable:
     names = [s.name for s in sigs]
     run = ThreadedDispatch(upstream, options, entries=names)
     threaded = options.num_threads > 1
-    if threaded and _may_thread(sigs, run.min_elements):
+    small = not threaded or min(_fewest_elements(s) for s in sigs) < run.min_elements
+    if threaded and _may_thread(sigs, run.min_elements) and (knobs.builds() == "all" or not small):
         # Some call may take the multi-threaded build (issue 18: every variant is built by
         # compile(), so that no first call at any shape compiles). A background build was
         # measured and refused: the lowering holds the GIL for up to 1.1 s at a time, which a
-        # first call made meanwhile would wait for.
+        # first call made meanwhile would wait for. With RELAX_MLIR_BUILDS=first it waits for
+        # its first call when the one-thread build is made here.
         run.jitn = _jit(upstream, options, names)
-    if not threaded or min(_fewest_elements(s) for s in sigs) < run.min_elements:
+    if small:
         # Some call may run on one thread. When every call of every entry takes the
         # multi-threaded build (an LLM's prefill and decode step: the weights alone reach the
         # threshold), the one-thread build is never compiled unless a call needs it.

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import relax_mlir
+from relax_mlir import knobs
 
 SRC = """
 func.func @main(%x: !relax.tensor<["n", 4], f32>, %y: !relax.tensor<["n", 4], f32>, %w: !relax.tensor<[4, "m"], f32>) -> !relax.tensor<["?", "?"], f32> {
@@ -128,8 +129,9 @@ def test_every_build_compiled_up_front():
     unbounded symbol can); a module no call of which reaches it has none."""
     from relax_mlir.backend.cpu import CPUOptions
 
-    def run_of(text):
-        exe = relax_mlir.compile(text, options=CPUOptions(num_threads=2))
+    def run_of(text, builds="all"):
+        with knobs.overridden(RELAX_MLIR_BUILDS=builds):  # (the test suite's default is "first")
+            exe = relax_mlir.compile(text, options=CPUOptions(num_threads=2))
         return exe, exe._keepalive[1]
 
     big = """func.func @main(%x: !relax.tensor<["n", 2048], f32>, %w: !relax.tensor<[2048, 2048], f32>) -> !relax.tensor<["n", 2048], f32> {
@@ -150,6 +152,19 @@ def test_every_build_compiled_up_front():
     assert run.built == (True, False)  # no call reaches the threshold
     x, w = np.ones((3, 64), np.float32), np.full((64, 64), 0.5, np.float32)
     np.testing.assert_allclose(exe(x, w), np.full((3, 64), 32.0, np.float32))
+    # RELAX_MLIR_BUILDS=first: only the build the smallest calls take; the other at its first call
+    exe, run = run_of(big, "first")
+    assert run.built == (False, True)  # every call is threaded: that build is the first
+    exe, run = run_of(big.replace("2048", "64"), "first")
+    assert run.built == (True, False)
+    np.testing.assert_allclose(exe(x, w), np.full((3, 64), 32.0, np.float32))
+    assert run.built == (True, False)  # a small call: still no threaded build
+    rows = run.min_elements // 128 + 1  # x and the result: 2 * rows * 64 elements reach the threshold
+    x, w = np.ones((rows, 64), np.float32), np.full((64, 64), 0.5, np.float32)
+    np.testing.assert_allclose(exe(x, w), np.full((rows, 64), 32.0, np.float32))
+    assert run.built == (True, True)
+    with knobs.overridden(RELAX_MLIR_BUILDS="some"), pytest.raises(ValueError, match="RELAX_MLIR_BUILDS"):
+        relax_mlir.compile(big, options=CPUOptions(num_threads=2))
 
 
 def test_pickling_names_the_artifact_route():
