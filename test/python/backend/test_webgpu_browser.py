@@ -206,18 +206,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 def test_demo_page(browser, tmp_path):
     """examples/web: the page loads the exported transformer block, runs it at two sequence
-    lengths picked in its input box, and shows numbers that match jax.jit; no console error; a
-    screenshot is saved under build/."""
+    lengths picked in its input box, and shows numbers that match jax.jit; its second section
+    loads the tiny Llama export, generates for the prompt typed in its box and shows jax's tokens,
+    a bad token id is the runtime's ValueError on the page; no console error; a screenshot is
+    saved under build/. (One build of the site, as `make demo`'s.)"""
     import importlib.util
 
     import jax
+    pytest.importorskip("transformers")
+    from relax_mlir.llm import Generator
 
     spec = importlib.util.spec_from_file_location("build_site", os.path.join(ROOT, "examples", "web", "build_site.py"))
     site_mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(site_mod)
     import models
 
-    out = site_mod.build(str(tmp_path / "site"))
+    out = site_mod.build(str(tmp_path / "site"), llm=True)
     ref = jax.jit(models.transformer_block)
     ws = site_mod.weights()
     with web.serve(out) as url:
@@ -234,11 +238,28 @@ def test_demo_page(browser, tmp_path):
             np.testing.assert_allclose(json.loads(got["first"]), want.reshape(-1)[:4], rtol=1e-3, atol=1e-4)
             for key, w in (("mean", want.mean()), ("std", want.std()), ("min", want.min()), ("max", want.max())):
                 np.testing.assert_allclose(float(got[key]), w, rtol=1e-3, atol=1e-4, err_msg=f"{key} at s = {n}")
+        prompt, n_new = [5, 9, 17, 3, 44, 2, 7, 120], 20
+        page.wait_for_selector("body[data-llm-ready='1']", timeout=300_000)
+        page.fill("#prompt", ", ".join(map(str, prompt)))
+        page.fill("#new-tokens", str(n_new))
+        page.click("#generate")
+        page.wait_for_selector("body[data-llm-runs='1']", timeout=300_000)
+        tokens = json.loads(page.get_attribute("#llm-tokens", "data-value"))
+        status = page.text_content("#llm-status")
+        page.fill("#prompt", "1, 128")
+        page.click("#generate")
+        page.wait_for_function("document.getElementById('llm-status').textContent.startsWith('ValueError')",
+                               timeout=60_000)
+        bad = page.text_content("#llm-status")
         os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
         shot = os.path.join(ROOT, "build", "webgpu-demo.png")
         page.screenshot(path=shot, full_page=True)
         page.close()
     assert os.path.getsize(shot) > 0
+    llm_ref = Generator.from_hf_flax(site_mod.tiny_llama(), max_context=site_mod.LLM_CONTEXT,
+                                     cache_chunk=site_mod.LLM_CHUNK, target="jax")
+    assert tokens == llm_ref.generate([prompt], n_new)[0] and status == f"generated {n_new} tokens"
+    assert "outside [0, 128)" in bad, bad
     assert console == [], console
 
 
