@@ -20,12 +20,12 @@ Layout: the infrastructure (`importer` the walk and entry points, `checks` the w
 `shape_arith` the traced shape computations, `symbols` argument dims given as expressions,
 `common` values and attribute readers, `errors`, `registry` the tables) and one module per op
 family, mirroring `relax_mlir/ops/` (`elementwise`, `create`, `manipulate`, `slicing`, `reduce`,
-`indexing`, `window`, `conv`, `bits`, `control_flow`, `structural`, `sharding`, `linalg`, and
-`complex`: complex values as pairs of real parts); each family
+`indexing`, `window`, `conv`, `bits`, `control_flow`, `structural`, `sharding`, `linalg`, `random`
+(rng_bit_generator), and `complex`: complex values as pairs of real parts); each family
 registers its converters in `registry.CONVERTERS` when imported here.
 """
 from relax_mlir.frontend.stablehlo import (bits, complex, control_flow, conv, create, elementwise, indexing,  # noqa: F401
-                                           linalg, manipulate, reduce, sharding, slicing, structural, window)
+                                           linalg, manipulate, random, reduce, sharding, slicing, structural, window)
 from relax_mlir.frontend.stablehlo.checks import check_supported_ops
 from relax_mlir.frontend.stablehlo.errors import (StableHLOParseError, UnsupportedOpError, UnsupportedOpsError,
                                                   UnsupportedTypesError, render_error)
