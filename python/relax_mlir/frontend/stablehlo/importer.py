@@ -4,6 +4,7 @@ inlined, each op through its converter in `registry.CONVERTERS`), and the entry 
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterable
 
 from mlir import ir
@@ -652,15 +653,11 @@ def import_module(module, dim_names=None, unused_args=None, *, dim_vars: Iterabl
     return result
 
 
-def _jax_ir_context():
-    """A context of jaxlib's MLIR holding the dialects `jax.export` writes (StableHLO, CHLO, Shardy,
-    MPMD, MHLO and the upstream ones jax registers), as jax's own `make_ir_context` builds it but
-    without importing jax: jaxlib's MLIR is a package of its own, and importing jax (with
-    ml_dtypes) was ~2 s of every relax-import-stablehlo run. Dialects are loaded one by one, not
-    every dialect linked into the library (what `ir.Context()`'s constructor would do)."""
+@functools.cache
+def _jax_dialects():
+    """(context class, registry) for `_jax_ir_context`, made once per process."""
     from jaxlib.mlir import ir as jir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
 
     class Context(jir.Context):
         def __init__(self):
@@ -668,7 +665,19 @@ def _jax_ir_context():
 
     registry = jir.DialectRegistry()
     _jax_mlir_ext.register_dialects(registry)
-    ctx = Context()
+    return Context, registry
+
+
+def _jax_ir_context():
+    """A context of jaxlib's MLIR holding the dialects `jax.export` writes (StableHLO, CHLO, Shardy,
+    MPMD, MHLO and the upstream ones jax registers), as jax's own `make_ir_context` builds it but
+    without importing jax: jaxlib's MLIR is a package of its own, and importing jax (with
+    ml_dtypes) was ~2 s of every relax-import-stablehlo run. Dialects are loaded one by one, not
+    every dialect linked into the library (what `ir.Context()`'s constructor would do)."""
+    from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
+
+    context_class, registry = _jax_dialects()
+    ctx = context_class()
     ctx.append_dialect_registry(registry)
     ctx.load_all_available_dialects()
     sdy.register_dialect(ctx)
